@@ -1,0 +1,141 @@
+/**
+ * Every error eventrelay raises or passes to a callback is an `EventRelayError`,
+ * with a stable `code` to branch on and, when it wraps another failure, a `cause`.
+ * Messages never contain write keys, shared secrets or message bodies.
+ */
+export class EventRelayError extends Error {
+  readonly code: string;
+
+  constructor(message: string, code: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** An option or configuration value is missing or out of range. Thrown at construction. */
+export class ConfigError extends EventRelayError {
+  /** Dotted path of the offending field, e.g. `flushAt` or `sources[0].writeKey`. */
+  readonly field: string | undefined;
+
+  constructor(message: string, field?: string) {
+    super(message, 'ERR_CONFIG');
+    this.field = field;
+  }
+}
+
+/** A message breaks the rules of the spec (missing userId, event, groupId, ...). */
+export class ValidationError extends EventRelayError {
+  /** The field that failed, e.g. `userId` or `event`. */
+  readonly field: string | undefined;
+
+  constructor(message: string, field?: string) {
+    super(message, 'ERR_VALIDATION');
+    this.field = field;
+  }
+}
+
+/** A value in a message cannot be turned into JSON (circular reference, BigInt, a throwing toJSON). */
+export class SerializationError extends EventRelayError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'ERR_SERIALIZATION', options);
+  }
+}
+
+/** A message or a request body is larger than the limit that applies to it. */
+export class PayloadTooLargeError extends EventRelayError {
+  /** Size in bytes of what was refused. */
+  readonly size: number;
+  /** The limit in bytes. */
+  readonly limit: number;
+
+  constructor(message: string, size: number, limit: number) {
+    super(message, 'ERR_PAYLOAD_TOO_LARGE');
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+/** The in-memory queue holds `maxQueueSize` messages already; the new one was refused. */
+export class QueueFullError extends EventRelayError {
+  readonly maxQueueSize: number;
+
+  constructor(maxQueueSize: number) {
+    super(
+      `The queue already holds ${maxQueueSize} messages (maxQueueSize); the message was refused. ` +
+        'The endpoint may be unreachable: check connectivity, or raise `maxQueueSize`.',
+      'ERR_QUEUE_FULL',
+    );
+    this.maxQueueSize = maxQueueSize;
+  }
+}
+
+/** The client was closed with `closeAndFlush()`; it takes no new calls. */
+export class ClientClosedError extends EventRelayError {
+  constructor() {
+    super('The client is closed: closeAndFlush() was called, so new calls are refused. Create a new Analytics instance.', 'ERR_CLIENT_CLOSED');
+  }
+}
+
+/** A server answered with a status that is not 2xx. */
+export class HttpError extends EventRelayError {
+  readonly status: number;
+  /** Whether the same request may succeed later (5xx, 429, 408). */
+  readonly retryable: boolean;
+  /** Delay the server asked for with `Retry-After`, in milliseconds, when it sent one. */
+  readonly retryAfter: number | undefined;
+
+  constructor(message: string, status: number, retryable: boolean, retryAfter?: number) {
+    super(message, 'ERR_HTTP');
+    this.status = status;
+    this.retryable = retryable;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** The request did not get an answer: connection refused or reset, DNS failure, TLS failure. */
+export class NetworkError extends EventRelayError {
+  /** Whether trying again may help. TLS certificate failures are not retryable. */
+  readonly retryable: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; code?: string; retryable?: boolean }) {
+    super(message, options?.code ?? 'ERR_NETWORK', options);
+    this.retryable = options?.retryable ?? true;
+  }
+}
+
+/** The server did not answer within the timeout. Retryable. */
+export class TimeoutError extends NetworkError {
+  /** The timeout that elapsed, in milliseconds. */
+  readonly timeout: number;
+
+  constructor(timeout: number, options?: { cause?: unknown }) {
+    super(`No response within ${timeout} ms`, { ...options, code: 'ERR_TIMEOUT', retryable: true });
+    this.timeout = timeout;
+  }
+}
+
+/** A webhook signature did not match, or no signature was sent. */
+export class SignatureVerificationError extends EventRelayError {
+  constructor(message = 'The X-Signature header is missing or does not match the request body.') {
+    super(message, 'ERR_SIGNATURE');
+  }
+}
+
+/** A webhook body is not one of the seven message types of the spec. */
+export class WebhookMessageError extends EventRelayError {
+  /** The field that failed, when one did. */
+  readonly field: string | undefined;
+
+  constructor(message: string, field?: string, options?: { cause?: unknown }) {
+    super(message, 'ERR_WEBHOOK_MESSAGE', options);
+    this.field = field;
+  }
+}
+
+/** A message could not be delivered and will not be retried. */
+export class DeliveryError extends EventRelayError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'ERR_DELIVERY', options);
+  }
+}

@@ -1,0 +1,1 @@
+export { EventRelayError, ConfigError, DeliveryError } from '../errors';

@@ -1,0 +1,5 @@
+export {
+  EventRelayError,
+  SignatureVerificationError,
+  WebhookMessageError,
+} from '../errors';
