@@ -139,3 +139,17 @@ export class DeliveryError extends EventRelayError {
     super(message, 'ERR_DELIVERY', options);
   }
 }
+
+/**
+ * A function was called with an argument it cannot use: a programming mistake, such as
+ * passing a parsed JSON object where the raw request body is needed. Fix the call site.
+ */
+export class InvalidArgumentError extends EventRelayError {
+  /** The name of the argument, e.g. `rawBody`. */
+  readonly argument: string;
+
+  constructor(message: string, argument: string) {
+    super(message, 'ERR_INVALID_ARGUMENT');
+    this.argument = argument;
+  }
+}
