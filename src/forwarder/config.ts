@@ -1,0 +1,331 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../errors';
+
+/**
+ * A secret written inline, or `{ "env": "NAME" }` to read it from the environment variable
+ * NAME when the config is loaded (so the file can be committed without secrets).
+ */
+export type SecretValue = string | { readonly env: string };
+
+export interface WebhookEntryConfig {
+  /** Full URL with the http or https scheme. May be a SecretValue (URLs often carry tokens). */
+  readonly url: SecretValue;
+  /** Static headers added to every request sent to this URL; values may be SecretValues. */
+  readonly headers?: Readonly<Record<string, SecretValue>>;
+}
+
+export interface WebhooksDestinationConfig {
+  /** Whether messages of this source are forwarded. Default true; `false` pauses the destination. */
+  readonly enabled?: boolean;
+  /** 1 to 5 URLs; each message goes to all of them until one answers 2xx. */
+  readonly webhooks: readonly WebhookEntryConfig[];
+  /** When set, each body is signed: `X-Signature` = hex HMAC-SHA1 keyed with it. */
+  readonly sharedSecret?: SecretValue;
+}
+
+export interface SourceConfig {
+  /** Unique name; used by the admin endpoints and in logs. */
+  readonly name: string;
+  /** The key clients send with Basic auth (or `writeKey` in the body). Unique across sources. */
+  readonly writeKey: SecretValue;
+  /** Destinations of this source; the forwarder has one kind, `Webhooks` (spec 4.3 key). */
+  readonly destinations?: { readonly Webhooks?: WebhooksDestinationConfig };
+}
+
+export interface DeliveryConfig {
+  /** Webhook attempts in flight at once, over all sources. Default 32. */
+  readonly concurrency?: number;
+  /** Time a receiver has to answer, in ms. Default 5000 (spec 8). */
+  readonly timeout?: number;
+  /** How long a message is retried after its first attempt, in ms. Default 4 h (spec 7). */
+  readonly retryWindow?: number;
+  /** Base delay before the first retry, in ms. Default 1000. */
+  readonly minRetryDelay?: number;
+  /** Longest delay between two attempts, in ms. Default 600000 (10 min). */
+  readonly maxRetryDelay?: number;
+}
+
+export interface StorageConfig {
+  /** `sqlite` (durable, default) or `memory` (nothing survives a restart: tests, benchmarks). */
+  readonly type?: 'sqlite' | 'memory';
+  /** Directory of the SQLite database. Default `./eventrelay-data`; the CLI's `--data` wins. */
+  readonly dataDir?: string;
+  /**
+   * SQLite `synchronous` in WAL mode. `full` (default): an acknowledged message survives a power
+   * loss (one fsync per request). `normal`: it survives a crash or kill of the process, not a
+   * power loss, for more throughput.
+   */
+  readonly synchronous?: 'full' | 'normal';
+  /** How long finished deliveries and seen messageIds are kept, in ms. Default 7 days. */
+  readonly retention?: number;
+}
+
+export interface ForwarderConfig {
+  /** Interface the HTTP server binds. Default `127.0.0.1`; use `0.0.0.0` in a container. */
+  readonly host?: string;
+  /** TCP port. Default 8787; 0 picks a free one. */
+  readonly port?: number;
+  /** Bearer token for `/admin/*`. Without it the admin endpoints answer 403. */
+  readonly adminToken?: SecretValue;
+  readonly storage?: StorageConfig;
+  readonly delivery?: DeliveryConfig;
+  readonly sources: readonly SourceConfig[];
+}
+
+export interface ResolvedWebhookEntry {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface ResolvedWebhooks {
+  readonly enabled: boolean;
+  readonly webhooks: readonly ResolvedWebhookEntry[];
+  readonly sharedSecret: string | undefined;
+}
+
+export interface ResolvedSource {
+  readonly name: string;
+  readonly writeKey: string;
+  /** Undefined when the source has no Webhooks destination. */
+  readonly webhooks: ResolvedWebhooks | undefined;
+}
+
+/** A config with every default filled in and every secret read. */
+export interface ResolvedConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly adminToken: string | undefined;
+  readonly storage: Required<StorageConfig>;
+  readonly delivery: Required<DeliveryConfig>;
+  readonly sources: readonly ResolvedSource[];
+}
+
+export const CONFIG_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8787,
+  storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 7 * 24 * 3600_000 },
+  delivery: { concurrency: 32, timeout: 5000, retryWindow: 4 * 3600_000, minRetryDelay: 1000, maxRetryDelay: 600_000 },
+} as const;
+
+/** Spec 2.1: at most 5 webhook URLs per destination. */
+export const MAX_WEBHOOKS = 5;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value === undefined) return 'nothing';
+  return `a ${typeof value}`;
+}
+
+/** Shows a non-secret value as it came, quoted, with its type. */
+function shown(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value);
+  return `\`${text !== undefined && text.length <= 60 ? text : String(value).slice(0, 60)}\` (${Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value})`;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function expectObject(value: unknown, field: string, allowed: readonly string[]): Record<string, unknown> {
+  if (!isObject(value)) throw new ConfigError(`Expected \`${field}\` to be an object, got ${kind(value)}`, field);
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) {
+      const path = field === '' ? key : `${field}.${key}`;
+      throw new ConfigError(`Unknown field \`${path}\`; expected one of ${allowed.map((k) => `\`${k}\``).join(', ')}`, path);
+    }
+  }
+  return value;
+}
+
+function join(base: string, key: string): string {
+  return base === '' ? key : `${base}.${key}`;
+}
+
+function optionalInteger(value: unknown, field: string, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`Expected \`${field}\` to be an integer from ${min} to ${max}, got ${shown(value)}`, field);
+  }
+  return value;
+}
+
+function optionalEnum<T extends string>(value: unknown, field: string, options: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !options.includes(value as T)) {
+    throw new ConfigError(`Expected \`${field}\` to be one of ${options.map((o) => `"${o}"`).join(', ')}, got ${shown(value)}`, field);
+  }
+  return value as T;
+}
+
+function nonEmptyString(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new ConfigError(`Expected \`${field}\` to be a non-empty string, got ${value === '' ? 'an empty string' : shown(value)}`, field);
+  }
+  return value;
+}
+
+/** Reads a SecretValue. Error messages name the field and the variable, never the value. */
+function secret(value: unknown, field: string, env: Env): string {
+  if (isObject(value)) {
+    const keys = Object.keys(value);
+    if (keys.length !== 1 || keys[0] !== 'env' || typeof value.env !== 'string' || value.env === '') {
+      throw new ConfigError(`Expected \`${field}\` to be a string or { "env": "VARIABLE_NAME" }, got an object with keys ${JSON.stringify(keys)}`, field);
+    }
+    const resolved = env[value.env];
+    if (resolved === undefined || resolved === '') {
+      throw new ConfigError(`\`${field}\` reads the environment variable ${value.env}, which is not set or empty`, field);
+    }
+    return resolved;
+  }
+  if (typeof value !== 'string' || value === '') {
+    throw new ConfigError(`Expected \`${field}\` to be a non-empty string or { "env": "VARIABLE_NAME" }, got ${value === '' ? 'an empty string' : kind(value)}`, field);
+  }
+  return value;
+}
+
+function webhookUrl(value: unknown, field: string, env: Env): string {
+  const text = secret(value, field, env);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    // The text is not echoed: a URL may carry a token.
+    throw new ConfigError(`Expected \`${field}\` to be a full http or https URL, got a string that is not a URL`, field);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`Expected \`${field}\` to be an http or https URL, got the scheme \`${url.protocol}\``, field);
+  }
+  return text;
+}
+
+function headers(value: unknown, field: string, env: Env): Record<string, string> {
+  if (value === undefined) return {};
+  if (!isObject(value)) throw new ConfigError(`Expected \`${field}\` to be an object of header names to values, got ${kind(value)}`, field);
+  const out: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(value)) {
+    const path = `${field}.${name}`;
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      throw new ConfigError(`Expected \`${field}\` to have valid HTTP header names, got ${JSON.stringify(name)}`, path);
+    }
+    const resolved = secret(raw, path, env);
+    if (/[\r\n]/.test(resolved)) throw new ConfigError(`Expected \`${path}\` to be a header value without line breaks`, path);
+    out[name] = resolved;
+  }
+  return out;
+}
+
+function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
+  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret']);
+  const enabledField = join(field, 'enabled');
+  if (raw.enabled !== undefined && typeof raw.enabled !== 'boolean') {
+    throw new ConfigError(`Expected \`${enabledField}\` to be true or false, got ${shown(raw.enabled)}`, enabledField);
+  }
+  const listField = join(field, 'webhooks');
+  const list = raw.webhooks;
+  if (!Array.isArray(list) || list.length < 1 || list.length > MAX_WEBHOOKS) {
+    throw new ConfigError(
+      `Expected \`${listField}\` to be a list of 1 to ${MAX_WEBHOOKS} entries ({ "url": ..., "headers": ... }), got ${Array.isArray(list) ? `${list.length} entries` : kind(list)}`,
+      listField,
+    );
+  }
+  const webhooks = list.map((entry, i) => {
+    const entryField = `${listField}[${i}]`;
+    const e = expectObject(entry, entryField, ['url', 'headers']);
+    return { url: webhookUrl(e.url, join(entryField, 'url'), env), headers: headers(e.headers, join(entryField, 'headers'), env) };
+  });
+  const sharedSecret = raw.sharedSecret === undefined ? undefined : secret(raw.sharedSecret, join(field, 'sharedSecret'), env);
+  return { enabled: raw.enabled ?? true, webhooks, sharedSecret };
+}
+
+function source(value: unknown, field: string, env: Env): ResolvedSource {
+  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations']);
+  const name = nonEmptyString(raw.name, join(field, 'name'));
+  const writeKey = secret(raw.writeKey, join(field, 'writeKey'), env);
+  let webhooks: ResolvedWebhooks | undefined;
+  if (raw.destinations !== undefined) {
+    const destField = join(field, 'destinations');
+    const destinations = expectObject(raw.destinations, destField, ['Webhooks']);
+    if (destinations.Webhooks !== undefined) webhooks = webhooksDestination(destinations.Webhooks, join(destField, 'Webhooks'), env);
+  }
+  return { name, writeKey, webhooks };
+}
+
+/**
+ * Checks a forwarder config and fills in its defaults. Throws a ConfigError whose `field` is the
+ * path of the first problem (e.g. `sources[1].destinations.Webhooks.webhooks[0].url`) and whose
+ * message says what was expected; secrets are never part of a message.
+ */
+export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'sources', '$comment']);
+  const host = raw.host === undefined ? CONFIG_DEFAULTS.host : nonEmptyString(raw.host, 'host');
+  const port = optionalInteger(raw.port, 'port', 0, 65535, CONFIG_DEFAULTS.port);
+  const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
+
+  const s = raw.storage === undefined ? {} : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention']);
+  const d = CONFIG_DEFAULTS.storage;
+  const storage: Required<StorageConfig> = {
+    type: optionalEnum(s.type, 'storage.type', ['sqlite', 'memory'], d.type),
+    dataDir: s.dataDir === undefined ? d.dataDir : nonEmptyString(s.dataDir, 'storage.dataDir'),
+    synchronous: optionalEnum(s.synchronous, 'storage.synchronous', ['full', 'normal'], d.synchronous),
+    retention: optionalInteger(s.retention, 'storage.retention', 1000, Number.MAX_SAFE_INTEGER, d.retention),
+  };
+
+  const r = raw.delivery === undefined ? {} : expectObject(raw.delivery, 'delivery', ['concurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay']);
+  const dd = CONFIG_DEFAULTS.delivery;
+  const delivery: Required<DeliveryConfig> = {
+    concurrency: optionalInteger(r.concurrency, 'delivery.concurrency', 1, 1024, dd.concurrency),
+    timeout: optionalInteger(r.timeout, 'delivery.timeout', 1, 60_000, dd.timeout),
+    retryWindow: optionalInteger(r.retryWindow, 'delivery.retryWindow', 0, 30 * 24 * 3600_000, dd.retryWindow),
+    minRetryDelay: optionalInteger(r.minRetryDelay, 'delivery.minRetryDelay', 1, 24 * 3600_000, dd.minRetryDelay),
+    maxRetryDelay: optionalInteger(r.maxRetryDelay, 'delivery.maxRetryDelay', 1, 24 * 3600_000, dd.maxRetryDelay),
+  };
+  if (delivery.minRetryDelay > delivery.maxRetryDelay) {
+    throw new ConfigError(
+      `Expected \`delivery.minRetryDelay\` (${delivery.minRetryDelay} ms) to be at most \`delivery.maxRetryDelay\` (${delivery.maxRetryDelay} ms)`,
+      'delivery.minRetryDelay',
+    );
+  }
+
+  if (!Array.isArray(raw.sources) || raw.sources.length === 0) {
+    throw new ConfigError(`Expected \`sources\` to be a list of at least one source ({ "name", "writeKey", "destinations" }), got ${kind(raw.sources)}`, 'sources');
+  }
+  const sources = raw.sources.map((value, i) => source(value, `sources[${i}]`, env));
+  sources.forEach((s, i) => {
+    const earlier = sources.findIndex((o) => o.name === s.name);
+    if (earlier !== i) throw new ConfigError(`\`sources[${i}].name\` repeats the name of sources[${earlier}]; names must be unique`, `sources[${i}].name`);
+    const sameKey = sources.findIndex((o) => o.writeKey === s.writeKey);
+    if (sameKey !== i) throw new ConfigError(`\`sources[${i}].writeKey\` is the same as the write key of sources[${sameKey}]; write keys must be unique`, `sources[${i}].writeKey`);
+  });
+
+  return { host, port, adminToken, storage, delivery, sources };
+}
+
+/** Where a JSON syntax error is, without V8's excerpt of the text (which may hold a secret). */
+function jsonErrorWhere(text: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  const position = /at position (\d+)/.exec(message)?.[1];
+  if (position === undefined) return /end of JSON input/.test(message) ? 'it ends too early' : 'an unexpected token';
+  const before = text.slice(0, Number(position)).split('\n');
+  return `syntax error at line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`;
+}
+
+/** Reads and checks a JSON config file; a syntax error is a ConfigError that names the file. */
+export function loadConfigFile(path: string, env: Env = process.env): ResolvedConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`Cannot read the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`The config file ${path} is not valid JSON (${jsonErrorWhere(text, error)}); check quotes, commas and braces`);
+  }
+  return parseConfig(json, env);
+}
