@@ -1,47 +1,49 @@
-import type { Clock } from '../clock';
-import type { EventRelayError } from '../errors';
+import createDebug from 'debug';
+import PQueue from 'p-queue';
+import { systemClock } from '../clock';
+import type { Clock, TimerHandle } from '../clock';
+import { EventRelayError, HttpError, SerializationError } from '../errors';
+import { parseRetryAfter } from '../transport/backoff';
+import { resolveDestinationOptions } from './destination-options';
+import type { ResolvedDestinationOptions, ResolvedWebhook, WebhookDestinationOptions } from './destination-options';
+import { createNodeTransport } from './http-node-transport';
+import type { WebhookTransport } from './http-transport';
+import { nextAttemptAt } from './retry-schedule';
+import { signBody } from './signing';
 import type { WebhookMessage } from './webhook-message';
 
-/** One configured webhook (spec 2.1). */
-export interface WebhookEntry {
-  /** Full http or https URL. Credentials in it (`user:pass@`) are sent as Basic auth and never logged. */
-  readonly url: string;
-  /** Static headers added to every request to this URL. */
-  readonly headers?: Readonly<Record<string, string>>;
-}
+export type { WebhookEntry, WebhookDestinationOptions } from './destination-options';
 
-export interface WebhookDestinationOptions {
-  /** 1 to 5 webhooks; every message goes to all of them. */
-  readonly webhooks: readonly WebhookEntry[];
-  /** When set (non-empty), every request carries `X-Signature`: hex HMAC-SHA1 of the body. */
-  readonly sharedSecret?: string;
-  /** Time a receiver has to answer, in milliseconds. Default 5000 (spec 8). */
-  readonly timeout?: number;
-  /** How long after the first attempt retries may happen, in milliseconds. Default 4 h (spec 8). */
-  readonly retryWindow?: number;
-  /** Base delay of the first retry, in milliseconds. Default 1000. */
-  readonly minRetryDelay?: number;
-  /** Largest delay between two attempts, in milliseconds. Default 10 min. */
-  readonly maxRetryDelay?: number;
-  /** Attempts in flight at once (each attempt sends to every URL). Default 32. */
-  readonly concurrency?: number;
-}
+const log = createDebug('analytics:webhooks');
 
-/** Test seams: not for application code. */
+/** Seams for tests and embedding services; not needed by application code. */
 export interface DestinationInternals {
+  /** Time source and timers for retries. Default: the system clock, unref'd timers. */
   readonly clock?: Clock;
+  /** Random source in [0, 1) for retry jitter. Default `Math.random`. */
   readonly random?: () => number;
+  /** Replaces the HTTP layer. Default: node:http/https with keep-alive (see http-node-transport.ts). */
+  readonly transport?: WebhookTransport;
+  /**
+   * Extra CA certificates (PEM) the default transport trusts on top of Node's roots: for tests
+   * with a private CA. It never disables verification, and a self-signed leaf stays refused.
+   */
+  readonly ca?: string | Buffer | readonly (string | Buffer)[];
 }
 
 /** What one URL did in one attempt. */
 export interface UrlOutcome {
-  /** The URL with credentials and query removed. */
+  /** The URL without credentials or query. */
   readonly url: string;
   /** Position of the URL in `webhooks`. */
   readonly index: number;
+  /** HTTP status, when the receiver answered. */
   readonly status?: number;
+  /** Why this URL did not accept the message (absent on 2xx). */
   readonly error?: EventRelayError;
+  /** Whether this failure alone would justify another attempt (5xx, timeout, network). */
   readonly retryable: boolean;
+  /** Wall time of the request until its status line, in milliseconds. */
   readonly durationMs: number;
 }
 
@@ -52,29 +54,239 @@ export type AttemptResult =
 
 export type DeliveryResult = Exclude<AttemptResult, { status: 'retry' }>;
 
+export interface AttemptState {
+  /** 1 for the first try. */
+  readonly attempt: number;
+  /** When the first try started, epoch ms: the retry window counts from here. */
+  readonly firstAttemptAt: number;
+}
+
+/** A body ready to go: its bytes and, per URL, the full header set (signature included). */
+interface PreparedBody {
+  readonly bytes: Buffer;
+  readonly headers: readonly Readonly<Record<string, string>>[];
+}
+
+interface Sleeper {
+  readonly timer: TimerHandle;
+  readonly wake: (woken: boolean) => void;
+}
+
+/**
+ * The webhook destination (spec 2.1, 4.1, 5, 7, 8): sends each message to every configured
+ * URL at once, signed when a shared secret is set. A 2xx from any URL delivers it; otherwise
+ * 5xx, timeouts and network errors are retried with jittered exponential backoff for up to
+ * `retryWindow` after the first attempt, and every other status is final.
+ */
 export class WebhookDestination {
+  readonly #options: ResolvedDestinationOptions;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #transport: WebhookTransport;
+  readonly #queue: PQueue;
+  readonly #sleepers = new Set<Sleeper>();
+  #closing: Promise<void> | undefined;
+
+  /** Throws `ConfigError` for a bad configuration (see the README for the rules). */
   constructor(options: WebhookDestinationOptions, internals: DestinationInternals = {}) {
-    void options;
-    void internals;
+    this.#options = resolveDestinationOptions(options);
+    this.#clock = internals.clock ?? systemClock;
+    this.#random = internals.random ?? Math.random;
+    this.#transport = internals.transport ?? createNodeTransport(internals.ca === undefined ? {} : { ca: internals.ca });
+    this.#queue = new PQueue({ concurrency: this.#options.concurrency });
   }
 
   /** Serializes a message once; the same string is signed and sent on every URL and attempt. */
   static serialize(message: WebhookMessage): string {
-    return JSON.stringify(message);
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(message);
+    } catch (error) {
+      throw new SerializationError(`The webhook message cannot be turned into JSON: ${(error as Error).message}`, { cause: error });
+    }
+    if (typeof text !== 'string' || !text.startsWith('{')) {
+      throw new SerializationError(`Expected a webhook message object, got ${message === null ? 'null' : typeof message}`);
+    }
+    return text;
   }
 
-  /** One attempt to every URL at once, no timers; never rejects. `attempt` is 1 for the first try. */
-  async attempt(body: string, state: { readonly attempt: number; readonly firstAttemptAt: number }): Promise<AttemptResult> {
-    void body;
-    return { status: 'failed', attempt: state.attempt, reason: 'not implemented', outcomes: [] };
+  /**
+   * ONE attempt to every URL at once; no timers, never rejects. For a durable queue that keeps
+   * `nextAttemptAt` itself. After `close()` nothing is sent and the answer is `retry`, due now,
+   * so a queue that persists messages keeps this one.
+   */
+  async attempt(body: string, state: AttemptState): Promise<AttemptResult> {
+    if (this.#closing !== undefined) {
+      return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.#clock.now(), outcomes: [] };
+    }
+    return this.#attempt(this.#prepare(body), state);
   }
 
-  /** Attempt plus in-memory retries until delivered or final. Never rejects. */
+  /**
+   * Library use: attempts and in-memory retries (clock timers) until delivered or final.
+   * Never rejects; after `close()`, a pending delivery resolves as failed.
+   */
   async deliver(message: WebhookMessage | string): Promise<DeliveryResult> {
-    void message;
-    return { status: 'failed', attempt: 0, reason: 'not implemented', outcomes: [] };
+    if (this.#closing !== undefined) return closedResult(0, []);
+    let prepared: PreparedBody;
+    try {
+      prepared = this.#prepare(typeof message === 'string' ? message : WebhookDestination.serialize(message));
+    } catch (error) {
+      return { status: 'failed', attempt: 0, reason: (error as Error).message, outcomes: [] };
+    }
+    const firstAttemptAt = this.#clock.now();
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.#attempt(prepared, { attempt, firstAttemptAt });
+      if (result.status !== 'retry') return result;
+      if (!(await this.#sleepUntil(result.nextAttemptAt))) return closedResult(attempt, result.outcomes);
+    }
   }
 
-  /** Stops retry timers and waits for attempts in flight. */
-  async close(): Promise<void> {}
+  /**
+   * Stops retry timers (pending `deliver()` calls resolve as failed), waits for the attempts in
+   * flight and queued, then releases sockets. Calling it again returns the same promise.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    for (const sleeper of this.#sleepers) {
+      this.#clock.clearTimeout(sleeper.timer);
+      sleeper.wake(false);
+    }
+    this.#sleepers.clear();
+    await this.#queue.onIdle();
+    this.#transport.close();
+    log('closed');
+  }
+
+  /** Bytes once, signature once, header set per URL once: reused on every attempt. */
+  #prepare(body: string): PreparedBody {
+    const bytes = Buffer.from(body, 'utf8');
+    const extra: Record<string, string> = { 'Content-Length': String(bytes.length) };
+    if (this.#options.sharedSecret !== undefined) extra['X-Signature'] = signBody(bytes, this.#options.sharedSecret);
+    return { bytes, headers: this.#options.webhooks.map((webhook) => ({ ...webhook.headers, ...extra })) };
+  }
+
+  #attempt(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
+    return this.#queue.add(async () => {
+      const outcomes = await Promise.all(this.#options.webhooks.map((webhook) => this.#send(webhook, prepared, state.attempt)));
+      const result = this.#decide(outcomes, state);
+      if (log.enabled) logResult(result);
+      return result;
+    });
+  }
+
+  async #send(webhook: ResolvedWebhook, prepared: PreparedBody, attempt: number): Promise<UrlOutcome> {
+    const started = performance.now();
+    let outcome: UrlOutcome;
+    try {
+      const response = await this.#transport.send({
+        url: webhook.url,
+        headers: prepared.headers[webhook.index] ?? webhook.headers,
+        body: prepared.bytes,
+        timeout: this.#options.timeout,
+      });
+      const durationMs = Math.round(performance.now() - started);
+      const { status } = response;
+      if (status >= 200 && status < 300) {
+        outcome = { url: webhook.display, index: webhook.index, status, retryable: false, durationMs };
+      } else {
+        const retryable = status >= 500 && status < 600;
+        const retryAfter = retryable ? parseRetryAfter(response.retryAfter, this.#clock.now()) : undefined;
+        outcome = {
+          url: webhook.display,
+          index: webhook.index,
+          status,
+          error: new HttpError(`${webhook.display} answered HTTP ${status}${statusNote(status)}`, status, retryable, retryAfter),
+          retryable,
+          durationMs,
+        };
+      }
+    } catch (caught) {
+      const error =
+        caught instanceof EventRelayError ? caught : new EventRelayError(`Request to ${webhook.display} failed`, 'ERR_NETWORK', { cause: caught });
+      const retryable = (error as { retryable?: unknown }).retryable !== false;
+      outcome = { url: webhook.display, index: webhook.index, error, retryable, durationMs: Math.round(performance.now() - started) };
+    }
+    if (log.enabled) {
+      log('attempt %d %s -> %s in %d ms', attempt, webhook.display, outcome.status ?? outcome.error?.code, outcome.durationMs);
+    }
+    return outcome;
+  }
+
+  #decide(outcomes: UrlOutcome[], state: AttemptState): AttemptResult {
+    const { attempt } = state;
+    const accepted = outcomes.find((outcome) => outcome.error === undefined);
+    if (accepted !== undefined) return { status: 'delivered', url: accepted.url, attempt, outcomes };
+
+    const retryable = outcomes.filter((outcome) => outcome.retryable);
+    if (retryable.length === 0) {
+      return { status: 'failed', attempt, reason: `No webhook accepted the message and none may be retried: ${summary(outcomes)}`, outcomes };
+    }
+    const retryAfter = Math.max(...retryable.map((outcome) => (outcome.error as HttpError | undefined)?.retryAfter ?? 0));
+    const next = nextAttemptAt({
+      attempt,
+      firstAttemptAt: state.firstAttemptAt,
+      now: this.#clock.now(),
+      retryWindow: this.#options.retryWindow,
+      minDelay: this.#options.minRetryDelay,
+      maxDelay: this.#options.maxRetryDelay,
+      random: this.#random,
+      ...(retryAfter > 0 ? { retryAfter } : {}),
+    });
+    if (next === undefined) {
+      return {
+        status: 'failed',
+        attempt,
+        reason: `Gave up after ${attempt} attempt${attempt === 1 ? '' : 's'}: the retry window of ${formatDuration(this.#options.retryWindow)} from the first attempt has ended. Last errors: ${summary(outcomes)}`,
+        outcomes,
+      };
+    }
+    return { status: 'retry', attempt, nextAttemptAt: next, outcomes };
+  }
+
+  /** Resolves true at `at` on the clock, or false if `close()` came first. */
+  #sleepUntil(at: number): Promise<boolean> {
+    if (this.#closing !== undefined) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const sleeper: Sleeper = {
+        timer: this.#clock.setTimeout(() => {
+          this.#sleepers.delete(sleeper);
+          resolve(true);
+        }, Math.max(0, at - this.#clock.now())),
+        wake: resolve,
+      };
+      this.#sleepers.add(sleeper);
+    });
+  }
+}
+
+function closedResult(attempt: number, outcomes: readonly UrlOutcome[]): DeliveryResult {
+  return { status: 'failed', attempt, reason: 'closed: the destination was closed before the message was delivered', outcomes };
+}
+
+function statusNote(status: number): string {
+  if (status >= 500 && status < 600) return '';
+  if (status >= 300 && status < 400) return ' (redirects are not followed: configure the final URL)';
+  return ' (final: only 5xx, timeouts and network errors are retried)';
+}
+
+function summary(outcomes: readonly UrlOutcome[]): string {
+  return outcomes.map((outcome) => outcome.error?.message ?? `${outcome.url}: unknown failure`).join('; ');
+}
+
+function formatDuration(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
+}
+
+function logResult(result: AttemptResult): void {
+  if (result.status === 'delivered') log('attempt %d delivered via %s', result.attempt, result.url);
+  else if (result.status === 'retry') log('attempt %d failed; next attempt at %s', result.attempt, new Date(result.nextAttemptAt).toISOString());
+  else log('attempt %d failed for good: %s', result.attempt, result.reason);
 }

@@ -25,4 +25,6 @@ export type {
   UrlOutcome,
   AttemptResult,
   DeliveryResult,
+  AttemptState,
 } from './destination';
+export type { WebhookTransport, WebhookRequest, WebhookResponse } from './http-transport';
