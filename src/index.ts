@@ -1,4 +1,26 @@
+export { Analytics } from './client/analytics';
+export type { AnalyticsInternals, CloseOptions, FlushReason } from './client/analytics';
+export { DEFAULTS } from './client/options';
+export type { AnalyticsOptions } from './client/options';
+export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './client/limits';
+export type {
+  AliasParams,
+  Callback,
+  CommonParams,
+  GroupParams,
+  Identity,
+  IdentifyParams,
+  Integrations,
+  MessageType,
+  PageParams,
+  Properties,
+  ScreenParams,
+  TrackParams,
+} from './client/types';
 export * from './errors';
+export { GotTransport } from './transport/got-transport';
+export type { HttpRequest, HttpResponse, Transport } from './transport/transport';
 export { backoffDelay, parseRetryAfter } from './transport/backoff';
 export type { BackoffOptions } from './transport/backoff';
 export type { Clock } from './clock';
+export { VERSION } from './version';

@@ -39,6 +39,8 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
   const text = raw.trim();
   if (text === '') return undefined;
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // An HTTP date has a weekday and a month name; bare numbers that got here are negative or fractional.
+  if (!/[a-z]/i.test(text)) return undefined;
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - now);

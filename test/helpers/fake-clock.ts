@@ -39,13 +39,14 @@ export class FakeClock implements Clock {
   async tick(ms: number): Promise<void> {
     const target = this.current + ms;
     for (;;) {
+      // Let work started by the previous timer (requests, awaits) reach its next timer first.
+      await flushMicrotasks();
       this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
       const next = this.timers[0];
       if (!next || next.at > target) break;
       this.timers.shift();
       this.current = next.at;
       next.callback();
-      await flushMicrotasks();
     }
     this.current = target;
     await flushMicrotasks();

@@ -1,0 +1,47 @@
+import type { Callback } from './types';
+
+const PREFIX = '{"batch":[';
+// `],"sentAt":"` + 24 characters of ISO date + `"}`
+const ENVELOPE_BYTES = PREFIX.length + '],"sentAt":""}'.length + '2026-01-01T00:00:00.000Z'.length;
+
+export type AddResult = 'added' | 'full';
+
+/**
+ * Messages waiting to be sent together. Pure: it only decides. A message is kept
+ * as the JSON string made when it was accepted; the body is joined from those strings.
+ */
+export class Batch {
+  readonly messages: string[] = [];
+  /** Callbacks of the messages that have one, with the message's id. */
+  readonly callbacks: { readonly id: string; readonly callback: Callback }[] = [];
+  private bytes = ENVELOPE_BYTES;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get length(): number {
+    return this.messages.length;
+  }
+
+  /** Size of the body this batch would make, in bytes. */
+  get size(): number {
+    return this.bytes;
+  }
+
+  /**
+   * Adds a message of `bytes` UTF-8 bytes, or answers `full` when the body would pass
+   * `maxBytes`. An empty batch takes any message that fits a body on its own.
+   */
+  tryAdd(json: string, bytes: number, id: string, callback: Callback | undefined): AddResult {
+    const next = this.bytes + bytes + (this.messages.length > 0 ? 1 : 0);
+    if (next > this.maxBytes && this.messages.length > 0) return 'full';
+    this.bytes = next;
+    this.messages.push(json);
+    if (callback) this.callbacks.push({ id, callback });
+    return 'added';
+  }
+
+  /** The request body, `{ "batch": [...], "sentAt": ... }`, built from the stored strings. */
+  body(sentAt: Date): string {
+    return `${PREFIX}${this.messages.join(',')}],"sentAt":"${sentAt.toISOString()}"}`;
+  }
+}

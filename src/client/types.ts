@@ -1,0 +1,70 @@
+import type { EventRelayError } from '../errors';
+
+/** Free-form JSON-serializable values (user traits, event properties, ...). */
+export type Properties = Record<string, unknown>;
+
+/**
+ * Destination selection (spec 4.3): `{ All: false, Webhooks: true }`.
+ * Keys are case sensitive destination names; a value is a boolean or destination options.
+ */
+export type Integrations = Record<string, boolean | Record<string, unknown>>;
+
+/** Fields every call may carry. */
+export interface CommonParams {
+  /** Extra context (ip, device, os, app, ...). `context.library` is set by the client. */
+  readonly context?: Properties;
+  /** Turns destinations on or off for this call (spec 4.3). */
+  readonly integrations?: Integrations;
+  /** When the call happened, for historical import (spec 4.4). Default: now. */
+  readonly timestamp?: Date | string;
+  /** Unique id of the message; receivers drop duplicates with it. Default: a random UUID. */
+  readonly messageId?: string;
+}
+
+/** Every call but alias needs a userId, an anonymousId, or both (spec 2.4). */
+export type Identity =
+  | { readonly userId: string; readonly anonymousId?: string }
+  | { readonly userId?: string; readonly anonymousId: string };
+
+export type IdentifyParams = Identity & CommonParams & { readonly traits?: Properties };
+
+export type TrackParams = Identity &
+  CommonParams & {
+    /** Event name, e.g. `Order Completed`. */
+    readonly event: string;
+    readonly properties?: Properties;
+  };
+
+export type PageParams = Identity &
+  CommonParams & {
+    readonly name?: string;
+    readonly category?: string;
+    /** `url`, `title`, `referrer` and `path` are recognized; custom keys are kept. */
+    readonly properties?: Properties;
+  };
+
+export type ScreenParams = Identity &
+  CommonParams & {
+    readonly name?: string;
+    readonly category?: string;
+    readonly properties?: Properties;
+  };
+
+export type GroupParams = Identity &
+  CommonParams & {
+    readonly groupId: string;
+    readonly traits?: Properties;
+  };
+
+export type AliasParams = CommonParams & {
+  /** The new id. */
+  readonly userId: string;
+  /** The id to alias from. */
+  readonly previousId: string;
+  readonly anonymousId?: string;
+};
+
+export type MessageType = 'identify' | 'track' | 'page' | 'screen' | 'group' | 'alias';
+
+/** Called once per call: with no error when the message was delivered (or, with `disable`, accepted). */
+export type Callback = (error: EventRelayError | undefined, messageId: string | undefined) => void;

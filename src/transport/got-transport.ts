@@ -1,0 +1,52 @@
+import http from 'node:http';
+import https from 'node:https';
+import got, { type Got } from 'got';
+import { toNetworkError } from './errors';
+import type { HttpRequest, HttpResponse, Transport } from './transport';
+
+export interface GotTransportOptions {
+  /** Sockets kept alive per host. Default 8. */
+  readonly maxSockets?: number;
+}
+
+/**
+ * The default transport: got with keep-alive agents. got's own retries, redirects and
+ * HTTP-error throwing are off, so the caller sees every status and owns the retry policy.
+ */
+export class GotTransport implements Transport {
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+  private readonly client: Got;
+
+  constructor(options: GotTransportOptions = {}) {
+    const maxSockets = options.maxSockets ?? 8;
+    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets });
+    // Certificates are always verified: a self-signed certificate is an error, never a warning.
+    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, rejectUnauthorized: true });
+    this.client = got.extend({
+      retry: { limit: 0 },
+      throwHttpErrors: false,
+      followRedirect: false,
+      decompress: false,
+      agent: { http: this.httpAgent, https: this.httpsAgent },
+    });
+  }
+
+  async post(request: HttpRequest): Promise<HttpResponse> {
+    try {
+      const response = await this.client.post(request.url, {
+        body: request.body,
+        headers: request.headers,
+        timeout: { request: request.timeout },
+      });
+      return { status: response.statusCode, headers: response.headers };
+    } catch (error) {
+      throw toNetworkError(error, request.url, request.timeout);
+    }
+  }
+
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+}
