@@ -1,0 +1,101 @@
+// Markdown tables of the client benchmark: one per scenario, every figure beside its ratio
+// to the floor measured in the same run, then the targets checked for eventrelay.
+
+const TARGET_RATIO = 1.5;
+
+function num(value, digits = 0) {
+  if (value === undefined || value === null || Number.isNaN(value)) return '—';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function ratio(value, floorValue) {
+  if (value === undefined || value === null || !floorValue) return '';
+  return ` (${(value / floorValue).toFixed(2)}×)`;
+}
+
+function cell(value, floorValue, digits = 0) {
+  return `${num(value, digits)}${ratio(value, floorValue)}`;
+}
+
+const STATUS_NOTE = {
+  ok: '',
+  incomplete: ' (gave up)',
+  timeout: ' (timed out)',
+  crashed: ' (crashed)',
+  skipped: ' (skipped)',
+};
+
+export function scenarioTable(scenario, results) {
+  const floor = results.find((r) => r.client === 'floor' && r.status === 'ok');
+  const outage = scenario.outageMs > 0;
+  const head = [
+    'client',
+    'enqueue ms',
+    'total ms',
+    'CPU µs/msg',
+    'peak RSS MB',
+    'delivered',
+    'lost',
+    'dup',
+    'requests',
+    ...(outage ? ['503s'] : []),
+    'mean batch',
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
+  for (const r of results) {
+    const approx = r.approximate ? '~' : '';
+    const row = [
+      `${r.label}${STATUS_NOTE[r.status] ?? ` (${r.status})`}`,
+      cell(r.enqueueMs, floor?.enqueueMs),
+      cell(r.totalMs, floor?.totalMs),
+      approx + cell(r.cpuUsPerMsg, floor?.cpuUsPerMsg, 1),
+      approx + cell(r.peakRssMB, floor?.peakRssMB, 1),
+      cell(r.delivered, floor?.delivered),
+      num(r.lost),
+      num(r.duplicates),
+      cell(r.requests, floor?.requests),
+      ...(outage ? [num(r.rejected)] : []),
+      cell(r.meanBatch, floor?.meanBatch, 1),
+    ];
+    lines.push(`| ${row.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** The issue's targets for eventrelay in one scenario, as a list of checks. */
+export function targetChecks(scenario, results) {
+  const floor = results.find((r) => r.client === 'floor' && r.status === 'ok');
+  const ours = results.find((r) => r.client === 'eventrelay');
+  if (!ours || ours.status === 'skipped') return [];
+  const checks = [
+    { what: 'lost', ok: ours.lost === 0, shown: num(ours.lost) },
+    { what: 'duplicates', ok: ours.duplicates === 0, shown: num(ours.duplicates) },
+  ];
+  const ratioCheck = (what, a, b) => {
+    if (a === undefined || !b) return { what, ok: false, shown: 'not measured' };
+    const r = a / b;
+    return { what, ok: r <= TARGET_RATIO, shown: `${r.toFixed(2)}× floor (target ≤ ${TARGET_RATIO}×)` };
+  };
+  checks.push(ratioCheck('CPU per message', ours.cpuUsPerMsg, floor?.cpuUsPerMsg));
+  if (scenario.name === 'burst') {
+    checks.push(ratioCheck('total time', ours.totalMs, floor?.totalMs));
+    checks.push(ratioCheck('peak RSS', ours.peakRssMB, floor?.peakRssMB));
+  }
+  return checks;
+}
+
+export function notes(results) {
+  const lines = [];
+  for (const r of results) {
+    const parts = [];
+    if (r.status !== 'ok') parts.push(`status ${r.status}${r.reason ? ` (${r.reason})` : ''}`);
+    if (r.errors) parts.push(`${num(r.errors)} error event(s)/callback(s), first: ${JSON.stringify(r.firstError)}`);
+    if (r.throws) parts.push(`${num(r.throws)} track call(s) threw`);
+    if (r.closeError) parts.push(`close/flush rejected: ${JSON.stringify(r.closeError)}`);
+    if (r.malformed) parts.push(`${num(r.malformed)} malformed request body(ies)`);
+    if (r.stray) parts.push(`${num(r.stray)} message(s) the sink could not attribute`);
+    if (r.approximate) parts.push('CPU and RSS read from /proc by the parent (the process did not answer), import included');
+    if (parts.length) lines.push(`- ${r.label}: ${parts.join('; ')}`);
+  }
+  return lines;
+}

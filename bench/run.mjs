@@ -1,0 +1,276 @@
+#!/usr/bin/env node
+// Client benchmark of eventrelay: `npm run bench` at the package root (it builds, installs
+// this folder's competitors with `npm ci`, then runs this file).
+//
+// For each scenario and each client, a fresh process (client/runner.mjs) makes the track
+// calls against a sink in another process (client/sink.mjs) on 127.0.0.1, which counts the
+// messages it gets. Every figure is reported beside its ratio to the hand-written floor
+// (client/floor.mjs) measured in the same run.
+//
+//   node bench/run.mjs [--scenario burst,paced,outage] [--clients floor,eventrelay,...]
+//                      [--quick] [--timeout 60000] [--quiet 5000]
+//
+// enqueue ms:  time the caller spent inside track() calls (the loop's blocked time)
+// total ms:    from the first track call until the sink had counted every message once
+// CPU µs/msg:  user + system CPU of the client's process, from creating the client until
+//              delivery (or giving up), divided by the messages of the scenario
+// peak RSS MB: the process's high-water mark (VmHWM), module loading included
+// delivered / lost / dup: distinct messages the sink got, messages it never got, and
+//              extra copies; only bodies answered 200 count
+// requests / mean batch: requests answered 200, and messages per such request
+import { fork } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { scenarioFor } from './client/scenarios.mjs';
+import { notes, scenarioTable, targetChecks } from './client/report.mjs';
+
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+
+const ALL_CLIENTS = ['floor', 'eventrelay', 'segment', 'classic', 'posthog', 'rudderstack'];
+const ALL_SCENARIOS = ['burst', 'paced', 'outage'];
+/** The same batching settings for every client. */
+const CLIENT_SETTINGS = { flushAt: 20, flushInterval: 1000, maxQueueSize: 150_000 };
+
+const { values: args } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: ALL_SCENARIOS.join(',') },
+    clients: { type: 'string', default: ALL_CLIENTS.join(',') },
+    quick: { type: 'boolean', default: false },
+    timeout: { type: 'string', default: '60000' },
+    quiet: { type: 'string', default: '5000' },
+  },
+});
+
+function list(value, allowed, what) {
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    if (!allowed.includes(item)) throw new Error(`Unknown ${what} "${item}"; expected some of ${allowed.join(', ')}`);
+  }
+  return items;
+}
+
+const scenarios = list(args.scenario, ALL_SCENARIOS, 'scenario').map((name) => scenarioFor(name, args.quick));
+const clients = list(args.clients, ALL_CLIENTS, 'client');
+// The floor runs first in every scenario: the others are measured against it.
+if (!clients.includes('floor')) clients.unshift('floor');
+else clients.sort((a, b) => (a === 'floor' ? -1 : b === 'floor' ? 1 : 0));
+const hardTimeoutMs = Number(args.timeout);
+const quietMs = Number(args.quiet);
+
+/** The sink process, with a request/answer helper over IPC. */
+async function startSink() {
+  const child = fork(here('./client/sink.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiters = [];
+  const sink = { child, completeAt: undefined, port: undefined };
+  child.on('message', (message) => {
+    if (message.type === 'complete') sink.completeAt = message.at;
+    const index = waiters.findIndex((w) => w.type === message.type);
+    if (index >= 0) waiters.splice(index, 1)[0].resolve(message);
+  });
+  sink.next = (type) => new Promise((resolve) => waiters.push({ type, resolve }));
+  sink.ask = (message, answer) => {
+    const reply = sink.next(answer);
+    child.send(message);
+    return reply;
+  };
+  sink.port = (await sink.next('listening')).port;
+  return sink;
+}
+
+/** CPU and peak RSS of another process, from /proc, for a child that no longer answers. */
+function procFigures(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return { cpuUs: (ticks * 1e6) / 100, peakRssBytes: hwm ? Number(hwm[1]) * 1024 : undefined };
+  } catch {
+    return {};
+  }
+}
+
+function keepTail(stream, tail) {
+  stream.setEncoding('utf8');
+  stream.on('data', (text) => {
+    tail.push(...text.split('\n').filter(Boolean));
+    if (tail.length > 20) tail.splice(0, tail.length - 20);
+  });
+}
+
+let runCounter = 0;
+
+async function runOne(sink, client, scenario) {
+  const run = `r${++runCounter}`;
+  sink.completeAt = undefined;
+  await sink.ask({ type: 'reset', run, expected: scenario.count, outageMs: scenario.outageMs }, 'reset-ok');
+  const child = fork(here('./client/runner.mjs'), [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const tail = [];
+  keepTail(child.stdout, tail);
+  keepTail(child.stderr, tail);
+  const got = {};
+  let exited = false;
+  child.on('message', (message) => {
+    got[message.type] = { ...message, receivedAt: Date.now() };
+  });
+  child.on('exit', () => {
+    exited = true;
+  });
+  const started = Date.now();
+  while (!got.ready && !exited && Date.now() - started < 10_000) await sleep(10);
+
+  const goAt = Date.now();
+  child.send({
+    type: 'go',
+    client,
+    scenario,
+    run,
+    endpoint: `http://127.0.0.1:${sink.port}`,
+    writeKey: 'bench-write-key',
+    ...CLIENT_SETTINGS,
+    closeTimeout: hardTimeoutMs,
+  });
+
+  let status;
+  let reason;
+  let completeSeenAt;
+  for (;;) {
+    await sleep(25);
+    const now = Date.now();
+    if (sink.completeAt !== undefined) {
+      // Everything arrived: give the client's own close/flush up to 2 s to settle, so that
+      // late duplicates and the cost of closing are counted too.
+      completeSeenAt ??= now;
+      if (got.settled || now - completeSeenAt > 2000) {
+        status = 'ok';
+        break;
+      }
+    } else if (got.crashed || exited) {
+      status = 'crashed';
+      reason = got.crashed?.error?.split('\n')[0] ?? `process exited; last output: ${tail.slice(-3).join(' | ')}`;
+      break;
+    } else if (got.settled) {
+      const stats = await sink.ask({ type: 'stats' }, 'stats');
+      if (now - Math.max(stats.lastProgressAt, got.settled.receivedAt) > quietMs) {
+        status = 'incomplete';
+        reason = `close/flush settled and nothing more arrived for ${quietMs / 1000} s`;
+        break;
+      }
+    }
+    if (now - goAt > hardTimeoutMs) {
+      status = 'timeout';
+      reason = `${hardTimeoutMs / 1000} s; ${got.enqueued ? 'all calls made' : 'still making calls'}`;
+      break;
+    }
+  }
+
+  let figures;
+  if (!exited) {
+    const fallback = procFigures(child.pid);
+    child.send({ type: 'stop' });
+    const asked = Date.now();
+    while (!got.result && !exited && Date.now() - asked < 3000) await sleep(10);
+    figures = got.result ?? { ...fallback, approximate: true };
+    if (!exited) child.kill('SIGKILL');
+  }
+  await sleep(100);
+  const stats = await sink.ask({ type: 'stats' }, 'stats');
+  const count = scenario.count;
+  return {
+    client,
+    label: (await labelOf(client)) ?? client,
+    scenario: scenario.name,
+    status,
+    reason,
+    enqueueMs: got.enqueued?.enqueueMs,
+    totalMs: status === 'ok' && got.enqueued ? sink.completeAt - got.enqueued.startedAt : undefined,
+    cpuUsPerMsg: figures?.cpuUs !== undefined ? figures.cpuUs / count : undefined,
+    peakRssMB: figures?.peakRssBytes !== undefined ? figures.peakRssBytes / 2 ** 20 : undefined,
+    approximate: figures?.approximate && figures.cpuUs !== undefined,
+    delivered: stats.unique,
+    lost: count - stats.unique,
+    duplicates: stats.duplicates,
+    requests: stats.accepted,
+    rejected: stats.rejected,
+    meanBatch: stats.accepted ? stats.occurrences / stats.accepted : undefined,
+    malformed: stats.malformed,
+    stray: stats.stray,
+    paths: stats.paths,
+    errors: figures?.errors,
+    firstError: figures?.firstError,
+    throws: figures?.throws,
+    closeError: got.settled?.closeError,
+    closeMs: got.settled?.closeMs,
+    output: status === 'ok' ? undefined : tail.slice(-5),
+  };
+}
+
+const labels = {};
+async function labelOf(client) {
+  try {
+    labels[client] ??= (await import(`./client/adapters/${client}.mjs`)).label;
+  } catch {
+    return undefined;
+  }
+  return labels[client];
+}
+
+/** eventrelay is measured from its build; say so plainly when there is none yet. */
+async function eventrelayBuilt() {
+  try {
+    const built = await import('../dist/index.js');
+    return typeof built.Analytics === 'function';
+  } catch {
+    return false;
+  }
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return `${new Date().toISOString().slice(0, 10)}, Node.js ${process.version}, ${os.platform()} ${os.arch()}, ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'})`;
+}
+
+async function main() {
+  const built = clients.includes('eventrelay') ? await eventrelayBuilt() : true;
+  const sink = await startSink();
+  const out = [`# Client benchmark`, '', machine(), `flushAt ${CLIENT_SETTINGS.flushAt}, flushInterval ${CLIENT_SETTINGS.flushInterval} ms for every client${args.quick ? '; --quick (counts / 10)' : ''}`, ''];
+  const all = [];
+  console.log(out.join('\n'));
+  for (const scenario of scenarios) {
+    const results = [];
+    for (const client of clients) {
+      if (client === 'eventrelay' && !built) {
+        results.push({ client, label: 'eventrelay', scenario: scenario.name, status: 'skipped', reason: 'dist/index.js has no Analytics: run `npm run build`' });
+        continue;
+      }
+      process.stderr.write(`  ${scenario.name}: ${client} ... `);
+      const result = await runOne(sink, client, scenario);
+      process.stderr.write(`${result.status}${result.totalMs !== undefined ? ` ${result.totalMs} ms` : ''}, lost ${result.lost}, dup ${result.duplicates}\n`);
+      results.push(result);
+      all.push(result);
+      await sleep(300);
+    }
+    const section = [`## ${scenario.name}: ${scenario.describe(scenario)}`, '', scenarioTable(scenario, results), ''];
+    const checks = targetChecks(scenario, results);
+    if (checks.length) {
+      section.push(`eventrelay targets: ${checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'} ${c.what} ${c.shown}`).join('; ')}`, '');
+    }
+    const extra = notes(results);
+    if (extra.length) section.push(...extra, '');
+    console.log(section.join('\n'));
+    out.push(...section);
+  }
+  sink.child.disconnect();
+  mkdirSync(here('./results'), { recursive: true });
+  writeFileSync(here('./results/latest.md'), `${out.join('\n')}\n`);
+  writeFileSync(here('./results/latest.json'), `${JSON.stringify({ machine: machine(), args, results: all }, null, 2)}\n`);
+  console.log(`Written to bench/results/latest.md and latest.json`);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
