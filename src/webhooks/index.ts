@@ -2,4 +2,50 @@ export {
   EventRelayError,
   SignatureVerificationError,
   WebhookMessageError,
+  ConfigError,
+  InvalidArgumentError,
+  PayloadTooLargeError,
+  TimeoutError,
 } from '../errors';
+export { sign, verifySignature } from './signature';
+export { signAsync, verifySignatureAsync } from './signature-async';
+export { SIGNATURE_HEX_LENGTH } from './signature-format';
+export type { SignatureHeader } from './signature-format';
+export type { WebhookBody } from './body';
+export type { WebhookSecret } from './secret';
+export { parseWebhookMessage } from './parse';
+export { WEBHOOK_MESSAGE_TYPES } from './message-types';
+export type {
+  WebhookAliasMessage,
+  WebhookContext,
+  WebhookDeleteMessage,
+  WebhookGroupMessage,
+  WebhookIdentifyMessage,
+  WebhookMessage,
+  WebhookMessageType,
+  WebhookPageMessage,
+  WebhookPageProperties,
+  WebhookProperties,
+  WebhookScreenMessage,
+  WebhookTrackMessage,
+  WebhookTraits,
+} from './message-types';
+export { getHeader, SIGNATURE_HEADER } from './headers';
+export type { HeadersLike } from './headers';
+export { WEBHOOK_DEFAULTS } from './options';
+export type { WebhookHandler, WebhookHandlerContextBase, WebhookReceiverOptions } from './options';
+export { createWebhookReceiver } from './receiver';
+export type { IncomingWebhook, WebhookReceiver, WebhookReceiverInternals, WebhookResponse } from './receiver';
+export { createWebhookHandler } from './node';
+export type { NodeWebhookContext, NodeWebhookOptions } from './node';
+export { webhookMiddleware } from './express';
+export { fastifyWebhook } from './fastify';
+export type {
+  FastifyInstanceLike,
+  FastifyReplyLike,
+  FastifyRequestLike,
+  FastifyWebhookContext,
+  FastifyWebhookOptions,
+} from './fastify';
+export { createFetchHandler, handleWebhookRequest } from './fetch';
+export type { FetchWebhookContext, FetchWebhookOptions } from './fetch';

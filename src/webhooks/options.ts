@@ -1,0 +1,88 @@
+import { assertSecret } from './secret';
+import type { WebhookSecret } from './secret';
+import type { WebhookMessage } from './message-types';
+import { ConfigError } from '../errors';
+
+/** What every handler gets besides the message. */
+export interface WebhookHandlerContextBase {
+  /**
+   * Aborted when the adapter gives up waiting (see `timeout`) and has answered 503: stop
+   * work that would be wasted, the sender will retry the message.
+   */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Your code: called once per verified, valid message. Return (or resolve) to answer 204;
+ * throw (or reject) to answer 500, so that the sender retries.
+ */
+export type WebhookHandler<Context> = (
+  message: WebhookMessage,
+  context: Context & WebhookHandlerContextBase,
+) => unknown;
+
+export interface WebhookReceiverOptions<Context> {
+  /**
+   * The shared secret of the Webhooks destination; an array while rotating (a signature made
+   * with any one of them passes). Required, non-empty.
+   */
+  readonly secret: WebhookSecret;
+  /** Called with each verified, parsed message. */
+  readonly handler: WebhookHandler<Context>;
+  /**
+   * Milliseconds from the request's arrival until the adapter stops waiting for your handler,
+   * answers 503 (the sender retries) and aborts `context.signal`. Default 4000: the sender
+   * gives up after 5 s, and a late 2xx would count as a timeout there anyway.
+   */
+  readonly timeout?: number;
+  /** Largest body accepted, in bytes; a larger one is answered 413 unread. Default 1 MiB (1048576). */
+  readonly maxBodySize?: number;
+  /**
+   * Called with the reason for every request not answered 2xx and its status:
+   * `SignatureVerificationError` (401), `WebhookMessageError` (400), `PayloadTooLargeError`
+   * (413), your handler's error (500), `TimeoutError` (503), `InvalidArgumentError` (500, the
+   * body was consumed before the adapter got it). Default: log with `DEBUG=analytics:webhooks`.
+   */
+  readonly onError?: (error: unknown, status: number) => void;
+}
+
+export const WEBHOOK_DEFAULTS = {
+  timeout: 4000,
+  maxBodySize: 1024 * 1024,
+} as const;
+
+export interface ResolvedReceiverOptions<Context> {
+  readonly secret: WebhookSecret;
+  readonly handler: WebhookHandler<Context>;
+  readonly timeout: number;
+  readonly maxBodySize: number;
+  readonly onError: ((error: unknown, status: number) => void) | undefined;
+}
+
+/** Checks the options once, at setup, and fills in the defaults. Throws `ConfigError`. */
+export function resolveReceiverOptions<Context>(options: WebhookReceiverOptions<Context>): ResolvedReceiverOptions<Context> {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigError(`Expected the options to be an object with \`secret\` and \`handler\`, got ${options === null ? 'null' : typeof options}.`);
+  }
+  assertSecret(options.secret);
+  if (typeof options.handler !== 'function') {
+    throw new ConfigError(`Expected \`handler\` to be a function (message, context) => void, got ${typeof options.handler}.`, 'handler');
+  }
+  if (options.onError !== undefined && typeof options.onError !== 'function') {
+    throw new ConfigError(`Expected \`onError\` to be a function when given, got ${typeof options.onError}.`, 'onError');
+  }
+  return {
+    secret: options.secret,
+    handler: options.handler,
+    timeout: positiveInteger('timeout', options.timeout ?? WEBHOOK_DEFAULTS.timeout),
+    maxBodySize: positiveInteger('maxBodySize', options.maxBodySize ?? WEBHOOK_DEFAULTS.maxBodySize),
+    onError: options.onError,
+  };
+}
+
+function positiveInteger(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new ConfigError(`Expected \`${field}\` to be an integer >= 1, got \`${String(value)}\` (${typeof value}).`, field);
+  }
+  return value;
+}

@@ -1,0 +1,165 @@
+import { toBodyInput } from './body';
+import type { WebhookBody } from './body';
+import { WEBHOOK_MESSAGE_TYPES } from './message-types';
+import type { WebhookMessage, WebhookMessageType } from './message-types';
+import { isTimestamp } from './timestamp';
+import { WebhookMessageError } from '../errors';
+
+type Json = Record<string, unknown>;
+
+// fatal: bytes that are not UTF-8 are refused, not turned into U+FFFD. ignoreBOM keeps a BOM
+// so that bytes and strings are treated alike (JSON.parse refuses a BOM in both).
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+const TYPES: ReadonlySet<string> = new Set(WEBHOOK_MESSAGE_TYPES);
+
+/**
+ * Parses a raw webhook body into one of the seven message types, checked at run time.
+ * Throws `WebhookMessageError` (with `field` set when one field is at fault) when the body is
+ * not JSON or not a valid message, and `InvalidArgumentError` when `rawBody` is not raw.
+ *
+ * Checked: `type`; `version` is 1 on all but delete; `userId` (all but alias), `event`,
+ * `name`, `groupId`, `"Previous ID"` and `"User ID"` are strings; `properties`, `traits` and
+ * `context` are objects where the spec has them (`context` is optional except on screen);
+ * `messageId`, when present, is a string; `timestamp` is an RFC 3339 date-time with a time
+ * zone. Extra fields are allowed and kept. Values inside free-form objects are not checked,
+ * except that a page's `path`, `referrer`, `title` and `url` are strings when present.
+ */
+export function parseWebhookMessage(rawBody: WebhookBody): WebhookMessage {
+  const input = toBodyInput(rawBody);
+  let text: string;
+  try {
+    text = typeof input === 'string' ? input : decoder.decode(input);
+  } catch {
+    throw new WebhookMessageError('Expected the body to be UTF-8 JSON, got bytes that are not valid UTF-8.');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // The SyntaxError is not attached: its message quotes part of the body.
+    throw new WebhookMessageError('Expected the body to be a JSON object (a webhook message), got text that is not valid JSON.');
+  }
+  return checkMessage(value);
+}
+
+function checkMessage(value: unknown): WebhookMessage {
+  if (!isObject(value)) {
+    throw new WebhookMessageError(`Expected the body to be a JSON object (a webhook message), got ${kind(value)}.`);
+  }
+  const type = value.type;
+  if (typeof type !== 'string' || !TYPES.has(type)) {
+    const got = typeof type === 'string' && /^[\w-]{1,40}$/.test(type) ? `"${type}"` : kind(type);
+    throw new WebhookMessageError(`Expected \`type\` to be one of ${WEBHOOK_MESSAGE_TYPES.join(', ')}, got ${got}.`, 'type');
+  }
+  const check = new Checker(value, type as WebhookMessageType);
+  if (type === 'delete') {
+    check.string('userId');
+    check.timestamp();
+    return value as unknown as WebhookMessage;
+  }
+  check.version();
+  check.timestamp();
+  check.optionalString('messageId');
+  if (type === 'screen') check.object('context');
+  else check.optionalObject('context');
+  switch (type) {
+    case 'page':
+      check.string('userId');
+      check.object('properties');
+      for (const key of ['path', 'referrer', 'title', 'url']) check.optionalString(`properties.${key}`, value.properties as Json, key);
+      break;
+    case 'screen':
+      check.string('userId');
+      check.string('name');
+      break;
+    case 'identify':
+      check.string('userId');
+      check.object('traits');
+      break;
+    case 'track':
+      check.string('userId');
+      check.string('event');
+      check.object('properties');
+      break;
+    case 'alias':
+      check.string('Previous ID');
+      check.string('User ID');
+      break;
+    case 'group':
+      check.string('userId');
+      check.string('groupId');
+      check.object('traits');
+      break;
+  }
+  return value as unknown as WebhookMessage;
+}
+
+/** Field checks for one message; each throws a `WebhookMessageError` naming the field. */
+class Checker {
+  constructor(
+    private readonly message: Json,
+    private readonly type: WebhookMessageType,
+  ) {}
+
+  version(): void {
+    const version = this.message.version;
+    if (version !== 1) {
+      const got = typeof version === 'number' ? `${version}` : kind(version);
+      throw this.error('version', 'the number 1 (the only version this release knows)', got);
+    }
+  }
+
+  timestamp(): void {
+    const timestamp = this.message.timestamp;
+    if (typeof timestamp !== 'string' || !isTimestamp(timestamp)) {
+      const got = typeof timestamp === 'string' ? 'a string that is not one' : kind(timestamp);
+      throw this.error('timestamp', 'an ISO 8601 date-time with a time zone, like 2026-03-01T12:34:56.789Z', got);
+    }
+  }
+
+  string(field: string): void {
+    const value = this.message[field];
+    if (typeof value !== 'string') throw this.error(field, 'a string', kind(value));
+  }
+
+  optionalString(field: string, holder: Json = this.message, key = field): void {
+    const value = holder[key];
+    if (value !== undefined && typeof value !== 'string') throw this.error(field, 'a string when present', kind(value));
+  }
+
+  object(field: string): void {
+    const value = this.message[field];
+    if (!isObject(value)) throw this.error(field, 'an object', kind(value));
+  }
+
+  optionalObject(field: string): void {
+    const value = this.message[field];
+    if (value !== undefined && !isObject(value)) throw this.error(field, 'an object when present', kind(value));
+  }
+
+  private error(field: string, expected: string, got: string): WebhookMessageError {
+    return new WebhookMessageError(`Expected \`${field}\` to be ${expected} in a ${this.type} message, got ${got}.`, field);
+  }
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The kind of a value, never the value: bodies must not leak into error messages. */
+function kind(value: unknown): string {
+  if (value === undefined) return 'nothing (the field is missing)';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return 'a boolean';
+    default:
+      return 'an object';
+  }
+}
