@@ -19,6 +19,7 @@ export type {
 } from './client/types';
 export * from './errors';
 export { GotTransport } from './transport/got-transport';
+export { NodeTransport } from './transport/node-transport';
 export type { HttpRequest, HttpResponse, Transport } from './transport/transport';
 export { backoffDelay, parseRetryAfter } from './transport/backoff';
 export type { BackoffOptions } from './transport/backoff';

@@ -1,5 +1,6 @@
 import nock from 'nock';
 
-// Tests talk to 127.0.0.1 only; anything else is a bug in the test.
-nock.disableNetConnect();
-nock.enableNetConnect((host) => host.startsWith('127.0.0.1') || host.startsWith('localhost') || host.startsWith('[::1]'));
+// nock intercepts every request while it is active, and its interceptor changes how real
+// sockets behave (no keep-alive reuse, different timing). Real-server tests must see Node's
+// own behaviour, so it is off by default; tests that mock HTTP turn it on with `useNock()`.
+if (nock.isActive()) nock.restore();

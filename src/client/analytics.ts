@@ -5,7 +5,7 @@ import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
 import { ClientClosedError, EventRelayError, PayloadTooLargeError, QueueFullError, SerializationError } from '../errors';
-import { GotTransport } from '../transport/got-transport';
+import { NodeTransport } from '../transport/node-transport';
 import { sendWithRetries } from '../transport/send';
 import type { Transport } from '../transport/transport';
 import { VERSION } from '../version';
@@ -30,6 +30,7 @@ const log = createDebug('analytics');
 
 /** Seams for tests: not part of the documented options. */
 export interface AnalyticsInternals {
+  /** Default: `NodeTransport` (node:http keep-alive). `GotTransport` is the got-based alternative. */
   readonly transport?: Transport;
   readonly clock?: Clock;
   readonly random?: () => number;
@@ -67,7 +68,7 @@ export class Analytics extends EventEmitter {
   constructor(options: AnalyticsOptions, internals: AnalyticsInternals = {}) {
     super();
     this.options = resolveOptions(options);
-    this.transport = internals.transport ?? new GotTransport({ maxSockets: this.options.concurrency });
+    this.transport = internals.transport ?? new NodeTransport({ maxSockets: this.options.concurrency });
     this.clock = internals.clock ?? systemClock;
     this.random = internals.random ?? Math.random;
     this.queue = new PQueue({ concurrency: this.options.concurrency });

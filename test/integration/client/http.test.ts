@@ -1,0 +1,140 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { Analytics } from '../../../src/client/analytics';
+import { HttpError, NetworkError, TimeoutError } from '../../../src/errors';
+import { GotTransport } from '../../../src/transport/got-transport';
+import { NodeTransport } from '../../../src/transport/node-transport';
+import type { Transport } from '../../../src/transport/transport';
+import { startSink } from '../../helpers/sink';
+
+const transports: [string, () => Transport][] = [
+  ['NodeTransport', () => new NodeTransport()],
+  ['GotTransport', () => new GotTransport()],
+];
+
+for (const [name, makeTransport] of transports) {
+  describe(`Analytics over ${name} (real server on 127.0.0.1)`, () => {
+    let sink: Awaited<ReturnType<typeof startSink>> | undefined;
+    let transport: Transport;
+
+    beforeEach(() => {
+      transport = makeTransport();
+    });
+
+    afterEach(async () => {
+      transport.close?.();
+      await sink?.close();
+      sink = undefined;
+    });
+
+    it('sends batches as POST /v1/batch with Basic auth on one kept-alive socket', async () => {
+      sink = await startSink();
+      const analytics = new Analytics({ writeKey: 'wk_live', endpoint: sink.url, flushAt: 2, concurrency: 1 }, { transport });
+      for (let i = 0; i < 4; i++) {
+        analytics.track({ userId: 'u1', event: 'E', properties: { i } });
+        if (i % 2 === 1) await analytics.flush();
+      }
+      expect(sink.requests).to.have.length(2);
+      for (const request of sink.requests) {
+        expect(request.method).to.equal('POST');
+        expect(request.url).to.equal('/v1/batch');
+        expect(request.headers.authorization).to.equal(`Basic ${Buffer.from('wk_live:').toString('base64')}`);
+        expect(request.headers['content-type']).to.equal('application/json');
+        expect(request.headers['user-agent']).to.match(/^eventrelay-node\//);
+      }
+      expect(sink.messages().map((m) => (m.properties as { i: number }).i)).to.deep.equal([0, 1, 2, 3]);
+      expect(sink.requests[0]?.remotePort).to.equal(sink.requests[1]?.remotePort);
+    });
+
+    it('sends gzip bodies the server can read', async () => {
+      sink = await startSink();
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, gzip: true }, { transport });
+      analytics.track({ userId: 'u1', event: 'Zipped' });
+      await analytics.flush();
+      expect(sink.requests[0]?.headers['content-encoding']).to.equal('gzip');
+      expect(sink.messages()[0]?.event).to.equal('Zipped');
+    });
+
+    it('retries a 503 and a stalled request (timeout), then delivers once', async () => {
+      sink = await startSink((_req, res, index) => {
+        if (index === 0) res.writeHead(503).end();
+        else if (index === 1) setTimeout(() => res.destroyed || res.end('{}'), 1500).unref();
+        else res.end('{}');
+      });
+      const analytics = new Analytics(
+        { writeKey: 'k', endpoint: sink.url, timeout: 200, minRetryDelay: 10, maxRetryDelay: 20 },
+        { transport },
+      );
+      const errors: unknown[] = [];
+      analytics.track({ userId: 'u', event: 'E' }, (error) => errors.push(error));
+      await analytics.flush();
+      expect(errors).to.deep.equal([undefined]);
+      expect(sink.requests.length).to.equal(3);
+    });
+
+    it('reports a TimeoutError after the last retry', async () => {
+      sink = await startSink(() => {});
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 100, maxRetries: 1, minRetryDelay: 1 }, { transport });
+      const results: unknown[] = [];
+      analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+      await analytics.flush();
+      expect(results[0]).to.be.instanceOf(TimeoutError);
+      expect(sink.requests).to.have.length(2);
+    });
+
+    it('does not follow a redirect and does not retry it', async () => {
+      sink = await startSink((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end());
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url }, { transport });
+      const results: unknown[] = [];
+      analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+      await analytics.flush();
+      expect(results[0]).to.be.instanceOf(HttpError);
+      expect((results[0] as HttpError).status).to.equal(302);
+      expect(sink.requests).to.have.length(1);
+    });
+
+    it('retries a refused connection, then fails with a NetworkError that names no credentials', async () => {
+      const closed = await startSink();
+      const url = closed.url.replace('http://', 'http://user:pw@');
+      await closed.close();
+      const analytics = new Analytics({ writeKey: 'k', endpoint: url, maxRetries: 2, minRetryDelay: 1 }, { transport });
+      const results: unknown[] = [];
+      analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+      await analytics.flush();
+      expect(results[0]).to.be.instanceOf(NetworkError);
+      expect((results[0] as NetworkError).retryable).to.equal(true);
+      expect((results[0] as Error).message).to.match(/ECONNREFUSED/);
+      expect((results[0] as Error).message).not.to.contain('pw');
+    });
+
+    it('refuses a self-signed certificate without retrying', async function () {
+      const dir = mkdtempSync(join(tmpdir(), 'er-tls-'));
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+      let received = 0;
+      const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+        received++;
+        res.end('{}');
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = server.address() as AddressInfo;
+        const analytics = new Analytics({ writeKey: 'k', endpoint: `https://127.0.0.1:${port}`, minRetryDelay: 1 }, { transport });
+        const results: unknown[] = [];
+        analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+        await analytics.flush();
+        expect(results[0]).to.be.instanceOf(NetworkError);
+        expect((results[0] as NetworkError).code).to.equal('ERR_TLS');
+        expect((results[0] as NetworkError).retryable).to.equal(false);
+        expect(received).to.equal(0);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+  });
+}
