@@ -28,3 +28,34 @@ export type {
   AttemptState,
 } from './destination';
 export type { WebhookTransport, WebhookRequest, WebhookResponse } from './http-transport';
+export { createForwarder, Forwarder } from './service';
+export type { ForwarderOptions, ForwarderInternals, ListenOptions, ForwarderStats, DeletionResult, ForwarderEvents } from './service';
+export { parseConfig, loadConfigFile } from './config';
+export type {
+  ForwarderConfig,
+  SourceConfig,
+  WebhooksDestinationConfig,
+  WebhookEntryConfig,
+  DeliveryConfig,
+  StorageConfig,
+  SecretValue,
+  ResolvedConfig,
+} from './config';
+export type { DeletionRequest } from './deletion';
+export type { AudienceSyncRequest, AudienceSyncResult } from './audiences';
+export { snakeCase } from './snake-case';
+export { MemoryStore } from './memory-store';
+export { SqliteStore } from './sqlite-store';
+export type { SqliteStoreOptions } from './sqlite-store';
+export type {
+  ForwarderStore,
+  NewDelivery,
+  AcceptedMessage,
+  AcceptResult,
+  PendingDelivery,
+  DeliveryOutcome,
+  DeliveryKind,
+  StoreCounts,
+  AudienceChange,
+} from './store';
+export type { AttemptReport } from './scheduler';

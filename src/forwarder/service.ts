@@ -1,0 +1,340 @@
+import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import createDebug from 'debug';
+import { systemClock } from '../clock';
+import type { Clock } from '../clock';
+import { ConfigError } from '../errors';
+import { checkAudienceRequest, planAudienceNotices } from './audiences';
+import type { AudienceSyncRequest, AudienceSyncResult } from './audiences';
+import { parseConfig } from './config';
+import type { ForwarderConfig, ResolvedConfig } from './config';
+import { planDeletion } from './deletion';
+import type { DeletionRequest } from './deletion';
+import { WebhookDestination } from './destination';
+import type { DestinationInternals } from './destination';
+import { MemoryStore } from './memory-store';
+import type { RouteSource } from './router';
+import { Scheduler } from './scheduler';
+import type { AttemptReport, DeliveryTarget } from './scheduler';
+import { createRequestHandler } from './server';
+import { SqliteStore } from './sqlite-store';
+import type { AcceptedMessage, AcceptResult, ForwarderStore } from './store';
+
+const log = createDebug('analytics:forwarder');
+
+/** How often finished deliveries past the retention are removed, in ms. */
+const PRUNE_INTERVAL = 10 * 60_000;
+/** Longest wait for requests in progress at shutdown, in ms. */
+const DRAIN_TIMEOUT = 10_000;
+
+export interface ForwarderOptions {
+  /** Data directory of the SQLite store; overrides `storage.dataDir` (the CLI's `--data`). */
+  readonly dataDir?: string;
+  /** A store to use instead of the configured one (e.g. a shared queue). The forwarder closes it. */
+  readonly store?: ForwarderStore;
+  /** Environment for `{ "env": NAME }` secrets. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Test seams; not for application code. */
+export interface ForwarderInternals {
+  readonly clock?: Clock;
+  readonly destination?: DestinationInternals;
+  /** Replaces the destinations (by source name): a fake for scheduler tests. */
+  readonly targets?: ReadonlyMap<string, DeliveryTarget>;
+}
+
+export interface ListenOptions {
+  /** Default: the config's `port` (8787). 0 picks a free port. */
+  readonly port?: number;
+  /** Default: the config's `host` (127.0.0.1). */
+  readonly host?: string;
+}
+
+export interface ForwarderStats {
+  /** Messages acknowledged by the ingestion API, duplicates included. */
+  readonly accepted: number;
+  /** Acknowledged messages whose messageId the source had sent before: not forwarded again. */
+  readonly duplicates: number;
+  /** Deliveries (messages, deletions, audience identifies) a webhook accepted. */
+  readonly delivered: number;
+  /** Deliveries waiting for a retry after a failed attempt. */
+  readonly retrying: number;
+  /** Deliveries given up: a final status, or the retry window ran out. */
+  readonly failed: number;
+  /** Deliveries not finished yet (never tried, or waiting for a retry). */
+  readonly queueDepth: number;
+  /** Age of the oldest unfinished delivery, in ms; null when the queue is empty. */
+  readonly oldestPendingAge: number | null;
+  /** Attempts in flight now. */
+  readonly inFlight: number;
+  /** Time since start, in ms. */
+  readonly uptime: number;
+}
+
+export interface DeletionResult {
+  readonly userId: string;
+  /** Sources that will get a `delete` notification. */
+  readonly notified: readonly string[];
+  /** Affected sources without a Webhooks destination switched on. */
+  readonly skipped: readonly string[];
+}
+
+export interface ForwarderEvents {
+  /** One attempt finished (delivered, retry or failed). */
+  attempt: [report: AttemptReport];
+}
+
+/**
+ * The forwarding service: ingestion API, durable queue, routing, delivery, deletions and
+ * audiences. Create it with `createForwarder(config)`, then `listen()`; `close()` stops it
+ * gracefully. Events: `attempt` (one per finished webhook attempt, without the body).
+ */
+export class Forwarder extends EventEmitter<ForwarderEvents> {
+  /** Request handler for a node:http server of your own (call `start()` first). */
+  readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  private readonly config: ResolvedConfig;
+  private readonly options: ForwarderOptions;
+  private readonly clock: Clock;
+  private readonly routes: readonly RouteSource[];
+  private readonly byKey: ReadonlyMap<string, RouteSource>;
+  private readonly targets: ReadonlyMap<string, DeliveryTarget>;
+  private readonly destinations: readonly WebhookDestination[];
+  private store: ForwarderStore | undefined;
+  private scheduler: Scheduler | undefined;
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  private pruneTimer: unknown;
+  private startedAt = 0;
+  private starting: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private pendingRequests = 0;
+  private idle: (() => void) | undefined;
+
+  constructor(config: ResolvedConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}) {
+    super();
+    this.config = config;
+    this.options = options;
+    this.clock = internals.clock ?? systemClock;
+    this.routes = config.sources.map((s) => ({ name: s.name, webhooksOn: s.webhooks?.enabled === true }));
+    this.byKey = new Map(config.sources.map((s, i) => [keyDigest(s.writeKey), this.routes[i]!]));
+
+    const targets = new Map<string, DeliveryTarget>();
+    const destinations: WebhookDestination[] = [];
+    config.sources.forEach((s, i) => {
+      if (s.webhooks === undefined || !s.webhooks.enabled) return;
+      const field = `sources[${i}].destinations.Webhooks`;
+      try {
+        const destination = new WebhookDestination(
+          { webhooks: s.webhooks.webhooks, sharedSecret: s.webhooks.sharedSecret, ...config.delivery },
+          { clock: this.clock, ...internals.destination },
+        );
+        destinations.push(destination);
+        targets.set(s.name, destination);
+      } catch (error) {
+        if (error instanceof ConfigError) throw new ConfigError(`In \`${field}\`: ${error.message}`, error.field === undefined ? field : `${field}.${error.field}`);
+        throw error;
+      }
+    });
+    this.destinations = destinations;
+    this.targets = internals.targets ?? targets;
+
+    const backend = {
+      sourceForKey: (key: string) => this.byKey.get(keyDigest(key)),
+      accept: (messages: readonly AcceptedMessage[]) => this.accept(messages),
+      requestDeletion: (request: DeletionRequest) => this.requestDeletion(request),
+      syncAudience: (request: AudienceSyncRequest) => this.syncAudience(request),
+      stats: () => this.stats(),
+      adminToken: config.adminToken,
+      get closing() {
+        return closingFlag();
+      },
+      now: () => this.clock.now(),
+    };
+    const closingFlag = () => this.closing !== undefined;
+    const handle = createRequestHandler(backend);
+    this.handler = (req, res) => {
+      this.pendingRequests++;
+      res.once('close', () => {
+        this.pendingRequests--;
+        if (this.pendingRequests === 0) this.idle?.();
+      });
+      handle(req, res);
+    };
+  }
+
+  /** Names of the configured sources. */
+  get sources(): readonly string[] {
+    return this.routes.map((r) => r.name);
+  }
+
+  /** Opens the store and starts delivering what it holds. Idempotent. */
+  start(): Promise<void> {
+    this.starting ??= (async () => {
+      this.store = this.options.store ?? this.openStore();
+      this.scheduler = new Scheduler(this.store, this.targets, this.clock, { concurrency: this.config.delivery.concurrency }, (report) =>
+        this.emit('attempt', report),
+      );
+      this.startedAt = this.clock.now();
+      this.scheduler.start();
+      this.schedulePrune();
+      log('started: %d sources, store %s', this.routes.length, this.options.store ? 'custom' : this.config.storage.type);
+    })();
+    return this.starting;
+  }
+
+  private openStore(): ForwarderStore {
+    if (this.config.storage.type === 'memory') return new MemoryStore();
+    return new SqliteStore({ dataDir: this.options.dataDir ?? this.config.storage.dataDir, synchronous: this.config.storage.synchronous });
+  }
+
+  private schedulePrune(): void {
+    const timer = setInterval(() => {
+      const before = this.clock.now() - this.config.storage.retention;
+      this.store?.prune(before).then(
+        (removed) => removed > 0 && log('pruned %d finished rows', removed),
+        (error: Error) => log('prune failed: %s', error.message),
+      );
+    }, PRUNE_INTERVAL);
+    timer.unref();
+    this.pruneTimer = timer;
+  }
+
+  /** Starts the HTTP server. Resolves with the address it listens on. */
+  async listen(options: ListenOptions = {}): Promise<{ url: string; host: string; port: number }> {
+    await this.start();
+    if (this.server !== undefined) throw new ConfigError('The forwarder is already listening');
+    const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000 }, this.handler);
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    this.server = server;
+    const host = options.host ?? this.config.host;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? this.config.port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = server.address() as AddressInfo;
+    const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return { url: `http://${shownHost}:${address.port}`, host: address.address, port: address.port };
+  }
+
+  private accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+    return this.withStore(async (store) => {
+      const result = await store.accept(messages);
+      if (result.stored > 0) this.scheduler?.wake();
+      return result;
+    });
+  }
+
+  /**
+   * Sends a `delete` notification (spec 2.3) to every affected source whose Webhooks destination
+   * is on: all sources, or those named. ValidationError for a missing userId or an unknown source.
+   */
+  async requestDeletion(request: DeletionRequest): Promise<DeletionResult> {
+    const plan = planDeletion(request, this.routes, this.clock.now());
+    return this.withStore(async (store) => {
+      await store.enqueue(plan.deliveries);
+      this.scheduler?.wake();
+      log('deletion request: %d sources notified', plan.notified.length);
+      return { userId: plan.userId, notified: plan.notified, skipped: plan.skipped };
+    });
+  }
+
+  /**
+   * Replaces an audience's membership (spec 6): an identify with `traits: { <trait>: true }` for
+   * each member added (every member on the first sync) and `false` for each member removed.
+   */
+  async syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult> {
+    const { source, trait, members } = checkAudienceRequest(request, this.routes);
+    const now = this.clock.now();
+    return this.withStore(async (store) => {
+      let sent = 0;
+      const change = await store.syncAudience(source.name, trait, members, (c) => {
+        const notices = planAudienceNotices(source, trait, c, now);
+        sent = notices.length;
+        return notices;
+      });
+      this.scheduler?.wake();
+      log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
+      return { source: source.name, audience: request.audience, trait, firstSync: change.firstSync, added: change.added.length, removed: change.removed.length, sent };
+    });
+  }
+
+  async stats(): Promise<ForwarderStats> {
+    return this.withStore(async (store) => {
+      const counts = await store.counts();
+      const now = this.clock.now();
+      return {
+        accepted: counts.accepted,
+        duplicates: counts.duplicates,
+        delivered: counts.delivered,
+        retrying: counts.retrying,
+        failed: counts.failed,
+        queueDepth: counts.pending,
+        oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
+        inFlight: this.scheduler?.active ?? 0,
+        uptime: now - this.startedAt,
+      };
+    });
+  }
+
+  private async withStore<T>(fn: (store: ForwarderStore) => Promise<T>): Promise<T> {
+    await this.start();
+    return fn(this.store!);
+  }
+
+  /**
+   * Graceful shutdown: stops accepting (new requests get 503, idle connections close), lets
+   * requests being stored finish, waits for the webhook attempts in flight and writes their
+   * outcomes, then closes the destinations and the store. Returns the same promise when called again.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.pruneTimer as NodeJS.Timeout);
+      const server = this.server;
+      const serverClosed = server === undefined ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
+      server?.closeIdleConnections();
+      if (this.pendingRequests > 0) {
+        // Requests being read or stored may finish; a stalled upload gets 10 s, then its socket is closed.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          new Promise<void>((resolve) => (this.idle = resolve)),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_TIMEOUT))),
+        ]);
+        clearTimeout(timer);
+      }
+      server?.closeAllConnections();
+      await serverClosed;
+      if (this.starting !== undefined) {
+        await this.starting;
+        await this.scheduler?.stop();
+        await Promise.all(this.destinations.map((d) => d.close()));
+        await this.store?.close();
+      }
+      log('closed');
+    })();
+    return this.closing;
+  }
+}
+
+function keyDigest(key: string): string {
+  // Looking keys up by their hash keeps the lookup time independent of how much of a guess matches.
+  return createHash('sha256').update(key).digest('base64');
+}
+
+/**
+ * Creates a forwarder from a config object (see the README for the format); checks it at once
+ * (ConfigError with `field`), reading `{ "env": NAME }` secrets. Nothing is opened until
+ * `listen()` or `start()`.
+ */
+export function createForwarder(config: ForwarderConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}): Forwarder {
+  return new Forwarder(parseConfig(config, options.env ?? process.env), options, internals);
+}
