@@ -28,13 +28,12 @@ export interface WebhookProperties {
   readonly [key: string]: unknown;
 }
 
-/** Page properties: the four the spec names are strings when present; others are free-form. */
-export interface WebhookPageProperties extends WebhookProperties {
-  readonly path?: string;
-  readonly referrer?: string;
-  readonly title?: string;
-  readonly url?: string;
-}
+/**
+ * Page properties: the spec names `path`, `referrer`, `title` and `url` (strings from a
+ * browser), but the sender passes the caller's values through unchecked, so they are
+ * `unknown` here too; check before use.
+ */
+export type WebhookPageProperties = WebhookProperties;
 
 /** Fields of every message type except delete. */
 interface VersionedMessage {

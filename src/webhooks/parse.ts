@@ -22,8 +22,9 @@ const TYPES: ReadonlySet<string> = new Set(WEBHOOK_MESSAGE_TYPES);
  * `name`, `groupId`, `"Previous ID"` and `"User ID"` are strings; `properties`, `traits` and
  * `context` are objects where the spec has them (`context` is optional except on screen);
  * `messageId`, when present, is a string; `timestamp` is an RFC 3339 date-time with a time
- * zone. Extra fields are allowed and kept. Values inside free-form objects are not checked,
- * except that a page's `path`, `referrer`, `title` and `url` are strings when present.
+ * zone. Extra fields are allowed and kept. Values inside `properties`, `traits` and
+ * `context` are not checked: senders pass the caller's values through, and refusing a
+ * message (400) makes the sender drop it for good.
  */
 export function parseWebhookMessage(rawBody: WebhookBody): WebhookMessage {
   const input = toBodyInput(rawBody);
@@ -67,7 +68,6 @@ function checkMessage(value: unknown): WebhookMessage {
     case 'page':
       check.string('userId');
       check.object('properties');
-      for (const key of ['path', 'referrer', 'title', 'url']) check.optionalString(`properties.${key}`, value.properties as Json, key);
       break;
     case 'screen':
       check.string('userId');
@@ -123,8 +123,8 @@ class Checker {
     if (typeof value !== 'string') throw this.error(field, 'a string', kind(value));
   }
 
-  optionalString(field: string, holder: Json = this.message, key = field): void {
-    const value = holder[key];
+  optionalString(field: string): void {
+    const value = this.message[field];
     if (value !== undefined && typeof value !== 'string') throw this.error(field, 'a string when present', kind(value));
   }
 
