@@ -8,15 +8,16 @@ export type TimerHandle = unknown;
  */
 export interface Clock {
   now(): number;
-  setTimeout(callback: () => void, ms: number): TimerHandle;
+  /** `keepAlive: true` holds the process open until the timer fires (e.g. while a caller awaits a flush). */
+  setTimeout(callback: () => void, ms: number, keepAlive?: boolean): TimerHandle;
   clearTimeout(handle: TimerHandle): void;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout(callback, ms) {
+  setTimeout(callback, ms, keepAlive = false) {
     const timer = setTimeout(callback, ms);
-    timer.unref();
+    if (!keepAlive) timer.unref();
     return timer;
   },
   clearTimeout(handle) {

@@ -116,7 +116,7 @@ export class Analytics extends EventEmitter {
    */
   flush(): Promise<void> {
     this.handOff('manual');
-    return this.settled();
+    return this.holdOpen(this.settled());
   }
 
   /**
@@ -130,10 +130,15 @@ export class Analytics extends EventEmitter {
     this.handOff('close');
     let timer: unknown;
     const deadline = new Promise<void>((resolve) => {
-      timer = this.clock.setTimeout(() => {
-        log('closeAndFlush: %d messages still pending after %d ms', this.held, timeout);
-        resolve();
-      }, timeout);
+      // Kept alive: a process awaiting closeAndFlush() must not exit while a retry waits.
+      timer = this.clock.setTimeout(
+        () => {
+          log('closeAndFlush: %d messages still pending after %d ms', this.held, timeout);
+          resolve();
+        },
+        timeout,
+        true,
+      );
     });
     this.closing = Promise.race([this.settled(), deadline]).then(() => {
       this.clock.clearTimeout(timer);
@@ -232,6 +237,13 @@ export class Analytics extends EventEmitter {
     this.held -= batch.length;
     if (error) this.report(error, undefined);
     for (const { id, callback } of batch.callbacks) this.callBack(callback, error, id);
+  }
+
+  /** Keeps the process open while a caller awaits `promise` (the client's own timers are unref'd). */
+  private holdOpen(promise: Promise<void>): Promise<void> {
+    if (this.inFlight.size === 0) return promise;
+    const timer = this.clock.setTimeout(() => {}, 2 ** 31 - 1, true);
+    return promise.finally(() => this.clock.clearTimeout(timer));
   }
 
   private settled(): Promise<void> {
