@@ -56,7 +56,7 @@ describe('parseWebhookMessage', () => {
       const fromString = parseWebhookMessage(bytes.toString('utf8'));
       expect(parseWebhookMessage(bytes)).to.deep.equal(fromString);
       expect(parseWebhookMessage(new Uint8Array(bytes))).to.deep.equal(fromString);
-      expect(parseWebhookMessage(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length))).to.deep.equal(fromString);
+      expect(parseWebhookMessage(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer)).to.deep.equal(fromString);
     }
     const identify = parseWebhookMessage(body('identify-escapes.json'));
     if (identify.type !== 'identify') throw new Error('expected identify');
