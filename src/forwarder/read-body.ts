@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { gunzip, inflate } from 'node:zlib';
 
 export type BodyRead =
   | { readonly ok: true; readonly body: Buffer }
@@ -40,4 +41,28 @@ export function readBody(req: IncomingMessage, limit: number, drainLimit = limit
     req.on('aborted', () => reject(new Error('request aborted')));
     req.on('error', reject);
   });
+}
+
+export type BodyDecode =
+  | { readonly ok: true; readonly body: Buffer }
+  | { readonly ok: false; readonly reason: 'too_large' | 'corrupt' | 'unsupported' };
+
+/**
+ * Undoes `Content-Encoding: gzip` or `deflate` (the client's `gzip` option). The limit applies
+ * to the decoded bytes too, so a small compressed body cannot expand past it.
+ */
+export async function decodeBody(body: Buffer, encoding: string | undefined, limit: number): Promise<BodyDecode> {
+  const name = (encoding ?? 'identity').trim().toLowerCase();
+  if (name === 'identity' || name === '') return { ok: true, body };
+  if (name !== 'gzip' && name !== 'x-gzip' && name !== 'deflate') return { ok: false, reason: 'unsupported' };
+  try {
+    const decoded = await new Promise<Buffer>((resolve, reject) => {
+      const done = (error: Error | null, result: Buffer) => (error ? reject(error) : resolve(result));
+      if (name === 'deflate') inflate(body, { maxOutputLength: limit }, done);
+      else gunzip(body, { maxOutputLength: limit }, done);
+    });
+    return { ok: true, body: decoded };
+  } catch (error) {
+    return { ok: false, reason: (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' ? 'too_large' : 'corrupt' };
+  }
 }

@@ -6,7 +6,7 @@ import type { AudienceSyncRequest, AudienceSyncResult } from './audiences';
 import type { DeletionPlan, DeletionRequest } from './deletion';
 import { MAX_BODY_BYTES, MESSAGE_TYPES, parseIngestBody } from './ingest';
 import type { MessageType } from './ingest';
-import { readBody } from './read-body';
+import { decodeBody, readBody } from './read-body';
 import { routeMessage } from './router';
 import type { RouteSource } from './router';
 import type { AcceptedMessage, AcceptResult } from './store';
@@ -149,7 +149,18 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
     fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES }, { Connection: 'close' });
     return;
   }
-  const json = parseJson(read.body);
+  const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
+  if (!decoded.ok) {
+    if (decoded.reason === 'too_large') {
+      fail(res, 413, 'body_too_large', `The decompressed request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
+    } else if (decoded.reason === 'unsupported') {
+      fail(res, 415, 'unsupported_encoding', 'Content-Encoding must be gzip, deflate or none');
+    } else {
+      fail(res, 400, 'invalid_body', 'The request body could not be decompressed (Content-Encoding)');
+    }
+    return;
+  }
+  const json = parseJson(decoded.body);
   if (source === undefined) {
     // Segment also accepts the write key in the body.
     const bodyKey = json.ok && typeof json.value === 'object' && json.value !== null ? (json.value as { writeKey?: unknown }).writeKey : undefined;
