@@ -1,0 +1,90 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+
+function run(command: string, args: string[], cwd: string): string {
+  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DEBUG: '' } });
+}
+
+describe('the packed package', function () {
+  this.timeout(240_000);
+  let project: string;
+
+  before(() => {
+    if (!existsSync(join(root, 'dist', 'index.js'))) run('npm', ['run', 'build'], root);
+    project = mkdtempSync(join(tmpdir(), 'eventrelay-consumer-'));
+    run('npm', ['pack', '--pack-destination', project], root);
+    const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'));
+    expect(tarball, 'npm pack made a tarball').to.be.a('string');
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${tarball}`], project);
+  });
+
+  after(() => {
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  it('installs without the forwarder-only native dependency', () => {
+    expect(existsSync(join(project, 'node_modules', 'eventrelay', 'dist', 'index.js'))).to.equal(true);
+    expect(existsSync(join(project, 'node_modules', 'better-sqlite3'))).to.equal(false);
+    expect(existsSync(join(project, 'node_modules', 'eventrelay', 'src'))).to.equal(false);
+  });
+
+  it('loads every entry point with import', () => {
+    const out = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { Analytics, ValidationError } from 'eventrelay';
+         import * as webhooks from 'eventrelay/webhooks';
+         import * as forwarder from 'eventrelay/forwarder';
+         const a = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9', disable: true });
+         a.track({ userId: 'u', event: 'E' }, (e, id) => console.log(typeof Analytics, typeof ValidationError, typeof webhooks.verifySignature, typeof forwarder.WebhookDestination, e === undefined, typeof id));`,
+      ],
+      project,
+    );
+    expect(out.trim()).to.equal('function function function function true string');
+  });
+
+  it('loads every entry point with require', () => {
+    const out = run(
+      process.execPath,
+      [
+        '-e',
+        `const { Analytics, EventRelayError } = require('eventrelay');
+         const webhooks = require('eventrelay/webhooks');
+         const forwarder = require('eventrelay/forwarder');
+         const a = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9', disable: true });
+         console.log(typeof Analytics, typeof EventRelayError, typeof webhooks.verifySignature, typeof forwarder.WebhookDestination);`,
+      ],
+      project,
+    );
+    expect(out.trim()).to.equal('function function function function');
+  });
+
+  it('gives a TypeScript consumer the types, for ESM and CommonJS', () => {
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { strict: true, module: 'node16', moduleResolution: 'node16', noEmit: true, skipLibCheck: false, types: [] }, files: ['esm.mts', 'cjs.cts'] }),
+    );
+    const body = `
+      const analytics = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9' });
+      analytics.track({ userId: 'u', event: 'E' });
+      // @ts-expect-error: userId or anonymousId is required
+      analytics.track({ event: 'E' });
+      const ok: boolean = verifySignature('{}', 'ab', 'secret');
+      export { ok };
+    `;
+    writeFileSync(join(project, 'esm.mts'), `import { Analytics } from 'eventrelay';\nimport { verifySignature } from 'eventrelay/webhooks';\n${body}`);
+    writeFileSync(join(project, 'cjs.cts'), `import { Analytics } from 'eventrelay';\nimport { verifySignature } from 'eventrelay/webhooks';\n${body}`);
+    // skipLibCheck false also checks our published .d.ts files; @types/node comes from the repo.
+    run(process.execPath, [tsc, '-p', project, '--typeRoots', join(root, 'node_modules', '@types'), '--types', 'node'], project);
+  });
+});
