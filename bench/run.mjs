@@ -8,7 +8,11 @@
 // (client/floor.mjs) measured in the same run.
 //
 //   node bench/run.mjs [--scenario burst,paced,outage] [--clients floor,eventrelay,...]
-//                      [--quick] [--timeout 60000] [--quiet 5000]
+//                      [--quick] [--repeat 1] [--timeout ms] [--quiet 5000] [--profile]
+//
+// --repeat N runs every client N times (interleaved) and reports the median of each figure.
+// --profile writes a V8 CPU profile per client run to bench/results/profiles/ and prints
+// the functions with the most self time (client/profile-summary.mjs).
 //
 // enqueue ms:  time the caller spent inside track() calls (the loop's blocked time)
 // total ms:    from the first track call until the sink had counted every message once
@@ -26,6 +30,7 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scenarioFor } from './client/scenarios.mjs';
 import { notes, scenarioTable, targetChecks } from './client/report.mjs';
+import { summarizeProfile } from './client/profile-summary.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -39,8 +44,10 @@ const { values: args } = parseArgs({
     scenario: { type: 'string', default: ALL_SCENARIOS.join(',') },
     clients: { type: 'string', default: ALL_CLIENTS.join(',') },
     quick: { type: 'boolean', default: false },
-    timeout: { type: 'string', default: '60000' },
+    timeout: { type: 'string' },
     quiet: { type: 'string', default: '5000' },
+    repeat: { type: 'string', default: '1' },
+    profile: { type: 'boolean', default: false },
   },
 });
 
@@ -57,8 +64,15 @@ const clients = list(args.clients, ALL_CLIENTS, 'client');
 // The floor runs first in every scenario: the others are measured against it.
 if (!clients.includes('floor')) clients.unshift('floor');
 else clients.sort((a, b) => (a === 'floor' ? -1 : b === 'floor' ? 1 : 0));
-const hardTimeoutMs = Number(args.timeout);
 const quietMs = Number(args.quiet);
+const repeat = Math.max(1, Number(args.repeat) || 1);
+
+/** Hard limit of one client run: the burst gets 60 s, the others their calling time plus 30 s. */
+function hardTimeoutOf(scenario) {
+  if (args.timeout !== undefined) return Number(args.timeout);
+  if (scenario.rate === 0) return 60_000;
+  return Math.ceil((scenario.count / scenario.rate) * 1000) + scenario.outageMs + 30_000;
+}
 
 /** The sink process, with a request/answer helper over IPC. */
 async function startSink() {
@@ -105,9 +119,12 @@ let runCounter = 0;
 
 async function runOne(sink, client, scenario) {
   const run = `r${++runCounter}`;
+  const hardTimeoutMs = hardTimeoutOf(scenario);
   sink.completeAt = undefined;
   await sink.ask({ type: 'reset', run, expected: scenario.count, outageMs: scenario.outageMs }, 'reset-ok');
-  const child = fork(here('./client/runner.mjs'), [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const profileDir = here(`./results/profiles/${scenario.name}-${client}-${run}`);
+  const execArgv = args.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const child = fork(here('./client/runner.mjs'), [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv });
   const tail = [];
   keepTail(child.stdout, tail);
   keepTail(child.stderr, tail);
@@ -176,6 +193,7 @@ async function runOne(sink, client, scenario) {
     figures = got.result ?? { ...fallback, approximate: true };
     if (!exited) child.kill('SIGKILL');
   }
+  while (!exited) await sleep(10);
   await sleep(100);
   const stats = await sink.ask({ type: 'stats' }, 'stats');
   const count = scenario.count;
@@ -205,7 +223,31 @@ async function runOne(sink, client, scenario) {
     closeError: got.settled?.closeError,
     closeMs: got.settled?.closeMs,
     output: status === 'ok' ? undefined : tail.slice(-5),
+    profileDir: args.profile ? profileDir : undefined,
   };
+}
+
+const MEDIAN_FIELDS = ['enqueueMs', 'totalMs', 'cpuUsPerMsg', 'peakRssMB', 'requests', 'rejected', 'meanBatch'];
+
+function median(values) {
+  const sorted = values.filter((v) => v !== undefined).sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** One row from several runs of a client: medians of the figures, the worst of losses and duplicates. */
+function combine(runs) {
+  if (runs.length === 1) return runs[0];
+  const worst = runs.find((r) => r.status !== 'ok') ?? runs[0];
+  const row = { ...worst, runs: runs.length };
+  for (const field of MEDIAN_FIELDS) row[field] = median(runs.map((r) => r[field]));
+  if (worst.status !== 'ok') row.totalMs = undefined;
+  row.lost = Math.max(...runs.map((r) => r.lost));
+  row.delivered = Math.min(...runs.map((r) => r.delivered));
+  row.duplicates = Math.max(...runs.map((r) => r.duplicates));
+  row.errors = runs.reduce((sum, r) => sum + (r.errors ?? 0), 0);
+  return row;
 }
 
 const labels = {};
@@ -236,23 +278,33 @@ function machine() {
 async function main() {
   const built = clients.includes('eventrelay') ? await eventrelayBuilt() : true;
   const sink = await startSink();
-  const out = [`# Client benchmark`, '', machine(), `flushAt ${CLIENT_SETTINGS.flushAt}, flushInterval ${CLIENT_SETTINGS.flushInterval} ms for every client${args.quick ? '; --quick (counts / 10)' : ''}`, ''];
+  const settings = [
+    `flushAt ${CLIENT_SETTINGS.flushAt}, flushInterval ${CLIENT_SETTINGS.flushInterval} ms for every client`,
+    ...(args.quick ? ['--quick (counts / 10)'] : []),
+    ...(repeat > 1 ? [`median of ${repeat} runs per client (lost and dup: the worst run)`] : []),
+  ];
+  const out = [`# Client benchmark`, '', machine(), settings.join('; '), ''];
   const all = [];
   console.log(out.join('\n'));
   for (const scenario of scenarios) {
-    const results = [];
-    for (const client of clients) {
-      if (client === 'eventrelay' && !built) {
-        results.push({ client, label: 'eventrelay', scenario: scenario.name, status: 'skipped', reason: 'dist/index.js has no Analytics: run `npm run build`' });
-        continue;
+    const runsOf = new Map(clients.map((client) => [client, []]));
+    for (let round = 0; round < repeat; round++) {
+      for (const client of clients) {
+        if (client === 'eventrelay' && !built) continue;
+        process.stderr.write(`  ${scenario.name}${repeat > 1 ? ` #${round + 1}` : ''}: ${client} ... `);
+        const result = await runOne(sink, client, scenario);
+        process.stderr.write(`${result.status}${result.totalMs !== undefined ? ` ${result.totalMs} ms` : ''}, lost ${result.lost}, dup ${result.duplicates}\n`);
+        runsOf.get(client).push(result);
+        all.push(result);
+        if (args.profile) console.error(await summarizeProfile(result.profileDir));
+        await sleep(300);
       }
-      process.stderr.write(`  ${scenario.name}: ${client} ... `);
-      const result = await runOne(sink, client, scenario);
-      process.stderr.write(`${result.status}${result.totalMs !== undefined ? ` ${result.totalMs} ms` : ''}, lost ${result.lost}, dup ${result.duplicates}\n`);
-      results.push(result);
-      all.push(result);
-      await sleep(300);
     }
+    const results = clients.map((client) =>
+      client === 'eventrelay' && !built
+        ? { client, label: 'eventrelay', scenario: scenario.name, status: 'skipped', reason: 'dist/index.js has no Analytics: run `npm run build`' }
+        : combine(runsOf.get(client)),
+    );
     const section = [`## ${scenario.name}: ${scenario.describe(scenario)}`, '', scenarioTable(scenario, results), ''];
     const checks = targetChecks(scenario, results);
     if (checks.length) {

@@ -17,22 +17,27 @@ function onError(error) {
   state.firstError ??= String(error?.message ?? error).slice(0, 200);
 }
 
-/** Peak resident set size of this process, from the kernel's high-water mark. */
-function peakRssBytes() {
+/** Peak resident set size of this process: the kernel's high-water mark where there is one. */
+function kernelPeakRss() {
   try {
     const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-    if (match) return Number(match[1]) * 1024;
+    return match ? Number(match[1]) * 1024 : undefined;
   } catch {
-    // not Linux: fall through to the sampled value
+    return undefined;
   }
-  return state.sampledPeak;
 }
 
-state.sampledPeak = process.memoryUsage.rss();
-setInterval(() => {
-  const rss = process.memoryUsage.rss();
-  if (rss > state.sampledPeak) state.sampledPeak = rss;
-}, 5).unref();
+// Elsewhere (not Linux), sample the RSS every 5 ms instead.
+if (kernelPeakRss() === undefined) {
+  state.sampledPeak = process.memoryUsage.rss();
+  setInterval(() => {
+    state.sampledPeak = Math.max(state.sampledPeak, process.memoryUsage.rss());
+  }, 5).unref();
+}
+
+function peakRssBytes() {
+  return kernelPeakRss() ?? state.sampledPeak;
+}
 
 function call(client, run, seq) {
   try {
