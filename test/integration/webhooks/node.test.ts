@@ -122,6 +122,32 @@ describe('createWebhookHandler (Node http, real server on 127.0.0.1)', () => {
     expect(ok.status).to.equal(204);
   });
 
+  it('answers 500 (no hang) when something read the body first, and warns once without onError', async () => {
+    received = [];
+    const handle = createWebhookHandler({ secret: SECRET, handler: (message) => void received.push(message) });
+    server = createServer((req, res) => {
+      req.resume(); // another piece of code drains the body
+      req.on('end', () => void handle(req, res));
+    });
+    port = await listen(server);
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const reply = await send(port, { body: body('delete.json'), headers: { 'x-signature': signatureOf('delete.json') } });
+        expect(reply.status).to.equal(500);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(received).to.have.length(0);
+    expect(warnings).to.have.length(1);
+    expect(warnings[0]!.message).to.include('body parser');
+    expect(warnings[0]!.message).to.not.include(SECRET);
+  });
+
   it('never sends the secret back', async () => {
     await start();
     const replies = await Promise.all([
