@@ -10,41 +10,34 @@ import type {
   StoreCounts,
 } from './store';
 
-interface Row {
-  delivery: PendingDelivery;
-  status: 'pending' | 'delivered' | 'failed';
-  finishedAt?: number;
-}
-
 /**
- * A ForwarderStore in process memory: same semantics as the SQLite store, nothing survives a
- * restart. For tests and for the benchmark that shows what durability costs.
+ * A ForwarderStore in process memory: the semantics of the SQLite store, but nothing survives a
+ * restart. For tests and for the benchmark that shows what durability costs. Finished
+ * deliveries are counted and dropped at once (there is nothing to look at after a restart anyway).
  */
 export class MemoryStore implements ForwarderStore {
   private nextId = 1;
-  private readonly rows = new Map<number, Row>();
-  /** Pending ids ordered by (nextAttemptAt, id). */
+  /** Pending deliveries by id; the heap orders them by due time. */
+  private readonly pending = new Map<number, PendingDelivery>();
   private readonly heap = new DueHeap();
+  private retrying = 0;
+  /** `source \0 messageId` → receipt time, for duplicate detection. Insertion order = time order. */
   private readonly seen = new Map<string, number>();
   private readonly audiences = new Map<string, Set<string>>();
   private readonly totals = { accepted: 0, duplicates: 0, delivered: 0, failed: 0 };
 
   async accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
     let stored = 0;
-    let duplicates = 0;
     for (const message of messages) {
       const key = `${message.source}\u0000${message.messageId}`;
-      if (this.seen.has(key)) {
-        duplicates++;
-        continue;
-      }
+      if (this.seen.has(key)) continue;
       this.seen.set(key, message.receivedAt);
       stored++;
       this.insert(message.deliveries);
     }
     this.totals.accepted += messages.length;
-    this.totals.duplicates += duplicates;
-    return { stored, duplicates };
+    this.totals.duplicates += messages.length - stored;
+    return { stored, duplicates: messages.length - stored };
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
@@ -53,43 +46,37 @@ export class MemoryStore implements ForwarderStore {
 
   private insert(deliveries: readonly NewDelivery[]): void {
     for (const d of deliveries) {
-      const id = this.nextId++;
-      const delivery: PendingDelivery = { ...d, id, attempts: 0, firstAttemptAt: undefined, nextAttemptAt: d.createdAt };
-      this.rows.set(id, { delivery, status: 'pending' });
+      const delivery: PendingDelivery = { ...d, id: this.nextId++, attempts: 0, firstAttemptAt: undefined, nextAttemptAt: d.createdAt };
+      this.pending.set(delivery.id, delivery);
       this.heap.push(delivery);
     }
   }
 
-  async due(now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
-    return this.heap.peekDue(now, limit, exclude, (item) => this.isCurrent(item));
-  }
+  /** A heap entry is stale once its delivery finished or was rescheduled (a newer entry exists). */
+  private readonly isCurrent = (item: PendingDelivery): boolean => this.pending.get(item.id) === item;
 
-  /** A heap entry is stale once its row was finished or rescheduled (a newer entry exists). */
-  private isCurrent(item: PendingDelivery): boolean {
-    const row = this.rows.get(item.id);
-    return row !== undefined && row.status === 'pending' && row.delivery === item;
+  async due(now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
+    return this.heap.take(limit, this.isCurrent, (item) => item.nextAttemptAt <= now, exclude);
   }
 
   async nextDueAfter(now: number): Promise<number | undefined> {
-    let best: number | undefined;
-    for (const row of this.rows.values()) {
-      const at = row.delivery.nextAttemptAt;
-      if (row.status === 'pending' && at > now && (best === undefined || at < best)) best = at;
-    }
-    return best;
+    // Entries due by `now` are the attempts in flight (the scheduler took the rest): step over them.
+    const [next] = this.heap.take(1, this.isCurrent, () => true, undefined, (item) => item.nextAttemptAt <= now);
+    return next?.nextAttemptAt;
   }
 
   async record(outcomes: readonly DeliveryOutcome[]): Promise<void> {
     for (const outcome of outcomes) {
-      const row = this.rows.get(outcome.id);
-      if (row === undefined || row.status !== 'pending') continue;
+      const current = this.pending.get(outcome.id);
+      if (current === undefined) continue;
+      if (current.attempts > 0) this.retrying--;
       if (outcome.status === 'retry') {
-        row.delivery = { ...row.delivery, attempts: outcome.attempts, firstAttemptAt: outcome.firstAttemptAt, nextAttemptAt: outcome.nextAttemptAt };
-        this.heap.push(row.delivery);
+        const next = { ...current, attempts: outcome.attempts, firstAttemptAt: outcome.firstAttemptAt, nextAttemptAt: outcome.nextAttemptAt };
+        if (next.attempts > 0) this.retrying++;
+        this.pending.set(next.id, next);
+        this.heap.push(next);
       } else {
-        row.delivery = { ...row.delivery, attempts: outcome.attempts, firstAttemptAt: outcome.firstAttemptAt };
-        row.status = outcome.status;
-        row.finishedAt = outcome.at;
+        this.pending.delete(outcome.id);
         this.totals[outcome.status]++;
       }
     }
@@ -110,31 +97,19 @@ export class MemoryStore implements ForwarderStore {
   }
 
   async counts(): Promise<StoreCounts> {
-    let pending = 0;
-    let retrying = 0;
     let oldestPendingAt: number | undefined;
-    for (const row of this.rows.values()) {
-      if (row.status !== 'pending') continue;
-      pending++;
-      if (row.delivery.attempts > 0) retrying++;
-      if (oldestPendingAt === undefined || row.delivery.createdAt < oldestPendingAt) oldestPendingAt = row.delivery.createdAt;
+    for (const d of this.pending.values()) {
+      if (oldestPendingAt === undefined || d.createdAt < oldestPendingAt) oldestPendingAt = d.createdAt;
     }
-    return { ...this.totals, pending, retrying, oldestPendingAt };
+    return { ...this.totals, pending: this.pending.size, retrying: this.retrying, oldestPendingAt };
   }
 
   async prune(before: number): Promise<number> {
     let removed = 0;
-    for (const [id, row] of this.rows) {
-      if (row.status !== 'pending' && (row.finishedAt ?? 0) < before) {
-        this.rows.delete(id);
-        removed++;
-      }
-    }
     for (const [key, at] of this.seen) {
-      if (at < before) {
-        this.seen.delete(key);
-        removed++;
-      }
+      if (at >= before) break;
+      this.seen.delete(key);
+      removed++;
     }
     return removed;
   }
@@ -144,52 +119,70 @@ export class MemoryStore implements ForwarderStore {
 
 /** Binary min-heap of pending deliveries by (nextAttemptAt, id); stale entries are dropped when met. */
 class DueHeap {
-  private items: PendingDelivery[] = [];
+  private readonly items: PendingDelivery[] = [];
 
   push(item: PendingDelivery): void {
-    this.items.push(item);
-    let i = this.items.length - 1;
+    const items = this.items;
+    items.push(item);
+    let i = items.length - 1;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!before(this.items[i]!, this.items[parent]!)) break;
-      [this.items[i], this.items[parent]] = [this.items[parent]!, this.items[i]!];
+      if (!before(items[i]!, items[parent]!)) break;
+      [items[i], items[parent]] = [items[parent]!, items[i]!];
       i = parent;
     }
   }
 
-  /** Due items in order without taking them out: pops into a scratch list, then pushes back. */
-  peekDue(now: number, limit: number, exclude: ReadonlySet<number>, current: (item: PendingDelivery) => boolean): PendingDelivery[] {
+  /**
+   * Up to `limit` current entries in order while `wanted` holds for the smallest, skipping (but
+   * keeping) those in `exclude` or matching `skip`. Nothing is removed but stale entries.
+   */
+  take(
+    limit: number,
+    current: (item: PendingDelivery) => boolean,
+    wanted: (item: PendingDelivery) => boolean,
+    exclude?: ReadonlySet<number>,
+    skip?: (item: PendingDelivery) => boolean,
+  ): PendingDelivery[] {
     const out: PendingDelivery[] = [];
-    const skipped: PendingDelivery[] = [];
+    const aside: PendingDelivery[] = [];
     while (out.length < limit && this.items.length > 0) {
       const top = this.items[0]!;
       if (!current(top)) {
         this.pop();
         continue;
       }
-      if (top.nextAttemptAt > now) break;
-      this.pop();
-      (exclude.has(top.id) ? skipped : out).push(top);
+      if (exclude?.has(top.id) === true || skip?.(top) === true) {
+        aside.push(this.pop());
+        continue;
+      }
+      if (!wanted(top)) break;
+      out.push(this.pop());
     }
-    for (const item of [...skipped, ...out]) this.push(item);
+    for (const item of aside) this.push(item);
+    for (const item of out) this.push(item);
     return out;
   }
 
-  private pop(): void {
-    const last = this.items.pop()!;
-    if (this.items.length === 0) return;
-    this.items[0] = last;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < this.items.length && before(this.items[l]!, this.items[m]!)) m = l;
-      if (r < this.items.length && before(this.items[r]!, this.items[m]!)) m = r;
-      if (m === i) break;
-      [this.items[i], this.items[m]] = [this.items[m]!, this.items[i]!];
-      i = m;
+  private pop(): PendingDelivery {
+    const items = this.items;
+    const top = items[0]!;
+    const last = items.pop()!;
+    if (items.length > 0) {
+      items[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < items.length && before(items[l]!, items[m]!)) m = l;
+        if (r < items.length && before(items[r]!, items[m]!)) m = r;
+        if (m === i) break;
+        [items[i], items[m]] = [items[m]!, items[i]!];
+        i = m;
+      }
     }
+    return top;
   }
 }
 

@@ -20,9 +20,11 @@ export interface SqliteStoreOptions {
   /** Directory of the database file `eventrelay.db`; created when missing. */
   readonly dataDir: string;
   /**
-   * `full` (default): each commit is fsynced, so an acknowledged message survives a power loss.
-   * `normal`: WAL commits reach the OS at once (a killed process loses nothing) but are fsynced
-   * only at checkpoints.
+   * `full` (default): each commit of accepted messages is fsynced before the API answers, so an
+   * acknowledged message survives a power loss. `normal`: commits reach the OS at once (a killed
+   * process loses nothing) but are fsynced only at checkpoints. Either way, attempt outcomes are
+   * written without their own fsync: losing one to a power cut means a delivery is sent again
+   * (at-least-once; receivers drop it by messageId), never that a message is lost.
    */
   readonly synchronous?: 'full' | 'normal';
 }
@@ -113,7 +115,11 @@ function loadDriver(): DatabaseConstructor {
 export class SqliteStore implements ForwarderStore {
   private readonly db: BetterSqlite3.Database;
   private readonly statements;
-  private readonly acceptTx: (messages: readonly AcceptedMessage[]) => AcceptResult;
+  private readonly acceptTx: (requests: readonly (readonly AcceptedMessage[])[]) => AcceptResult[];
+  private readonly durable: boolean;
+  private syncMode: 'FULL' | 'NORMAL' | undefined;
+  /** Requests waiting for the next group commit. */
+  private acceptQueue: Array<{ messages: readonly AcceptedMessage[]; resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
   private readonly enqueueTx: (deliveries: readonly NewDelivery[]) => void;
   private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => void;
   private closed = false;
@@ -128,7 +134,8 @@ export class SqliteStore implements ForwarderStore {
     try {
       this.db.pragma('locking_mode = EXCLUSIVE');
       this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${(options.synchronous ?? 'full') === 'full' ? 'FULL' : 'NORMAL'}`);
+      this.durable = (options.synchronous ?? 'full') === 'full';
+      this.sync(this.durable ? 'FULL' : 'NORMAL');
       this.db.exec(SCHEMA);
     } catch (error) {
       this.db.close();
@@ -180,16 +187,23 @@ export class SqliteStore implements ForwarderStore {
     const insert = (d: NewDelivery): void => {
       s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt);
     };
-    this.acceptTx = db.transaction((messages: readonly AcceptedMessage[]) => {
-      let stored = 0;
-      for (const m of messages) {
-        if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) continue;
-        stored++;
-        for (const d of m.deliveries) insert(d);
-      }
-      s.addCounter.run(messages.length, 'accepted');
-      if (stored < messages.length) s.addCounter.run(messages.length - stored, 'duplicates');
-      return { stored, duplicates: messages.length - stored };
+    this.acceptTx = db.transaction((requests: readonly (readonly AcceptedMessage[])[]) => {
+      let total = 0;
+      let duplicates = 0;
+      const results = requests.map((messages) => {
+        let stored = 0;
+        for (const m of messages) {
+          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) continue;
+          stored++;
+          for (const d of m.deliveries) insert(d);
+        }
+        total += messages.length;
+        duplicates += messages.length - stored;
+        return { stored, duplicates: messages.length - stored };
+      });
+      s.addCounter.run(total, 'accepted');
+      if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');
+      return results;
     });
     this.enqueueTx = db.transaction((deliveries: readonly NewDelivery[]) => {
       for (const d of deliveries) insert(d);
@@ -211,13 +225,41 @@ export class SqliteStore implements ForwarderStore {
     });
   }
 
-  async accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
-    this.assertOpen();
-    return this.acceptTx(messages);
+  /**
+   * Group commit: the requests that arrive in the same turn of the event loop are stored in one
+   * transaction (one fsync), each request whole. Resolves once that transaction committed.
+   */
+  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+    return new Promise((resolve, reject) => {
+      this.assertOpen();
+      this.acceptQueue.push({ messages, resolve, reject });
+      if (this.acceptQueue.length === 1) setImmediate(() => this.commitAccepts());
+    });
+  }
+
+  private commitAccepts(): void {
+    const queue = this.acceptQueue;
+    this.acceptQueue = [];
+    try {
+      this.assertOpen();
+      this.sync(this.durable ? 'FULL' : 'NORMAL');
+      const results = this.acceptTx(queue.map((q) => q.messages));
+      queue.forEach((q, i) => q.resolve(results[i]!));
+    } catch (error) {
+      for (const q of queue) q.reject(error);
+    }
+  }
+
+  /** Sets `PRAGMA synchronous` when it differs: accepted messages get FULL, outcomes NORMAL. */
+  private sync(mode: 'FULL' | 'NORMAL'): void {
+    if (this.syncMode === mode) return;
+    this.db.pragma(`synchronous = ${mode}`);
+    this.syncMode = mode;
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
     this.assertOpen();
+    this.sync(this.durable ? 'FULL' : 'NORMAL');
     this.enqueueTx(deliveries);
   }
 
@@ -252,7 +294,11 @@ export class SqliteStore implements ForwarderStore {
 
   async record(outcomes: readonly DeliveryOutcome[]): Promise<void> {
     this.assertOpen();
-    if (outcomes.length > 0) this.recordTx(outcomes);
+    if (outcomes.length === 0) return;
+    // In WAL mode the next FULL commit fsyncs these frames too; until then a power cut may undo
+    // an outcome, which only means sending that delivery again.
+    this.sync('NORMAL');
+    this.recordTx(outcomes);
   }
 
   async syncAudience(
@@ -263,6 +309,7 @@ export class SqliteStore implements ForwarderStore {
   ): Promise<AudienceChange> {
     this.assertOpen();
     const s = this.statements;
+    this.sync(this.durable ? 'FULL' : 'NORMAL');
     const run = this.db.transaction(() => {
       const synced = s.audienceSynced.get(source, audience) !== undefined;
       const current = synced ? new Set(s.audienceMembers.all(source, audience) as string[]) : undefined;
@@ -309,6 +356,7 @@ export class SqliteStore implements ForwarderStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.acceptQueue.length > 0) this.commitAccepts();
     this.closed = true;
     this.db.close();
   }

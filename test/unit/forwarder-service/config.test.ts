@@ -165,3 +165,17 @@ describe('loadConfigFile', () => {
     expect(() => loadConfigFile(join(dir, 'nope.json'), {})).to.throw(ConfigError, /ENOENT/);
   });
 });
+
+describe('examples/eventrelay.config.json', () => {
+  it('is a valid config once its environment variables are set', () => {
+    const config = loadConfigFile('examples/eventrelay.config.json', {
+      EVENTRELAY_ADMIN_TOKEN: 'a',
+      WEB_WRITE_KEY: 'w',
+      WEB_WEBHOOK_SECRET: 's',
+      BACKUP_HOOK_AUTH: 'Bearer b',
+      IOS_WRITE_KEY: 'i',
+    });
+    expect(config.sources.map((s) => [s.name, s.webhooks?.enabled])).to.deep.equal([['web', true], ['ios', false]]);
+    expect(config.sources[0]!.webhooks!.webhooks[1]!.headers).to.deep.equal({ Authorization: 'Bearer b' });
+  });
+});
