@@ -59,6 +59,19 @@ for (const [name, create] of kinds) {
       expect((await store.counts()).duplicates).to.equal(1);
     });
 
+    it('answers each of several concurrent requests with its own result (group commit)', async () => {
+      const [first, second, third] = await Promise.all([
+        store.accept([accepted('g1')]),
+        store.accept([accepted('g1'), accepted('g2')]),
+        store.accept([]),
+      ]);
+      expect(first).to.deep.equal({ stored: 1, duplicates: 0 });
+      expect(second).to.deep.equal({ stored: 1, duplicates: 1 });
+      expect(third).to.deep.equal({ stored: 0, duplicates: 0 });
+      expect((await store.due(T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['g1', 'g2']);
+      expect(await store.counts()).to.deep.include({ accepted: 3, duplicates: 1 });
+    });
+
     it('respects the limit, the due time and the excluded ids', async () => {
       await store.enqueue([delivery('a', T0), delivery('b', T0 + 10), delivery('c', T0 + 20), delivery('later', T0 + 1000)]);
       const first = await store.due(T0 + 20, 2, new Set());
