@@ -9,7 +9,8 @@ import type { ResolvedDestinationOptions, ResolvedWebhook, WebhookDestinationOpt
 import { createNodeTransport } from './http-node-transport';
 import type { WebhookTransport } from './http-transport';
 import { nextAttemptAt } from './retry-schedule';
-import { signBody } from './signing';
+import { signBody, signingKey } from './signing';
+import type { KeyObject } from 'node:crypto';
 import type { WebhookMessage } from './webhook-message';
 
 export type { WebhookEntry, WebhookDestinationOptions } from './destination-options';
@@ -84,6 +85,7 @@ export class WebhookDestination {
   readonly #random: () => number;
   readonly #transport: WebhookTransport;
   readonly #queue: PQueue;
+  readonly #key: KeyObject | undefined;
   readonly #sleepers = new Set<Sleeper>();
   #closing: Promise<void> | undefined;
 
@@ -94,6 +96,7 @@ export class WebhookDestination {
     this.#random = internals.random ?? Math.random;
     this.#transport = internals.transport ?? createNodeTransport(internals.ca === undefined ? {} : { ca: internals.ca });
     this.#queue = new PQueue({ concurrency: this.#options.concurrency });
+    this.#key = this.#options.sharedSecret === undefined ? undefined : signingKey(this.#options.sharedSecret);
   }
 
   /** Serializes a message once; the same string is signed and sent on every URL and attempt. */
@@ -165,14 +168,26 @@ export class WebhookDestination {
   /** Bytes once, signature once, header set per URL once: reused on every attempt. */
   #prepare(body: string): PreparedBody {
     const bytes = Buffer.from(body, 'utf8');
-    const extra: Record<string, string> = { 'Content-Length': String(bytes.length) };
-    if (this.#options.sharedSecret !== undefined) extra['X-Signature'] = signBody(bytes, this.#options.sharedSecret);
-    return { bytes, headers: this.#options.webhooks.map((webhook) => ({ ...webhook.headers, ...extra })) };
+    const length = String(bytes.length);
+    const signature = this.#key === undefined ? undefined : signBody(bytes, this.#key);
+    const headers = this.#options.webhooks.map((webhook) => {
+      // A copy by loop: object spread of a record costs ~1 µs here, a tenth of the overhead budget.
+      const set: Record<string, string> = {};
+      for (const name in webhook.headers) set[name] = webhook.headers[name] as string;
+      set['Content-Length'] = length;
+      if (signature !== undefined) set['X-Signature'] = signature;
+      return set;
+    });
+    return { bytes, headers };
   }
 
   #attempt(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
+    const { webhooks } = this.#options;
     return this.#queue.add(async () => {
-      const outcomes = await Promise.all(this.#options.webhooks.map((webhook) => this.#send(webhook, prepared, state.attempt)));
+      const outcomes =
+        webhooks.length === 1
+          ? [await this.#send(webhooks[0]!, prepared, state.attempt)]
+          : await Promise.all(webhooks.map((webhook) => this.#send(webhook, prepared, state.attempt)));
       const result = this.#decide(outcomes, state);
       if (log.enabled) logResult(result);
       return result;
