@@ -35,6 +35,11 @@ export interface SourceConfig {
 export interface DeliveryConfig {
   /** Webhook attempts in flight at once, over all sources. Default 32. */
   readonly concurrency?: number;
+  /**
+   * Attempts in flight at once for one source, so that one receiver that hangs until the timeout
+   * cannot hold every slot. Default: `concurrency` with one delivering source, else half of it.
+   */
+  readonly sourceConcurrency?: number;
   /** Time a receiver has to answer, in ms. Default 5000 (spec 8). */
   readonly timeout?: number;
   /** How long a message is retried after its first attempt, in ms. Default 4 h (spec 7). */
@@ -96,7 +101,7 @@ export interface ResolvedConfig {
   readonly port: number;
   readonly adminToken: string | undefined;
   readonly storage: Required<StorageConfig>;
-  readonly delivery: Required<DeliveryConfig>;
+  readonly delivery: { -readonly [K in keyof DeliveryConfig]-?: NonNullable<DeliveryConfig[K]> };
   readonly sources: readonly ResolvedSource[];
 }
 
@@ -274,10 +279,16 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     retention: optionalInteger(s.retention, 'storage.retention', 1000, Number.MAX_SAFE_INTEGER, d.retention),
   };
 
-  const r = raw.delivery === undefined ? {} : expectObject(raw.delivery, 'delivery', ['concurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay']);
+  const r =
+    raw.delivery === undefined
+      ? {}
+      : expectObject(raw.delivery, 'delivery', ['concurrency', 'sourceConcurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay']);
   const dd = CONFIG_DEFAULTS.delivery;
-  const delivery: Required<DeliveryConfig> = {
-    concurrency: optionalInteger(r.concurrency, 'delivery.concurrency', 1, 1024, dd.concurrency),
+  const concurrency = optionalInteger(r.concurrency, 'delivery.concurrency', 1, 1024, dd.concurrency);
+  const delivery: ResolvedConfig['delivery'] = {
+    concurrency,
+    // Filled in below, once the sources are known.
+    sourceConcurrency: optionalInteger(r.sourceConcurrency, 'delivery.sourceConcurrency', 1, concurrency, 0),
     timeout: optionalInteger(r.timeout, 'delivery.timeout', 1, 60_000, dd.timeout),
     retryWindow: optionalInteger(r.retryWindow, 'delivery.retryWindow', 0, 30 * 24 * 3600_000, dd.retryWindow),
     minRetryDelay: optionalInteger(r.minRetryDelay, 'delivery.minRetryDelay', 1, 24 * 3600_000, dd.minRetryDelay),
@@ -301,6 +312,10 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     if (sameKey !== i) throw new ConfigError(`\`sources[${i}].writeKey\` is the same as the write key of sources[${sameKey}]; write keys must be unique`, `sources[${i}].writeKey`);
   });
 
+  if (delivery.sourceConcurrency === 0) {
+    const delivering = sources.filter((s) => s.webhooks?.enabled === true).length;
+    delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
+  }
   return { host, port, adminToken, storage, delivery, sources };
 }
 

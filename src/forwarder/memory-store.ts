@@ -17,9 +17,9 @@ import type {
  */
 export class MemoryStore implements ForwarderStore {
   private nextId = 1;
-  /** Pending deliveries by id; the heap orders them by due time. */
+  /** Pending deliveries by id; a heap per source orders them by due time. */
   private readonly pending = new Map<number, PendingDelivery>();
-  private readonly heap = new DueHeap();
+  private readonly heaps = new Map<string, DueHeap>();
   private retrying = 0;
   /** `source \0 messageId` → receipt time, for duplicate detection. Insertion order = time order. */
   private readonly seen = new Map<string, number>();
@@ -48,20 +48,26 @@ export class MemoryStore implements ForwarderStore {
     for (const d of deliveries) {
       const delivery: PendingDelivery = { ...d, id: this.nextId++, attempts: 0, firstAttemptAt: undefined, nextAttemptAt: d.createdAt };
       this.pending.set(delivery.id, delivery);
-      this.heap.push(delivery);
+      this.heap(delivery.source).push(delivery);
     }
+  }
+
+  private heap(source: string): DueHeap {
+    let heap = this.heaps.get(source);
+    if (heap === undefined) this.heaps.set(source, (heap = new DueHeap()));
+    return heap;
   }
 
   /** A heap entry is stale once its delivery finished or was rescheduled (a newer entry exists). */
   private readonly isCurrent = (item: PendingDelivery): boolean => this.pending.get(item.id) === item;
 
-  async due(now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
-    return this.heap.take(limit, this.isCurrent, (item) => item.nextAttemptAt <= now, exclude);
+  async due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
+    return this.heaps.get(source)?.take(limit, this.isCurrent, (item) => item.nextAttemptAt <= now, exclude) ?? [];
   }
 
-  async nextDueAfter(now: number): Promise<number | undefined> {
+  async nextDueAfter(source: string, now: number): Promise<number | undefined> {
     // Entries due by `now` are the attempts in flight (the scheduler took the rest): step over them.
-    const [next] = this.heap.take(1, this.isCurrent, () => true, undefined, (item) => item.nextAttemptAt <= now);
+    const [next] = this.heap(source).take(1, this.isCurrent, () => true, undefined, (item) => item.nextAttemptAt <= now);
     return next?.nextAttemptAt;
   }
 
@@ -74,7 +80,7 @@ export class MemoryStore implements ForwarderStore {
         const next = { ...current, attempts: outcome.attempts, firstAttemptAt: outcome.firstAttemptAt, nextAttemptAt: outcome.nextAttemptAt };
         if (next.attempts > 0) this.retrying++;
         this.pending.set(next.id, next);
-        this.heap.push(next);
+        this.heap(next.source).push(next);
       } else {
         this.pending.delete(outcome.id);
         this.totals[outcome.status]++;

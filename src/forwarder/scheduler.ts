@@ -13,10 +13,14 @@ export interface DeliveryTarget {
 export interface SchedulerOptions {
   /** Attempts in flight at once, over all sources. */
   readonly concurrency: number;
+  /**
+   * Attempts in flight at once for one source, so that a receiver that hangs until the timeout
+   * cannot hold every slot. Default: `concurrency` when one source delivers, else half of it
+   * (rounded up).
+   */
+  readonly sourceConcurrency?: number;
   /** Longest sleep when nothing is due, in ms: a safety net, since new work wakes the loop. Default 5000. */
   readonly idleWait?: number;
-  /** Delay before looking again at a delivery whose source has no destination switched on, in ms. Default 60000. */
-  readonly parkDelay?: number;
 }
 
 /** One finished attempt, for events and logs (no body). */
@@ -28,21 +32,29 @@ export interface AttemptReport {
   readonly result: AttemptResult;
 }
 
-const DEFAULTS = { idleWait: 5000, parkDelay: 60_000 } as const;
+const DEFAULTS = { idleWait: 5000 } as const;
+
+/** Delay before a delivery is looked at again when attempt() broke its promise never to reject, in ms. */
+const BROKEN_ATTEMPT_DELAY = 60_000;
 
 /**
- * The delivery loop: takes due deliveries from the store (at most `concurrency` in flight),
- * makes one attempt each through the source's destination, and writes the outcome back: done,
- * failed, or the next attempt time the destination computed. Outcomes that finish in the same
- * turn of the event loop are written in one transaction. A delivery stays "in flight" until its
- * outcome is written, so it is never attempted twice at once; if the process dies first, the
- * store still has it pending and it is attempted again after a restart (at-least-once).
+ * The delivery loop: takes due deliveries from the store, source by source in turn (at most
+ * `concurrency` in flight, at most `sourceConcurrency` per source), makes one attempt each through
+ * the source's destination, and writes the outcome back: done, failed, or the next attempt time
+ * the destination computed. Outcomes that finish in the same turn of the event loop are written
+ * in one transaction. A delivery stays "in flight" until its outcome is written, so it is never
+ * attempted twice at once; if the process dies first, the store still has it pending and it is
+ * attempted again after a restart (at-least-once). Deliveries of a source without a destination
+ * (removed from the config, or switched off) are left pending, visible in the queue depth.
  */
 export class Scheduler {
   private readonly inFlight = new Set<number>();
-  private readonly outcomes: Array<{ outcome: DeliveryOutcome; report: AttemptReport | undefined }> = [];
+  private readonly perSource = new Map<string, number>();
+  private readonly sources: readonly string[];
+  private readonly sourceCap: number;
+  private turn = 0;
+  private readonly outcomes: Array<{ outcome: DeliveryOutcome; report: AttemptReport }> = [];
   private readonly idleWait: number;
-  private readonly parkDelay: number;
   private timer: TimerHandle | undefined;
   private pumping: Promise<void> | undefined;
   private again = false;
@@ -60,7 +72,8 @@ export class Scheduler {
     private readonly onAttempt: (report: AttemptReport) => void = () => {},
   ) {
     this.idleWait = options.idleWait ?? DEFAULTS.idleWait;
-    this.parkDelay = options.parkDelay ?? DEFAULTS.parkDelay;
+    this.sources = [...targets.keys()];
+    this.sourceCap = options.sourceConcurrency ?? (this.sources.length <= 1 ? options.concurrency : Math.ceil(options.concurrency / 2));
   }
 
   /** Attempts in flight now. */
@@ -101,28 +114,54 @@ export class Scheduler {
     await this.flushing;
   }
 
+  private room(source: string, free: number): number {
+    return Math.min(free, this.sourceCap - (this.perSource.get(source) ?? 0));
+  }
+
   private async pump(): Promise<void> {
     try {
-      do {
+      let more = true;
+      while (more && !this.stopped) {
         this.again = false;
-        const free = this.options.concurrency - this.inFlight.size;
-        if (free <= 0 || this.stopped) break;
-        const now = this.clock.now();
-        const due = await this.store.due(now, free, this.inFlight);
-        if (this.stopped) break;
-        for (const delivery of due) this.launch(delivery, now);
-        if (due.length === free) this.again = true;
-      } while (this.again && !this.stopped);
-      if (!this.stopped && this.inFlight.size < this.options.concurrency) await this.sleepUntilNextDue();
+        more = false;
+        // Sources take turns, starting one further each round, so each gets its share of the slots.
+        const start = this.turn++ % Math.max(1, this.sources.length);
+        for (let k = 0; k < this.sources.length; k++) {
+          const source = this.sources[(start + k) % this.sources.length]!;
+          const free = this.options.concurrency - this.inFlight.size;
+          if (free <= 0) break;
+          const room = this.room(source, free);
+          if (room <= 0) continue;
+          // A fair share per round when several sources wait; the next round hands out the rest.
+          const share = Math.max(1, Math.min(room, Math.ceil(free / (this.sources.length - k))));
+          const now = this.clock.now();
+          const due = await this.store.due(source, now, share, this.inFlight);
+          if (this.stopped) return;
+          for (const delivery of due) this.launch(delivery, now);
+          if (due.length === share) more = true;
+        }
+        if (this.again) more = true;
+        if (this.inFlight.size >= this.options.concurrency) more = false;
+      }
+      if (!this.stopped) await this.sleepUntilNextDue();
     } catch (error) {
       log('delivery loop: store error %s; trying again in %d ms', (error as Error).message, this.idleWait);
       this.arm(this.idleWait);
     }
   }
 
+  /** Sleeps until the earliest retry among sources with room; a completion or new work wakes it sooner. */
   private async sleepUntilNextDue(): Promise<void> {
     const now = this.clock.now();
-    const next = await this.store.nextDueAfter(now);
+    let next: number | undefined;
+    const free = this.options.concurrency - this.inFlight.size;
+    if (free > 0) {
+      for (const source of this.sources) {
+        if (this.room(source, free) <= 0) continue;
+        const at = await this.store.nextDueAfter(source, now);
+        if (at !== undefined && (next === undefined || at < next)) next = at;
+      }
+    }
     this.arm(next === undefined ? this.idleWait : Math.min(this.idleWait, Math.max(0, next - now)));
   }
 
@@ -137,30 +176,15 @@ export class Scheduler {
 
   private launch(delivery: PendingDelivery, now: number): void {
     this.inFlight.add(delivery.id);
-    const target = this.targets.get(delivery.source);
-    if (target === undefined) {
-      // The source was removed from the config or its destination switched off: keep the
-      // delivery (it shows in the queue depth) and look again later, without counting an attempt.
-      this.settle(
-        {
-          id: delivery.id,
-          status: 'retry',
-          attempts: delivery.attempts,
-          firstAttemptAt: delivery.firstAttemptAt,
-          nextAttemptAt: now + this.parkDelay,
-          error: 'no Webhooks destination on for this source',
-        },
-        undefined,
-      );
-      return;
-    }
+    this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 0) + 1);
+    const target = this.targets.get(delivery.source)!;
     const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now };
     target
       .attempt(delivery.body, state)
       .catch((error: unknown): AttemptResult => {
         // attempt() never rejects; should it ever, look again later rather than lose the delivery.
         log('delivery %d: attempt threw %s', delivery.id, (error as Error).message);
-        return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now() + this.parkDelay, outcomes: [] };
+        return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now() + BROKEN_ATTEMPT_DELAY, outcomes: [] };
       })
       .then((result) => {
         const report: AttemptReport = { id: delivery.id, source: delivery.source, kind: delivery.kind, messageId: delivery.messageId, result };
@@ -168,7 +192,7 @@ export class Scheduler {
       });
   }
 
-  private settle(outcome: DeliveryOutcome, report: AttemptReport | undefined): void {
+  private settle(outcome: DeliveryOutcome, report: AttemptReport): void {
     this.outcomes.push({ outcome, report });
     if (this.flushQueued) return;
     this.flushQueued = true;
@@ -191,10 +215,9 @@ export class Scheduler {
     }
     for (const { outcome, report } of batch) {
       this.inFlight.delete(outcome.id);
-      if (report !== undefined) {
-        log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
-        this.onAttempt(report);
-      }
+      this.perSource.set(report.source, (this.perSource.get(report.source) ?? 1) - 1);
+      log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
+      this.onAttempt(report);
     }
     if (this.inFlight.size === 0 && this.drained !== undefined) this.drained();
     this.wake();

@@ -129,7 +129,15 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       const field = `sources[${i}].destinations.Webhooks`;
       try {
         const destination = new WebhookDestination(
-          { webhooks: s.webhooks.webhooks, sharedSecret: s.webhooks.sharedSecret, ...config.delivery },
+          {
+            webhooks: s.webhooks.webhooks,
+            sharedSecret: s.webhooks.sharedSecret,
+            timeout: config.delivery.timeout,
+            retryWindow: config.delivery.retryWindow,
+            minRetryDelay: config.delivery.minRetryDelay,
+            maxRetryDelay: config.delivery.maxRetryDelay,
+            concurrency: config.delivery.sourceConcurrency,
+          },
           { clock: this.clock, ...internals.destination },
         );
         destinations.push(destination);
@@ -175,7 +183,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   start(): Promise<void> {
     this.starting ??= (async () => {
       this.store = this.options.store ?? this.openStore();
-      this.scheduler = new Scheduler(this.store, this.targets, this.clock, { concurrency: this.config.delivery.concurrency }, (report) =>
+      const { concurrency, sourceConcurrency } = this.config.delivery;
+      this.scheduler = new Scheduler(this.store, this.targets, this.clock, { concurrency, sourceConcurrency }, (report) =>
         this.emit('attempt', report),
       );
       this.startedAt = this.clock.now();

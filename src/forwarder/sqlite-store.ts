@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
   finished_at INTEGER,
   last_error TEXT
 );
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_attempt_at, id) WHERE status = 0;
+CREATE INDEX IF NOT EXISTS pending_by_source ON deliveries (source, next_attempt_at, id) WHERE status = 0;
 CREATE TABLE IF NOT EXISTS audiences (
   source TEXT NOT NULL,
   audience TEXT NOT NULL,
@@ -157,9 +157,9 @@ export class SqliteStore implements ForwarderStore {
       addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
       due: db.prepare(
         `SELECT id, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at
-         FROM deliveries WHERE status = ${PENDING} AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+         FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
       ),
-      nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND next_attempt_at > ?`),
+      nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ?`),
       retry: db.prepare(
         `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ? WHERE id = ? AND status = ${PENDING}`,
       ),
@@ -263,9 +263,9 @@ export class SqliteStore implements ForwarderStore {
     this.enqueueTx(deliveries);
   }
 
-  async due(now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
+  async due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
     this.assertOpen();
-    const rows = this.statements.due.all(now, limit + exclude.size) as DeliveryRow[];
+    const rows = this.statements.due.all(source, now, limit + exclude.size) as DeliveryRow[];
     const out: PendingDelivery[] = [];
     for (const row of rows) {
       if (exclude.has(row.id)) continue;
@@ -286,9 +286,9 @@ export class SqliteStore implements ForwarderStore {
     return out;
   }
 
-  async nextDueAfter(now: number): Promise<number | undefined> {
+  async nextDueAfter(source: string, now: number): Promise<number | undefined> {
     this.assertOpen();
-    const row = this.statements.nextDue.get(now) as { at: number | null };
+    const row = this.statements.nextDue.get(source, now) as { at: number | null };
     return row.at ?? undefined;
   }
 

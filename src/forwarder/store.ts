@@ -104,12 +104,13 @@ export interface ForwarderStore {
   /** Stores deliveries that come from no ingested message (deletion notices), in one transaction. */
   enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
   /**
-   * Pending deliveries due at `now`, oldest due first, at most `limit`, skipping the ids in
-   * `exclude` (attempts in flight). Does not change them.
+   * Pending deliveries of one source due at `now`, oldest due first, at most `limit`, skipping
+   * the ids in `exclude` (attempts in flight). Does not change them. Per source, so that the
+   * scheduler can share attempts fairly and one slow receiver cannot hold them all.
    */
-  due(now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]>;
-  /** The earliest `nextAttemptAt` after `now` among pending deliveries, if any. */
-  nextDueAfter(now: number): Promise<number | undefined>;
+  due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]>;
+  /** The earliest `nextAttemptAt` after `now` among the source's pending deliveries, if any. */
+  nextDueAfter(source: string, now: number): Promise<number | undefined>;
   /** Writes attempt outcomes in one transaction. */
   record(outcomes: readonly DeliveryOutcome[]): Promise<void>;
   /**

@@ -35,9 +35,16 @@ describe('parseConfig', () => {
     expect(config.port).to.equal(CONFIG_DEFAULTS.port);
     expect(config.host).to.equal('127.0.0.1');
     expect(config.storage).to.deep.equal(CONFIG_DEFAULTS.storage);
-    expect(config.delivery).to.deep.equal(CONFIG_DEFAULTS.delivery);
+    // Two delivering sources: each may hold half of the attempts in flight.
+    expect(config.delivery).to.deep.equal({ ...CONFIG_DEFAULTS.delivery, sourceConcurrency: 16 });
     expect(config.sources[0]!.webhooks).to.deep.equal({ enabled: true, sharedSecret: undefined, webhooks: [{ url: 'https://example.test/hook', headers: {} }] });
     expect(config.sources[1]!.webhooks!.sharedSecret).to.equal('s3cret');
+  });
+
+  it('gives a single delivering source every slot, and takes an explicit share', () => {
+    expect(parseConfig({ sources: [valid().sources[0]] }, {}).delivery.sourceConcurrency).to.equal(32);
+    expect(parseConfig({ ...valid(), delivery: { concurrency: 10, sourceConcurrency: 7 } }, {}).delivery.sourceConcurrency).to.equal(7);
+    expect(refused({ ...valid(), delivery: { concurrency: 10, sourceConcurrency: 11 } }).field).to.equal('delivery.sourceConcurrency');
   });
 
   it('keeps a source without destinations', () => {

@@ -37,9 +37,9 @@ describe('Scheduler', () => {
     return { source, destination: 'Webhooks', kind: 'message', messageId, body: `{"id":"${messageId}"}`, createdAt: clock.now() };
   }
 
-  function create(concurrency = 8): Scheduler {
+  function create(concurrency = 8, targets: ReadonlyMap<string, DeliveryTarget> = new Map([['web', target]])): Scheduler {
     reports = [];
-    scheduler = new Scheduler(store, new Map([['web', target]]), clock, { concurrency, idleWait: 60_000, parkDelay: 30_000 }, (r) => reports.push(r));
+    scheduler = new Scheduler(store, targets, clock, { concurrency, idleWait: 60_000 }, (r) => reports.push(r));
     return scheduler;
   }
 
@@ -110,14 +110,33 @@ describe('Scheduler', () => {
     expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"late"}']);
   });
 
-  it('parks a delivery whose source has no destination on, without counting an attempt', async () => {
-    await store.enqueue([delivery('orphan', 'removed-source')]);
+  it('leaves the deliveries of a source without a destination pending, untouched', async () => {
+    await store.enqueue([delivery('orphan', 'removed-source'), delivery('a')]);
     create().start();
     await flushMicrotasks();
-    expect(target.calls).to.have.length(0);
-    const [parked] = await store.due(clock.now() + 30_000, 10, new Set());
-    expect(parked).to.include({ messageId: 'orphan', attempts: 0, nextAttemptAt: clock.now() + 30_000 });
-    expect(reports).to.have.length(0);
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}']);
+    const [kept] = await store.due('removed-source', clock.now(), 10, new Set());
+    expect(kept).to.include({ messageId: 'orphan', attempts: 0 });
+    expect((await store.counts()).pending).to.equal(2);
+  });
+
+  it('shares the slots between sources: a hanging receiver cannot take them all', async () => {
+    const hanging = new ManualTarget();
+    await store.enqueue(Array.from({ length: 10 }, (_, i) => delivery(`slow${i}`, 'slow')));
+    await store.enqueue(Array.from({ length: 10 }, (_, i) => delivery(`fast${i}`)));
+    create(4, new Map<string, DeliveryTarget>([['slow', hanging], ['web', target]])).start();
+    await flushMicrotasks();
+    // Four slots, two per source at most.
+    expect(hanging.calls).to.have.length(2);
+    expect(target.calls).to.have.length(2);
+    // The fast source keeps going while the slow one hangs.
+    for (let round = 0; round < 4; round++) {
+      for (const call of target.calls.slice(-2)) call.resolve(delivered(1));
+      await flushMicrotasks();
+    }
+    expect(target.calls).to.have.length(10);
+    expect(hanging.calls).to.have.length(2);
+    for (const call of hanging.calls) call.resolve(delivered(1));
   });
 
   it('does not count a retry in which nothing was sent (destination closing)', async () => {

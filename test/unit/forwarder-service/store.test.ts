@@ -43,7 +43,7 @@ for (const [name, create] of kinds) {
     it('returns accepted deliveries as due, in order, and counts them', async () => {
       const result = await store.accept([accepted('a'), accepted('b'), accepted('c', false)]);
       expect(result).to.deep.equal({ stored: 3, duplicates: 0 });
-      const due = await store.due(T0, 10, new Set());
+      const due = await store.due('web', T0, 10, new Set());
       expect(due.map((d) => d.messageId)).to.deep.equal(['a', 'b']);
       expect(due[0]).to.include({ attempts: 0, firstAttemptAt: undefined, nextAttemptAt: T0, body: '{"messageId":"a"}', source: 'web', kind: 'message' });
       const counts = await store.counts();
@@ -54,8 +54,8 @@ for (const [name, create] of kinds) {
       await store.accept([accepted('a')]);
       expect(await store.accept([accepted('a'), accepted('b')])).to.deep.equal({ stored: 1, duplicates: 1 });
       await store.accept([accepted('a', true, 'ios')]);
-      const due = await store.due(T0, 10, new Set());
-      expect(due.map((d) => `${d.source}:${d.messageId}`)).to.deep.equal(['web:a', 'web:b', 'ios:a']);
+      expect((await store.due('web', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['a', 'b']);
+      expect((await store.due('ios', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['a']);
       expect((await store.counts()).duplicates).to.equal(1);
     });
 
@@ -68,30 +68,39 @@ for (const [name, create] of kinds) {
       expect(first).to.deep.equal({ stored: 1, duplicates: 0 });
       expect(second).to.deep.equal({ stored: 1, duplicates: 1 });
       expect(third).to.deep.equal({ stored: 0, duplicates: 0 });
-      expect((await store.due(T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['g1', 'g2']);
+      expect((await store.due('web', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['g1', 'g2']);
       expect(await store.counts()).to.deep.include({ accepted: 3, duplicates: 1 });
     });
 
     it('respects the limit, the due time and the excluded ids', async () => {
       await store.enqueue([delivery('a', T0), delivery('b', T0 + 10), delivery('c', T0 + 20), delivery('later', T0 + 1000)]);
-      const first = await store.due(T0 + 20, 2, new Set());
+      const first = await store.due('web', T0 + 20, 2, new Set());
       expect(first.map((d) => d.messageId)).to.deep.equal(['a', 'b']);
-      const rest = await store.due(T0 + 20, 2, new Set(first.map((d) => d.id)));
+      const rest = await store.due('web', T0 + 20, 2, new Set(first.map((d) => d.id)));
       expect(rest.map((d) => d.messageId)).to.deep.equal(['c']);
-      expect(await store.nextDueAfter(T0 + 20)).to.equal(T0 + 1000);
-      expect(await store.nextDueAfter(T0 + 1000)).to.equal(undefined);
+      expect(await store.nextDueAfter('web', T0 + 20)).to.equal(T0 + 1000);
+      expect(await store.nextDueAfter('web', T0 + 1000)).to.equal(undefined);
+    });
+
+    it('keeps a queue per source', async () => {
+      await store.enqueue([delivery('w1', T0, 'web'), delivery('i1', T0, 'ios'), delivery('i2', T0 + 50, 'ios')]);
+      expect((await store.due('ios', T0 + 100, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['i1', 'i2']);
+      expect((await store.due('web', T0 + 100, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['w1']);
+      expect(await store.due('nobody', T0 + 100, 10, new Set())).to.deep.equal([]);
+      expect(await store.nextDueAfter('ios', T0)).to.equal(T0 + 50);
+      expect(await store.nextDueAfter('web', T0)).to.equal(undefined);
     });
 
     it('reschedules a retry and finishes delivered and failed deliveries', async () => {
       await store.enqueue([delivery('a'), delivery('b'), delivery('c')]);
-      const [a, b, c] = await store.due(T0, 10, new Set());
+      const [a, b, c] = await store.due('web', T0, 10, new Set());
       await store.record([
         { id: a!.id, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 500, error: 'HTTP 503' },
         { id: b!.id, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 5 },
         { id: c!.id, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 5, reason: 'HTTP 404' },
       ]);
-      expect(await store.due(T0 + 499, 10, new Set())).to.deep.equal([]);
-      const again = await store.due(T0 + 500, 10, new Set());
+      expect(await store.due('web', T0 + 499, 10, new Set())).to.deep.equal([]);
+      const again = await store.due('web', T0 + 500, 10, new Set());
       expect(again).to.have.length(1);
       expect(again[0]).to.include({ messageId: 'a', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 500 });
       expect(await store.counts()).to.deep.include({ delivered: 1, failed: 1, pending: 1, retrying: 1, oldestPendingAt: T0 });
@@ -113,7 +122,7 @@ for (const [name, create] of kinds) {
       expect(same).to.deep.equal({ firstSync: false, added: [], removed: [] });
       // Another source has its own audience of the same name.
       expect((await store.syncAudience('ios', 'vip', ['u9'], plan)).firstSync).to.equal(true);
-      const ids = (await store.due(T0, 100, new Set())).map((d) => d.messageId);
+      const ids = (await store.due('web', T0, 100, new Set())).map((d) => d.messageId);
       expect(ids).to.deep.equal(['+u1', '+u2', '+u3', '-u1', '+u9']);
     });
 
@@ -124,10 +133,10 @@ for (const [name, create] of kinds) {
 
     it('prunes finished deliveries and old messageIds, never pending ones', async () => {
       await store.accept([accepted('a'), accepted('b')]);
-      const [a] = await store.due(T0, 1, new Set());
+      const [a] = await store.due('web', T0, 1, new Set());
       await store.record([{ id: a!.id, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 1 }]);
       expect(await store.prune(T0 + 2)).to.be.at.least(2); // the two remembered ids, and the finished delivery where kept
-      expect((await store.due(T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['b']);
+      expect((await store.due('web', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['b']);
       // Once forgotten, a messageId is accepted as new.
       expect(await store.accept([accepted('a')])).to.deep.equal({ stored: 1, duplicates: 0 });
     });
@@ -143,14 +152,14 @@ describe('SqliteStore durability', () => {
     const dataDir = tempDir();
     const first = new SqliteStore({ dataDir });
     await first.accept([accepted('a'), accepted('b')]);
-    const [a] = await first.due(T0, 1, new Set());
+    const [a] = await first.due('web', T0, 1, new Set());
     await first.record([{ id: a!.id, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 100 }]);
     await first.syncAudience('web', 'vip', ['u1'], () => []);
     await first.close();
 
     const second = new SqliteStore({ dataDir });
     try {
-      const due = await second.due(T0 + 100, 10, new Set());
+      const due = await second.due('web', T0 + 100, 10, new Set());
       expect(due.map((d) => [d.messageId, d.attempts])).to.deep.equal([['b', 0], ['a', 1]]);
       expect(await second.counts()).to.deep.include({ accepted: 2, pending: 2, retrying: 1 });
       expect(await second.syncAudience('web', 'vip', ['u1', 'u2'], () => [])).to.deep.equal({ firstSync: false, added: ['u2'], removed: [] });
