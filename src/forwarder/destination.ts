@@ -122,7 +122,15 @@ export class WebhookDestination {
     if (this.#closing !== undefined) {
       return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.#clock.now(), outcomes: [] };
     }
-    return this.#attempt(this.#prepare(body), state);
+    if (typeof body !== 'string') {
+      return { status: 'failed', attempt: state.attempt, reason: `Expected the body to be a JSON string, got ${body === null ? 'null' : typeof body}`, outcomes: [] };
+    }
+    try {
+      return await this.#attempt(this.#prepare(body), state);
+    } catch (error) {
+      // Not expected (each URL's failure is caught where it happens); keep the promise of never rejecting.
+      return { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
+    }
   }
 
   /**
@@ -139,7 +147,12 @@ export class WebhookDestination {
     }
     const firstAttemptAt = this.#clock.now();
     for (let attempt = 1; ; attempt++) {
-      const result = await this.#attempt(prepared, { attempt, firstAttemptAt });
+      let result: AttemptResult;
+      try {
+        result = await this.#attempt(prepared, { attempt, firstAttemptAt });
+      } catch (error) {
+        return { status: 'failed', attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
+      }
       if (result.status !== 'retry') return result;
       if (!(await this.#sleepUntil(result.nextAttemptAt))) return closedResult(attempt, result.outcomes);
     }

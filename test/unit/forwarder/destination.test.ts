@@ -191,6 +191,17 @@ describe('WebhookDestination outcome rules', () => {
     expect(result.status).to.equal('failed');
   });
 
+  it('attempt() never rejects: a body that is not a string fails, a transport that throws counts as a network error', async () => {
+    const { clock, destination } = setup({}, () => {
+      throw new TypeError('boom');
+    });
+    const bad = await destination.attempt(undefined as unknown as string, { attempt: 1, firstAttemptAt: clock.now() });
+    expect(bad.status).to.equal('failed');
+    const thrown = await destination.attempt('{}', { attempt: 1, firstAttemptAt: clock.now() });
+    expect(thrown.status).to.equal('retry');
+    expect(thrown.outcomes[0]?.error?.cause).to.be.instanceOf(TypeError);
+  });
+
   it('deliver() never rejects: a message that cannot be serialized fails', async () => {
     const circular: Record<string, unknown> = { type: 'track' };
     circular.self = circular;
