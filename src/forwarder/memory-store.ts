@@ -20,6 +20,8 @@ export class MemoryStore implements ForwarderStore {
   /** Pending deliveries by id; a heap per source orders them by due time. */
   private readonly pending = new Map<number, PendingDelivery>();
   private readonly heaps = new Map<string, DueHeap>();
+  /** Deliveries handed out by `due()` and not recorded yet, per source (out of the heaps). */
+  private readonly parked = new Map<string, Map<number, PendingDelivery>>();
   private retrying = 0;
   /** `source \0 messageId` → receipt time, for duplicate detection. Insertion order = time order. */
   private readonly seen = new Map<string, number>();
@@ -58,23 +60,67 @@ export class MemoryStore implements ForwarderStore {
     return heap;
   }
 
+  private parkedOf(source: string): Map<number, PendingDelivery> {
+    let parked = this.parked.get(source);
+    if (parked === undefined) this.parked.set(source, (parked = new Map()));
+    return parked;
+  }
+
   /** A heap entry is stale once its delivery finished or was rescheduled (a newer entry exists). */
   private readonly isCurrent = (item: PendingDelivery): boolean => this.pending.get(item.id) === item;
 
   async due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
-    return this.heaps.get(source)?.take(limit, this.isCurrent, (item) => item.nextAttemptAt <= now, exclude) ?? [];
+    const heap = this.heap(source);
+    const parked = this.parkedOf(source);
+    // Handed out earlier but no longer in flight for the caller, without an outcome: due again.
+    for (const [id, item] of parked) {
+      if (exclude.has(id)) continue;
+      parked.delete(id);
+      if (this.isCurrent(item)) heap.push(item);
+    }
+    const out: PendingDelivery[] = [];
+    while (out.length < limit) {
+      const top = heap.peek();
+      if (top === undefined) break;
+      if (!this.isCurrent(top)) {
+        heap.pop();
+        continue;
+      }
+      if (!exclude.has(top.id) && top.nextAttemptAt > now) break;
+      heap.pop();
+      // In flight from here until its outcome comes back: out of the heap, so that the next
+      // calls do not wade through the attempts in flight at its top.
+      parked.set(top.id, top);
+      if (!exclude.has(top.id)) out.push(top);
+    }
+    return out;
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {
-    // Entries due by `now` are the attempts in flight (the scheduler took the rest): step over them.
-    const [next] = this.heap(source).take(1, this.isCurrent, () => true, undefined, (item) => item.nextAttemptAt <= now);
-    return next?.nextAttemptAt;
+    const heap = this.heap(source);
+    const aside: PendingDelivery[] = [];
+    let next: number | undefined;
+    for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+      if (!this.isCurrent(top)) {
+        heap.pop();
+        continue;
+      }
+      if (top.nextAttemptAt > now) {
+        next = top.nextAttemptAt;
+        break;
+      }
+      // Due but not taken (the scheduler had no room): not "after now"; step over it.
+      aside.push(heap.pop()!);
+    }
+    for (const item of aside) heap.push(item);
+    return next;
   }
 
   async record(outcomes: readonly DeliveryOutcome[]): Promise<void> {
     for (const outcome of outcomes) {
       const current = this.pending.get(outcome.id);
       if (current === undefined) continue;
+      this.parked.get(current.source)?.delete(current.id);
       if (current.attempts > 0) this.retrying--;
       if (outcome.status === 'retry') {
         const next = { ...current, attempts: outcome.attempts, firstAttemptAt: outcome.firstAttemptAt, nextAttemptAt: outcome.nextAttemptAt };
@@ -123,7 +169,7 @@ export class MemoryStore implements ForwarderStore {
   async close(): Promise<void> {}
 }
 
-/** Binary min-heap of pending deliveries by (nextAttemptAt, id); stale entries are dropped when met. */
+/** Binary min-heap of pending deliveries by (nextAttemptAt, id). */
 class DueHeap {
   private readonly items: PendingDelivery[] = [];
 
@@ -139,41 +185,15 @@ class DueHeap {
     }
   }
 
-  /**
-   * Up to `limit` current entries in order while `wanted` holds for the smallest, skipping (but
-   * keeping) those in `exclude` or matching `skip`. Nothing is removed but stale entries.
-   */
-  take(
-    limit: number,
-    current: (item: PendingDelivery) => boolean,
-    wanted: (item: PendingDelivery) => boolean,
-    exclude?: ReadonlySet<number>,
-    skip?: (item: PendingDelivery) => boolean,
-  ): PendingDelivery[] {
-    const out: PendingDelivery[] = [];
-    const aside: PendingDelivery[] = [];
-    while (out.length < limit && this.items.length > 0) {
-      const top = this.items[0]!;
-      if (!current(top)) {
-        this.pop();
-        continue;
-      }
-      if (exclude?.has(top.id) === true || skip?.(top) === true) {
-        aside.push(this.pop());
-        continue;
-      }
-      if (!wanted(top)) break;
-      out.push(this.pop());
-    }
-    for (const item of aside) this.push(item);
-    for (const item of out) this.push(item);
-    return out;
+  peek(): PendingDelivery | undefined {
+    return this.items[0];
   }
 
-  private pop(): PendingDelivery {
+  pop(): PendingDelivery | undefined {
     const items = this.items;
-    const top = items[0]!;
-    const last = items.pop()!;
+    const top = items[0];
+    const last = items.pop();
+    if (last === undefined) return undefined;
     if (items.length > 0) {
       items[0] = last;
       let i = 0;

@@ -157,7 +157,8 @@ export class SqliteStore implements ForwarderStore {
       addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
       due: db.prepare(
         `SELECT id, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at
-         FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+         FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ?
+         AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT ?`,
       ),
       nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ?`),
       retry: db.prepare(
@@ -265,25 +266,20 @@ export class SqliteStore implements ForwarderStore {
 
   async due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
     this.assertOpen();
-    const rows = this.statements.due.all(source, now, limit + exclude.size) as DeliveryRow[];
-    const out: PendingDelivery[] = [];
-    for (const row of rows) {
-      if (exclude.has(row.id)) continue;
-      out.push({
-        id: row.id,
-        source: row.source,
-        destination: row.destination,
-        kind: row.kind,
-        messageId: row.message_id,
-        body: row.body,
-        createdAt: row.created_at,
-        attempts: row.attempts,
-        firstAttemptAt: row.first_attempt_at ?? undefined,
-        nextAttemptAt: row.next_attempt_at,
-      });
-      if (out.length === limit) break;
-    }
-    return out;
+    // The ids in flight are skipped inside SQLite, so their bodies are never read again.
+    const rows = this.statements.due.all(source, now, JSON.stringify([...exclude]), limit) as DeliveryRow[];
+    return rows.map((row) => ({
+      id: row.id,
+      source: row.source,
+      destination: row.destination,
+      kind: row.kind,
+      messageId: row.message_id,
+      body: row.body,
+      createdAt: row.created_at,
+      attempts: row.attempts,
+      firstAttemptAt: row.first_attempt_at ?? undefined,
+      nextAttemptAt: row.next_attempt_at,
+    }));
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {

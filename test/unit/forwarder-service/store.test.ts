@@ -84,11 +84,18 @@ for (const [name, create] of kinds) {
 
     it('keeps a queue per source', async () => {
       await store.enqueue([delivery('w1', T0, 'web'), delivery('i1', T0, 'ios'), delivery('i2', T0 + 50, 'ios')]);
+      expect(await store.nextDueAfter('ios', T0)).to.equal(T0 + 50);
+      expect(await store.nextDueAfter('web', T0)).to.equal(undefined);
       expect((await store.due('ios', T0 + 100, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['i1', 'i2']);
       expect((await store.due('web', T0 + 100, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['w1']);
       expect(await store.due('nobody', T0 + 100, 10, new Set())).to.deep.equal([]);
-      expect(await store.nextDueAfter('ios', T0)).to.equal(T0 + 50);
-      expect(await store.nextDueAfter('web', T0)).to.equal(undefined);
+    });
+
+    it('hands out again a delivery no longer excluded that got no outcome', async () => {
+      await store.enqueue([delivery('a'), delivery('b')]);
+      const [a] = await store.due('web', T0, 1, new Set());
+      expect((await store.due('web', T0, 5, new Set([a!.id]))).map((d) => d.messageId)).to.deep.equal(['b']);
+      expect((await store.due('web', T0, 5, new Set())).map((d) => d.messageId)).to.deep.equal(['a', 'b']);
     });
 
     it('reschedules a retry and finishes delivered and failed deliveries', async () => {
