@@ -1,0 +1,98 @@
+import { describe, it, afterEach } from 'mocha';
+import { expect } from 'chai';
+import { createForwarder } from '../../../src/forwarder/service';
+import type { Forwarder } from '../../../src/forwarder/service';
+import { MemoryStore } from '../../../src/forwarder/memory-store';
+import type { AcceptedMessage, AcceptResult } from '../../../src/forwarder/store';
+import type { AttemptReport } from '../../../src/forwarder/scheduler';
+import { ConfigError } from '../../../src/errors';
+import { basic, post, startReceiver, waitFor } from './helpers';
+import type { Receiver } from './helpers';
+
+class FailingStore extends MemoryStore {
+  override accept(_messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+    return Promise.reject(new Error('disk full'));
+  }
+}
+
+describe('Forwarder (in process)', () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  async function setup(receiver: Receiver, store = new MemoryStore()): Promise<{ forwarder: Forwarder; url: string; store: MemoryStore }> {
+    const forwarder = createForwarder(
+      { sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/in` }] } } }] },
+      { store },
+    );
+    cleanup.push(() => forwarder.close());
+    const { url } = await forwarder.listen({ port: 0 });
+    return { forwarder, url, store };
+  }
+
+  it('answers 503 with Retry-After when the store fails, so the client retries', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { url } = await setup(receiver, new FailingStore());
+    const response = await post(`${url}/v1/track`, { userId: 'u', event: 'E' }, { Authorization: basic('k') });
+    expect(response.status).to.equal(503);
+    expect(response.headers.get('retry-after')).to.equal('1');
+    expect(JSON.stringify(response.json)).not.to.contain('disk full');
+  });
+
+  it('close() waits for the attempt in flight and records it; then refuses connections', async () => {
+    const receiver = await startReceiver(300);
+    cleanup.push(() => receiver.close());
+    const { forwarder, url, store } = await setup(receiver);
+    const reports: AttemptReport[] = [];
+    forwarder.on('attempt', (r) => reports.push(r));
+    await post(`${url}/v1/track`, { userId: 'u', event: 'Slow', messageId: 'slow-1' }, { Authorization: basic('k') });
+    await waitFor(() => receiver.requests.length === 1, 'the attempt to start');
+    const closing = forwarder.close();
+    expect(forwarder.close()).to.equal(closing);
+    await closing;
+    expect(receiver.delivered).to.have.length(1);
+    expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0 });
+    expect(reports.map((r) => [r.messageId, r.kind, r.result.status])).to.deep.equal([['slow-1', 'message', 'delivered']]);
+    let refused: unknown;
+    try {
+      await fetch(`${url}/health`);
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).to.be.instanceOf(Error);
+  });
+
+  it('names the source in a destination error found at construction', () => {
+    expect(() =>
+      createForwarder({
+        sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'https://e.test/', headers: { 'X-Signature': 'forged' } }] } } }],
+      }),
+    )
+      .to.throw(ConfigError, /In `sources\[0\].destinations.Webhooks`/)
+      .with.property('field')
+      .that.matches(/^sources\[0\]\.destinations\.Webhooks\.webhooks\[0\]\.headers/);
+  });
+
+  it('works without the HTTP server: deletion and audience calls start it', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const forwarder = createForwarder(
+      {
+        storage: { type: 'memory' },
+        sources: [
+          { name: 'a', writeKey: 'ka', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/a` }] } } },
+          { name: 'b', writeKey: 'kb', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/b` }] } } },
+        ],
+      },
+    );
+    cleanup.push(() => forwarder.close());
+    expect(forwarder.sources).to.deep.equal(['a', 'b']);
+    expect(await forwarder.requestDeletion({ userId: 'gone' })).to.deep.equal({ userId: 'gone', notified: ['a', 'b'], skipped: [] });
+    const sync = await forwarder.syncAudience({ source: 'b', audience: 'Power Users', members: ['p1'] });
+    expect(sync).to.deep.include({ trait: 'power_users', firstSync: true, sent: 1 });
+    await waitFor(() => receiver.delivered.length === 3, 'three webhooks');
+    expect(receiver.delivered.map((r) => `${r.path} ${r.json.type}`).sort()).to.deep.equal(['/a delete', '/b delete', '/b identify']);
+  });
+});
