@@ -132,6 +132,8 @@ describe('eventrelay CLI (child processes on the built package)', () => {
       expect(exit.code).to.equal(0);
       expect(slow.delivered).to.have.length(1);
       expect(running.stdout()).to.match(/SIGTERM, finishing attempts in flight/).and.match(/stopped/);
+      // Not a terminal: no live status line.
+      expect(running.stdout()).not.to.contain('\r');
 
       // The outcome was written before exit: a restart does not send it again.
       const again = await serve(['--config', configPath, '--data', dataDir]);
@@ -143,6 +145,36 @@ describe('eventrelay CLI (child processes on the built package)', () => {
       expect(slow.requests).to.have.length(1);
     } finally {
       await slow.close();
+    }
+  });
+
+  it('logs with DEBUG=analytics* without write keys, secrets, tokens or bodies', async function () {
+    this.timeout(30_000);
+    const { configPath, dataDir } = workspace({
+      adminToken: 'debug-admin-token-value',
+      delivery: { minRetryDelay: 20, maxRetryDelay: 50 },
+      sources: [
+        {
+          name: 'web',
+          writeKey: 'debug-write-key-value',
+          destinations: { Webhooks: { sharedSecret: 'debug-shared-secret-value', webhooks: [{ url: `${receiver.url}/debug?token=debug-url-token-value`, headers: { Authorization: 'Bearer debug-header-value' } }] } },
+        },
+      ],
+    });
+    receiver.failFirst('/debug?token=debug-url-token-value', 1);
+    const running = await serve(['--config', configPath, '--data', dataDir], { DEBUG: 'analytics*' });
+    children.push(running.child);
+    await post(`${running.url}/v1/track`, { userId: 'debug-user-value', event: 'Debug Event Value' }, { Authorization: basic('debug-write-key-value') });
+    await post(`${running.url}/v1/track`, { userId: 'x' }, { Authorization: basic('debug-write-key-value') });
+    await post(`${running.url}/v1/track`, { userId: 'x', event: 'y' }, { Authorization: basic('wrong-key-value') });
+    await post(`${running.url}/admin/deletions`, { userId: 'debug-user-value' }, { Authorization: 'Bearer debug-admin-token-value' });
+    await waitFor(() => receiver.delivered.filter((r) => r.path.startsWith('/debug')).length === 2, 'both webhooks');
+    running.child.kill('SIGTERM');
+    await running.exited;
+    const logs = running.stderr() + running.stdout();
+    expect(logs).to.match(/analytics:forwarder/);
+    for (const secret of ['debug-write-key-value', 'wrong-key-value', 'debug-shared-secret-value', 'debug-admin-token-value', 'debug-url-token-value', 'debug-header-value', 'debug-user-value', 'Debug Event Value']) {
+      expect(logs, secret).not.to.contain(secret);
     }
   });
 
