@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import got, { type Got } from 'got';
+import type { Got } from 'got';
 import { toNetworkError } from './errors';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
@@ -16,25 +16,33 @@ export interface GotTransportOptions {
 export class GotTransport implements Transport {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
-  private readonly client: Got;
+  private client: Promise<Got> | undefined;
 
   constructor(options: GotTransportOptions = {}) {
     const maxSockets = options.maxSockets ?? 8;
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets });
     // Certificates are always verified: a self-signed certificate is an error, never a warning.
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, rejectUnauthorized: true });
-    this.client = got.extend({
-      retry: { limit: 0 },
-      throwHttpErrors: false,
-      followRedirect: false,
-      decompress: false,
-      agent: { http: this.httpAgent, https: this.httpsAgent },
-    });
+  }
+
+  /** got is loaded on first use, so apps on the default transport never load it. */
+  private load(): Promise<Got> {
+    this.client ??= import('got').then(({ default: got }) =>
+      got.extend({
+        retry: { limit: 0 },
+        throwHttpErrors: false,
+        followRedirect: false,
+        decompress: false,
+        agent: { http: this.httpAgent, https: this.httpsAgent },
+      }),
+    );
+    return this.client;
   }
 
   async post(request: HttpRequest): Promise<HttpResponse> {
+    const client = await this.load();
     try {
-      const response = await this.client.post(request.url, {
+      const response = await client.post(request.url, {
         body: request.body,
         headers: request.headers,
         timeout: { request: request.timeout },

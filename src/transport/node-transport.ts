@@ -8,13 +8,21 @@ export interface NodeTransportOptions {
   readonly maxSockets?: number;
 }
 
+interface Target {
+  readonly url: string;
+  readonly secure: boolean;
+  readonly options: http.RequestOptions;
+}
+
 /**
- * A transport on bare `node:http`/`node:https` with keep-alive agents: one request,
- * any status resolved, no redirects, response body discarded, certificates always verified.
+ * The default transport: bare `node:http`/`node:https` with keep-alive agents. One
+ * request, any status resolved, no redirects, the response body read and discarded,
+ * certificates always verified. Parsed URL options are kept: a client posts to one URL.
  */
 export class NodeTransport implements Transport {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
+  private target: Target | undefined;
 
   constructor(options: NodeTransportOptions = {}) {
     const maxSockets = options.maxSockets ?? 8;
@@ -23,28 +31,30 @@ export class NodeTransport implements Transport {
   }
 
   post(request: HttpRequest): Promise<HttpResponse> {
+    const target = this.resolve(request.url);
     return new Promise((resolve, reject) => {
-      const url = new URL(request.url);
-      const secure = url.protocol === 'https:';
       const body = request.body;
-      const req = (secure ? https : http).request(
-        url,
-        {
-          method: 'POST',
-          agent: secure ? this.httpsAgent : this.httpAgent,
-          headers: { ...request.headers, 'content-length': String(Buffer.byteLength(body)) },
-          timeout: request.timeout,
-        },
-        (res) => {
-          // Read the (unused) body to its end so the socket goes back to the pool first.
-          const answer = { status: res.statusCode ?? 0, headers: res.headers };
-          res.on('error', () => resolve(answer));
-          res.on('end', () => resolve(answer));
-          res.resume();
-        },
-      );
-      req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
-      req.on('error', (error) => reject(toNetworkError(error, request.url, request.timeout)));
+      const req = (target.secure ? https : http).request({
+        ...target.options,
+        headers: { ...request.headers, 'content-length': Buffer.byteLength(body) },
+      });
+      // A deadline for the whole exchange: a server that drips its answer times out too.
+      const deadline = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })), request.timeout);
+      req.once('response', (res) => {
+        // Read the (unused) body to its end so the socket goes back to the pool first.
+        const answer = { status: res.statusCode ?? 0, headers: res.headers };
+        const done = () => {
+          clearTimeout(deadline);
+          resolve(answer);
+        };
+        res.on('error', done);
+        res.on('end', done);
+        res.resume();
+      });
+      req.on('error', (error) => {
+        clearTimeout(deadline);
+        reject(toNetworkError(error, request.url, request.timeout));
+      });
       req.end(body);
     });
   }
@@ -52,5 +62,25 @@ export class NodeTransport implements Transport {
   close(): void {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
+  }
+
+  private resolve(url: string): Target {
+    if (this.target?.url === url) return this.target;
+    const parsed = new URL(url);
+    const secure = parsed.protocol === 'https:';
+    this.target = {
+      url,
+      secure,
+      options: {
+        method: 'POST',
+        protocol: parsed.protocol,
+        hostname: parsed.hostname.replace(/^\[|\]$/g, ''),
+        port: parsed.port || (secure ? 443 : 80),
+        path: parsed.pathname + parsed.search,
+        auth: parsed.username ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}` : undefined,
+        agent: secure ? this.httpsAgent : this.httpAgent,
+      },
+    };
+    return this.target;
   }
 }

@@ -87,6 +87,19 @@ for (const [name, makeTransport] of transports) {
       expect(sink.requests).to.have.length(2);
     });
 
+    it('times out a server that drips its answer slower than the timeout', async () => {
+      sink = await startSink((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const drip = setInterval(() => (res.destroyed ? clearInterval(drip) : res.write(' ')), 30);
+        res.on('close', () => clearInterval(drip));
+      });
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 200, maxRetries: 0 }, { transport });
+      const results: unknown[] = [];
+      analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+      await analytics.flush();
+      expect(results[0]).to.be.instanceOf(TimeoutError);
+    });
+
     it('does not follow a redirect and does not retry it', async () => {
       sink = await startSink((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end());
       const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url }, { transport });
