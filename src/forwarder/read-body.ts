@@ -35,10 +35,15 @@ export function readBody(req: IncomingMessage, limit: number, drainLimit = limit
       }
       chunks.push(chunk);
     });
+    let ended = false;
     req.on('end', () => {
+      ended = true;
       if (!over) resolve({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
     });
-    req.on('aborted', () => reject(new Error('request aborted')));
+    // A client that goes away mid-upload: settle (a no-op once resolved) so nothing waits forever.
+    req.on('close', () => {
+      if (!ended) reject(new Error('request aborted'));
+    });
     req.on('error', reject);
   });
 }
