@@ -68,7 +68,7 @@ export class Analytics extends EventEmitter {
   constructor(options: AnalyticsOptions, internals: AnalyticsInternals = {}) {
     super();
     this.options = resolveOptions(options);
-    this.transport = internals.transport ?? new NodeTransport({ maxSockets: this.options.concurrency });
+    this.transport = internals.transport ?? new NodeTransport();
     this.clock = internals.clock ?? systemClock;
     this.random = internals.random ?? Math.random;
     this.queue = new PQueue({ concurrency: this.options.concurrency });

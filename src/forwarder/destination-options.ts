@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors';
-import { redactUrl } from './http-redact';
+import { redactUrl } from '../transport/http-redact';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {

@@ -6,8 +6,8 @@ import { EventRelayError, HttpError, SerializationError } from '../errors';
 import { parseRetryAfter } from '../transport/backoff';
 import { resolveDestinationOptions } from './destination-options';
 import type { ResolvedDestinationOptions, ResolvedWebhook, WebhookDestinationOptions } from './destination-options';
-import { createNodeTransport } from './http-node-transport';
-import type { WebhookTransport } from './http-transport';
+import { createNodeTransport } from '../transport/http-node-transport';
+import type { WebhookTransport } from '../transport/http-transport';
 import { nextAttemptAt } from './retry-schedule';
 import { signBody, signingKey } from './signing';
 import type { KeyObject } from 'node:crypto';
@@ -23,7 +23,7 @@ export interface DestinationInternals {
   readonly clock?: Clock;
   /** Random source in [0, 1) for retry jitter. Default `Math.random`. */
   readonly random?: () => number;
-  /** Replaces the HTTP layer. Default: node:http/https with keep-alive (see http-node-transport.ts). */
+  /** Replaces the HTTP layer. Default: node:http/https with keep-alive (see src/transport/http-node-transport.ts). */
   readonly transport?: WebhookTransport;
   /**
    * Extra CA certificates (PEM) the default transport trusts on top of Node's roots: for tests

@@ -27,7 +27,7 @@ export type {
   DeliveryResult,
   AttemptState,
 } from './destination';
-export type { WebhookTransport, WebhookRequest, WebhookResponse } from './http-transport';
+export type { WebhookTransport, WebhookRequest, WebhookResponse } from '../transport/http-transport';
 export { createForwarder, Forwarder } from './service';
 export type { ForwarderOptions, ForwarderInternals, ListenOptions, ForwarderStats, DeletionResult, ForwarderEvents } from './service';
 export { parseConfig, loadConfigFile } from './config';

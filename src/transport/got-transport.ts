@@ -1,7 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Got } from 'got';
-import { toNetworkError } from './errors';
+import { TimeoutError } from '../errors';
+import { toNetworkError } from './http-errors';
+import { redactUrl } from './http-redact';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
 export interface GotTransportOptions {
@@ -49,7 +51,8 @@ export class GotTransport implements Transport {
       });
       return { status: response.statusCode, headers: response.headers };
     } catch (error) {
-      throw toNetworkError(error, request.url, request.timeout);
+      if ((error as { name?: unknown }).name === 'TimeoutError') throw new TimeoutError(request.timeout, { cause: error });
+      throw toNetworkError(error, redactUrl(new URL(request.url)));
     }
   }
 

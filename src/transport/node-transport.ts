@@ -1,86 +1,25 @@
-import http from 'node:http';
-import https from 'node:https';
-import { toNetworkError } from './errors';
+import { createNodeTransport } from './http-node-transport';
+import type { WebhookTransport } from './http-transport';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
-export interface NodeTransportOptions {
-  /** Sockets kept alive per host. Default 8. */
-  readonly maxSockets?: number;
-}
-
-interface Target {
-  readonly url: string;
-  readonly secure: boolean;
-  readonly options: http.RequestOptions;
-}
-
 /**
- * The default transport: bare `node:http`/`node:https` with keep-alive agents. One
- * request, any status resolved, no redirects, the response body read and discarded,
- * certificates always verified. Parsed URL options are kept: a client posts to one URL.
+ * The client's default transport: the same `node:http`/`node:https` sender the forwarder
+ * delivers webhooks with (keep-alive, one deadline per request, capped drain of the answer,
+ * certificates always verified, self-signed receivers refused), behind the client's
+ * `Transport` interface. The parsed URL is kept: a client posts to one URL.
  */
 export class NodeTransport implements Transport {
-  private readonly httpAgent: http.Agent;
-  private readonly httpsAgent: https.Agent;
-  private target: Target | undefined;
+  private readonly sender: WebhookTransport = createNodeTransport();
+  private url: URL | undefined;
 
-  constructor(options: NodeTransportOptions = {}) {
-    const maxSockets = options.maxSockets ?? 8;
-    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, rejectUnauthorized: true });
-  }
-
-  post(request: HttpRequest): Promise<HttpResponse> {
-    const target = this.resolve(request.url);
-    return new Promise((resolve, reject) => {
-      const body = request.body;
-      const req = (target.secure ? https : http).request({
-        ...target.options,
-        headers: { ...request.headers, 'content-length': Buffer.byteLength(body) },
-      });
-      // A deadline for the whole exchange: a server that drips its answer times out too.
-      const deadline = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })), request.timeout);
-      req.once('response', (res) => {
-        // Read the (unused) body to its end so the socket goes back to the pool first.
-        const answer = { status: res.statusCode ?? 0, headers: res.headers };
-        const done = () => {
-          clearTimeout(deadline);
-          resolve(answer);
-        };
-        res.on('error', done);
-        res.on('end', done);
-        res.resume();
-      });
-      req.on('error', (error) => {
-        clearTimeout(deadline);
-        reject(toNetworkError(error, request.url, request.timeout));
-      });
-      req.end(body);
-    });
+  async post(request: HttpRequest): Promise<HttpResponse> {
+    if (this.url?.href !== request.url) this.url = new URL(request.url);
+    const body = typeof request.body === 'string' ? Buffer.from(request.body) : request.body;
+    const response = await this.sender.send({ url: this.url, headers: request.headers, body, timeout: request.timeout });
+    return { status: response.status, headers: { 'retry-after': response.retryAfter } };
   }
 
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
-  }
-
-  private resolve(url: string): Target {
-    if (this.target?.url === url) return this.target;
-    const parsed = new URL(url);
-    const secure = parsed.protocol === 'https:';
-    this.target = {
-      url,
-      secure,
-      options: {
-        method: 'POST',
-        protocol: parsed.protocol,
-        hostname: parsed.hostname.replace(/^\[|\]$/g, ''),
-        port: parsed.port || (secure ? 443 : 80),
-        path: parsed.pathname + parsed.search,
-        auth: parsed.username ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}` : undefined,
-        agent: secure ? this.httpsAgent : this.httpAgent,
-      },
-    };
-    return this.target;
+    this.sender.close();
   }
 }

@@ -2,7 +2,8 @@ import { STATUS_CODES } from 'node:http';
 import { EventRelayError, HttpError, NetworkError } from '../errors';
 import type { Clock } from '../clock';
 import { backoffDelay, parseRetryAfter } from './backoff';
-import { redactUrl, toNetworkError } from './errors';
+import { toNetworkError } from './http-errors';
+import { redactUrl } from './http-redact';
 import type { HttpRequest, Transport } from './transport';
 
 export interface RetryPolicy {
@@ -29,7 +30,7 @@ export function isRetryableStatus(status: number): boolean {
 function statusError(status: number, url: string, retryAfter: number | undefined): HttpError {
   const hint = status === 401 || status === 403 ? ': check the write key' : '';
   const text = STATUS_CODES[status] ?? 'Unknown';
-  return new HttpError(`${redactUrl(url)} answered ${status} (${text})${hint}`, status, isRetryableStatus(status), retryAfter);
+  return new HttpError(`${redactUrl(new URL(url))} answered ${status} (${text})${hint}`, status, isRetryableStatus(status), retryAfter);
 }
 
 function sleep(clock: Clock, ms: number): Promise<void> {
@@ -53,9 +54,8 @@ export async function sendWithRetries(request: HttpRequest, context: SendContext
       error = httpError;
       retryable = httpError.retryable;
     } catch (thrown) {
-      const networkError = thrown instanceof NetworkError ? thrown : toNetworkError(thrown, request.url, request.timeout);
-      error = networkError;
-      retryable = networkError.retryable;
+      error = thrown instanceof EventRelayError ? thrown : toNetworkError(thrown, redactUrl(new URL(request.url)));
+      retryable = error instanceof NetworkError && error.retryable;
     }
     if (!retryable || attempt >= context.policy.maxRetries) return error;
     const delay = backoffDelay(

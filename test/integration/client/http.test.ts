@@ -87,19 +87,6 @@ for (const [name, makeTransport] of transports) {
       expect(sink.requests).to.have.length(2);
     });
 
-    it('times out a server that drips its answer slower than the timeout', async () => {
-      sink = await startSink((_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        const drip = setInterval(() => (res.destroyed ? clearInterval(drip) : res.write(' ')), 30);
-        res.on('close', () => clearInterval(drip));
-      });
-      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 200, maxRetries: 0 }, { transport });
-      const results: unknown[] = [];
-      analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
-      await analytics.flush();
-      expect(results[0]).to.be.instanceOf(TimeoutError);
-    });
-
     it('does not follow a redirect and does not retry it', async () => {
       sink = await startSink((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end());
       const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url }, { transport });
@@ -141,7 +128,7 @@ for (const [name, makeTransport] of transports) {
         analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
         await analytics.flush();
         expect(results[0]).to.be.instanceOf(NetworkError);
-        expect((results[0] as NetworkError).code).to.equal('ERR_TLS');
+        expect((results[0] as NetworkError).code).to.equal('ERR_TLS_CERTIFICATE');
         expect((results[0] as NetworkError).retryable).to.equal(false);
         expect(received).to.equal(0);
       } finally {
@@ -151,3 +138,24 @@ for (const [name, makeTransport] of transports) {
     });
   });
 }
+
+describe('NodeTransport and a receiver that drips its answer', () => {
+  it('takes the status line as the answer and does not wait for the dripping body', async () => {
+    const sink = await startSink((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const drip = setInterval(() => (res.destroyed ? clearInterval(drip) : res.write(' ')), 30);
+      res.on('close', () => clearInterval(drip));
+    });
+    const transport = new NodeTransport();
+    try {
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 300, maxRetries: 0 }, { transport });
+      const results: unknown[] = [];
+      analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+      await analytics.flush();
+      expect(results).to.deep.equal([undefined]);
+    } finally {
+      transport.close();
+      await sink.close();
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import { NetworkError } from '../../../src/errors';
-import type { WebhookRequest, WebhookResponse, WebhookTransport } from '../../../src/forwarder/http-transport';
+import type { WebhookRequest, WebhookResponse, WebhookTransport } from '../../../src/transport/http-transport';
 
 export type Answer = number | WebhookResponse | Error | Promise<number | WebhookResponse>;
 

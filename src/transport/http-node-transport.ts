@@ -13,8 +13,8 @@ import type { WebhookRequest, WebhookResponse, WebhookTransport } from './http-t
  * 32 requests in flight to a local receiver, got 14 (retry off, keep-alive agent) made about
  * 4 000-5 800 requests/s where a bare keep-alive http.request loop made 12 000-25 000. The
  * delivery target is 0.8x of that floor, which got cannot reach; the per-request work here is
- * what any webhook sender needs (one timer, a capped drain) and nothing more. The rest of the
- * package keeps got.
+ * what any webhook sender needs (one timer, a capped drain) and nothing more. The client uses
+ * it too (`NodeTransport`); got stays available as the client's optional `GotTransport`.
  */
 
 export interface NodeTransportOptions {
