@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import createDebug from 'debug';
 import { systemClock } from '../clock';
 import type { Clock } from '../clock';
-import { ConfigError } from '../errors';
+import { ConfigError, EventRelayError } from '../errors';
 import { checkAudienceRequest, planAudienceNotices } from './audiences';
 import type { AudienceSyncRequest, AudienceSyncResult } from './audiences';
 import { parseConfig } from './config';
@@ -106,7 +106,6 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private store: ForwarderStore | undefined;
   private scheduler: Scheduler | undefined;
   private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
   private pruneTimer: unknown;
   private startedAt = 0;
   private starting: Promise<void> | undefined;
@@ -214,22 +213,24 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
 
   /** Starts the HTTP server. Resolves with the address it listens on. */
   async listen(options: ListenOptions = {}): Promise<{ url: string; host: string; port: number }> {
-    await this.start();
-    if (this.server !== undefined) throw new ConfigError('The forwarder is already listening');
+    if (this.closing !== undefined) throw new EventRelayError('The forwarder is closed; create a new one', 'ERR_FORWARDER_CLOSED');
+    if (this.server !== undefined) throw new EventRelayError('The forwarder is already listening; call listen() once', 'ERR_ALREADY_LISTENING');
     const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000 }, this.handler);
-    server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
-    });
     this.server = server;
-    const host = options.host ?? this.config.host;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port ?? this.config.port, host, () => {
-        server.off('error', reject);
-        resolve();
+    try {
+      await this.start();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.port ?? this.config.port, options.host ?? this.config.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (error) {
+      // Not listening (port in use, ...): listen() may be called again.
+      this.server = undefined;
+      throw error;
+    }
     const address = server.address() as AddressInfo;
     const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     return { url: `http://${shownHost}:${address.port}`, host: address.address, port: address.port };

@@ -5,7 +5,7 @@ import type { Forwarder } from '../../../src/forwarder/service';
 import { MemoryStore } from '../../../src/forwarder/memory-store';
 import type { AcceptedMessage, AcceptResult } from '../../../src/forwarder/store';
 import type { AttemptReport } from '../../../src/forwarder/scheduler';
-import { ConfigError } from '../../../src/errors';
+import { ConfigError, EventRelayError } from '../../../src/errors';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
@@ -62,6 +62,32 @@ describe('Forwarder (in process)', () => {
       refused = error;
     }
     expect(refused).to.be.instanceOf(Error);
+  });
+
+  it('listens once, and not after close', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { forwarder } = await setup(receiver);
+    let again: unknown;
+    await forwarder.listen({ port: 0 }).catch((error: unknown) => (again = error));
+    expect(again).to.be.instanceOf(EventRelayError).with.property('code', 'ERR_ALREADY_LISTENING');
+    await forwarder.close();
+    let closed: unknown;
+    await forwarder.listen({ port: 0 }).catch((error: unknown) => (closed = error));
+    expect(closed).to.be.instanceOf(EventRelayError).with.property('code', 'ERR_FORWARDER_CLOSED');
+  });
+
+  it('can listen again after the port was taken', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { url } = await setup(receiver);
+    const second = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k2' }] });
+    cleanup.push(() => second.close());
+    let taken: unknown;
+    await second.listen({ port: Number(new URL(url).port) }).catch((error: unknown) => (taken = error));
+    expect(taken).to.have.property('code', 'EADDRINUSE');
+    const { url: other } = await second.listen({ port: 0 });
+    expect((await fetch(`${other}/health`)).status).to.equal(200);
   });
 
   it('names the source in a destination error found at construction', () => {
