@@ -61,7 +61,10 @@ export interface StorageConfig {
    * power loss, for more throughput.
    */
   readonly synchronous?: 'full' | 'normal';
-  /** How long finished deliveries and seen messageIds are kept, in ms. Default 7 days. */
+  /**
+   * How long finished deliveries (without the body once delivered) and seen messageIds are kept,
+   * in ms: the window in which a client's resent batch is recognised. Default 24 h.
+   */
   readonly retention?: number;
 }
 
@@ -108,7 +111,7 @@ export interface ResolvedConfig {
 export const CONFIG_DEFAULTS = {
   host: '127.0.0.1',
   port: 8787,
-  storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 7 * 24 * 3600_000 },
+  storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 24 * 3600_000 },
   delivery: { concurrency: 32, timeout: 5000, retryWindow: 4 * 3600_000, minRetryDelay: 1000, maxRetryDelay: 600_000 },
 } as const;
 

@@ -164,8 +164,13 @@ export class SqliteStore implements ForwarderStore {
       retry: db.prepare(
         `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ? WHERE id = ? AND status = ${PENDING}`,
       ),
-      finish: db.prepare(
-        `UPDATE deliveries SET status = ?, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ? WHERE id = ? AND status = ${PENDING}`,
+      // A delivered body is dropped at once: it is not needed any more, and user data should not
+      // linger (deletion requests). A failed one is kept until pruned, for inspection.
+      delivered: db.prepare(
+        `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '' WHERE id = ? AND status = ${PENDING}`,
+      ),
+      failed: db.prepare(
+        `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ? WHERE id = ? AND status = ${PENDING}`,
       ),
       counters: db.prepare('SELECT name, value FROM counters'),
       queue: db.prepare(
@@ -216,9 +221,9 @@ export class SqliteStore implements ForwarderStore {
         if (o.status === 'retry') {
           s.retry.run(o.attempts, o.firstAttemptAt ?? null, o.nextAttemptAt, o.error ?? null, o.id);
         } else if (o.status === 'delivered') {
-          delivered += s.finish.run(DELIVERED, o.attempts, o.firstAttemptAt, o.at, null, o.id).changes;
+          delivered += s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes;
         } else {
-          failed += s.finish.run(FAILED, o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id).changes;
+          failed += s.failed.run(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id).changes;
         }
       }
       if (delivered > 0) s.addCounter.run(delivered, 'delivered');

@@ -7,6 +7,7 @@ import { MemoryStore } from '../../../src/forwarder/memory-store';
 import { SqliteStore } from '../../../src/forwarder/sqlite-store';
 import type { ForwarderStore, NewDelivery } from '../../../src/forwarder/store';
 import { EventRelayError } from '../../../src/errors';
+import Database from 'better-sqlite3';
 
 const T0 = 1_700_000_000_000;
 
@@ -173,6 +174,28 @@ describe('SqliteStore durability', () => {
       expect(await second.accept([accepted('a')])).to.deep.equal({ stored: 0, duplicates: 1 });
     } finally {
       await second.close();
+    }
+  });
+
+  it('drops the body of a delivered message at once and keeps a failed one', async () => {
+    const dataDir = tempDir();
+    const store = new SqliteStore({ dataDir });
+    await store.enqueue([delivery('ok'), delivery('bad')]);
+    const [ok, bad] = await store.due('web', T0, 10, new Set());
+    await store.record([
+      { id: ok!.id, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 1 },
+      { id: bad!.id, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 1, reason: 'HTTP 410' },
+    ]);
+    await store.close();
+    const db = new Database(join(dataDir, 'eventrelay.db'), { readonly: true });
+    try {
+      const rows = db.prepare('SELECT message_id, body, last_error FROM deliveries ORDER BY id').all();
+      expect(rows).to.deep.equal([
+        { message_id: 'ok', body: '', last_error: null },
+        { message_id: 'bad', body: '{"messageId":"bad"}', last_error: 'HTTP 410' },
+      ]);
+    } finally {
+      db.close();
     }
   });
 
