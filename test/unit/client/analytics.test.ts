@@ -397,6 +397,34 @@ describe('Analytics', () => {
     });
   });
 
+  describe('failure paths', () => {
+    it('leaves no unhandled rejection when the transport throws plain errors and callbacks throw', async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const { analytics, transport } = createTestClient({ maxRetries: 0, flushAt: 2 });
+        transport.respondWith(() => {
+          throw new TypeError('boom');
+        });
+        const errors: unknown[] = [];
+        analytics.track({ userId: 'u', event: 'a' }, (error) => {
+          errors.push(error);
+          throw new Error('callback bug');
+        });
+        analytics.track({ userId: 'u', event: 'b' }, (error) => errors.push(error));
+        await analytics.flush();
+        await analytics.closeAndFlush();
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(errors).to.have.length(2);
+        for (const error of errors) expect(error).to.be.instanceOf(NetworkError);
+        expect(unhandled).to.deep.equal([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
+  });
+
   describe('disable', () => {
     it('validates and calls back but sends nothing', async () => {
       const { analytics, transport } = createTestClient({ disable: true });
