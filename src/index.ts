@@ -2,7 +2,7 @@ export { Analytics } from './client/analytics';
 export type { AnalyticsInternals, CloseOptions, FlushReason } from './client/analytics';
 export { DEFAULTS } from './client/options';
 export type { AnalyticsOptions } from './client/options';
-export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './client/limits';
+export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './limits';
 export type {
   AliasParams,
   Callback,

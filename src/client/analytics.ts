@@ -10,7 +10,7 @@ import { sendWithRetries } from '../transport/send';
 import type { Transport } from '../transport/transport';
 import { VERSION } from '../version';
 import { Batch } from './batch';
-import { MAX_MESSAGE_BYTES } from './limits';
+import { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from '../limits';
 import { buildMessage, serializeMessage } from './message';
 import { resolveOptions, type AnalyticsOptions, type ResolvedOptions } from './options';
 import type {
@@ -72,7 +72,7 @@ export class Analytics extends EventEmitter {
     this.clock = internals.clock ?? systemClock;
     this.random = internals.random ?? Math.random;
     this.queue = new PQueue({ concurrency: this.options.concurrency });
-    this.batch = new Batch(this.options.maxBatchBytes);
+    this.batch = new Batch(MAX_BATCH_BYTES);
     this.headers = {
       authorization: `Basic ${Buffer.from(`${this.options.writeKey}:`).toString('base64')}`,
       'content-type': 'application/json',
@@ -201,7 +201,7 @@ export class Analytics extends EventEmitter {
     }
     const batch = this.batch;
     if (batch.length === 0) return;
-    this.batch = new Batch(this.options.maxBatchBytes);
+    this.batch = new Batch(MAX_BATCH_BYTES);
     if (log.enabled) log('flush (%s): %d messages, %d bytes', reason, batch.length, batch.size);
     const job = this.queue
       .add(() => this.send(batch))

@@ -1,5 +1,4 @@
 import { ConfigError } from '../errors';
-import { MAX_BATCH_BYTES } from './limits';
 
 export interface AnalyticsOptions {
   /** The source's write key. Required. Sent as HTTP Basic auth; never logged. */
@@ -45,7 +44,6 @@ export interface ResolvedOptions {
   readonly concurrency: number;
   readonly gzip: boolean;
   readonly disable: boolean;
-  readonly maxBatchBytes: number;
 }
 
 export const DEFAULTS = {
@@ -137,6 +135,5 @@ export function resolveOptions(options: AnalyticsOptions): ResolvedOptions {
     concurrency: integer('concurrency', options.concurrency ?? DEFAULTS.concurrency, 1, 256),
     gzip: boolean('gzip', options.gzip ?? DEFAULTS.gzip),
     disable: boolean('disable', options.disable ?? DEFAULTS.disable),
-    maxBatchBytes: MAX_BATCH_BYTES,
   };
 }

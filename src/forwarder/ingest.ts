@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { WebhookMessageError } from '../errors';
+import { MAX_MESSAGE_BYTES } from '../limits';
 import { toWebhookMessage } from './webhook-message';
 import type { InboundMessage, WebhookMessage } from './webhook-message';
-
-/** Largest request body, in bytes (spec 8: 500 KB per batch; the client's limit, 500 × 1024). */
-export const MAX_BODY_BYTES = 500 * 1024;
-/** Largest message, in UTF-8 bytes of its JSON (spec 8: 32 KB per call). */
-export const MAX_MESSAGE_BYTES = 32 * 1024;
 
 export const MESSAGE_TYPES = ['identify', 'track', 'page', 'screen', 'group', 'alias'] as const;
 export type MessageType = (typeof MESSAGE_TYPES)[number];
@@ -62,7 +58,13 @@ function kind(value: unknown): string {
  * each message; a missing `messageId` gets a random one; a missing `timestamp` becomes the
  * time of receipt (spec 4.4) and a given one is kept (historical import).
  */
-export function parseIngestBody(endpoint: 'batch' | MessageType, body: unknown, receivedAt: number): IngestParse {
+export function parseIngestBody(
+  endpoint: 'batch' | MessageType,
+  body: unknown,
+  receivedAt: number,
+  /** Size of the decoded request body; when it is within 32 KB no message can pass the limit. */
+  bodyBytes = Number.POSITIVE_INFINITY,
+): IngestParse {
   if (!isObject(body)) {
     return invalidBody(`Expected the request body to be a JSON object, got ${kind(body)}`);
   }
@@ -86,7 +88,8 @@ export function parseIngestBody(endpoint: 'batch' | MessageType, body: unknown, 
   const problems: MessageProblem[] = [];
   let tooLarge: MessageProblem | undefined;
   raw.forEach((value, index) => {
-    const size = isObject(value) ? Buffer.byteLength(JSON.stringify(value)) : 0;
+    // Measuring a message means serializing it again: only worth it when the body could hold one too large.
+    const size = bodyBytes > MAX_MESSAGE_BYTES && isObject(value) ? Buffer.byteLength(JSON.stringify(value)) : 0;
     if (size > MAX_MESSAGE_BYTES) {
       tooLarge ??= { index, message: `Message ${index} is ${size} bytes; the limit is ${MAX_MESSAGE_BYTES} bytes (32 KB) per message` };
       return;

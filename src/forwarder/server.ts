@@ -4,7 +4,8 @@ import createDebug from 'debug';
 import { ValidationError } from '../errors';
 import type { AudienceSyncRequest, AudienceSyncResult } from './audiences';
 import type { DeletionPlan, DeletionRequest } from './deletion';
-import { MAX_BODY_BYTES, MESSAGE_TYPES, parseIngestBody } from './ingest';
+import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from '../limits';
+import { MESSAGE_TYPES, parseIngestBody } from './ingest';
 import type { MessageType } from './ingest';
 import { decodeBody, readBody } from './read-body';
 import { routeMessage } from './router';
@@ -174,7 +175,7 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
     fail(res, 400, 'invalid_json', 'The request body is not valid JSON');
     return;
   }
-  const parsed = parseIngestBody(endpoint, json.value, receivedAt);
+  const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
     fail(res, parsed.status, parsed.code, parsed.message, parsed.errors === undefined ? {} : { errors: parsed.errors });

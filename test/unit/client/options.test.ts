@@ -15,7 +15,6 @@ describe('resolveOptions', () => {
       maxQueueSize: DEFAULTS.maxQueueSize,
       gzip: false,
       disable: false,
-      maxBatchBytes: 500 * 1024,
     });
   });
 

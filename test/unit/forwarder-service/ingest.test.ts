@@ -1,6 +1,7 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { parseIngestBody, MAX_MESSAGE_BYTES } from '../../../src/forwarder/ingest';
+import { parseIngestBody } from '../../../src/forwarder/ingest';
+import { MAX_MESSAGE_BYTES } from '../../../src/limits';
 import type { IngestFailure, ValidMessage } from '../../../src/forwarder/ingest';
 import { routeMessage } from '../../../src/forwarder/router';
 
@@ -126,6 +127,12 @@ describe('parseIngestBody', () => {
     const failure = refused('batch', { batch: [{ type: 'track', userId: 'u', event: 'E' }, big] });
     expect(failure).to.include({ status: 413, code: 'message_too_large' });
     expect(failure.errors![0]!.index).to.equal(1);
+  });
+
+  it('still measures each message when told the size of a body that could hold a large one', () => {
+    const body = { batch: [{ type: 'track', userId: 'u', event: 'E', properties: { s: 'é'.repeat(17_000) } }] };
+    const result = parseIngestBody('batch', body, Date.now(), Buffer.byteLength(JSON.stringify(body)));
+    expect(result).to.include({ ok: false, status: 413 });
   });
 
   it('measures the 32 KB in UTF-8 bytes, not characters', () => {

@@ -1,3 +1,5 @@
+/** Limits of spec section 8, shared by the client and the forwarder's ingestion API. */
+
 /** Largest serialized message, in UTF-8 bytes (spec section 8: 32 KB per call). */
 export const MAX_MESSAGE_BYTES = 32 * 1024;
 
