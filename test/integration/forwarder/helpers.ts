@@ -1,6 +1,5 @@
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import { startSink } from '../../helpers/sink';
 
 export interface ReceivedRequest {
   readonly path: string;
@@ -19,53 +18,41 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-/** A webhook receiver on 127.0.0.1 that records every request and answers 200 unless told otherwise. */
+/** A webhook receiver on 127.0.0.1 (the shared test sink) that records every request and answers 200 unless told otherwise. */
 export async function startReceiver(delayMs = 0): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   const delivered: ReceivedRequest[] = [];
   const failures = new Map<string, { left: number; status: number }>();
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const path = req.url ?? '/';
-      let json: Record<string, unknown> = {};
-      try {
-        json = JSON.parse(body) as Record<string, unknown>;
-      } catch {
-        // recorded as {}
+  const sink = await startSink((request, res) => {
+    let json: Record<string, unknown> = {};
+    try {
+      json = JSON.parse(request.body) as Record<string, unknown>;
+    } catch {
+      // recorded as {}
+    }
+    const record = { path: request.url, headers: request.headers, body: request.body, json };
+    requests.push(record);
+    const failure = failures.get(record.path);
+    const answer = () => {
+      if (failure !== undefined && failure.left > 0) {
+        failure.left--;
+        res.writeHead(failure.status).end();
+        return;
       }
-      const record = { path, headers: req.headers, body, json };
-      requests.push(record);
-      const failure = failures.get(path);
-      const answer = () => {
-        if (failure !== undefined && failure.left > 0) {
-          failure.left--;
-          res.writeHead(failure.status).end();
-          return;
-        }
-        delivered.push(record);
-        res.writeHead(200).end('ok');
-      };
-      if (delayMs > 0) setTimeout(answer, delayMs);
-      else answer();
-    });
+      delivered.push(record);
+      res.writeHead(200).end('ok');
+    };
+    if (delayMs > 0) setTimeout(answer, delayMs);
+    else answer();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: sink.url,
     requests,
     delivered,
     failFirst(path, times, status = 503) {
       failures.set(path, { left: times, status });
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: sink.close,
   };
 }
 
