@@ -203,10 +203,11 @@ export class Analytics extends EventEmitter {
     if (batch.length === 0) return;
     this.batch = new Batch(MAX_BATCH_BYTES);
     if (log.enabled) log('flush (%s): %d messages, %d bytes', reason, batch.length, batch.size);
-    const job = this.queue
-      .add(() => this.send(batch))
-      .then((error) => this.finish(batch, error))
-      .catch((error: unknown) => this.finish(batch, asEventRelayError(error)));
+    // Two-argument then: `finish` runs once whichever way the send settles.
+    const job = this.queue.add(() => this.send(batch)).then(
+      (error) => this.finish(batch, error),
+      (error: unknown) => this.finish(batch, asEventRelayError(error)),
+    );
     this.inFlight.add(job);
     void job.finally(() => this.inFlight.delete(job));
   }
