@@ -5,7 +5,7 @@ export default defineConfig({
     index: 'src/index.ts',
     'webhooks/index': 'src/webhooks/index.ts',
     'forwarder/index': 'src/forwarder/index.ts',
-    cli: 'src/forwarder/cli.ts',
+    cli: 'src/forwarder/cli/cli.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

@@ -2,7 +2,7 @@ export { Analytics } from './client/analytics';
 export type { AnalyticsInternals, CloseOptions, FlushReason } from './client/analytics';
 export { DEFAULTS } from './client/options';
 export type { AnalyticsOptions } from './client/options';
-export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './limits';
+export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './messages/limits';
 export type {
   AliasParams,
   Callback,
@@ -16,10 +16,11 @@ export type {
   Properties,
   ScreenParams,
   TrackParams,
-} from './client/types';
+} from './messages/calls';
 export * from './errors';
-export { GotTransport } from './transport/got-transport';
-export { NodeTransport } from './transport/node-transport';
+export { GotTransport } from './transport/got';
+export { NodeTransport } from './transport/node';
+export type { NodeTransportOptions } from './transport/node';
 export type { HttpRequest, HttpResponse, Transport } from './transport/transport';
 export { backoffDelay, parseRetryAfter } from './transport/backoff';
 export type { BackoffOptions } from './transport/backoff';

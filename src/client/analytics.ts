@@ -5,12 +5,12 @@ import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
 import { ClientClosedError, EventRelayError, PayloadTooLargeError, QueueFullError, SerializationError } from '../errors';
-import { NodeTransport } from '../transport/node-transport';
-import { sendWithRetries } from '../transport/send';
+import { NodeTransport } from '../transport/node';
+import { sendWithRetries } from '../transport/retry';
 import type { Transport } from '../transport/transport';
 import { VERSION } from '../version';
 import { Batch } from './batch';
-import { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from '../limits';
+import { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from '../messages/limits';
 import { buildMessage, serializeMessage } from './message';
 import { resolveOptions, type AnalyticsOptions, type ResolvedOptions } from './options';
 import type {
@@ -22,16 +22,14 @@ import type {
   PageParams,
   ScreenParams,
   TrackParams,
-} from './types';
-import { validateParams } from './validate';
+} from '../messages/calls';
+import { validateParams } from '../messages/rules';
 
 const gzip = promisify(gzipCallback);
 const log = createDebug('analytics');
 
 /** Seams for tests: not part of the documented options. */
 export interface AnalyticsInternals {
-  /** Default: `NodeTransport` (node:http keep-alive). `GotTransport` is the got-based alternative. */
-  readonly transport?: Transport;
   readonly clock?: Clock;
   readonly random?: () => number;
 }
@@ -68,7 +66,7 @@ export class Analytics extends EventEmitter {
   constructor(options: AnalyticsOptions, internals: AnalyticsInternals = {}) {
     super();
     this.options = resolveOptions(options);
-    this.transport = internals.transport ?? new NodeTransport();
+    this.transport = options.transport ?? new NodeTransport();
     this.clock = internals.clock ?? systemClock;
     this.random = internals.random ?? Math.random;
     this.queue = new PQueue({ concurrency: this.options.concurrency });

@@ -1,4 +1,4 @@
-import type { Callback } from './types';
+import type { Callback } from '../messages/calls';
 
 const PREFIX = '{"batch":[';
 // `],"sentAt":"` + 24 characters of ISO date + `"}`

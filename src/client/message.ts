@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { SerializationError } from '../errors';
 import { LIBRARY_NAME, VERSION } from '../version';
-import type { MessageType } from './types';
-import { parseTimestamp } from './validate';
+import type { MessageType } from '../messages/calls';
+import { parseTimestamp } from '../messages/rules';
 
 const LIBRARY = Object.freeze({ name: LIBRARY_NAME, version: VERSION });
 

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors';
+import type { Transport } from '../transport/transport';
 
 export interface AnalyticsOptions {
   /** The source's write key. Required. Sent as HTTP Basic auth; never logged. */
@@ -29,11 +30,13 @@ export interface AnalyticsOptions {
   readonly gzip?: boolean;
   /** Validate and call back, but send nothing (tests, local development). Default false. */
   readonly disable?: boolean;
+  /** The HTTP layer. Default: a `NodeTransport` (node:http keep-alive); `GotTransport` is the got-based one. */
+  readonly transport?: Transport;
 }
 
 export interface ResolvedOptions {
   readonly writeKey: string;
-  readonly url: string;
+  readonly url: URL;
   readonly flushAt: number;
   readonly flushInterval: number;
   readonly maxRetries: number;
@@ -82,7 +85,7 @@ function boolean(name: string, value: unknown): boolean {
   return value;
 }
 
-function batchUrl(endpoint: unknown, path: unknown): string {
+function batchUrl(endpoint: unknown, path: unknown): URL {
   if (typeof endpoint !== 'string' || endpoint.trim() === '') {
     throw new ConfigError(
       'Expected `endpoint` (or its alias `host`) to be the base URL of the ingestion API, e.g. "https://events.example.com", ' +
@@ -102,7 +105,7 @@ function batchUrl(endpoint: unknown, path: unknown): string {
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new ConfigError(`Expected \`path\` to be a string starting with "/", got ${describe(path)}`, 'path');
   }
-  return url.origin + url.pathname.replace(/\/+$/, '') + path;
+  return new URL(url.origin + url.pathname.replace(/\/+$/, '') + path);
 }
 
 /** Validates the options once, filling defaults field by field (`{ flushAt: undefined }` keeps the default). */

@@ -1,6 +1,6 @@
 export { EventRelayError, ConfigError, DeliveryError } from '../errors';
-export { isDestinationEnabled } from './integrations';
-export { toWebhookMessage } from './webhook-message';
+export { isDestinationEnabled } from '../delivery/integrations';
+export { toWebhookMessage } from '../messages/webhook';
 export type {
   WebhookMessage,
   PageWebhook,
@@ -14,10 +14,10 @@ export type {
   DeletionNotice,
   ToWebhookMessageOptions,
   JsonObject,
-} from './webhook-message';
-export { nextAttemptAt } from './retry-schedule';
-export type { RetryScheduleInput } from './retry-schedule';
-export { WebhookDestination } from './destination';
+} from '../messages/webhook';
+export { nextAttemptAt } from '../delivery/retry-schedule';
+export type { RetryScheduleInput } from '../delivery/retry-schedule';
+export { WebhookDestination } from '../delivery/destination';
 export type {
   WebhookEntry,
   WebhookDestinationOptions,
@@ -26,8 +26,10 @@ export type {
   AttemptResult,
   DeliveryResult,
   AttemptState,
-} from './destination';
-export type { WebhookTransport, WebhookRequest, WebhookResponse } from '../transport/http-transport';
+} from '../delivery/destination';
+export { NodeTransport } from '../transport/node';
+export type { NodeTransportOptions } from '../transport/node';
+export type { Transport, HttpRequest, HttpResponse } from '../transport/transport';
 export { createForwarder, Forwarder } from './service';
 export type { ForwarderOptions, ForwarderInternals, ListenOptions, ForwarderStats, DeletionResult, ForwarderEvents } from './service';
 export { parseConfig, loadConfigFile } from './config';
@@ -41,12 +43,12 @@ export type {
   SecretValue,
   ResolvedConfig,
 } from './config';
-export type { DeletionRequest } from './deletion';
-export type { AudienceSyncRequest, AudienceSyncResult } from './audiences';
-export { snakeCase } from './snake-case';
-export { MemoryStore } from './memory-store';
-export { SqliteStore } from './sqlite-store';
-export type { SqliteStoreOptions } from './sqlite-store';
+export type { DeletionRequest } from './routing/deletion';
+export type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
+export { snakeCase } from './routing/snake-case';
+export { MemoryStore } from './store/memory';
+export { SqliteStore } from './store/sqlite';
+export type { SqliteStoreOptions } from './store/sqlite';
 export type {
   ForwarderStore,
   NewDelivery,
@@ -57,5 +59,5 @@ export type {
   DeliveryKind,
   StoreCounts,
   AudienceChange,
-} from './store';
-export type { AttemptReport } from './scheduler';
+} from './store/store';
+export type { AttemptReport } from './scheduling/scheduler';

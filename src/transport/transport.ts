@@ -1,24 +1,34 @@
-/** One HTTP POST as the client and the forwarder make it. */
+/**
+ * The one HTTP seam of the package: one POST, one answer. The client's batches and the
+ * forwarder's webhook deliveries both go through it; the callers keep the policy (which
+ * statuses count, retries, signing), a transport only moves bytes. Pass your own as the
+ * client's `transport` option or `WebhookDestination`'s `transport` option (a proxy, a
+ * recording fake in tests); the default is `NodeTransport`.
+ */
 export interface HttpRequest {
-  readonly url: string;
+  /** Target, parsed once by the caller. Credentials in it become Basic auth. */
+  readonly url: URL;
+  /** Complete header set, names as they go on the wire. */
   readonly headers: Readonly<Record<string, string>>;
-  readonly body: string | Buffer;
-  /** Milliseconds until the request is abandoned with a `TimeoutError`. */
+  /** The exact bytes to send (the signed ones, for a webhook). */
+  readonly body: Buffer | string;
+  /** Milliseconds for the whole exchange, until the status line is in. */
   readonly timeout: number;
 }
 
 export interface HttpResponse {
   readonly status: number;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The raw `Retry-After` header, when the server sent one. */
+  readonly retryAfter?: string | undefined;
 }
 
-/**
- * The HTTP seam. Resolves with any status (no throwing on 4xx/5xx, no redirects
- * followed, no retries: one retry policy lives with the caller); rejects only with
- * a `NetworkError` or `TimeoutError` when no response came.
- */
 export interface Transport {
-  post(request: HttpRequest): Promise<HttpResponse>;
-  /** Frees sockets kept alive. */
+  /**
+   * Sends one request. Resolves with any status as soon as the headers are in (no throwing
+   * on 4xx/5xx, no redirects followed, no retries); rejects only with a `NetworkError` or
+   * `TimeoutError` when no answer came.
+   */
+  send(request: HttpRequest): Promise<HttpResponse>;
+  /** Releases kept-alive sockets. Called once nothing is in flight. */
   close?(): void;
 }

@@ -2,7 +2,7 @@ import { toBodyInput } from './body';
 import type { WebhookBody } from './body';
 import { WEBHOOK_MESSAGE_TYPES } from './message-types';
 import type { WebhookMessage, WebhookMessageType } from './message-types';
-import { isTimestamp } from './timestamp';
+import { isTimestamp } from '../messages/timestamp';
 import { WebhookMessageError } from '../errors';
 
 type Json = Record<string, unknown>;

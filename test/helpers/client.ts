@@ -8,8 +8,8 @@ export function createTestClient(options: Partial<AnalyticsOptions> = {}) {
   const transport = new FakeTransport();
   const clock = new FakeClock();
   const analytics = new Analytics(
-    { writeKey: 'test-write-key', endpoint: 'https://ingest.test', ...options },
-    { transport, clock, random: () => 0.5 },
+    { writeKey: 'test-write-key', endpoint: 'https://ingest.test', transport, ...options },
+    { clock, random: () => 0.5 },
   );
   return { analytics, transport, clock };
 }

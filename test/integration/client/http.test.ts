@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { Analytics } from '../../../src/client/analytics';
 import { HttpError, NetworkError, TimeoutError } from '../../../src/errors';
-import { GotTransport } from '../../../src/transport/got-transport';
-import { NodeTransport } from '../../../src/transport/node-transport';
+import { GotTransport } from '../../../src/transport/got';
+import { NodeTransport } from '../../../src/transport/node';
 import type { Transport } from '../../../src/transport/transport';
 import { startSink } from '../../helpers/sink';
 
@@ -34,7 +34,7 @@ for (const [name, makeTransport] of transports) {
 
     it('sends batches as POST /v1/batch with Basic auth on one kept-alive socket', async () => {
       sink = await startSink();
-      const analytics = new Analytics({ writeKey: 'wk_live', endpoint: sink.url, flushAt: 2, concurrency: 1 }, { transport });
+      const analytics = new Analytics({ writeKey: 'wk_live', endpoint: sink.url, flushAt: 2, concurrency: 1, transport });
       for (let i = 0; i < 4; i++) {
         analytics.track({ userId: 'u1', event: 'E', properties: { i } });
         if (i % 2 === 1) await analytics.flush();
@@ -53,7 +53,7 @@ for (const [name, makeTransport] of transports) {
 
     it('sends gzip bodies the server can read', async () => {
       sink = await startSink();
-      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, gzip: true }, { transport });
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, gzip: true, transport });
       analytics.track({ userId: 'u1', event: 'Zipped' });
       await analytics.flush();
       expect(sink.requests[0]?.headers['content-encoding']).to.equal('gzip');
@@ -68,7 +68,6 @@ for (const [name, makeTransport] of transports) {
       });
       const analytics = new Analytics(
         { writeKey: 'k', endpoint: sink.url, timeout: 200, minRetryDelay: 10, maxRetryDelay: 20 },
-        { transport },
       );
       const errors: unknown[] = [];
       analytics.track({ userId: 'u', event: 'E' }, (error) => errors.push(error));
@@ -79,7 +78,7 @@ for (const [name, makeTransport] of transports) {
 
     it('reports a TimeoutError after the last retry', async () => {
       sink = await startSink(() => {});
-      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 100, maxRetries: 1, minRetryDelay: 1 }, { transport });
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 100, maxRetries: 1, minRetryDelay: 1, transport });
       const results: unknown[] = [];
       analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
       await analytics.flush();
@@ -89,7 +88,7 @@ for (const [name, makeTransport] of transports) {
 
     it('does not follow a redirect and does not retry it', async () => {
       sink = await startSink((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end());
-      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url }, { transport });
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, transport });
       const results: unknown[] = [];
       analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
       await analytics.flush();
@@ -102,7 +101,7 @@ for (const [name, makeTransport] of transports) {
       const closed = await startSink();
       const url = closed.url.replace('http://', 'http://user:pw@');
       await closed.close();
-      const analytics = new Analytics({ writeKey: 'k', endpoint: url, maxRetries: 2, minRetryDelay: 1 }, { transport });
+      const analytics = new Analytics({ writeKey: 'k', endpoint: url, maxRetries: 2, minRetryDelay: 1, transport });
       const results: unknown[] = [];
       analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
       await analytics.flush();
@@ -123,7 +122,7 @@ for (const [name, makeTransport] of transports) {
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       try {
         const { port } = server.address() as AddressInfo;
-        const analytics = new Analytics({ writeKey: 'k', endpoint: `https://127.0.0.1:${port}`, minRetryDelay: 1 }, { transport });
+        const analytics = new Analytics({ writeKey: 'k', endpoint: `https://127.0.0.1:${port}`, minRetryDelay: 1, transport });
         const results: unknown[] = [];
         analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
         await analytics.flush();
@@ -148,7 +147,7 @@ describe('NodeTransport and a receiver that drips its answer', () => {
     });
     const transport = new NodeTransport();
     try {
-      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 300, maxRetries: 0 }, { transport });
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, timeout: 300, maxRetries: 0, transport });
       const results: unknown[] = [];
       analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
       await analytics.flush();

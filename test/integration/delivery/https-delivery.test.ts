@@ -2,9 +2,9 @@ import { createHmac } from 'node:crypto';
 import { after, afterEach, before, describe, it } from 'mocha';
 import { expect } from 'chai';
 import { NetworkError } from '../../../src/errors';
-import { WebhookDestination } from '../../../src/forwarder/destination';
-import type { DestinationInternals, WebhookDestinationOptions } from '../../../src/forwarder/destination';
-import { toWebhookMessage } from '../../../src/forwarder/webhook-message';
+import { WebhookDestination } from '../../../src/delivery/destination';
+import type { WebhookDestinationOptions } from '../../../src/delivery/destination';
+import { toWebhookMessage } from '../../../src/messages/webhook';
 import { FakeClock } from '../../helpers/fake-clock';
 import { makeCertificates } from './certificates';
 import type { TestCertificates } from './certificates';
@@ -32,8 +32,8 @@ describe('WebhookDestination over HTTPS (certificates made with openssl at test 
     return r;
   }
 
-  function destination(url: string, internals: DestinationInternals = {}, options: Partial<WebhookDestinationOptions> = {}): WebhookDestination {
-    const d = new WebhookDestination({ webhooks: [{ url }], sharedSecret: 'tls-secret', timeout: 2000, ...options }, { clock: new FakeClock(), ...internals });
+  function destination(url: string, options: Partial<WebhookDestinationOptions> = {}): WebhookDestination {
+    const d = new WebhookDestination({ webhooks: [{ url }], sharedSecret: 'tls-secret', timeout: 2000, ...options }, { clock: new FakeClock() });
     cleanups.push(() => d.close());
     return d;
   }

@@ -82,8 +82,8 @@ describe('Analytics', () => {
       const { analytics, transport, clock } = createTestClient({ endpoint: 'https://ingest.test/' });
       analytics.track({ userId: 'u1', event: 'E' });
       await analytics.flush();
-      const [sent] = transport.requests;
-      expect(sent?.request.url).to.equal('https://ingest.test/v1/batch');
+      const [sent] = transport.batches;
+      expect(sent?.request.url.href).to.equal('https://ingest.test/v1/batch');
       expect(sent?.request.headers.authorization).to.equal(`Basic ${Buffer.from('test-write-key:').toString('base64')}`);
       expect(sent?.request.headers['content-type']).to.equal('application/json');
       expect(sent?.body.sentAt).to.equal(new Date(clock.now()).toISOString());
@@ -94,7 +94,7 @@ describe('Analytics', () => {
       const { analytics, transport } = createTestClient({ gzip: true });
       analytics.track({ userId: 'u1', event: 'E' });
       await analytics.flush();
-      const request = transport.requests[0]!.request;
+      const request = transport.batches[0]!.request;
       expect(request.headers['content-encoding']).to.equal('gzip');
       expect(Buffer.isBuffer(request.body)).to.equal(true);
       expect(transport.messages).to.have.length(1);
@@ -106,9 +106,9 @@ describe('Analytics', () => {
       const { analytics, transport } = createTestClient({ flushAt: 3 });
       for (let i = 0; i < 7; i++) analytics.track({ userId: 'u', event: 'E', properties: props(i) });
       await flushMicrotasks();
-      expect(transport.requests.map((r) => r.body.batch.length)).to.deep.equal([3, 3]);
+      expect(transport.batches.map((r) => r.body.batch.length)).to.deep.equal([3, 3]);
       await analytics.flush();
-      expect(transport.requests.map((r) => r.body.batch.length)).to.deep.equal([3, 3, 1]);
+      expect(transport.batches.map((r) => r.body.batch.length)).to.deep.equal([3, 3, 1]);
       expect(transport.messages.map((m) => (m.properties as { index: number }).index)).to.deep.equal([0, 1, 2, 3, 4, 5, 6]);
     });
 
@@ -118,16 +118,16 @@ describe('Analytics', () => {
       await clock.tick(600);
       analytics.track({ userId: 'u', event: 'second' });
       await clock.tick(399);
-      expect(transport.requests).to.have.length(0);
+      expect(transport.batches).to.have.length(0);
       await clock.tick(1);
-      expect(transport.requests).to.have.length(1);
+      expect(transport.batches).to.have.length(1);
       expect(transport.messages.map((m) => m.event)).to.deep.equal(['first', 'second']);
       // The next message starts a new interval.
       analytics.track({ userId: 'u', event: 'third' });
       await clock.tick(999);
-      expect(transport.requests).to.have.length(1);
+      expect(transport.batches).to.have.length(1);
       await clock.tick(1);
-      expect(transport.requests).to.have.length(2);
+      expect(transport.batches).to.have.length(2);
     });
 
     it('sends every call at once with flushAt 1', async () => {
@@ -135,7 +135,7 @@ describe('Analytics', () => {
       analytics.track({ userId: 'u', event: 'a' });
       analytics.track({ userId: 'u', event: 'b' });
       await flushMicrotasks();
-      expect(transport.requests.map((r) => r.body.batch.length)).to.deep.equal([1, 1]);
+      expect(transport.batches.map((r) => r.body.batch.length)).to.deep.equal([1, 1]);
     });
 
     it('splits a batch before it passes 500 KB', async () => {
@@ -144,10 +144,10 @@ describe('Analytics', () => {
       for (let i = 0; i < 40; i++) analytics.track({ userId: 'u', event: 'Big', properties: { big, i } });
       await analytics.flush();
       expect(transport.messages).to.have.length(40);
-      expect(transport.requests.length).to.be.greaterThan(2);
-      for (const sent of transport.requests) expect(sent.bytes).to.be.at.most(500 * 1024);
+      expect(transport.batches.length).to.be.greaterThan(2);
+      for (const sent of transport.batches) expect(sent.bytes).to.be.at.most(500 * 1024);
       // Each batch but the last was full: one more message would have passed the limit.
-      for (const sent of transport.requests.slice(0, -1)) expect(sent.bytes + 30 * 1024).to.be.greaterThan(500 * 1024);
+      for (const sent of transport.batches.slice(0, -1)) expect(sent.bytes + 30 * 1024).to.be.greaterThan(500 * 1024);
     });
   });
 
@@ -165,7 +165,7 @@ describe('Analytics', () => {
       expect(events).to.have.length(1);
       expect(analytics.pending).to.equal(0);
       await analytics.flush();
-      expect(transport.requests).to.have.length(0);
+      expect(transport.batches).to.have.length(0);
     });
 
     it('never throws without callback or error listener', () => {
@@ -277,34 +277,34 @@ describe('Analytics', () => {
   describe('retries', () => {
     it('retries 5xx, 429 and network errors with backoff, then delivers', async () => {
       const { analytics, transport, clock } = createTestClient({ minRetryDelay: 100 });
-      const answers = [{ status: 503, headers: {} }, new NetworkError('reset'), { status: 429, headers: {} }];
-      transport.respondWith((_r, i) => answers[i] ?? { status: 200, headers: {} });
+      const answers = [{ status: 503 }, new NetworkError('reset'), { status: 429 }];
+      transport.respondWith((_r, i) => answers[i] ?? { status: 200 });
       const result = callbackResult();
       analytics.track({ userId: 'u', event: 'E' }, result.callback);
       const flushed = analytics.flush();
       await clock.tick(10_000);
       await flushed;
       expect((await result.promise).error).to.equal(undefined);
-      expect(transport.requests).to.have.length(4);
+      expect(transport.batches).to.have.length(4);
       // Every attempt sends the same bytes.
-      expect(new Set(transport.requests.map((r) => r.request.body))).to.have.property('size', 1);
+      expect(new Set(transport.batches.map((r) => r.request.body))).to.have.property('size', 1);
     });
 
     it('waits as long as Retry-After says', async () => {
       const { analytics, transport, clock } = createTestClient({ minRetryDelay: 10 });
-      transport.respondWith((_r, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200, headers: {} }));
+      transport.respondWith((_r, i) => (i === 0 ? { status: 429, retryAfter: '2' } : { status: 200 }));
       analytics.track({ userId: 'u', event: 'E' });
       const flushed = analytics.flush();
       await clock.tick(1999);
-      expect(transport.requests).to.have.length(1);
+      expect(transport.batches).to.have.length(1);
       await clock.tick(1);
       await flushed;
-      expect(transport.requests).to.have.length(2);
+      expect(transport.batches).to.have.length(2);
     });
 
     it('does not retry other 4xx and reports an HttpError to every callback of the batch', async () => {
       const { analytics, transport } = createTestClient({ flushAt: 2 });
-      transport.respondWith(() => ({ status: 400, headers: {} }));
+      transport.respondWith(() => ({ status: 400 }));
       const results = [callbackResult(), callbackResult()];
       const events: unknown[] = [];
       analytics.on('error', (e) => events.push(e));
@@ -317,14 +317,14 @@ describe('Analytics', () => {
         expect((error as HttpError).status).to.equal(400);
         expect((error as HttpError).retryable).to.equal(false);
       }
-      expect(transport.requests).to.have.length(1);
+      expect(transport.batches).to.have.length(1);
       expect(events).to.have.length(1);
       expect(analytics.pending).to.equal(0);
     });
 
     it('gives up after maxRetries with the last error', async () => {
       const { analytics, transport, clock } = createTestClient({ maxRetries: 2, minRetryDelay: 10 });
-      transport.respondWith(() => ({ status: 500, headers: {} }));
+      transport.respondWith(() => ({ status: 500 }));
       const result = callbackResult();
       analytics.track({ userId: 'u', event: 'E' }, result.callback);
       const flushed = analytics.flush();
@@ -333,12 +333,12 @@ describe('Analytics', () => {
       const { error } = await result.promise;
       expect(error).to.be.instanceOf(HttpError);
       expect((error as HttpError).status).to.equal(500);
-      expect(transport.requests).to.have.length(3);
+      expect(transport.batches).to.have.length(3);
     });
 
     it('tells the caller to check the write key on 401 without showing it', async () => {
       const { analytics, transport } = createTestClient();
-      transport.respondWith(() => ({ status: 401, headers: {} }));
+      transport.respondWith(() => ({ status: 401 }));
       const result = callbackResult();
       analytics.track({ userId: 'u', event: 'E' }, result.callback);
       await analytics.flush();
@@ -352,7 +352,7 @@ describe('Analytics', () => {
     it('flush waits for batches already in flight', async () => {
       const { analytics, transport } = createTestClient({ flushAt: 1 });
       let release!: () => void;
-      transport.respondWith(() => new Promise((resolve) => (release = () => resolve({ status: 200, headers: {} }))));
+      transport.respondWith(() => new Promise((resolve) => (release = () => resolve({ status: 200 }))));
       analytics.track({ userId: 'u', event: 'E' });
       let done = false;
       const flushed = analytics.flush().then(() => (done = true));
@@ -378,12 +378,12 @@ describe('Analytics', () => {
       expect((await result.promise).error).to.be.instanceOf(ClientClosedError);
       expect(events[0]).to.be.instanceOf(ClientClosedError);
       await analytics.flush();
-      expect(transport.requests).to.have.length(1);
+      expect(transport.batches).to.have.length(1);
     });
 
     it('closeAndFlush resolves after its timeout while a batch is still retrying; the callback still fires once', async () => {
       const { analytics, transport, clock } = createTestClient({ minRetryDelay: 5000, maxRetryDelay: 5000 });
-      transport.respondWith((_r, i) => (i < 2 ? { status: 503, headers: {} } : { status: 200, headers: {} }));
+      transport.respondWith((_r, i) => (i < 2 ? { status: 503 } : { status: 200 }));
       const calls: (Error | undefined)[] = [];
       analytics.track({ userId: 'u', event: 'E' }, (error) => calls.push(error));
       let closed = false;
@@ -436,7 +436,7 @@ describe('Analytics', () => {
       expect((await ok.promise).error).to.equal(undefined);
       expect((await ok.promise).id).to.be.a('string');
       expect((await bad.promise).error).to.be.instanceOf(ValidationError);
-      expect(transport.requests).to.have.length(0);
+      expect(transport.batches).to.have.length(0);
     });
   });
 

@@ -7,8 +7,8 @@ describe('resolveOptions', () => {
 
   it('fills every default', () => {
     const resolved = resolveOptions(base);
+    expect(resolved.url.href).to.equal('https://ingest.example.com/v1/batch');
     expect(resolved).to.include({
-      url: 'https://ingest.example.com/v1/batch',
       flushAt: 20,
       flushInterval: 5000,
       maxRetries: DEFAULTS.maxRetries,
@@ -23,8 +23,8 @@ describe('resolveOptions', () => {
   });
 
   it('accepts `host` as an alias of `endpoint` and joins the path', () => {
-    expect(resolveOptions({ writeKey: 'k', host: 'http://127.0.0.1:8787/' }).url).to.equal('http://127.0.0.1:8787/v1/batch');
-    expect(resolveOptions({ writeKey: 'k', host: 'http://h/base', path: '/x' }).url).to.equal('http://h/base/x');
+    expect(resolveOptions({ writeKey: 'k', host: 'http://127.0.0.1:8787/' }).url.href).to.equal('http://127.0.0.1:8787/v1/batch');
+    expect(resolveOptions({ writeKey: 'k', host: 'http://h/base', path: '/x' }).url.href).to.equal('http://h/base/x');
   });
 
   it('refuses a missing or empty write key without echoing it', () => {

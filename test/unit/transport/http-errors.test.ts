@@ -1,8 +1,8 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { NetworkError, TimeoutError } from '../../../src/errors';
-import { toNetworkError } from '../../../src/transport/http-errors';
-import { redactUrl } from '../../../src/transport/http-redact';
+import { toNetworkError } from '../../../src/transport/network-errors';
+import { redactUrl } from '../../../src/transport/redact';
 
 const socketError = (code: string, message = `connect ${code}`) => Object.assign(new Error(message), { code });
 

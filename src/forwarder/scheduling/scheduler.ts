@@ -1,0 +1,251 @@
+import createDebug from 'debug';
+import type { Clock, TimerHandle } from '../../clock';
+import type { AttemptResult, AttemptState } from '../../delivery/destination';
+import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/store';
+
+const log = createDebug('analytics:forwarder');
+
+/** What the scheduler needs of a destination: one attempt, no timers (WebhookDestination#attempt). */
+export interface DeliveryTarget {
+  attempt(body: string, state: AttemptState): Promise<AttemptResult>;
+}
+
+export interface SchedulerOptions {
+  /** Attempts in flight at once, over all sources. */
+  readonly concurrency: number;
+  /**
+   * Attempts in flight at once for one source, so that a receiver that hangs until the timeout
+   * cannot hold every slot. Default: `concurrency` when one source delivers, else half of it
+   * (rounded up).
+   */
+  readonly sourceConcurrency?: number;
+  /** Longest sleep when nothing is due, in ms: a safety net, since new work wakes the loop. Default 5000. */
+  readonly idleWait?: number;
+}
+
+/** One finished attempt, for events and logs (no body). */
+export interface AttemptReport {
+  readonly id: number;
+  readonly source: string;
+  readonly kind: PendingDelivery['kind'];
+  readonly messageId: string;
+  readonly result: AttemptResult;
+}
+
+const DEFAULTS = { idleWait: 5000 } as const;
+
+/** Delay before a delivery is looked at again when attempt() broke its promise never to reject, in ms. */
+const BROKEN_ATTEMPT_DELAY = 60_000;
+
+/**
+ * The delivery loop: takes due deliveries from the store, source by source in turn (at most
+ * `concurrency` in flight, at most `sourceConcurrency` per source), makes one attempt each through
+ * the source's destination, and writes the outcome back: done, failed, or the next attempt time
+ * the destination computed. Outcomes that finish in the same turn of the event loop are written
+ * in one transaction. A delivery stays "in flight" until its outcome is written, so it is never
+ * attempted twice at once; if the process dies first, the store still has it pending and it is
+ * attempted again after a restart (at-least-once). Deliveries of a source without a destination
+ * (removed from the config, or switched off) are left pending, visible in the queue depth.
+ */
+export class Scheduler {
+  private readonly inFlight = new Set<number>();
+  private readonly perSource = new Map<string, number>();
+  private readonly sources: readonly string[];
+  private readonly sourceCap: number;
+  private turn = 0;
+  private readonly outcomes: Array<{ outcome: DeliveryOutcome; report: AttemptReport }> = [];
+  private readonly idleWait: number;
+  private timer: TimerHandle | undefined;
+  private pumping: Promise<void> | undefined;
+  private again = false;
+  private flushing: Promise<void> | undefined;
+  private flushQueued = false;
+  private stopped = false;
+  private started = false;
+  private drained: (() => void) | undefined;
+
+  constructor(
+    private readonly store: ForwarderStore,
+    private readonly targets: ReadonlyMap<string, DeliveryTarget>,
+    private readonly clock: Clock,
+    private readonly options: SchedulerOptions,
+    private readonly onAttempt: (report: AttemptReport) => void = () => {},
+  ) {
+    this.idleWait = options.idleWait ?? DEFAULTS.idleWait;
+    this.sources = [...targets.keys()];
+    this.sourceCap = options.sourceConcurrency ?? (this.sources.length <= 1 ? options.concurrency : Math.ceil(options.concurrency / 2));
+  }
+
+  /** Attempts in flight now. */
+  get active(): number {
+    return this.inFlight.size;
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.wake();
+  }
+
+  /** New work, or a free slot: look at the store now. */
+  wake(): void {
+    if (!this.started || this.stopped) return;
+    if (this.pumping !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.pumping = this.pump().finally(() => {
+      this.pumping = undefined;
+      if (this.again) this.wake();
+    });
+  }
+
+  /** Takes no more deliveries, waits for the attempts in flight and writes their outcomes. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.pumping;
+    if (this.inFlight.size > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+      });
+    }
+    await this.flushing;
+  }
+
+  private room(source: string, free: number): number {
+    return Math.min(free, this.sourceCap - (this.perSource.get(source) ?? 0));
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      let more = true;
+      while (more && !this.stopped) {
+        this.again = false;
+        more = false;
+        // Sources take turns, starting one further each round, so each gets its share of the slots.
+        const start = this.turn++ % Math.max(1, this.sources.length);
+        for (let k = 0; k < this.sources.length; k++) {
+          const source = this.sources[(start + k) % this.sources.length]!;
+          const free = this.options.concurrency - this.inFlight.size;
+          if (free <= 0) break;
+          const room = this.room(source, free);
+          if (room <= 0) continue;
+          // A fair share per round when several sources wait; the next round hands out the rest.
+          const share = Math.max(1, Math.min(room, Math.ceil(free / (this.sources.length - k))));
+          const now = this.clock.now();
+          const due = await this.store.due(source, now, share, this.inFlight);
+          if (this.stopped) return;
+          for (const delivery of due) this.launch(delivery, now);
+          if (due.length === share) more = true;
+        }
+        if (this.again) more = true;
+        if (this.inFlight.size >= this.options.concurrency) more = false;
+      }
+      if (!this.stopped) await this.sleepUntilNextDue();
+    } catch (error) {
+      log('delivery loop: store error %s; trying again in %d ms', (error as Error).message, this.idleWait);
+      this.arm(this.idleWait);
+    }
+  }
+
+  /** Sleeps until the earliest retry among sources with room; a completion or new work wakes it sooner. */
+  private async sleepUntilNextDue(): Promise<void> {
+    const now = this.clock.now();
+    let next: number | undefined;
+    const free = this.options.concurrency - this.inFlight.size;
+    if (free > 0) {
+      for (const source of this.sources) {
+        if (this.room(source, free) <= 0) continue;
+        const at = await this.store.nextDueAfter(source, now);
+        if (at !== undefined && (next === undefined || at < next)) next = at;
+      }
+    }
+    this.arm(next === undefined ? this.idleWait : Math.min(this.idleWait, Math.max(0, next - now)));
+  }
+
+  private arm(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.wake();
+    }, ms);
+  }
+
+  private launch(delivery: PendingDelivery, now: number): void {
+    this.inFlight.add(delivery.id);
+    this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 0) + 1);
+    const target = this.targets.get(delivery.source)!;
+    const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now };
+    target
+      .attempt(delivery.body, state)
+      .catch((error: unknown): AttemptResult => {
+        // attempt() never rejects; should it ever, look again later rather than lose the delivery.
+        log('delivery %d: attempt threw %s', delivery.id, (error as Error).message);
+        return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now() + BROKEN_ATTEMPT_DELAY, outcomes: [] };
+      })
+      .then((result) => {
+        const report: AttemptReport = { id: delivery.id, source: delivery.source, kind: delivery.kind, messageId: delivery.messageId, result };
+        this.settle(outcomeOf(delivery, state, result, this.clock.now()), report);
+      });
+  }
+
+  private settle(outcome: DeliveryOutcome, report: AttemptReport): void {
+    this.outcomes.push({ outcome, report });
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    // Outcomes that arrive in the same turn share one transaction.
+    setImmediate(() => {
+      this.flushQueued = false;
+      const previous = this.flushing ?? Promise.resolve();
+      this.flushing = previous.then(() => this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.outcomes.splice(0);
+    if (batch.length === 0) return;
+    try {
+      await this.store.record(batch.map((b) => b.outcome));
+    } catch (error) {
+      // Left pending in the store: attempted again (at-least-once), never lost.
+      log('could not record %d outcomes: %s', batch.length, (error as Error).message);
+    }
+    for (const { outcome, report } of batch) {
+      this.inFlight.delete(outcome.id);
+      this.perSource.set(report.source, (this.perSource.get(report.source) ?? 1) - 1);
+      log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
+      this.onAttempt(report);
+    }
+    if (this.inFlight.size === 0 && this.drained !== undefined) this.drained();
+    this.wake();
+  }
+}
+
+function outcomeOf(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, now: number): DeliveryOutcome {
+  switch (result.status) {
+    case 'delivered':
+      return { id: delivery.id, status: 'delivered', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now };
+    case 'failed':
+      return { id: delivery.id, status: 'failed', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, reason: result.reason };
+    case 'retry': {
+      // No outcome means nothing was sent (the destination was closing): not an attempt.
+      const sent = result.outcomes.length > 0;
+      return {
+        id: delivery.id,
+        status: 'retry',
+        attempts: sent ? state.attempt : delivery.attempts,
+        firstAttemptAt: sent ? state.firstAttemptAt : delivery.firstAttemptAt,
+        nextAttemptAt: result.nextAttemptAt,
+        error: summarize(result),
+      };
+    }
+  }
+}
+
+/** "HTTP 503 from http://host/path, ERR_TIMEOUT from ...": statuses and codes, never bodies. */
+function summarize(result: AttemptResult): string {
+  return result.outcomes.map((o) => `${o.status !== undefined ? `HTTP ${o.status}` : (o.error?.code ?? 'error')} from ${o.url}`).join(', ');
+}

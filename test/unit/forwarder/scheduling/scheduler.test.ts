@@ -1,0 +1,167 @@
+import { describe, it, beforeEach, afterEach } from 'mocha';
+import { expect } from 'chai';
+import { FakeClock, flushMicrotasks } from '../../../helpers/fake-clock';
+import { MemoryStore } from '../../../../src/forwarder/store/memory';
+import { Scheduler } from '../../../../src/forwarder/scheduling/scheduler';
+import type { AttemptReport, DeliveryTarget } from '../../../../src/forwarder/scheduling/scheduler';
+import type { AttemptResult, AttemptState } from '../../../../src/delivery/destination';
+import type { NewDelivery } from '../../../../src/forwarder/store/store';
+
+interface Call {
+  body: string;
+  state: AttemptState;
+  resolve: (result: AttemptResult) => void;
+}
+
+/** A destination whose attempts the test answers by hand. */
+class ManualTarget implements DeliveryTarget {
+  readonly calls: Call[] = [];
+  attempt(body: string, state: AttemptState): Promise<AttemptResult> {
+    return new Promise((resolve) => this.calls.push({ body, state, resolve }));
+  }
+}
+
+const outcome = { url: 'http://127.0.0.1/x', index: 0, retryable: true, durationMs: 1 };
+const delivered = (attempt: number): AttemptResult => ({ status: 'delivered', url: outcome.url, attempt, outcomes: [{ ...outcome, status: 200 }] });
+const retry = (attempt: number, at: number): AttemptResult => ({ status: 'retry', attempt, nextAttemptAt: at, outcomes: [{ ...outcome, status: 503 }] });
+const failed = (attempt: number): AttemptResult => ({ status: 'failed', attempt, reason: 'HTTP 404', outcomes: [{ ...outcome, status: 404, retryable: false }] });
+
+describe('Scheduler', () => {
+  let clock: FakeClock;
+  let store: MemoryStore;
+  let target: ManualTarget;
+  let reports: AttemptReport[];
+  let scheduler: Scheduler;
+
+  function delivery(messageId: string, source = 'web'): NewDelivery {
+    return { source, destination: 'Webhooks', kind: 'message', messageId, body: `{"id":"${messageId}"}`, createdAt: clock.now() };
+  }
+
+  function create(concurrency = 8, targets: ReadonlyMap<string, DeliveryTarget> = new Map([['web', target]])): Scheduler {
+    reports = [];
+    scheduler = new Scheduler(store, targets, clock, { concurrency, idleWait: 60_000 }, (r) => reports.push(r));
+    return scheduler;
+  }
+
+  beforeEach(() => {
+    clock = new FakeClock();
+    store = new MemoryStore();
+    target = new ManualTarget();
+  });
+
+  afterEach(async () => {
+    const stopping = scheduler?.stop();
+    for (const call of target.calls) call.resolve(delivered(call.state.attempt));
+    await stopping;
+  });
+
+  it('attempts due deliveries and records their outcome', async () => {
+    await store.enqueue([delivery('a'), delivery('b')]);
+    create().start();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}']);
+    expect(target.calls[0]!.state).to.deep.equal({ attempt: 1, firstAttemptAt: clock.now() });
+    target.calls[0]!.resolve(delivered(1));
+    target.calls[1]!.resolve(failed(1));
+    await flushMicrotasks();
+    expect(await store.counts()).to.deep.include({ delivered: 1, failed: 1, pending: 0 });
+    expect(reports.map((r) => [r.messageId, r.result.status])).to.deep.equal([['a', 'delivered'], ['b', 'failed']]);
+  });
+
+  it('retries at the time the destination gave, with the attempt count and the first attempt time', async () => {
+    await store.enqueue([delivery('a')]);
+    const start = clock.now();
+    create().start();
+    await flushMicrotasks();
+    target.calls[0]!.resolve(retry(1, start + 1000));
+    await flushMicrotasks();
+    expect(await store.counts()).to.deep.include({ pending: 1, retrying: 1 });
+    await clock.tick(999);
+    expect(target.calls).to.have.length(1);
+    await clock.tick(1);
+    expect(target.calls).to.have.length(2);
+    expect(target.calls[1]!.state).to.deep.equal({ attempt: 2, firstAttemptAt: start });
+    target.calls[1]!.resolve(delivered(2));
+    await flushMicrotasks();
+    expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0, retrying: 0 });
+  });
+
+  it('keeps at most `concurrency` attempts in flight and never the same delivery twice', async () => {
+    await store.enqueue(['a', 'b', 'c', 'd', 'e'].map((id) => delivery(id)));
+    create(2).start();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}']);
+    scheduler.wake();
+    scheduler.wake();
+    await clock.tick(120_000);
+    expect(target.calls).to.have.length(2);
+    expect(scheduler.active).to.equal(2);
+    target.calls[0]!.resolve(delivered(1));
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}', '{"id":"c"}']);
+  });
+
+  it('wakes at once for new work instead of waiting for the idle poll', async () => {
+    create().start();
+    await flushMicrotasks();
+    await store.enqueue([delivery('late')]);
+    scheduler.wake();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"late"}']);
+  });
+
+  it('leaves the deliveries of a source without a destination pending, untouched', async () => {
+    await store.enqueue([delivery('orphan', 'removed-source'), delivery('a')]);
+    create().start();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}']);
+    const [kept] = await store.due('removed-source', clock.now(), 10, new Set());
+    expect(kept).to.include({ messageId: 'orphan', attempts: 0 });
+    expect((await store.counts()).pending).to.equal(2);
+  });
+
+  it('shares the slots between sources: a hanging receiver cannot take them all', async () => {
+    const hanging = new ManualTarget();
+    await store.enqueue(Array.from({ length: 10 }, (_, i) => delivery(`slow${i}`, 'slow')));
+    await store.enqueue(Array.from({ length: 10 }, (_, i) => delivery(`fast${i}`)));
+    create(4, new Map<string, DeliveryTarget>([['slow', hanging], ['web', target]])).start();
+    await flushMicrotasks();
+    // Four slots, two per source at most.
+    expect(hanging.calls).to.have.length(2);
+    expect(target.calls).to.have.length(2);
+    // The fast source keeps going while the slow one hangs.
+    for (let round = 0; round < 4; round++) {
+      for (const call of target.calls.slice(-2)) call.resolve(delivered(1));
+      await flushMicrotasks();
+    }
+    expect(target.calls).to.have.length(10);
+    expect(hanging.calls).to.have.length(2);
+    for (const call of hanging.calls) call.resolve(delivered(1));
+  });
+
+  it('does not count a retry in which nothing was sent (destination closing)', async () => {
+    await store.enqueue([delivery('a')]);
+    create().start();
+    await flushMicrotasks();
+    target.calls[0]!.resolve({ status: 'retry', attempt: 1, nextAttemptAt: clock.now() + 10, outcomes: [] });
+    await flushMicrotasks();
+    await clock.tick(10);
+    expect(target.calls[1]!.state.attempt).to.equal(1);
+  });
+
+  it('stop() waits for attempts in flight, records them, and takes nothing new', async () => {
+    await store.enqueue([delivery('a')]);
+    create().start();
+    await flushMicrotasks();
+    let stopped = false;
+    const stopping = scheduler.stop().then(() => (stopped = true));
+    await store.enqueue([delivery('b')]);
+    scheduler.wake();
+    await flushMicrotasks();
+    expect(stopped).to.equal(false);
+    target.calls[0]!.resolve(delivered(1));
+    await stopping;
+    expect(target.calls).to.have.length(1);
+    expect(await store.counts()).to.deep.include({ delivered: 1, pending: 1 });
+  });
+});

@@ -1,0 +1,57 @@
+import { expect } from 'chai';
+import { ValidationError } from '../../../src/errors';
+import { validateParams } from '../../../src/messages/rules';
+
+describe('validateParams (spec 2.4)', () => {
+  it('accepts a call with userId, with anonymousId, or with both', () => {
+    expect(validateParams('track', { userId: 'u1', event: 'E' })).to.equal(undefined);
+    expect(validateParams('identify', { anonymousId: 'a1' })).to.equal(undefined);
+    expect(validateParams('page', { userId: 'u1', anonymousId: 'a1', name: 'Home' })).to.equal(undefined);
+  });
+
+  for (const type of ['identify', 'track', 'page', 'screen', 'group'] as const) {
+    it(`refuses ${type} without userId and anonymousId`, () => {
+      const error = validateParams(type, { event: 'E', groupId: 'g' });
+      expect(error).to.be.instanceOf(ValidationError);
+      expect(error?.message).to.equal(`${type}() needs \`userId\` or \`anonymousId\` (a non-empty string); neither was given`);
+      expect(error?.field).to.equal('userId');
+    });
+  }
+
+  it('treats empty strings as missing', () => {
+    expect(validateParams('identify', { userId: '', anonymousId: '' })).to.be.instanceOf(ValidationError);
+  });
+
+  it('needs event on track, groupId on group, userId and previousId on alias', () => {
+    expect(validateParams('track', { userId: 'u' })?.field).to.equal('event');
+    expect(validateParams('track', { userId: 'u', event: '' })?.message).to.match(/event.*empty string/);
+    expect(validateParams('group', { userId: 'u' })?.field).to.equal('groupId');
+    expect(validateParams('alias', { previousId: 'p' })?.field).to.equal('userId');
+    expect(validateParams('alias', { userId: 'u' })?.field).to.equal('previousId');
+    expect(validateParams('alias', { userId: 'u', previousId: 'p' })).to.equal(undefined);
+  });
+
+  it('checks the types of optional fields', () => {
+    expect(validateParams('track', { userId: 'u', event: 'E', properties: [] })?.message).to.equal(
+      'track() takes `properties` as an object, got array',
+    );
+    expect(validateParams('identify', { userId: 'u', traits: 'x' })?.field).to.equal('traits');
+    expect(validateParams('identify', { userId: 42 })?.message).to.match(/userId.*number/);
+    expect(validateParams('page', { userId: 'u', name: 3 })?.field).to.equal('name');
+    expect(validateParams('track', { userId: 'u', event: 'E', context: null })?.field).to.equal('context');
+    expect(validateParams('track', { userId: 'u', event: 'E', integrations: true })?.field).to.equal('integrations');
+  });
+
+  it('accepts a Date or an ISO string as timestamp and refuses anything else', () => {
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: new Date() })).to.equal(undefined);
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: '2020-01-01T00:00:00Z' })).to.equal(undefined);
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: 'yesterday' })?.field).to.equal('timestamp');
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: new Date(NaN) })?.field).to.equal('timestamp');
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: 1 })?.field).to.equal('timestamp');
+  });
+
+  it('refuses parameters that are not an object', () => {
+    expect(validateParams('track', undefined)?.message).to.equal('track() takes an object of parameters, got undefined');
+    expect(validateParams('track', 'x')).to.be.instanceOf(ValidationError);
+  });
+});
