@@ -111,7 +111,7 @@ process.on('message', (message) => {
     state = fresh(message.run, message.expected, message.outageMs);
     process.send({ type: 'reset-ok' });
   } else if (message.type === 'stats') {
-    const { seen, ...counters } = state;
+    const { seen: _seen, ...counters } = state;
     process.send({ type: 'stats', ...counters });
   }
 });

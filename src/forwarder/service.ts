@@ -274,7 +274,15 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       });
       this.scheduler?.wake();
       log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
-      return { source: source.name, audience: request.audience, trait, firstSync: change.firstSync, added: change.added.length, removed: change.removed.length, sent };
+      return {
+        source: source.name,
+        audience: request.audience,
+        trait,
+        firstSync: change.firstSync,
+        added: change.added.length,
+        removed: change.removed.length,
+        sent,
+      };
     });
   }
 

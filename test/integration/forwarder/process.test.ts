@@ -83,7 +83,7 @@ describe('eventrelay CLI (child processes on the built package)', () => {
     const env = { WEB_KEY: 'crash-test-key' };
     // Mid-run: the receiver takes the first 40 messages, then answers 503 until after the restart.
     receiver.failFirst('/crash', 0);
-    let first = await serve(['--config', configPath, '--data', dataDir], env);
+    const first = await serve(['--config', configPath, '--data', dataDir], env);
     children.push(first.child);
 
     const acknowledged: string[] = [];
