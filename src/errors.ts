@@ -29,8 +29,8 @@ export class ValidationError extends EventRelayError {
   /** The field that failed, e.g. `userId` or `event`. */
   readonly field: string | undefined;
 
-  constructor(message: string, field?: string) {
-    super(message, 'ERR_VALIDATION');
+  constructor(message: string, field?: string, options?: { cause?: unknown }) {
+    super(message, 'ERR_VALIDATION', options);
     this.field = field;
   }
 }
@@ -74,6 +74,24 @@ export class QueueFullError extends EventRelayError {
 export class ClientClosedError extends EventRelayError {
   constructor() {
     super('The client is closed: closeAndFlush() was called, so new calls are refused. Create a new Analytics instance.', 'ERR_CLIENT_CLOSED');
+  }
+}
+
+/**
+ * `closeAndFlush({ timeout })` ran out of time before this message was confirmed delivered:
+ * its callback gets this error and the client stops retrying it. It may or may not have arrived.
+ */
+export class CloseTimeoutError extends EventRelayError {
+  /** The timeout that elapsed, in milliseconds. */
+  readonly timeout: number;
+
+  constructor(timeout: number) {
+    super(
+      `closeAndFlush() timed out after ${timeout} ms before this message was confirmed delivered; it is no longer retried ` +
+        'and may or may not have arrived. Give closeAndFlush a longer `timeout` to wait for retries.',
+      'ERR_CLOSE_TIMEOUT',
+    );
+    this.timeout = timeout;
   }
 }
 

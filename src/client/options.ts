@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors';
+import { describeValue, showValue } from '../internal/values';
 import type { Transport } from '../transport/transport';
 
 export interface AnalyticsOptions {
@@ -63,24 +64,64 @@ export const DEFAULTS = {
   disable: false,
 } as const;
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return `\`${JSON.stringify(value)}\` (string)`;
-  if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
-  if (value === null) return '`null`';
-  return `a value of type ${Array.isArray(value) ? 'array' : typeof value}`;
+/** Every option `Analytics` knows; any other key is a `ConfigError`, never silently ignored. */
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
+  'writeKey',
+  'endpoint',
+  'host',
+  'path',
+  'flushAt',
+  'flushInterval',
+  'maxRetries',
+  'minRetryDelay',
+  'maxRetryDelay',
+  'timeout',
+  'maxQueueSize',
+  'concurrency',
+  'gzip',
+  'disable',
+  'transport',
+]);
+
+/** Options of other SDKs that mean something here under another name. */
+const HINTS: Readonly<Record<string, string>> = {
+  enable: 'use `disable: true` to send nothing',
+  flushAfter: 'use `flushInterval` (milliseconds)',
+  maxEventsInBatch: 'use `flushAt`',
+  httpRequestTimeout: 'use `timeout` (milliseconds)',
+  httpClient: 'use `transport`',
+  dataPlaneUrl: 'use `endpoint`',
+};
+
+function checkKeys(options: object): void {
+  for (const key of Object.keys(options)) {
+    if (KNOWN_OPTIONS.has(key)) continue;
+    const hint = Object.hasOwn(HINTS, key) ? `; ${HINTS[key]}` : '';
+    throw new ConfigError(
+      `Unknown option ${showValue(key)}${hint}. Known options: ${[...KNOWN_OPTIONS].join(', ')}`,
+      key.length <= 40 ? key : undefined,
+    );
+  }
+}
+
+function transport(value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null || typeof (value as { send?: unknown }).send !== 'function') {
+    throw new ConfigError(`Expected \`transport\` to be an object with a send(request) method, got ${describeValue(value)}`, 'transport');
+  }
 }
 
 function integer(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-    throw new ConfigError(`Expected \`${name}\` to be an integer ${range}, got ${describe(value)}`, name);
+    throw new ConfigError(`Expected \`${name}\` to be an integer ${range}, got ${showValue(value)}`, name);
   }
   return value;
 }
 
 function boolean(name: string, value: unknown): boolean {
   if (typeof value !== 'boolean') {
-    throw new ConfigError(`Expected \`${name}\` to be a boolean, got ${describe(value)}`, name);
+    throw new ConfigError(`Expected \`${name}\` to be a boolean, got ${showValue(value)}`, name);
   }
   return value;
 }
@@ -89,7 +130,7 @@ function batchUrl(endpoint: unknown, path: unknown): URL {
   if (typeof endpoint !== 'string' || endpoint.trim() === '') {
     throw new ConfigError(
       'Expected `endpoint` (or its alias `host`) to be the base URL of the ingestion API, e.g. "https://events.example.com", ' +
-        `got ${describe(endpoint)}`,
+        `got ${showValue(endpoint)}`,
       'endpoint',
     );
   }
@@ -103,7 +144,7 @@ function batchUrl(endpoint: unknown, path: unknown): URL {
     throw new ConfigError(`Expected \`endpoint\` to use http or https, got \`${url.protocol}\``, 'endpoint');
   }
   if (typeof path !== 'string' || !path.startsWith('/')) {
-    throw new ConfigError(`Expected \`path\` to be a string starting with "/", got ${describe(path)}`, 'path');
+    throw new ConfigError(`Expected \`path\` to be a string starting with "/", got ${showValue(path)}`, 'path');
   }
   return new URL(url.origin + url.pathname.replace(/\/+$/, '') + path);
 }
@@ -111,8 +152,10 @@ function batchUrl(endpoint: unknown, path: unknown): URL {
 /** Validates the options once, filling defaults field by field (`{ flushAt: undefined }` keeps the default). */
 export function resolveOptions(options: AnalyticsOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
-    throw new ConfigError(`Expected an options object with at least \`writeKey\` and \`endpoint\`, got ${describe(options)}`);
+    throw new ConfigError(`Expected an options object with at least \`writeKey\` and \`endpoint\`, got ${describeValue(options)}`);
   }
+  checkKeys(options);
+  transport(options.transport);
   const { writeKey } = options;
   if (typeof writeKey !== 'string' || writeKey.length === 0) {
     // The value itself is never echoed: it may be a misplaced secret.
