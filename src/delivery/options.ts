@@ -1,6 +1,7 @@
 import { ConfigError } from '../errors';
 import { redactUrl } from '../transport/redact';
 import type { Transport } from '../transport/transport';
+import { showValue } from '../internal/values';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {
@@ -13,8 +14,19 @@ export interface WebhookEntry {
 export interface WebhookDestinationOptions {
   /** 1 to 5 webhooks (spec 8); every message goes to all of them at once. */
   readonly webhooks: readonly WebhookEntry[];
-  /** When set (non-empty), each request carries `X-Signature`: hex HMAC-SHA1 of the body. Default: none. */
-  readonly sharedSecret?: string;
+  /**
+   * When set (non-empty), each request is signed as `signing` says. An array while rotating: the
+   * first is the current secret (the only one `X-Signature` uses); Standard Webhooks sends one
+   * signature per secret. A `whsec_` secret is base64 after the prefix for Standard Webhooks.
+   * Default: none (unsigned).
+   */
+  readonly sharedSecret?: string | readonly string[];
+  /**
+   * `x-signature` (the spec's hex HMAC-SHA1 of the body, default), `standard-webhooks`
+   * (`webhook-id`, `webhook-timestamp`, `webhook-signature`) or `both`. Needs `sharedSecret`
+   * unless `x-signature`.
+   */
+  readonly signing?: SigningScheme;
   /** Time a receiver has to answer with a status, in milliseconds. Default 5000 (spec 8). */
   readonly timeout?: number;
   /** How long after the first attempt retries may happen, in milliseconds. Default 4 h (spec 8). */
@@ -34,6 +46,11 @@ export interface WebhookDestinationOptions {
   readonly ca?: string | Buffer | readonly (string | Buffer)[];
 }
 
+/** How a destination signs its requests. */
+export type SigningScheme = 'x-signature' | 'standard-webhooks' | 'both';
+
+const SIGNING_SCHEMES: readonly SigningScheme[] = ['x-signature', 'standard-webhooks', 'both'];
+
 export const DESTINATION_DEFAULTS = {
   timeout: 5000,
   retryWindow: 4 * 60 * 60 * 1000,
@@ -52,6 +69,9 @@ const RESERVED_HEADERS = new Set([
   'content-type',
   'user-agent',
   'x-signature',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
   'content-length',
   'transfer-encoding',
   'connection',
@@ -80,7 +100,9 @@ export interface ResolvedWebhook {
 
 export interface ResolvedDestinationOptions {
   readonly webhooks: readonly ResolvedWebhook[];
-  readonly sharedSecret: string | undefined;
+  /** The secrets, current first; empty when requests go unsigned. */
+  readonly secrets: readonly string[];
+  readonly signing: SigningScheme;
   readonly timeout: number;
   readonly retryWindow: number;
   readonly minRetryDelay: number;
@@ -107,9 +129,16 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
     throw new ConfigError(`Expected at most ${MAX_WEBHOOKS} webhooks per destination (spec limit), got ${list.length}`, 'webhooks');
   }
 
-  const secret: unknown = options.sharedSecret;
-  if (secret !== undefined && typeof secret !== 'string') {
-    throw new ConfigError(`Expected \`sharedSecret\` to be a string, got ${kind(secret)}`, 'sharedSecret');
+  const secrets = resolveSecrets(options.sharedSecret);
+  const signing: unknown = options.signing ?? 'x-signature';
+  if (!SIGNING_SCHEMES.includes(signing as SigningScheme)) {
+    throw new ConfigError(
+      `Expected \`signing\` to be one of ${SIGNING_SCHEMES.map((s) => `"${s}"`).join(', ')}, got ${showValue(signing)}`,
+      'signing',
+    );
+  }
+  if (signing !== 'x-signature' && secrets.length === 0) {
+    throw new ConfigError(`\`signing: "${signing}"\` needs a \`sharedSecret\` to sign with; set one, or use "x-signature" to send unsigned`, 'sharedSecret');
   }
 
   const minRetryDelay = positive(options.minRetryDelay ?? DESTINATION_DEFAULTS.minRetryDelay, 'minRetryDelay');
@@ -128,13 +157,32 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
 
   return {
     webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index)),
-    sharedSecret: secret === '' ? undefined : secret,
+    secrets,
+    signing: signing as SigningScheme,
     timeout: positive(options.timeout ?? DESTINATION_DEFAULTS.timeout, 'timeout'),
     retryWindow,
     minRetryDelay,
     maxRetryDelay,
     concurrency,
   };
+}
+
+/** One secret or a rotation list, current first; `''` (and an unset variable) means unsigned. */
+function resolveSecrets(secret: unknown): string[] {
+  if (secret === undefined || secret === '') return [];
+  if (typeof secret === 'string') return [secret];
+  if (!Array.isArray(secret) || secret.length === 0) {
+    throw new ConfigError(
+      `Expected \`sharedSecret\` to be a string, or a non-empty list of strings while rotating (current first), got ${kind(secret)}`,
+      'sharedSecret',
+    );
+  }
+  secret.forEach((item: unknown, i) => {
+    if (typeof item !== 'string' || item === '') {
+      throw new ConfigError(`Expected \`sharedSecret[${i}]\` to be a non-empty string, got ${kind(item)}`, `sharedSecret[${i}]`);
+    }
+  });
+  return secret as string[];
 }
 
 function resolveWebhook(entry: unknown, index: number): ResolvedWebhook {
@@ -186,7 +234,8 @@ function staticHeaders(headers: unknown, field: string): Record<string, string> 
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower)) {
       throw new ConfigError(
-        `The static header ${shown} in \`${field}.headers\` is not allowed: Content-Type, User-Agent and X-Signature are set by the destination, and framing headers by HTTP`,
+        `The static header ${shown} in \`${field}.headers\` is not allowed: Content-Type, User-Agent, X-Signature and the webhook-* ` +
+          'signature headers are set by the destination, and framing headers by HTTP',
         where,
       );
     }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { SigningScheme } from '../delivery/options';
 import { ConfigError } from '../errors';
 
 /**
@@ -19,8 +20,10 @@ export interface WebhooksDestinationConfig {
   readonly enabled?: boolean;
   /** 1 to 5 URLs; each message goes to all of them until one answers 2xx. */
   readonly webhooks: readonly WebhookEntryConfig[];
-  /** When set, each body is signed: `X-Signature` = hex HMAC-SHA1 keyed with it. */
-  readonly sharedSecret?: SecretValue;
+  /** When set, each body is signed as `signing` says. A list while rotating, current first. */
+  readonly sharedSecret?: SecretValue | readonly SecretValue[];
+  /** `x-signature` (default, the spec's), `standard-webhooks` or `both`; the latter two need `sharedSecret`. */
+  readonly signing?: SigningScheme;
 }
 
 export interface SourceConfig {
@@ -88,7 +91,8 @@ export interface ResolvedWebhookEntry {
 export interface ResolvedWebhooks {
   readonly enabled: boolean;
   readonly webhooks: readonly ResolvedWebhookEntry[];
-  readonly sharedSecret: string | undefined;
+  readonly sharedSecret: string | readonly string[] | undefined;
+  readonly signing: SigningScheme;
 }
 
 export interface ResolvedSource {
@@ -227,7 +231,7 @@ function headers(value: unknown, field: string, env: Env): Record<string, string
 }
 
 function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
-  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret']);
+  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing']);
   const enabledField = join(field, 'enabled');
   if (raw.enabled !== undefined && typeof raw.enabled !== 'boolean') {
     throw new ConfigError(`Expected \`${enabledField}\` to be true or false, got ${shown(raw.enabled)}`, enabledField);
@@ -245,8 +249,22 @@ function webhooksDestination(value: unknown, field: string, env: Env): ResolvedW
     const e = expectObject(entry, entryField, ['url', 'headers']);
     return { url: webhookUrl(e.url, join(entryField, 'url'), env), headers: headers(e.headers, join(entryField, 'headers'), env) };
   });
-  const sharedSecret = raw.sharedSecret === undefined ? undefined : secret(raw.sharedSecret, join(field, 'sharedSecret'), env);
-  return { enabled: raw.enabled ?? true, webhooks, sharedSecret };
+  const secretField = join(field, 'sharedSecret');
+  const sharedSecret =
+    raw.sharedSecret === undefined
+      ? undefined
+      : Array.isArray(raw.sharedSecret) && raw.sharedSecret.length > 0
+        ? raw.sharedSecret.map((item: unknown, i) => secret(item, `${secretField}[${i}]`, env))
+        : secret(raw.sharedSecret, secretField, env);
+  const signingField = join(field, 'signing');
+  const signing = raw.signing ?? 'x-signature';
+  if (signing !== 'x-signature' && signing !== 'standard-webhooks' && signing !== 'both') {
+    throw new ConfigError(`Expected \`${signingField}\` to be "x-signature", "standard-webhooks" or "both", got ${shown(signing)}`, signingField);
+  }
+  if (signing !== 'x-signature' && sharedSecret === undefined) {
+    throw new ConfigError(`\`${signingField}\` is "${signing}", which needs \`${secretField}\` to sign with`, secretField);
+  }
+  return { enabled: raw.enabled ?? true, webhooks, sharedSecret, signing };
 }
 
 function source(value: unknown, field: string, env: Env): ResolvedSource {
