@@ -21,12 +21,12 @@ export const WEBHOOK_SIGNATURE_HEADER = 'webhook-signature';
 /** How far `webhook-timestamp` may be from the receiver's clock, in ms: 5 minutes, the standard's value. */
 export const STANDARD_WEBHOOKS_TOLERANCE = 5 * 60 * 1000;
 
-/** The three headers a Standard Webhooks request carries. */
-export interface StandardWebhookHeaders {
+/** The three headers a Standard Webhooks request carries (a type, not an interface, so it is a `HeadersLike`). */
+export type StandardWebhookHeaders = {
   readonly 'webhook-id': string;
   readonly 'webhook-timestamp': string;
   readonly 'webhook-signature': string;
-}
+};
 
 export interface SignStandardWebhookOptions {
   /** The message id: the same on every retry of one message, so receivers can drop duplicates. */
