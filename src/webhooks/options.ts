@@ -3,7 +3,8 @@ import type { WebhookSecret } from './secret';
 import type { WebhookMessage } from './message-types';
 import { standardWebhookKeys } from './standard-webhooks';
 import { ConfigError } from '../errors';
-import { describeValue, showValue } from '../internal/values';
+import { durationOption, enumOption, functionOption, integerOption, objectOption } from '../internal/options';
+import { describeValue } from '../internal/values';
 
 /** What every handler gets besides the message. */
 export interface WebhookHandlerContextBase {
@@ -86,42 +87,20 @@ export interface ResolvedReceiverOptions<Context> {
 
 /** Checks the options once, at setup, and fills in the defaults. Throws `ConfigError`. */
 export function resolveReceiverOptions<Context>(options: WebhookReceiverOptions<Context>): ResolvedReceiverOptions<Context> {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigError(`Expected the options to be an object with \`secret\` and \`handler\`, got ${options === null ? 'null' : typeof options}.`);
-  }
+  objectOption('', options, 'an object with `secret` and `handler`');
   assertSecret(options.secret);
   if (typeof options.handler !== 'function') {
-    throw new ConfigError(`Expected \`handler\` to be a function (message, context) => void, got ${typeof options.handler}.`, 'handler');
+    throw new ConfigError(`Expected \`handler\` to be a function (message, context) => void, got ${describeValue(options.handler)}`, 'handler');
   }
-  if (options.onError !== undefined && typeof options.onError !== 'function') {
-    throw new ConfigError(`Expected \`onError\` to be a function when given, got ${typeof options.onError}.`, 'onError');
-  }
-  const scheme: unknown = options.scheme ?? WEBHOOK_DEFAULTS.scheme;
-  if (!SCHEMES.includes(scheme as WebhookScheme)) {
-    throw new ConfigError(`Expected \`scheme\` to be one of ${SCHEMES.map((s) => `"${s}"`).join(', ')}, got ${showValue(scheme)}.`, 'scheme');
-  }
-  const timestampTolerance = options.timestampTolerance ?? WEBHOOK_DEFAULTS.timestampTolerance;
-  if (typeof timestampTolerance !== 'number' || !Number.isSafeInteger(timestampTolerance) || timestampTolerance < 0) {
-    throw new ConfigError(
-      `Expected \`timestampTolerance\` to be an integer number of ms >= 0, got ${describeValue(timestampTolerance)}.`,
-      'timestampTolerance',
-    );
-  }
+  const scheme = enumOption<WebhookScheme>('scheme', options.scheme ?? WEBHOOK_DEFAULTS.scheme, SCHEMES);
   return {
     secret: options.secret,
     handler: options.handler,
-    timeout: positiveInteger('timeout', options.timeout ?? WEBHOOK_DEFAULTS.timeout),
-    maxBodySize: positiveInteger('maxBodySize', options.maxBodySize ?? WEBHOOK_DEFAULTS.maxBodySize),
-    scheme: scheme as WebhookScheme,
-    timestampTolerance,
+    timeout: durationOption('timeout', options.timeout ?? WEBHOOK_DEFAULTS.timeout, 1),
+    maxBodySize: integerOption('maxBodySize', options.maxBodySize ?? WEBHOOK_DEFAULTS.maxBodySize, 1),
+    scheme,
+    timestampTolerance: durationOption('timestampTolerance', options.timestampTolerance ?? WEBHOOK_DEFAULTS.timestampTolerance, 0, Number.MAX_SAFE_INTEGER),
     standardKeys: scheme === 'x-signature' ? [] : standardWebhookKeys(options.secret),
-    onError: options.onError,
+    onError: functionOption('onError', options.onError, '(error, status) => void'),
   };
-}
-
-function positiveInteger(field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new ConfigError(`Expected \`${field}\` to be an integer >= 1, got \`${String(value)}\` (${typeof value}).`, field);
-  }
-  return value;
 }
