@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors';
 import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from '../delivery/options';
 import type { SigningScheme } from '../delivery/options';
+import { standardSigningKey } from '../delivery/signing';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption } from '../internal/options';
 import { describeType, describeValue, isPlainObject } from '../internal/values';
 
@@ -194,6 +195,11 @@ function webhooksDestination(value: unknown, field: string, env: Env): ResolvedW
   const signing = enumOption(join(field, 'signing'), raw.signing ?? 'x-signature', SIGNING_SCHEMES);
   if (signing !== 'x-signature' && sharedSecret === undefined) {
     throw new ConfigError(`\`${join(field, 'signing')}\` is "${signing}", which needs \`${secretField}\` to sign with`, secretField);
+  }
+  // The destination decodes a whsec_ secret at start; checked here too, so that `check` refuses what `serve` would.
+  if (signing !== 'x-signature' && sharedSecret !== undefined) {
+    const all = typeof sharedSecret === 'string' ? [sharedSecret] : sharedSecret;
+    all.forEach((one, i) => standardSigningKey(one, typeof sharedSecret === 'string' ? secretField : `${secretField}[${i}]`));
   }
   return { enabled, webhooks, sharedSecret, signing };
 }

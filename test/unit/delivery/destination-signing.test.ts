@@ -114,11 +114,16 @@ describe('WebhookDestination signing', () => {
     await destination.attempt(body, { attempt: 1, firstAttemptAt: 0 });
     await destination.attempt(body, { attempt: 2, firstAttemptAt: 0 });
     await destination.attempt(body, { attempt: 1, firstAttemptAt: 0, id: 'has a space' });
+    await destination.attempt(body, { attempt: 1, firstAttemptAt: 0, id: 'café' });
+    await destination.attempt(body, { attempt: 1, firstAttemptAt: 0, id: 'x'.repeat(257) });
+    await destination.attempt(body, { attempt: 1, firstAttemptAt: 0, id: 'x'.repeat(256) });
     const ids = transport.requests.map((r) => r.headers['webhook-id']);
     expect(ids[0]).to.equal('delivery-7');
     expect(ids[1]).to.match(/^msg_[A-Za-z0-9_-]{24}$/);
     expect(ids[2]).to.equal(ids[1]);
-    expect(ids[3]).to.equal(ids[1]); // not header-safe as it is: the body's id instead
+    // Not header-safe as they are (a space, non-ASCII, over 256 characters): the body's id instead.
+    expect(ids.slice(3, 6)).to.deep.equal([ids[1], ids[1], ids[1]]);
+    expect(ids[6]).to.equal('x'.repeat(256));
   });
 
   it('refuses bad signing settings with ConfigError, never showing the secret', () => {
