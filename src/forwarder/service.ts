@@ -131,6 +131,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           {
             webhooks: s.webhooks.webhooks,
             sharedSecret: s.webhooks.sharedSecret,
+            signing: s.webhooks.signing,
             timeout: config.delivery.timeout,
             retryWindow: config.delivery.retryWindow,
             minRetryDelay: config.delivery.minRetryDelay,
