@@ -34,7 +34,9 @@ export type ErrorCode =
   | 'ERR_FORWARDER_CLOSED'
   | 'ERR_ALREADY_LISTENING'
   | 'ERR_STORE_LOCKED'
-  | 'ERR_STORE_CLOSED';
+  | 'ERR_STORE_CLOSED'
+  // eventrelay/segment
+  | 'ERR_PLUGIN_CANCELLED';
 export class EventRelayError extends Error {
   readonly code: ErrorCode;
 
