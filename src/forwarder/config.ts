@@ -51,8 +51,23 @@ export interface DeliveryConfig {
 }
 
 export interface StorageConfig {
-  /** `sqlite` (durable, default) or `memory` (nothing survives a restart: tests, benchmarks). */
-  readonly type?: 'sqlite' | 'memory';
+  /**
+   * `sqlite` (durable, one process, default), `postgres` (durable, shared by any number of
+   * forwarder processes) or `memory` (nothing survives a restart: tests, benchmarks).
+   */
+  readonly type?: 'sqlite' | 'postgres' | 'memory';
+  /** PostgreSQL connection URL (`postgres://user:password@host:5432/db`), or `{ "env": "DATABASE_URL" }`. Required for `postgres`. */
+  readonly url?: SecretValue;
+  /** PostgreSQL connections per forwarder process. Default 10. */
+  readonly poolSize?: number;
+  /** Longest wait for a PostgreSQL connection, in ms; an unreachable server fails the start after it. Default 5000. */
+  readonly connectTimeout?: number;
+  /**
+   * How long a claimed delivery stays reserved for the instance that claimed it, in ms; if that
+   * instance dies, another takes the delivery over after it. Default 30000; at least
+   * `delivery.timeout` + 1000.
+   */
+  readonly lease?: number;
   /** Directory of the SQLite database. Default `./eventrelay-data`; the CLI's `--data` wins. */
   readonly dataDir?: string;
   /**
@@ -98,12 +113,24 @@ export interface ResolvedSource {
   readonly webhooks: ResolvedWebhooks | undefined;
 }
 
+export interface ResolvedStorage {
+  readonly type: 'sqlite' | 'postgres' | 'memory';
+  readonly dataDir: string;
+  readonly synchronous: 'full' | 'normal';
+  readonly retention: number;
+  /** Set for `postgres` only. */
+  readonly url: string | undefined;
+  readonly poolSize: number;
+  readonly connectTimeout: number;
+  readonly lease: number;
+}
+
 /** A config with every default filled in and every secret read. */
 export interface ResolvedConfig {
   readonly host: string;
   readonly port: number;
   readonly adminToken: string | undefined;
-  readonly storage: Required<StorageConfig>;
+  readonly storage: ResolvedStorage;
   readonly delivery: { -readonly [K in keyof DeliveryConfig]-?: NonNullable<DeliveryConfig[K]> };
   readonly sources: readonly ResolvedSource[];
 }
@@ -111,7 +138,16 @@ export interface ResolvedConfig {
 export const CONFIG_DEFAULTS = {
   host: '127.0.0.1',
   port: 8787,
-  storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 24 * 3600_000 },
+  storage: {
+    type: 'sqlite',
+    dataDir: './eventrelay-data',
+    synchronous: 'full',
+    retention: 24 * 3600_000,
+    url: undefined,
+    poolSize: 10,
+    connectTimeout: 5000,
+    lease: 30_000,
+  },
   delivery: { concurrency: 32, timeout: 5000, retryWindow: 4 * 3600_000, minRetryDelay: 1000, maxRetryDelay: 600_000 },
 } as const;
 
@@ -226,6 +262,28 @@ function headers(value: unknown, field: string, env: Env): Record<string, string
   return out;
 }
 
+/** `storage.url`: required for postgres, refused for the others; never echoed (it may hold a password). */
+function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): string | undefined {
+  if (type !== 'postgres') {
+    if (value !== undefined) throw new ConfigError(`\`storage.url\` applies to "type": "postgres" only; the storage type is "${type}"`, 'storage.url');
+    return undefined;
+  }
+  if (value === undefined) {
+    throw new ConfigError('`storage.url` is required with "type": "postgres": a URL such as postgres://user@host:5432/db, or { "env": "DATABASE_URL" }', 'storage.url');
+  }
+  const text = secret(value, 'storage.url', env);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('Expected `storage.url` to be a postgres:// URL, got a string that is not a URL', 'storage.url');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(`Expected \`storage.url\` to be a postgres:// or postgresql:// URL, got the scheme \`${url.protocol}\``, 'storage.url');
+  }
+  return text;
+}
+
 function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
   const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret']);
   const enabledField = join(field, 'enabled');
@@ -273,13 +331,21 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   const port = optionalInteger(raw.port, 'port', 0, 65535, CONFIG_DEFAULTS.port);
   const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
 
-  const s = raw.storage === undefined ? {} : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention']);
+  const s =
+    raw.storage === undefined
+      ? {}
+      : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'url', 'poolSize', 'connectTimeout', 'lease']);
   const d = CONFIG_DEFAULTS.storage;
-  const storage: Required<StorageConfig> = {
-    type: optionalEnum(s.type, 'storage.type', ['sqlite', 'memory'], d.type),
+  const type = optionalEnum(s.type, 'storage.type', ['sqlite', 'postgres', 'memory'], d.type);
+  const storage: ResolvedStorage = {
+    type,
     dataDir: s.dataDir === undefined ? d.dataDir : nonEmptyString(s.dataDir, 'storage.dataDir'),
     synchronous: optionalEnum(s.synchronous, 'storage.synchronous', ['full', 'normal'], d.synchronous),
     retention: optionalInteger(s.retention, 'storage.retention', 1000, Number.MAX_SAFE_INTEGER, d.retention),
+    url: storageUrl(type, s.url, env),
+    poolSize: optionalInteger(s.poolSize, 'storage.poolSize', 1, 1000, d.poolSize),
+    connectTimeout: optionalInteger(s.connectTimeout, 'storage.connectTimeout', 1, 600_000, d.connectTimeout),
+    lease: optionalInteger(s.lease, 'storage.lease', 1000, 3600_000, d.lease),
   };
 
   const r =
@@ -297,6 +363,13 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     minRetryDelay: optionalInteger(r.minRetryDelay, 'delivery.minRetryDelay', 1, 24 * 3600_000, dd.minRetryDelay),
     maxRetryDelay: optionalInteger(r.maxRetryDelay, 'delivery.maxRetryDelay', 1, 24 * 3600_000, dd.maxRetryDelay),
   };
+  if (storage.lease < delivery.timeout + 1000) {
+    throw new ConfigError(
+      `Expected \`storage.lease\` (${storage.lease} ms) to be at least \`delivery.timeout\` + 1000 ms (${delivery.timeout + 1000} ms): ` +
+        'a lease must outlast an attempt, or another instance may take the delivery over while it runs',
+      'storage.lease',
+    );
+  }
   if (delivery.minRetryDelay > delivery.maxRetryDelay) {
     throw new ConfigError(
       `Expected \`delivery.minRetryDelay\` (${delivery.minRetryDelay} ms) to be at most \`delivery.maxRetryDelay\` (${delivery.maxRetryDelay} ms)`,

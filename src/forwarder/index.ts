@@ -1,4 +1,4 @@
-export { EventRelayError, ConfigError, DeliveryError } from '../errors';
+export { EventRelayError, ConfigError, DeliveryError, StoreError } from '../errors';
 export { isDestinationEnabled } from '../delivery/integrations';
 export { toWebhookMessage } from '../messages/webhook';
 export type {
@@ -49,6 +49,8 @@ export { snakeCase } from './routing/snake-case';
 export { MemoryStore } from './store/memory';
 export { SqliteStore } from './store/sqlite';
 export type { SqliteStoreOptions } from './store/sqlite';
+export { PostgresStore } from './store/postgres';
+export type { PostgresStoreOptions } from './store/postgres';
 export type {
   ForwarderStore,
   NewDelivery,
@@ -59,5 +61,7 @@ export type {
   DeliveryKind,
   StoreCounts,
   AudienceChange,
+  LeaseRequest,
+  RecordResult,
 } from './store/store';
 export type { AttemptReport } from './scheduling/scheduler';
