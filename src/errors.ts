@@ -37,6 +37,8 @@ export type ErrorCode =
   | 'ERR_ALREADY_LISTENING'
   | 'ERR_STORE_LOCKED'
   | 'ERR_STORE_CLOSED'
+  | 'ERR_STORE_UNAVAILABLE'
+  | 'ERR_STORE_SCHEMA'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED';
 export class EventRelayError extends Error {
@@ -221,5 +223,25 @@ export class InvalidArgumentError extends EventRelayError {
   constructor(message: string, argument: string) {
     super(message, 'ERR_INVALID_ARGUMENT');
     this.argument = argument;
+  }
+}
+
+/**
+ * The forwarder's store cannot be used: another forwarder holds the SQLite data directory
+ * (`ERR_STORE_LOCKED`), the store was closed (`ERR_STORE_CLOSED`), the database cannot be
+ * reached (`ERR_STORE_UNAVAILABLE`, with the config `field`), or its schema is newer than this
+ * release (`ERR_STORE_SCHEMA`). Messages never show a database password.
+ */
+export class StoreError extends EventRelayError {
+  /** The config field to look at, e.g. `storage.url`, when one applies. */
+  readonly field: string | undefined;
+
+  constructor(
+    message: string,
+    code: 'ERR_STORE_LOCKED' | 'ERR_STORE_CLOSED' | 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_SCHEMA',
+    options?: { cause?: unknown; field?: string },
+  ) {
+    super(message, code, options);
+    this.field = options?.field;
   }
 }
