@@ -66,6 +66,8 @@ export { snakeCase } from './routing/snake-case';
 export { MemoryStore } from './store/memory';
 export { SqliteStore } from './store/sqlite';
 export type { SqliteStoreOptions } from './store/sqlite';
+export { PostgresStore } from './store/postgres';
+export type { PostgresStoreOptions } from './store/postgres';
 export type {
   ForwarderStore,
   NewDelivery,
@@ -76,5 +78,7 @@ export type {
   DeliveryKind,
   StoreCounts,
   AudienceChange,
+  LeaseRequest,
+  RecordResult,
 } from './store/store';
 export type { AttemptReport } from './scheduling/scheduler';

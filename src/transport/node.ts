@@ -9,7 +9,7 @@ import { redactUrl } from './redact';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
 /*
- * Why node:http and not got (DESIGN.md names got 14): measured on this 2-core machine with
+ * Why node:http and not got (the design first named got 14): measured on a 2-core machine with
  * 32 requests in flight to a local receiver, got 14 (retry off, keep-alive agent) made about
  * 4 000-5 800 requests/s where a bare keep-alive http.request loop made 12 000-25 000. The
  * delivery target is 0.8x of that floor, which got cannot reach; the per-request work here is

@@ -149,7 +149,7 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   const read = await readBody(req, MAX_BODY_BYTES);
   if (!read.ok) {
     log('413: body of %d bytes', read.size);
-    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES }, { Connection: 'close' });
+    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     return;
   }
   const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
@@ -220,7 +220,7 @@ async function admin(backend: HttpBackend, kind: 'deletions' | 'audiences', req:
   }
   const read = await readBody(req, MAX_ADMIN_BODY_BYTES);
   if (!read.ok) {
-    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`, {}, { Connection: 'close' });
+    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
     return;
   }
   const json = parseJson(read.body);
