@@ -17,6 +17,7 @@ export type ErrorCode =
   // The client
   | 'ERR_QUEUE_FULL'
   | 'ERR_CLIENT_CLOSED'
+  | 'ERR_CLOSE_TIMEOUT'
   | 'ERR_CALLBACK'
   | 'ERR_INTERNAL'
   // HTTP: HttpError, NetworkError and TimeoutError
@@ -36,6 +37,8 @@ export type ErrorCode =
   | 'ERR_ALREADY_LISTENING'
   | 'ERR_STORE_LOCKED'
   | 'ERR_STORE_CLOSED'
+  | 'ERR_STORE_UNAVAILABLE'
+  | 'ERR_STORE_SCHEMA'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED';
 export class EventRelayError extends Error {
@@ -64,8 +67,8 @@ export class ValidationError extends EventRelayError {
   /** The field that failed, e.g. `userId` or `event`. */
   readonly field: string | undefined;
 
-  constructor(message: string, field?: string) {
-    super(message, 'ERR_VALIDATION');
+  constructor(message: string, field?: string, options?: { cause?: unknown }) {
+    super(message, 'ERR_VALIDATION', options);
     this.field = field;
   }
 }
@@ -109,6 +112,24 @@ export class QueueFullError extends EventRelayError {
 export class ClientClosedError extends EventRelayError {
   constructor() {
     super('The client is closed: closeAndFlush() was called, so new calls are refused. Create a new Analytics instance.', 'ERR_CLIENT_CLOSED');
+  }
+}
+
+/**
+ * `closeAndFlush({ timeout })` ran out of time before this message was confirmed delivered:
+ * its callback gets this error and the client stops retrying it. It may or may not have arrived.
+ */
+export class CloseTimeoutError extends EventRelayError {
+  /** The timeout that elapsed, in milliseconds. */
+  readonly timeout: number;
+
+  constructor(timeout: number) {
+    super(
+      `closeAndFlush() timed out after ${timeout} ms before this message was confirmed delivered; it is no longer retried ` +
+        'and may or may not have arrived. Give closeAndFlush a longer `timeout` to wait for retries.',
+      'ERR_CLOSE_TIMEOUT',
+    );
+    this.timeout = timeout;
   }
 }
 
@@ -202,5 +223,25 @@ export class InvalidArgumentError extends EventRelayError {
   constructor(message: string, argument: string) {
     super(message, 'ERR_INVALID_ARGUMENT');
     this.argument = argument;
+  }
+}
+
+/**
+ * The forwarder's store cannot be used: another forwarder holds the SQLite data directory
+ * (`ERR_STORE_LOCKED`), the store was closed (`ERR_STORE_CLOSED`), the database cannot be
+ * reached (`ERR_STORE_UNAVAILABLE`, with the config `field`), or its schema is newer than this
+ * release (`ERR_STORE_SCHEMA`). Messages never show a database password.
+ */
+export class StoreError extends EventRelayError {
+  /** The config field to look at, e.g. `storage.url`, when one applies. */
+  readonly field: string | undefined;
+
+  constructor(
+    message: string,
+    code: 'ERR_STORE_LOCKED' | 'ERR_STORE_CLOSED' | 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_SCHEMA',
+    options?: { cause?: unknown; field?: string },
+  ) {
+    super(message, code, options);
+    this.field = options?.field;
   }
 }

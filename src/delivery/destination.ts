@@ -2,7 +2,7 @@ import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock } from '../clock';
 import type { Clock, TimerHandle } from '../clock';
-import { EventRelayError, HttpError, SerializationError } from '../errors';
+import { EventRelayError, HttpError } from '../errors';
 import { parseRetryAfter } from '../transport/backoff';
 import { toNetworkError } from '../transport/network-errors';
 import { resolveDestinationOptions } from './options';
@@ -12,6 +12,7 @@ import type { Transport } from '../transport/transport';
 import { nextAttemptAt } from './retry-schedule';
 import { bodyId, signBody, signingKey, signStandard, standardSigningKey } from './signing';
 import type { KeyObject } from 'node:crypto';
+import { serializeWebhookMessage } from '../messages/webhook';
 import type { WebhookMessage } from '../messages/webhook';
 
 export type { SigningScheme, WebhookEntry, WebhookDestinationOptions } from './options';
@@ -106,18 +107,9 @@ export class WebhookDestination {
       signing === 'x-signature' ? [] : secrets.map((secret, i) => standardSigningKey(secret, secrets.length === 1 ? 'sharedSecret' : `sharedSecret[${i}]`));
   }
 
-  /** Serializes a message once; the same string is signed and sent on every URL and attempt. */
+  /** Serializes a message once; the same string is signed and sent on every URL and attempt. Same as `serializeWebhookMessage`. */
   static serialize(message: WebhookMessage): string {
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(message);
-    } catch (error) {
-      throw new SerializationError(`The webhook message cannot be turned into JSON: ${(error as Error).message}`, { cause: error });
-    }
-    if (typeof text !== 'string' || !text.startsWith('{')) {
-      throw new SerializationError(`Expected a webhook message object, got ${message === null ? 'null' : typeof message}`);
-    }
-    return text;
+    return serializeWebhookMessage(message);
   }
 
   /**
