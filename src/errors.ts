@@ -3,10 +3,48 @@
  * with a stable `code` to branch on and, when it wraps another failure, a `cause`.
  * Messages never contain write keys, shared secrets or message bodies.
  */
-export class EventRelayError extends Error {
-  readonly code: string;
 
-  constructor(message: string, code: string, options?: { cause?: unknown }) {
+/**
+ * Every `code` an eventrelay error can carry; the README's Errors table lists each one with its
+ * class. Codes are stable: branch on them (or on the class), never on the message.
+ */
+export type ErrorCode =
+  // ConfigError, ValidationError, SerializationError, PayloadTooLargeError
+  | 'ERR_CONFIG'
+  | 'ERR_VALIDATION'
+  | 'ERR_SERIALIZATION'
+  | 'ERR_PAYLOAD_TOO_LARGE'
+  // The client
+  | 'ERR_QUEUE_FULL'
+  | 'ERR_CLIENT_CLOSED'
+  | 'ERR_CLOSE_TIMEOUT'
+  | 'ERR_CALLBACK'
+  | 'ERR_INTERNAL'
+  // HTTP: HttpError, NetworkError and TimeoutError
+  | 'ERR_HTTP'
+  | 'ERR_NETWORK'
+  | 'ERR_TLS_CERTIFICATE'
+  | 'ERR_BODY_READ'
+  | 'ERR_TIMEOUT'
+  // The receiver helper
+  | 'ERR_SIGNATURE'
+  | 'ERR_WEBHOOK_TIMESTAMP'
+  | 'ERR_WEBHOOK_MESSAGE'
+  | 'ERR_INVALID_ARGUMENT'
+  | 'ERR_UNSUPPORTED_RUNTIME'
+  // The forwarder
+  | 'ERR_FORWARDER_CLOSED'
+  | 'ERR_ALREADY_LISTENING'
+  | 'ERR_STORE_LOCKED'
+  | 'ERR_STORE_CLOSED'
+  | 'ERR_STORE_UNAVAILABLE'
+  | 'ERR_STORE_SCHEMA'
+  // eventrelay/segment
+  | 'ERR_PLUGIN_CANCELLED';
+export class EventRelayError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(message: string, code: ErrorCode, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -29,8 +67,8 @@ export class ValidationError extends EventRelayError {
   /** The field that failed, e.g. `userId` or `event`. */
   readonly field: string | undefined;
 
-  constructor(message: string, field?: string) {
-    super(message, 'ERR_VALIDATION');
+  constructor(message: string, field?: string, options?: { cause?: unknown }) {
+    super(message, 'ERR_VALIDATION', options);
     this.field = field;
   }
 }
@@ -77,6 +115,24 @@ export class ClientClosedError extends EventRelayError {
   }
 }
 
+/**
+ * `closeAndFlush({ timeout })` ran out of time before this message was confirmed delivered:
+ * its callback gets this error and the client stops retrying it. It may or may not have arrived.
+ */
+export class CloseTimeoutError extends EventRelayError {
+  /** The timeout that elapsed, in milliseconds. */
+  readonly timeout: number;
+
+  constructor(timeout: number) {
+    super(
+      `closeAndFlush() timed out after ${timeout} ms before this message was confirmed delivered; it is no longer retried ` +
+        'and may or may not have arrived. Give closeAndFlush a longer `timeout` to wait for retries.',
+      'ERR_CLOSE_TIMEOUT',
+    );
+    this.timeout = timeout;
+  }
+}
+
 /** A server answered with a status that is not 2xx. */
 export class HttpError extends EventRelayError {
   readonly status: number;
@@ -98,7 +154,7 @@ export class NetworkError extends EventRelayError {
   /** Whether trying again may help. TLS certificate failures are not retryable. */
   readonly retryable: boolean;
 
-  constructor(message: string, options?: { cause?: unknown; code?: string; retryable?: boolean }) {
+  constructor(message: string, options?: { cause?: unknown; code?: 'ERR_NETWORK' | 'ERR_TLS_CERTIFICATE' | 'ERR_BODY_READ' | 'ERR_TIMEOUT'; retryable?: boolean }) {
     super(message, options?.code ?? 'ERR_NETWORK', options);
     this.retryable = options?.retryable ?? true;
   }
@@ -117,8 +173,31 @@ export class TimeoutError extends NetworkError {
 
 /** A webhook signature did not match, or no signature was sent. */
 export class SignatureVerificationError extends EventRelayError {
-  constructor(message = 'The X-Signature header is missing or does not match the request body.') {
-    super(message, 'ERR_SIGNATURE');
+  constructor(message = 'The X-Signature header is missing or does not match the request body.', code: 'ERR_SIGNATURE' | 'ERR_WEBHOOK_TIMESTAMP' = 'ERR_SIGNATURE') {
+    super(message, code);
+  }
+}
+
+/**
+ * A Standard Webhooks request whose signature matched but whose `webhook-timestamp` lies
+ * further from now than the receiver's tolerance: a replay of a captured request, or a clock
+ * that is off on one side. Answered 401 like any other signature failure.
+ */
+export class WebhookTimestampError extends SignatureVerificationError {
+  /** The request's `webhook-timestamp`, in unix seconds. */
+  readonly timestamp: number;
+  /** The tolerance that was exceeded, in milliseconds. */
+  readonly tolerance: number;
+
+  constructor(timestamp: number, now: number, tolerance: number) {
+    const skew = Math.round(timestamp - now / 1000);
+    super(
+      `The webhook-timestamp is ${Math.abs(skew)} s ${skew < 0 ? 'in the past' : 'in the future'}, outside the tolerance of ` +
+        `${tolerance / 1000} s: a replayed request, or a clock that is off on the sender or the receiver (check NTP).`,
+      'ERR_WEBHOOK_TIMESTAMP',
+    );
+    this.timestamp = timestamp;
+    this.tolerance = tolerance;
   }
 }
 
@@ -133,13 +212,6 @@ export class WebhookMessageError extends EventRelayError {
   }
 }
 
-/** A message could not be delivered and will not be retried. */
-export class DeliveryError extends EventRelayError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, 'ERR_DELIVERY', options);
-  }
-}
-
 /**
  * A function was called with an argument it cannot use: a programming mistake, such as
  * passing a parsed JSON object where the raw request body is needed. Fix the call site.
@@ -151,5 +223,25 @@ export class InvalidArgumentError extends EventRelayError {
   constructor(message: string, argument: string) {
     super(message, 'ERR_INVALID_ARGUMENT');
     this.argument = argument;
+  }
+}
+
+/**
+ * The forwarder's store cannot be used: another forwarder holds the SQLite data directory
+ * (`ERR_STORE_LOCKED`), the store was closed (`ERR_STORE_CLOSED`), the database cannot be
+ * reached (`ERR_STORE_UNAVAILABLE`, with the config `field`), or its schema is newer than this
+ * release (`ERR_STORE_SCHEMA`). Messages never show a database password.
+ */
+export class StoreError extends EventRelayError {
+  /** The config field to look at, e.g. `storage.url`, when one applies. */
+  readonly field: string | undefined;
+
+  constructor(
+    message: string,
+    code: 'ERR_STORE_LOCKED' | 'ERR_STORE_CLOSED' | 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_SCHEMA',
+    options?: { cause?: unknown; field?: string },
+  ) {
+    super(message, code, options);
+    this.field = options?.field;
   }
 }

@@ -200,6 +200,7 @@ describe('WebhookDestination outcome rules', () => {
     const thrown = await destination.attempt('{}', { attempt: 1, firstAttemptAt: clock.now() });
     expect(thrown.status).to.equal('retry');
     expect(thrown.outcomes[0]?.error?.cause).to.be.instanceOf(TypeError);
+    expect(thrown.outcomes[0]?.error).to.be.instanceOf(NetworkError).and.include({ code: 'ERR_NETWORK', retryable: true });
   });
 
   it('deliver() never rejects: a message that cannot be serialized fails', async () => {
@@ -230,7 +231,7 @@ describe('WebhookDestination concurrency and close', () => {
     const { clock, transport, destination } = setup({}, () => 500);
     const pending = destination.deliver(message);
     await flushMicrotasks();
-    expect(clock.pending).to.equal(1);
+    expect(clock.pending).to.equal(2); // the retry timer, and the one that holds the process while deliver() is pending
     await destination.close();
     const result = await pending;
     expect(result).to.include({ status: 'failed', attempt: 1 });
