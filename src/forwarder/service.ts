@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
+import { hostname } from 'node:os';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import createDebug from 'debug';
@@ -20,6 +21,7 @@ import type { RouteSource } from './routing/router';
 import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
 import { createRequestHandler } from './http/server';
+import { PostgresStore } from './store/postgres';
 import { SqliteStore } from './store/sqlite';
 import type { AcceptedMessage, AcceptResult, ForwarderStore } from './store/store';
 
@@ -86,6 +88,11 @@ export interface DeletionResult {
 export interface ForwarderEvents {
   /** One attempt finished (delivered, retry or failed). */
   attempt: [report: AttemptReport];
+  /**
+   * A failure in the background that is not a delivery's: an `attempt` listener that threw.
+   * Delivery goes on. Without an `error` listener it is only logged (`DEBUG=analytics:forwarder`).
+   */
+  error: [error: Error];
 }
 
 /**
@@ -103,7 +110,10 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private readonly byKey: ReadonlyMap<string, RouteSource>;
   private readonly targets: ReadonlyMap<string, DeliveryTarget>;
   private readonly destinations: readonly WebhookDestination[];
+  /** This process among the instances sharing a store: host, pid and a random part. */
+  readonly instanceId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private store: ForwarderStore | undefined;
+  private opening: Promise<ForwarderStore> | undefined;
   private scheduler: Scheduler | undefined;
   private server: Server | undefined;
   private pruneTimer: unknown;
@@ -131,6 +141,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           {
             webhooks: s.webhooks.webhooks,
             sharedSecret: s.webhooks.sharedSecret,
+            signing: s.webhooks.signing,
             timeout: config.delivery.timeout,
             retryWindow: config.delivery.retryWindow,
             minRetryDelay: config.delivery.minRetryDelay,
@@ -178,25 +189,55 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     return this.routes.map((r) => r.name);
   }
 
-  /** Opens the store and starts delivering what it holds. Idempotent. */
+  /**
+   * Opens the store and starts delivering what it holds. Idempotent; after a failure (the database
+   * unreachable, ...) it may be called again, and `close()` still works.
+   */
   start(): Promise<void> {
+    if (this.closing !== undefined) return Promise.reject(new EventRelayError('The forwarder is closed; create a new one', 'ERR_FORWARDER_CLOSED'));
     this.starting ??= (async () => {
-      this.store = this.options.store ?? this.openStore();
+      const store = await this.openStore();
       const { concurrency, sourceConcurrency } = this.config.delivery;
-      this.scheduler = new Scheduler(this.store, this.targets, this.clock, { concurrency, sourceConcurrency }, (report) =>
-        this.emit('attempt', report),
+      this.scheduler = new Scheduler(
+        store,
+        this.targets,
+        this.clock,
+        { concurrency, sourceConcurrency, owner: this.instanceId, leaseMs: this.config.storage.lease, onError: (error) => this.backgroundError(error) },
+        (report) => this.emit('attempt', report),
       );
       this.startedAt = this.clock.now();
       this.scheduler.start();
       this.schedulePrune();
       log('started: %d sources, store %s', this.routes.length, this.options.store ? 'custom' : this.config.storage.type);
-    })();
+    })().catch((error: unknown) => {
+      this.starting = undefined;
+      throw error;
+    });
     return this.starting;
   }
 
-  private openStore(): ForwarderStore {
-    if (this.config.storage.type === 'memory') return new MemoryStore();
-    return new SqliteStore({ dataDir: this.options.dataDir ?? this.config.storage.dataDir, synchronous: this.config.storage.synchronous });
+  /** Opens the store once (not cached when it fails), without starting delivery. */
+  private openStore(): Promise<ForwarderStore> {
+    this.opening ??= (async () => {
+      const storage = this.config.storage;
+      let store: ForwarderStore;
+      if (this.options.store !== undefined) store = this.options.store;
+      else if (storage.type === 'memory') store = new MemoryStore();
+      else if (storage.type === 'postgres') {
+        store = await PostgresStore.open({ url: storage.url!, poolSize: storage.poolSize, connectTimeout: storage.connectTimeout });
+      } else store = new SqliteStore({ dataDir: this.options.dataDir ?? storage.dataDir, synchronous: storage.synchronous });
+      this.store = store;
+      return store;
+    })().catch((error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
+  }
+
+  private backgroundError(error: Error): void {
+    log('background error: %s', error.message);
+    if (this.listenerCount('error') > 0) this.emit('error', error);
   }
 
   private schedulePrune(): void {
@@ -269,7 +310,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       let sent = 0;
       const change = await store.syncAudience(source.name, trait, members, (c) => {
         const notices = planAudienceNotices(source, trait, c, now);
-        sent = notices.length;
+        sent += notices.length;
         return notices;
       });
       this.scheduler?.wake();
@@ -299,14 +340,17 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         queueDepth: counts.pending,
         oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
         inFlight: this.scheduler?.active ?? 0,
-        uptime: now - this.startedAt,
+        uptime: this.startedAt === 0 ? 0 : now - this.startedAt,
       };
     });
   }
 
+  /**
+   * Opens the store if needed, but does not start delivering: that is `start()`/`listen()`'s job
+   * (a deletion or audience sync before it is stored, and sent once the forwarder starts).
+   */
   private async withStore<T>(fn: (store: ForwarderStore) => Promise<T>): Promise<T> {
-    await this.start();
-    return fn(this.store!);
+    return fn(await this.openStore());
   }
 
   /**
@@ -331,12 +375,12 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       }
       server?.closeAllConnections();
       await serverClosed;
-      if (this.starting !== undefined) {
-        await this.starting;
-        await this.scheduler?.stop();
-        await Promise.all(this.destinations.map((d) => d.close()));
-        await this.store?.close();
-      }
+      // A start or open that failed left nothing to stop.
+      await this.starting?.catch(() => {});
+      await this.opening?.catch(() => {});
+      await this.scheduler?.stop();
+      await Promise.all(this.destinations.map((d) => d.close()));
+      await this.store?.close();
       log('closed');
     })();
     return this.closing;

@@ -4,6 +4,7 @@ import { ConfigError, EventRelayError } from '../../errors';
 import { VERSION } from '../../version';
 import { loadConfigFile } from '../config';
 import { Forwarder } from '../service';
+import { redactUrl } from '../store/postgres';
 import { statusLine } from './status-line';
 
 const USAGE = `Usage:
@@ -96,7 +97,12 @@ async function main(argv: readonly string[]): Promise<void> {
     }
     forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
     const address = await forwarder.listen({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
-    const store = config.storage.type === 'memory' ? 'memory (not durable)' : `sqlite in ${values.data ?? config.storage.dataDir} (synchronous=${config.storage.synchronous})`;
+    const store =
+      config.storage.type === 'memory'
+        ? 'memory (not durable)'
+        : config.storage.type === 'postgres'
+          ? `postgres at ${redactUrl(config.storage.url!)} (instance ${forwarder.instanceId})`
+          : `sqlite in ${values.data ?? config.storage.dataDir} (synchronous=${config.storage.synchronous})`;
     const sources = config.sources.map((s) => `${s.name} (Webhooks ${s.webhooks === undefined ? 'none' : s.webhooks.enabled ? `on, ${s.webhooks.webhooks.length} URL${s.webhooks.webhooks.length > 1 ? 's' : ''}` : 'off'})`);
     out(`eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.join(', ')}\n  store: ${store}\n`);
   } catch (error) {
