@@ -2,7 +2,7 @@ import { toBodyBytes, toBodyInput } from './body';
 import type { WebhookBody } from './body';
 import { getHeader } from './headers';
 import type { HeadersLike } from './headers';
-import { nodeCrypto } from './node-crypto';
+import { nodeCrypto, standardSignatures } from '../internal/hmac';
 import { assertSecret } from './secret';
 import type { WebhookSecret } from './secret';
 import type { webcrypto } from 'node:crypto';
@@ -85,10 +85,7 @@ export function signStandardWebhook(rawBody: WebhookBody, secret: WebhookSecret,
   const input = toBodyInput(rawBody);
   const keys = standardWebhookKeys(secret);
   const { id, seconds } = signingInput(options);
-  const { createHmac } = nodeCrypto();
-  const prefix = `${id}.${seconds}.`;
-  const signatures = keys.map((key) => `v1,${createHmac('sha256', key).update(prefix).update(input).digest('base64')}`);
-  return { 'webhook-id': id, 'webhook-timestamp': String(seconds), 'webhook-signature': signatures.join(' ') };
+  return { 'webhook-id': id, 'webhook-timestamp': String(seconds), 'webhook-signature': standardSignatures(keys, id, seconds, input) };
 }
 
 /** `signStandardWebhook` on Web Crypto, for runtimes without `node:crypto`. */
