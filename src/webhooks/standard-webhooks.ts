@@ -3,6 +3,7 @@ import type { WebhookBody } from './body';
 import { getHeader } from './headers';
 import type { HeadersLike } from './headers';
 import { nodeCrypto, standardSignatures } from '../internal/hmac';
+import { durationOption } from '../internal/options';
 import { assertSecret } from './secret';
 import type { WebhookSecret } from './secret';
 import type { KeyObject, webcrypto } from 'node:crypto';
@@ -188,10 +189,7 @@ interface ResolvedVerify {
 }
 
 function verifyOptions(options: VerifyStandardWebhookOptions): ResolvedVerify {
-  const tolerance = options.tolerance ?? STANDARD_WEBHOOKS_TOLERANCE;
-  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
-    throw new ConfigError(`Expected \`tolerance\` to be a number of ms >= 0, got ${typeof tolerance === 'number' ? tolerance : typeof tolerance}.`, 'tolerance');
-  }
+  const tolerance = durationOption('tolerance', options.tolerance ?? STANDARD_WEBHOOKS_TOLERANCE, 0, Number.MAX_SAFE_INTEGER);
   return { now: options.now ?? Date.now(), tolerance };
 }
 

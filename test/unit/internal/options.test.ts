@@ -5,6 +5,7 @@ import { resolveOptions } from '../../../src/client/options';
 import { DESTINATION_DEFAULTS, resolveDestinationOptions } from '../../../src/delivery/options';
 import { CONFIG_DEFAULTS, parseConfig } from '../../../src/forwarder/config';
 import { resolveReceiverOptions } from '../../../src/webhooks/options';
+import { verifyStandardWebhook } from '../../../src/webhooks/standard-webhooks';
 import {
   booleanOption,
   durationOption,
@@ -70,6 +71,20 @@ describe('option readers (src/internal/options)', () => {
     expect(malformed.message).to.match(/malformed URL of \d+ characters/);
     expect(malformed.message).not.to.contain('hunter2');
     expect(thrown(() => urlOption('url', undefined)).message).to.match(/got nothing$/);
+  });
+
+  it('check other schemes when told, with the same words', () => {
+    const rule = { example: 'postgres://user@host:5432/db', schemes: ['postgres:', 'postgresql:'] };
+    expect(urlOption('storage.url', 'postgresql://h/db', rule).protocol).to.equal('postgresql:');
+    expect(thrown(() => urlOption('storage.url', 'mysql://u:topsecret@h/db', rule)).message).to.equal(
+      'Expected `storage.url` to be an absolute postgres or postgresql URL such as "postgres://user@host:5432/db", got the scheme `"mysql:"` (string)',
+    );
+    expect(thrown(() => parseConfig({ storage: { type: 'postgres', url: 'mysql://u:topsecret@h/db' }, sources: [{ name: 'a', writeKey: 'k' }] }, {})).message).to.match(
+      /^Expected `storage.url` to be an absolute postgres or postgresql URL/,
+    );
+    expect(thrown(() => verifyStandardWebhook('{}', {}, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { tolerance: -1 })).message).to.equal(
+      `Expected \`tolerance\` to be a duration in milliseconds, an integer >= 0, got \`-1\` (number)`,
+    );
   });
 
   it('are the one policy of the client, the destination, the config file and the receiver', () => {
