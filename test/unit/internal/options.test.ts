@@ -6,6 +6,8 @@ import { DESTINATION_DEFAULTS, resolveDestinationOptions } from '../../../src/de
 import { CONFIG_DEFAULTS, parseConfig } from '../../../src/forwarder/config';
 import { resolveReceiverOptions } from '../../../src/webhooks/options';
 import { verifyStandardWebhook } from '../../../src/webhooks/standard-webhooks';
+import { GotTransport } from '../../../src/transport/got';
+import { NodeTransport } from '../../../src/transport/node';
 import {
   booleanOption,
   durationOption,
@@ -107,6 +109,12 @@ describe('option readers (src/internal/options)', () => {
       thrown(() => parseConfig({ sources: [{ name: 'a', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'ftp://x.example' }] } } }] }, {})).message,
     ];
     for (const message of schemes) expect(message).to.match(/to be an absolute http or https URL .*, got the scheme `"ftp:"` \(string\)$/);
+  });
+
+  it('check the transports\' options too', () => {
+    expect(thrown(() => new NodeTransport({ maxResponseBytes: -1 })).message).to.equal('Expected `maxResponseBytes` to be an integer >= 0, got `-1` (number)');
+    expect(thrown(() => new GotTransport({ maxSockets: 0 })).message).to.equal('Expected `maxSockets` to be an integer >= 1, got `0` (number)');
+    new NodeTransport({ maxResponseBytes: 0 }).close();
   });
 
   it('keep the delivery defaults in one place: the config file takes the destination defaults', () => {
