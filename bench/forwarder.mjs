@@ -16,8 +16,9 @@
 // forwarder keeps up with: `paced` messages per second for 5 s, p50/p99 from sending to the webhook.
 //
 // PostgreSQL: EVENTRELAY_BENCH_PG_URL (a database to CREATE/DROP DATABASE from), default
-// postgres://postgres@127.0.0.1:5432/postgres; its server's CPU is read from the processes of the
-// `postgres` user when it runs here. Redis at 127.0.0.1:6379: `appendonly yes` and `appendfsync
+// postgres://postgres@127.0.0.1:5432/postgres; when the server runs here, its CPU is read from the
+// processes serving the benchmark's database (pg_stat_activity) and its WAL writer, checkpointer
+// and background writer. Redis at 127.0.0.1:6379: `appendonly yes` and `appendfsync
 // always` are set for the BullMQ run and restored after it.
 //
 // Needs `npm run build` first and `npm --prefix bench ci` (bullmq, express).
@@ -78,9 +79,29 @@ function pidsOf(user) {
 }
 
 /** CPU of a changing set of processes (database backends come and go): sum of their growth. */
-function cpuMeter(listPids) {
-  const start = new Map(listPids().map((pid) => [pid, cpuMs(pid)]));
-  return () => listPids().reduce((sum, pid) => sum + cpuMs(pid) - (start.get(pid) ?? 0), 0);
+async function cpuMeter(listPids) {
+  const start = new Map((await listPids()).map((pid) => [pid, cpuMs(pid)]));
+  return async () => (await listPids()).reduce((sum, pid) => sum + cpuMs(pid) - (start.get(pid) ?? 0), 0);
+}
+
+/**
+ * The PostgreSQL processes that work for one database: its connections, and the server's WAL
+ * writer, checkpointer and background writer (they write its commits). Other databases' sessions
+ * on a shared server are left out.
+ */
+function postgresPids(adminUrl, database) {
+  const local = pidsOf('postgres');
+  return async () => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    const { rows } = await client.query(
+      `SELECT pid FROM pg_stat_activity WHERE (datname = $1 AND pid <> pg_backend_pid())
+         OR backend_type IN ('walwriter', 'checkpointer', 'background writer')`,
+      [database],
+    );
+    await client.end();
+    return rows.map((r) => r.pid).filter((pid) => local.length === 0 || pidsOf('postgres').includes(pid));
+  };
 }
 
 function redis(...args) {
@@ -163,6 +184,7 @@ async function createDatabase() {
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
+    name,
     drop: async () => {
       const client = new pg.Client({ connectionString: PG_ADMIN_URL });
       await client.connect();
@@ -212,17 +234,18 @@ async function runMode(mode) {
   const cleanups = [() => rmSync(dir, { recursive: true, force: true })];
   try {
     let databaseUrl;
-    let dbPids = () => [];
+    let dbPids = async () => [];
     if (mode.storage?.type === 'postgres') {
       const db = await createDatabase();
       cleanups.unshift(db.drop);
       databaseUrl = db.url;
-      if (['127.0.0.1', 'localhost'].includes(new URL(PG_ADMIN_URL).hostname)) dbPids = () => pidsOf('postgres');
+      // The server's CPU can be read only when it runs on this machine.
+      if (['127.0.0.1', 'localhost'].includes(new URL(PG_ADMIN_URL).hostname) && pidsOf('postgres').length > 0) dbPids = postgresPids(PG_ADMIN_URL, db.name);
     }
     if (mode.bullmq) {
       cleanups.unshift(await durableRedis());
       const pid = Number(/process_id:(\d+)/.exec(redis('info', 'server'))[1]);
-      dbPids = () => [pid];
+      dbPids = async () => [pid];
     }
     const receiver = await startReceiver();
     cleanups.unshift(receiver.close);
@@ -250,8 +273,8 @@ async function runMode(mode) {
     const batches = [];
     for (let i = 0; i < MESSAGES; i += BATCH) batches.push(makeBatch('max', i, Math.min(BATCH, MESSAGES - i)));
     const sentAt = new Map();
-    const forwarderCpu = cpuMeter(() => forwarders.map((f) => f.pid));
-    const dbCpu = cpuMeter(dbPids);
+    const forwarderCpu = await cpuMeter(async () => forwarders.map((f) => f.pid));
+    const dbCpu = await cpuMeter(dbPids);
     const start = performance.now();
     let next = 0;
     let ackedAt = 0;
@@ -267,8 +290,8 @@ async function runMode(mode) {
     await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
     await receiver.waitFor(MESSAGES);
     const end = performance.now();
-    const cpuForwarder = forwarderCpu();
-    const cpuDb = dbCpu();
+    const cpuForwarder = await forwarderCpu();
+    const cpuDb = await dbCpu();
     const backlog = latencies(receiver, sentAt);
 
     // Phase 2: latency at a steady rate.
@@ -300,7 +323,7 @@ async function runMode(mode) {
       p99: percentile(steady, 99),
       cpuForwarderUs: (cpuForwarder * 1000) / MESSAGES,
       cpuDbUs: (cpuDb * 1000) / MESSAGES,
-      measuredDb: dbPids().length > 0,
+      measuredDb: (await dbPids()).length > 0,
     };
   } finally {
     for (const cleanup of cleanups) await cleanup();

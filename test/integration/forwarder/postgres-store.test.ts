@@ -58,6 +58,19 @@ describe('PostgresStore (real server)', function () {
       expect(claimed).to.have.length(200);
     });
 
+    it('serializes syncs of one audience across instances', async () => {
+      const members = Array.from({ length: 3000 }, (_, i) => `m${i}`);
+      const [first, second] = await Promise.all([
+        a.syncAudience('web', 'shared', members, () => []),
+        b.syncAudience('web', 'shared', members.slice(100).concat(['late']), () => []),
+      ]);
+      // Whichever ran first, the other saw its result: one first sync, and a change relative to it.
+      const [one, two] = first.firstSync ? [first, second] : [second, first];
+      expect(one.firstSync).to.equal(true);
+      expect(two.firstSync).to.equal(false);
+      expect(two.added.length + two.removed.length).to.equal(101);
+    });
+
     it('lets one pruner run at a time', async () => {
       const client = new pg.Client({ connectionString: db.url });
       await client.connect();
