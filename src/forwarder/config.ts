@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors';
-import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook } from '../delivery/options';
+import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from '../delivery/options';
+import type { SigningScheme } from '../delivery/options';
+import { standardSigningKey } from '../delivery/signing';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption } from '../internal/options';
 import { describeType, describeValue, isPlainObject } from '../internal/values';
 
@@ -22,8 +24,10 @@ export interface WebhooksDestinationConfig {
   readonly enabled?: boolean;
   /** 1 to 5 URLs; each message goes to all of them until one answers 2xx. */
   readonly webhooks: readonly WebhookEntryConfig[];
-  /** When set, each body is signed: `X-Signature` = hex HMAC-SHA1 keyed with it. */
-  readonly sharedSecret?: SecretValue;
+  /** When set, each body is signed as `signing` says. A list while rotating, current first. */
+  readonly sharedSecret?: SecretValue | readonly SecretValue[];
+  /** `x-signature` (default, the spec's), `standard-webhooks` or `both`; the latter two need `sharedSecret`. */
+  readonly signing?: SigningScheme;
 }
 
 export interface SourceConfig {
@@ -106,7 +110,8 @@ export interface ResolvedWebhookEntry {
 export interface ResolvedWebhooks {
   readonly enabled: boolean;
   readonly webhooks: readonly ResolvedWebhookEntry[];
-  readonly sharedSecret: string | undefined;
+  readonly sharedSecret: string | readonly string[] | undefined;
+  readonly signing: SigningScheme;
 }
 
 export interface ResolvedSource {
@@ -227,7 +232,7 @@ function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): st
 }
 
 function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
-  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret']);
+  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing']);
   const enabled = booleanOption(join(field, 'enabled'), raw.enabled ?? true);
   const listField = join(field, 'webhooks');
   const list = raw.webhooks;
@@ -238,8 +243,23 @@ function webhooksDestination(value: unknown, field: string, env: Env): ResolvedW
     );
   }
   const webhooks = list.map((entry, i) => webhookEntry(entry, i, `${listField}[${i}]`, env));
-  const sharedSecret = raw.sharedSecret === undefined ? undefined : secret(raw.sharedSecret, join(field, 'sharedSecret'), env);
-  return { enabled, webhooks, sharedSecret };
+  const secretField = join(field, 'sharedSecret');
+  const sharedSecret =
+    raw.sharedSecret === undefined
+      ? undefined
+      : Array.isArray(raw.sharedSecret) && raw.sharedSecret.length > 0
+        ? raw.sharedSecret.map((item: unknown, i) => secret(item, `${secretField}[${i}]`, env))
+        : secret(raw.sharedSecret, secretField, env);
+  const signing = enumOption(join(field, 'signing'), raw.signing ?? 'x-signature', SIGNING_SCHEMES);
+  if (signing !== 'x-signature' && sharedSecret === undefined) {
+    throw new ConfigError(`\`${join(field, 'signing')}\` is "${signing}", which needs \`${secretField}\` to sign with`, secretField);
+  }
+  // The destination decodes a whsec_ secret at start; checked here too, so that `check` refuses what `serve` would.
+  if (signing !== 'x-signature' && sharedSecret !== undefined) {
+    const all = typeof sharedSecret === 'string' ? [sharedSecret] : sharedSecret;
+    all.forEach((one, i) => standardSigningKey(one, typeof sharedSecret === 'string' ? secretField : `${secretField}[${i}]`));
+  }
+  return { enabled, webhooks, sharedSecret, signing };
 }
 
 function source(value: unknown, field: string, env: Env): ResolvedSource {

@@ -1,9 +1,23 @@
 // Every error class, as from each entry point: `instanceof` works whichever one you import from.
 export * from '../errors';
 export { isDestinationEnabled } from '../delivery/integrations';
-export { toWebhookMessage } from '../messages/webhook';
+export { serializeWebhookMessage, toWebhookMessage, WEBHOOK_MESSAGE_TYPES } from '../messages/webhook';
 export type {
+  // The same types as `eventrelay/webhooks` exports: one definition of the outbound shapes.
   WebhookMessage,
+  WebhookMessageType,
+  WebhookPageMessage,
+  WebhookScreenMessage,
+  WebhookIdentifyMessage,
+  WebhookTrackMessage,
+  WebhookAliasMessage,
+  WebhookGroupMessage,
+  WebhookDeleteMessage,
+  WebhookContext,
+  WebhookProperties,
+  WebhookPageProperties,
+  WebhookTraits,
+  // Deprecated aliases of the names above.
   PageWebhook,
   ScreenWebhook,
   IdentifyWebhook,
@@ -16,6 +30,8 @@ export type {
   ToWebhookMessageOptions,
   JsonObject,
 } from '../messages/webhook';
+export { checkMessage, MAX_MESSAGE_ID_LENGTH } from '../messages/rules';
+export type { RejectedMessage } from './http/ingest';
 export { nextAttemptAt } from '../delivery/retry-schedule';
 export type { RetryScheduleInput } from '../delivery/retry-schedule';
 export { WebhookDestination } from '../delivery/destination';

@@ -33,7 +33,18 @@ describe('the packed package', function () {
   it('installs without the forwarder-only native dependency', () => {
     expect(existsSync(join(project, 'node_modules', 'eventrelay', 'dist', 'index.js'))).to.equal(true);
     expect(existsSync(join(project, 'node_modules', 'better-sqlite3'))).to.equal(false);
+    // Optional peers: the client's install has no HTTP library besides Node's own.
+    expect(existsSync(join(project, 'node_modules', 'got'))).to.equal(false);
+    expect(existsSync(join(project, 'node_modules', 'pg'))).to.equal(false);
     expect(existsSync(join(project, 'node_modules', 'eventrelay', 'src'))).to.equal(false);
+  });
+
+  it('ships the example config the README links to, and it passes `eventrelay check`', () => {
+    const example = join(project, 'node_modules', 'eventrelay', 'examples', 'eventrelay.config.json');
+    expect(existsSync(example)).to.equal(true);
+    const env = { ...process.env, EVENTRELAY_ADMIN_TOKEN: 'a', WEB_WRITE_KEY: 'w', WEB_WEBHOOK_SECRET: 's', BACKUP_HOOK_AUTH: 'b', IOS_WRITE_KEY: 'i' };
+    const out = execFileSync(process.execPath, [join(project, 'node_modules', '.bin', 'eventrelay'), 'check', '--config', example], { cwd: project, encoding: 'utf8', env });
+    expect(out).to.match(/OK \(2 sources: web, ios\)/);
   });
 
   it('loads every entry point with import', () => {
@@ -67,6 +78,38 @@ describe('the packed package', function () {
       project,
     );
     expect(out.trim()).to.equal('function function function function');
+  });
+
+  it('loads the Segment compatibility layers with import and require', () => {
+    const esm = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { Analytics as Segment, Context } from 'eventrelay/segment';
+         import Classic, { Analytics as ClassicNamed } from 'eventrelay/analytics-node';
+         const s = new Segment({ writeKey: 'k', host: 'http://127.0.0.1:9', disable: true });
+         s.track({ userId: 'u', event: 'E' }, (e, ctx) => {
+           const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
+           c.track({ userId: 'u', event: 'E' }, (e2) => console.log(e === undefined, ctx instanceof Context, Classic === ClassicNamed, e2 === undefined));
+         });`,
+      ],
+      project,
+    );
+    expect(esm.trim()).to.equal('true true true true');
+    const cjs = run(
+      process.execPath,
+      [
+        '-e',
+        `const { Analytics: Segment } = require('eventrelay/segment');
+         const Classic = require('eventrelay/analytics-node');
+         const { Analytics } = require('eventrelay/analytics-node');
+         const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
+         console.log(typeof Segment, typeof Classic, Analytics === Classic, typeof Classic.ValidationError, typeof c.track);`,
+      ],
+      project,
+    );
+    expect(cjs.trim()).to.equal('function function true function function');
   });
 
   it('gives a TypeScript consumer the types, for ESM and CommonJS', () => {

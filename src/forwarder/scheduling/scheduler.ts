@@ -202,7 +202,8 @@ export class Scheduler {
     this.inFlight.add(delivery.id);
     this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 0) + 1);
     const target = this.targets.get(delivery.source)!;
-    const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now };
+    // `id` is the Standard Webhooks webhook-id: the messageId, stable across retries (random per delete notice).
+    const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now, id: delivery.messageId };
     target
       .attempt(delivery.body, state)
       .catch((error: unknown): AttemptResult => {

@@ -1,10 +1,10 @@
-import { describe, it } from 'mocha';
+import { before, describe, it } from 'mocha';
 import { expect } from 'chai';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig, loadConfigFile, CONFIG_DEFAULTS } from '../../../src/forwarder/config';
 import { ConfigError } from '../../../src/errors';
+import { useTempDirs } from '../../helpers/temp-dir';
 
 function valid(): any {
   return {
@@ -37,7 +37,12 @@ describe('parseConfig', () => {
     expect(config.storage).to.deep.equal(CONFIG_DEFAULTS.storage);
     // Two delivering sources: each may hold half of the attempts in flight.
     expect(config.delivery).to.deep.equal({ ...CONFIG_DEFAULTS.delivery, sourceConcurrency: 16 });
-    expect(config.sources[0]!.webhooks).to.deep.equal({ enabled: true, sharedSecret: undefined, webhooks: [{ url: 'https://example.test/hook', headers: {} }] });
+    expect(config.sources[0]!.webhooks).to.deep.equal({
+      enabled: true,
+      sharedSecret: undefined,
+      signing: 'x-signature',
+      webhooks: [{ url: 'https://example.test/hook', headers: {} }],
+    });
     expect(config.sources[1]!.webhooks!.sharedSecret).to.equal('s3cret');
   });
 
@@ -173,7 +178,11 @@ describe('parseConfig', () => {
 });
 
 describe('loadConfigFile', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'eventrelay-config-'));
+  const makeDir = useTempDirs('eventrelay-config-');
+  let dir: string;
+  before(() => {
+    dir = makeDir();
+  });
 
   it('reads a JSON file', () => {
     const path = join(dir, 'ok.json');

@@ -67,7 +67,7 @@ describe('Scheduler', () => {
     create().start();
     await flushMicrotasks();
     expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}']);
-    expect(target.calls[0]!.state).to.deep.equal({ attempt: 1, firstAttemptAt: clock.now() });
+    expect(target.calls[0]!.state).to.deep.equal({ attempt: 1, firstAttemptAt: clock.now(), id: 'a' });
     target.calls[0]!.resolve(delivered(1));
     target.calls[1]!.resolve(failed(1));
     await flushMicrotasks();
@@ -87,7 +87,7 @@ describe('Scheduler', () => {
     expect(target.calls).to.have.length(1);
     await clock.tick(1);
     expect(target.calls).to.have.length(2);
-    expect(target.calls[1]!.state).to.deep.equal({ attempt: 2, firstAttemptAt: start });
+    expect(target.calls[1]!.state).to.deep.equal({ attempt: 2, firstAttemptAt: start, id: 'a' });
     target.calls[1]!.resolve(delivered(2));
     await flushMicrotasks();
     expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0, retrying: 0 });
