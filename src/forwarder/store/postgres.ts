@@ -39,6 +39,8 @@ const DEFAULTS = { poolSize: 10, connectTimeout: 5000 } as const;
 const PENDING = 0;
 const DELIVERED = 1;
 const FAILED = 2;
+/** Most messages in one group commit. */
+const GROUP_MESSAGES = 5000;
 /** Rows removed per statement when pruning. */
 const PRUNE_CHUNK = 2000;
 /** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
@@ -194,8 +196,12 @@ export class PostgresStore implements ForwarderStore {
 
   private commitNext(): void {
     if (this.committing !== undefined || this.acceptQueue.length === 0) return;
-    const group = this.acceptQueue;
-    this.acceptQueue = [];
+    // Whole requests, up to GROUP_MESSAGES messages (at least one request): one statement stays bounded.
+    let take = 0;
+    for (let messages = 0; take < this.acceptQueue.length && (take === 0 || messages + this.acceptQueue[take]!.messages.length <= GROUP_MESSAGES); take++) {
+      messages += this.acceptQueue[take]!.messages.length;
+    }
+    const group = this.acceptQueue.splice(0, take);
     this.committing = this.commitGroup(group).finally(() => {
       this.committing = undefined;
       this.commitNext();

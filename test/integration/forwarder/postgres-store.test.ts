@@ -71,6 +71,13 @@ describe('PostgresStore (real server)', function () {
       expect(two.added.length + two.removed.length).to.equal(101);
     });
 
+    it('splits a large backlog of requests into bounded group commits, each request whole', async () => {
+      const requests = Array.from({ length: 4 }, (_, r) => Array.from({ length: 3000 }, (_, i) => accepted(`big-${r}-${i}`)));
+      const results = await Promise.all(requests.map((messages) => a.accept(messages)));
+      expect(results).to.deep.equal(requests.map(() => ({ stored: 3000, duplicates: 0 })));
+      expect((await a.counts()).pending).to.be.at.least(12_000);
+    });
+
     it('lets one pruner run at a time', async () => {
       const client = new pg.Client({ connectionString: db.url });
       await client.connect();
