@@ -156,7 +156,9 @@ export class PostgresStore implements ForwarderStore {
       client = await pool.connect();
     } catch (error) {
       await Promise.all([pool.end(), fast.end()]).catch(() => {});
-      const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      // A server's answer (wrong password, unknown database) has a message worth showing; a socket error, its code.
+      const fromServer = (error as { severity?: string }).severity !== undefined;
+      const reason = fromServer ? (error as Error).message : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
       throw new StoreError(
         `Cannot connect to PostgreSQL at ${redactUrl(options.url)} (\`${field}\`): ${hideSecret(String(reason), options.url)}. ` +
           'Check that the server runs and accepts connections from here, and the user, password and database in the URL.',

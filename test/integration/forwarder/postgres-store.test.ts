@@ -137,6 +137,8 @@ describe('PostgresStore (real server)', function () {
     await PostgresStore.open({ url: url.toString(), connectTimeout: 2000 }).catch((e: unknown) => (error = e));
     expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_UNAVAILABLE');
     expect((error as Error).message).to.contain('no_such_user_eventrelay').and.not.contain('wrong-pass-value');
+    // The server's reason, not a bare SQLSTATE.
+    expect((error as Error).message).to.match(/authentication failed|does not exist/);
   });
 
   it('a missing pg package is a ConfigError naming storage.type', () => {
