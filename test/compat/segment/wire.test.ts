@@ -136,6 +136,22 @@ describe('eventrelay/segment on the wire', () => {
     expect(transport.requests).to.have.length(2);
   });
 
+  it('fails only the calls a 200 answer lists as rejected, through a Segment httpClient too', async () => {
+    const answer = JSON.stringify({ success: true, rejected: [{ index: 1, code: 'ERR_VALIDATION', field: 'groupId', message: 'group needs groupId' }] });
+    const analytics = new Analytics({
+      writeKey: 'foo',
+      flushAt: 3,
+      httpClient: { makeRequest: async () => ({ status: 200, statusText: 'OK', text: async () => answer }) },
+    });
+    const outcomes = await Promise.all(
+      [0, 1, 2].map((i) => new Promise((resolve) => analytics.track({ userId: 'u', event: `E${i}` }, (err) => resolve(err)))),
+    );
+    expect(outcomes[0]).to.equal(undefined);
+    expect(outcomes[1]).to.be.instanceOf(Error);
+    expect((outcomes[1] as { field?: string }).field).to.equal('groupId');
+    expect(outcomes[2]).to.equal(undefined);
+  });
+
   it('sends only once when maxRetries is 0', async () => {
     const { analytics, transport } = client({ maxRetries: 0 });
     transport.respondWith(() => 500);
