@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { Analytics, ConfigError } from '../../../src/compat/segment';
+import { Analytics, ConfigError, QueueFullError, ValidationError } from '../../../src/compat/segment';
 import { createSegmentClient, nextCtx } from '../helpers';
 
 describe('eventrelay/segment settings', () => {
@@ -47,6 +47,24 @@ describe('eventrelay/segment settings', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('refuses httpRequestTimeout 0 with a ConfigError (Segment times out at once)', () => {
+    expect(() => createSegmentClient({ httpRequestTimeout: 0 })).to.throw(ConfigError, /timeout/);
+  });
+
+  it('takes eventrelay’s maxQueueSize: calls past it get QueueFullError', async () => {
+    const { analytics } = createSegmentClient({ maxQueueSize: 1, flushInterval: 60_000 });
+    analytics.track({ userId: 'u', event: 'kept' });
+    const err = await new Promise((resolve) => analytics.track({ userId: 'u', event: 'refused' }, resolve));
+    expect(err).to.be.instanceOf(QueueFullError);
+    await analytics.closeAndFlush();
+  });
+
+  it('with disable, still refuses an invalid call', async () => {
+    const { analytics } = createSegmentClient({ disable: true });
+    const err = await new Promise((resolve) => analytics.track({ userId: 'u' } as never, resolve));
+    expect(err).to.be.instanceOf(ValidationError);
   });
 
   it('throws when host is not a URL', () => {

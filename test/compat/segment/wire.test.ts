@@ -24,7 +24,7 @@ function expectEnvelope(body: { batch: Record<string, unknown>[]; sentAt: string
   expect(body.sentAt).to.match(ISO);
   expect(body.batch).to.have.length(1);
   const [message] = body.batch;
-  expect(message!.messageId).to.be.a('string');
+  expect(message!.messageId).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   expect(message!.timestamp).to.match(ISO);
   expect(message!.context).to.deep.equal({ library: { name: 'eventrelay', version: VERSION } });
   expect(message).to.deep.include(fields);
