@@ -215,6 +215,16 @@ describe('eventrelay/analytics-node (the classic API)', () => {
       expect(data.sentAt).to.be.instanceOf(Date);
     });
 
+    it('does not reject for a refused call (it was reported at the call)', async () => {
+      const { client } = createClient();
+      const errors: unknown[] = [];
+      client.track({ userId: 'u' }, (e) => errors.push(e));
+      client.track({ userId: 'u', event: 'fine' });
+      const data = await client.flush();
+      expect(errors[0]).to.be.instanceOf(ValidationError);
+      expect(data!.batch.map((m) => m.event)).to.deep.equal(['fine']);
+    });
+
     it('hands a refused call to errorHandler too', async () => {
       const handled: Error[] = [];
       const { client } = createClient({ errorHandler: (e: Error) => handled.push(e) });
