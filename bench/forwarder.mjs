@@ -52,8 +52,13 @@ const allModes = [
   { id: 'pg-2', name: 'PostgreSQL, 2 instances', storage: { type: 'postgres' }, instances: 2 },
   { id: 'bullmq', name: 'Express + BullMQ, Redis appendfsync always', bullmq: true },
 ];
+// BENCH_BASE_CLI=<another build's dist/cli.js>: also runs PostgreSQL with 1 instance on that build (mode pg-1-base),
+// to compare a change with the code before it in the same run.
+if (process.env.BENCH_BASE_CLI) {
+  allModes.push({ id: 'pg-1-base', name: 'PostgreSQL, 1 instance (base build)', storage: { type: 'postgres' }, instances: 1, cli: process.env.BENCH_BASE_CLI });
+}
 const wanted = process.env.BENCH_MODES?.split(',');
-const modes = wanted === undefined ? allModes : allModes.filter((m) => wanted.includes(m.id));
+const modes = wanted === undefined ? allModes : wanted.map((id) => allModes.find((m) => m.id === id)).filter((m) => m !== undefined);
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -165,7 +170,7 @@ async function startForwarders(mode, receiverUrl, dir, databaseUrl) {
       sources: [{ name: 'bench', writeKey: WRITE_KEY, destinations: { Webhooks: { sharedSecret: SECRET, webhooks: [{ url: receiverUrl }] } } }],
     }),
   );
-  const args = [CLI, 'serve', '--config', configPath, '--data', join(dir, 'data'), '--port', '0'];
+  const args = [mode.cli ?? CLI, 'serve', '--config', configPath, '--data', join(dir, 'data'), '--port', '0'];
   const env = databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl };
   const out = [];
   // One after the other: the first one migrates the schema.
@@ -192,6 +197,27 @@ async function createDatabase() {
       await client.end();
     },
   };
+}
+
+/**
+ * Transactions and row writes per message in the store's tables over the whole mode (both phases),
+ * to stderr, with how many updates were HOT (in place, no index entries). The statistics arrive
+ * within a second.
+ */
+async function tableWrites(databaseUrl, messages) {
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const { rows } = await client.query(
+    "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'messages', 'counters') ORDER BY relname",
+  );
+  const xact = await client.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
+  await client.end();
+  const per = (n) => (Number(n) / messages).toFixed(2);
+  console.error(`    transactions (statements of the store) per message: ${per(xact.rows[0].xact_commit)}`);
+  for (const r of rows) {
+    console.error(`    ${r.relname}: per message ${per(r.n_tup_ins)} inserts, ${per(r.n_tup_upd)} updates (${per(r.n_tup_hot_upd)} HOT), ${per(r.n_tup_del)} deletes`);
+  }
 }
 
 /** Redis durable like the forwarder's stores for the run: every write fsynced before it answers. */
@@ -313,6 +339,7 @@ async function runMode(mode) {
     await receiver.waitFor(MESSAGES + ticks * perTick);
     clearTimeout(timeout);
     const steady = latencies(receiver, pacedSent);
+    if (databaseUrl !== undefined) await tableWrites(databaseUrl, MESSAGES + ticks * perTick);
     return {
       id: mode.id,
       name: mode.name,

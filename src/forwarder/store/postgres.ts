@@ -303,17 +303,17 @@ export class PostgresStore implements ForwarderStore {
 
   async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
     this.assertOpen();
+    // The claim writes only columns no index covers: a HOT update, in place on the row's page.
     const { rows } = await this.fast.query<DeliveryRow>({
       name: 'eventrelay-claim',
       text: `WITH c AS (
-         SELECT id, next_attempt_at FROM deliveries
-         WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2
+         SELECT id, greatest(next_attempt_at, leased_until) AS due_at FROM deliveries
+         WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2 AND leased_until <= $2
          ORDER BY next_attempt_at, id LIMIT $3
          FOR UPDATE SKIP LOCKED)
-       UPDATE deliveries d SET lease = d.lease + 1, lease_owner = $4, next_attempt_at = $5
+       UPDATE deliveries d SET lease = d.lease + 1, lease_owner = $4, leased_until = $5
        FROM c WHERE d.id = c.id
-       RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at,
-         c.next_attempt_at AS due_at`,
+       RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at, c.due_at`,
       values: [source, now, limit, lease.owner, now + lease.ms],
     });
     rows.sort((a, b) => a.due_at - b.due_at || a.id - b.id);
@@ -336,7 +336,10 @@ export class PostgresStore implements ForwarderStore {
     this.assertOpen();
     const { rows } = await this.fast.query<{ at: number | null }>({
       name: 'eventrelay-next-due',
-      text: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2`,
+      // Two index range scans: retries due later, and the leases of deliveries due already.
+      text: `SELECT least(
+         (SELECT min(next_attempt_at) FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2),
+         (SELECT min(leased_until) FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2 AND leased_until > $2)) AS at`,
       values: [source, now],
     });
     return rows[0]?.at ?? undefined;
@@ -349,9 +352,15 @@ export class PostgresStore implements ForwarderStore {
     const status = sorted.map((o) => (o.status === 'retry' ? PENDING : o.status === 'delivered' ? DELIVERED : FAILED));
     const { rows } = await this.fast.query<{ id: number }>({
       name: 'eventrelay-record',
+      // A delivered delivery's row is deleted (its count is kept): one row version less than an
+      // update, and no index entries. Retries and failures are updated, each only with its lease.
       text: `WITH o AS (
          SELECT * FROM unnest($1::bigint[], $2::int[], $3::smallint[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])
            AS o(id, lease, status, attempts, first_at, at, error)),
+       x AS (
+         DELETE FROM deliveries d USING o
+         WHERE d.id = o.id AND o.status = ${DELIVERED} AND d.status = ${PENDING}
+         RETURNING d.id, o.status),
        u AS (
          UPDATE deliveries d SET
            status = o.status,
@@ -359,18 +368,19 @@ export class PostgresStore implements ForwarderStore {
            first_attempt_at = o.first_at,
            next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
            finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
-           body = CASE WHEN o.status = ${DELIVERED} THEN '' ELSE d.body END,
-           last_error = CASE WHEN o.status = ${DELIVERED} THEN d.last_error ELSE o.error END,
+           last_error = o.error,
+           leased_until = 0,
            lease_owner = NULL
          FROM o
-         WHERE d.id = o.id AND d.status = ${PENDING} AND (d.lease = o.lease OR o.status = ${DELIVERED})
+         WHERE d.id = o.id AND o.status <> ${DELIVERED} AND d.status = ${PENDING} AND d.lease = o.lease
          RETURNING d.id, o.status),
+       w AS (SELECT * FROM x UNION ALL SELECT * FROM u),
        c AS (
          INSERT INTO counters (name, shard, value)
-         SELECT CASE WHEN status = ${DELIVERED} THEN 'delivered' ELSE 'failed' END, $8, count(*) FROM u
+         SELECT CASE WHEN status = ${DELIVERED} THEN 'delivered' ELSE 'failed' END, $8, count(*) FROM w
          WHERE status <> ${PENDING} GROUP BY status
          ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
-       SELECT id FROM u`,
+       SELECT id FROM w`,
       values: [
         sorted.map((o) => o.id),
         sorted.map((o) => o.lease),
