@@ -105,11 +105,11 @@ describe('the packed package', function () {
          const Classic = require('eventrelay/analytics-node');
          const { Analytics } = require('eventrelay/analytics-node');
          const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
-         console.log(typeof Segment, typeof Classic, Analytics === Classic, typeof Classic.ValidationError, typeof c.track);`,
+         console.log(typeof Segment, typeof Classic, Analytics === Classic, typeof Classic.ValidationError, typeof c.track, Segment.name, Classic.name);`,
       ],
       project,
     );
-    expect(cjs.trim()).to.equal('function function true function function');
+    expect(cjs.trim()).to.equal('function function true function function Analytics Analytics');
   });
 
   it('gives a TypeScript consumer the types, for ESM and CommonJS', () => {

@@ -132,6 +132,11 @@ function asId(value: unknown): unknown {
  * throws: a bad one gets a typed error in its callback (and `errorHandler`).
  */
 export class Analytics {
+  static {
+    // The bundle renames the class beside eventrelay's own `Analytics`; users see this name in logs.
+    Object.defineProperty(this, 'name', { value: 'Analytics' });
+  }
+
   readonly writeKey: string;
   readonly host: string;
   readonly path: string;

@@ -106,6 +106,11 @@ function cancellationError(plugin: Plugin, outcome: Error | ContextCancelation):
  * error in its callback and an `error` event.
  */
 export class Analytics extends EventEmitter {
+  static {
+    // The bundle renames the class beside eventrelay's own `Analytics`; users see this name in logs.
+    Object.defineProperty(this, 'name', { value: 'Analytics' });
+  }
+
   /** Resolves when the plugins given so far are loaded (there are none at first). */
   readonly ready: Promise<void> = Promise.resolve();
   private readonly client: Client;
