@@ -1,4 +1,7 @@
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { defineConfig } from 'tsup';
+
+const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css'];
 
 export default defineConfig({
   entry: {
@@ -15,4 +18,9 @@ export default defineConfig({
   sourcemap: true,
   splitting: true,
   shims: true,
+  // The debugger page's static files, served by the forwarder from dist/debugger/.
+  async onSuccess() {
+    mkdirSync('dist/debugger', { recursive: true });
+    for (const file of DEBUGGER_FILES) copyFileSync(`src/forwarder/debugger/${file}`, `dist/debugger/${file}`);
+  },
 });

@@ -153,3 +153,13 @@ export class InvalidArgumentError extends EventRelayError {
     this.argument = argument;
   }
 }
+
+/**
+ * A forwarder delivery cannot be replayed as asked: it is still queued, nothing was to be
+ * delivered, or its body is no longer stored. The admin API answers 409 with the message.
+ */
+export class NotReplayableError extends EventRelayError {
+  constructor(message: string) {
+    super(message, 'ERR_NOT_REPLAYABLE');
+  }
+}

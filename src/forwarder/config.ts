@@ -66,6 +66,19 @@ export interface StorageConfig {
    * in ms: the window in which a client's resent batch is recognised. Default 24 h.
    */
   readonly retention?: number;
+  /**
+   * How long a delivered body stays in the delivery log (for inspection and replay), in ms.
+   * Default 0: erased when delivered, so personal data is not kept by surprise. Failed and
+   * pending bodies are kept for `retention`.
+   */
+  readonly keepDelivered?: number;
+  /** The delivery log (every call and attempt, for the admin API and the debugger). Default true. */
+  readonly deliveryLog?: boolean;
+}
+
+export interface MetricsConfig {
+  /** Path of the Prometheus endpoint. Default `/metrics`. */
+  readonly path?: string;
 }
 
 export interface ForwarderConfig {
@@ -77,6 +90,10 @@ export interface ForwarderConfig {
   readonly adminToken?: SecretValue;
   readonly storage?: StorageConfig;
   readonly delivery?: DeliveryConfig;
+  /** Prometheus metrics (`GET /metrics`); `false` turns them off. */
+  readonly metrics?: MetricsConfig | false;
+  /** The debugger page (`GET /debugger`); `false` turns it off. Default true. */
+  readonly debugger?: boolean;
   readonly sources: readonly SourceConfig[];
 }
 
@@ -105,13 +122,17 @@ export interface ResolvedConfig {
   readonly adminToken: string | undefined;
   readonly storage: Required<StorageConfig>;
   readonly delivery: { -readonly [K in keyof DeliveryConfig]-?: NonNullable<DeliveryConfig[K]> };
+  /** Path of the Prometheus endpoint; undefined when off. */
+  readonly metricsPath: string | undefined;
+  readonly debugger: boolean;
   readonly sources: readonly ResolvedSource[];
 }
 
 export const CONFIG_DEFAULTS = {
   host: '127.0.0.1',
   port: 8787,
-  storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 24 * 3600_000 },
+  storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 24 * 3600_000, keepDelivered: 0, deliveryLog: true },
+  metricsPath: '/metrics',
   delivery: { concurrency: 32, timeout: 5000, retryWindow: 4 * 3600_000, minRetryDelay: 1000, maxRetryDelay: 600_000 },
 } as const;
 
@@ -167,6 +188,24 @@ function optionalEnum<T extends string>(value: unknown, field: string, options: 
     throw new ConfigError(`Expected \`${field}\` to be one of ${options.map((o) => `"${o}"`).join(', ')}, got ${shown(value)}`, field);
   }
   return value as T;
+}
+
+function optionalBoolean(value: unknown, field: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new ConfigError(`Expected \`${field}\` to be true or false, got ${shown(value)}`, field);
+  return value;
+}
+
+/** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */
+function metricsOption(value: unknown): string | undefined {
+  if (value === undefined) return CONFIG_DEFAULTS.metricsPath;
+  if (value === false) return undefined;
+  const m = expectObject(value, 'metrics', ['path']);
+  if (m.path === undefined) return CONFIG_DEFAULTS.metricsPath;
+  if (typeof m.path !== 'string' || !/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/.test(m.path) || /^\/(v1|admin|debugger|health|stats)(\/|$)/.test(m.path)) {
+    throw new ConfigError(`Expected \`metrics.path\` to be a path such as "/metrics", not under /v1, /admin or /debugger, got ${shown(m.path)}`, 'metrics.path');
+  }
+  return m.path;
 }
 
 function nonEmptyString(value: unknown, field: string): string {
@@ -268,19 +307,23 @@ function source(value: unknown, field: string, env: Env): ResolvedSource {
  * message says what was expected; secrets are never part of a message.
  */
 export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
-  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'sources', '$comment']);
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', '$comment']);
   const host = raw.host === undefined ? CONFIG_DEFAULTS.host : nonEmptyString(raw.host, 'host');
   const port = optionalInteger(raw.port, 'port', 0, 65535, CONFIG_DEFAULTS.port);
   const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
 
-  const s = raw.storage === undefined ? {} : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention']);
+  const s = raw.storage === undefined ? {} : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'keepDelivered', 'deliveryLog']);
   const d = CONFIG_DEFAULTS.storage;
   const storage: Required<StorageConfig> = {
     type: optionalEnum(s.type, 'storage.type', ['sqlite', 'memory'], d.type),
     dataDir: s.dataDir === undefined ? d.dataDir : nonEmptyString(s.dataDir, 'storage.dataDir'),
     synchronous: optionalEnum(s.synchronous, 'storage.synchronous', ['full', 'normal'], d.synchronous),
     retention: optionalInteger(s.retention, 'storage.retention', 1000, Number.MAX_SAFE_INTEGER, d.retention),
+    keepDelivered: optionalInteger(s.keepDelivered, 'storage.keepDelivered', 0, Number.MAX_SAFE_INTEGER, d.keepDelivered),
+    deliveryLog: optionalBoolean(s.deliveryLog, 'storage.deliveryLog', d.deliveryLog),
   };
+  const metricsPath = metricsOption(raw.metrics);
+  const debuggerOn = optionalBoolean(raw.debugger, 'debugger', true);
 
   const r =
     raw.delivery === undefined
@@ -319,7 +362,7 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     const delivering = sources.filter((s) => s.webhooks?.enabled === true).length;
     delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
   }
-  return { host, port, adminToken, storage, delivery, sources };
+  return { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources };
 }
 
 /** Where a JSON syntax error is, without V8's excerpt of the text (which may hold a secret). */

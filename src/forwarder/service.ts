@@ -21,7 +21,16 @@ import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
 import { createRequestHandler } from './http/server';
 import { SqliteStore } from './store/sqlite';
-import type { AcceptedMessage, AcceptResult, ForwarderStore } from './store/store';
+import type { AcceptedMessage, AcceptResult, ForwarderStore, NewDelivery } from './store/store';
+import { Operations } from './admin/operations';
+import type { RefusedCall } from './admin/operations';
+import { createOperationsRoutes } from './admin/api';
+import { ForwarderMetrics } from './metrics/metrics';
+import type { EndpointHealth } from './metrics/health';
+import { MemoryDeliveryLog } from './store/delivery-log';
+import type { DeliveryLog } from './store/delivery-log';
+import { SqliteDeliveryLog } from './store/sqlite-log';
+import type { ValidMessage } from './http/ingest';
 
 const log = createDebug('analytics:forwarder');
 
@@ -73,6 +82,8 @@ export interface ForwarderStats {
   readonly inFlight: number;
   /** Time since start, in ms. */
   readonly uptime: number;
+  /** Health of each webhook URL over the last hour, in this process (URLs redacted). */
+  readonly endpoints: readonly EndpointHealth[];
 }
 
 export interface DeletionResult {
@@ -112,6 +123,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private closing: Promise<void> | undefined;
   private pendingRequests = 0;
   private idle: (() => void) | undefined;
+  private ops: Operations | undefined;
+  private readonly metrics: ForwarderMetrics | undefined;
 
   constructor(config: ResolvedConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}) {
     super();
@@ -149,9 +162,30 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     this.destinations = destinations;
     this.targets = internals.targets ?? targets;
 
+    this.metrics =
+      config.metricsPath === undefined
+        ? undefined
+        : new ForwarderMetrics({
+            queueDepth: () => this.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
+          });
+    const operations = createOperationsRoutes({
+      ops: () => opsOf(),
+      metrics: this.metrics,
+      metricsPath: config.metricsPath,
+      debuggerOn: config.debugger,
+      adminToken: config.adminToken,
+      closing: () => this.closing !== undefined,
+      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await opsOf().chart() }),
+    });
+    const opsOf = (): Operations => {
+      if (this.ops === undefined) throw new EventRelayError('The forwarder is not started', 'ERR_NOT_STARTED');
+      return this.ops;
+    };
     const backend = {
       sourceForKey: (key: string) => this.byKey.get(keyDigest(key)),
-      accept: (messages: readonly AcceptedMessage[]) => this.accept(messages),
+      accept: (messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]) => this.accept(messages, calls),
+      refused: (source: string, calls: readonly RefusedCall[], receivedAt: number) => this.ops?.refused(source, calls, receivedAt),
+      operations,
       requestDeletion: (request: DeletionRequest) => this.requestDeletion(request),
       syncAudience: (request: AudienceSyncRequest) => this.syncAudience(request),
       stats: () => this.stats(),
@@ -182,10 +216,29 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   start(): Promise<void> {
     this.starting ??= (async () => {
       this.store = this.options.store ?? this.openStore();
-      const { concurrency, sourceConcurrency } = this.config.delivery;
-      this.scheduler = new Scheduler(this.store, this.targets, this.clock, { concurrency, sourceConcurrency }, (report) =>
-        this.emit('attempt', report),
+      const store = this.store;
+      const { storage } = this.config;
+      this.ops = new Operations(
+        {
+          enqueue: (deliveries) => this.enqueue(deliveries),
+          queueDepth: async () => {
+            const { queueDepth, oldestPendingAge, inFlight } = await this.stats();
+            return { queueDepth, oldestPendingAge, inFlight };
+          },
+          now: () => this.clock.now(),
+          sources: new Map(this.routes.map((r) => [r.name, r.webhooksOn])),
+          keepDelivered: storage.keepDelivered,
+        },
+        storage.deliveryLog ? this.openLog(store) : undefined,
+        this.metrics,
       );
+      const ops = this.ops;
+      const { concurrency, sourceConcurrency } = this.config.delivery;
+      this.scheduler = new Scheduler(this.store, this.targets, this.clock, { concurrency, sourceConcurrency }, (report) => {
+        ops.attempt(report);
+        this.emit('attempt', report);
+      });
+      ops.start();
       this.startedAt = this.clock.now();
       this.scheduler.start();
       this.schedulePrune();
@@ -199,12 +252,23 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     return new SqliteStore({ dataDir: this.options.dataDir ?? this.config.storage.dataDir, synchronous: this.config.storage.synchronous });
   }
 
+  /** The delivery log beside the store: in its database for SQLite, else in memory. */
+  private openLog(store: ForwarderStore): DeliveryLog {
+    const options = { keepDelivered: this.config.storage.keepDelivered };
+    if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
+    return new MemoryDeliveryLog(options);
+  }
+
   private schedulePrune(): void {
     const timer = setInterval(() => {
       const before = this.clock.now() - this.config.storage.retention;
       this.store?.prune(before).then(
         (removed) => removed > 0 && log('pruned %d finished rows', removed),
         (error: Error) => log('prune failed: %s', error.message),
+      );
+      this.ops?.prune(before).then(
+        (removed) => removed > 0 && log('pruned %d delivery log rows', removed),
+        (error: Error) => log('delivery log prune failed: %s', error.message),
       );
     }, PRUNE_INTERVAL);
     timer.unref();
@@ -236,11 +300,20 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     return { url: `http://${shownHost}:${address.port}`, host: address.address, port: address.port };
   }
 
-  private accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+  private accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult> {
     return this.withStore(async (store) => {
       const result = await store.accept(messages);
+      this.ops?.accepted(messages, calls, result);
       if (result.stored > 0) this.scheduler?.wake();
       return result;
+    });
+  }
+
+  /** Stores deliveries made by no ingested call (replays, deletions, audiences) and wakes the delivery loop. */
+  private enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
+    return this.withStore(async (store) => {
+      await store.enqueue(deliveries);
+      this.scheduler?.wake();
     });
   }
 
@@ -252,6 +325,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     const plan = planDeletion(request, this.routes, this.clock.now());
     return this.withStore(async (store) => {
       await store.enqueue(plan.deliveries);
+      this.ops?.enqueued(plan.deliveries);
       this.scheduler?.wake();
       log('deletion request: %d sources notified', plan.notified.length);
       return { userId: plan.userId, notified: plan.notified, skipped: plan.skipped };
@@ -266,12 +340,13 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     const { source, trait, members } = checkAudienceRequest(request, this.routes);
     const now = this.clock.now();
     return this.withStore(async (store) => {
-      let sent = 0;
+      let notices: readonly NewDelivery[] = [];
       const change = await store.syncAudience(source.name, trait, members, (c) => {
-        const notices = planAudienceNotices(source, trait, c, now);
-        sent = notices.length;
+        notices = planAudienceNotices(source, trait, c, now);
         return notices;
       });
+      const sent = notices.length;
+      this.ops?.enqueued(notices);
       this.scheduler?.wake();
       log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
       return {
@@ -300,6 +375,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
         inFlight: this.scheduler?.active ?? 0,
         uptime: now - this.startedAt,
+        endpoints: this.ops?.endpoints() ?? [],
       };
     });
   }
@@ -317,6 +393,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.pruneTimer as NodeJS.Timeout);
+      // Live streams never end by themselves: end them, so that shutdown does not wait for them.
+      this.ops?.live.close();
       const server = this.server;
       const serverClosed = server === undefined ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
       server?.closeIdleConnections();
@@ -335,6 +413,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         await this.starting;
         await this.scheduler?.stop();
         await Promise.all(this.destinations.map((d) => d.close()));
+        await this.ops?.close();
         await this.store?.close();
       }
       log('closed');

@@ -6,7 +6,7 @@ import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audienc
 import type { DeletionPlan, DeletionRequest } from '../routing/deletion';
 import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from '../../messages/limits';
 import { MESSAGE_TYPES, parseIngestBody } from './ingest';
-import type { MessageType } from './ingest';
+import type { MessageType, ValidMessage } from './ingest';
 import { decodeBody, readBody } from './read-body';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
@@ -21,7 +21,12 @@ export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
 export interface HttpBackend {
   /** The source a write key belongs to. */
   sourceForKey(writeKey: string): RouteSource | undefined;
-  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult>;
+  /** `calls[i]` is the parsed form of `messages[i]` (for the delivery log). */
+  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult>;
+  /** Calls refused by validation, for the delivery log and metrics. */
+  refused?(source: string, calls: readonly { index: number; code: string; field?: string; message: string }[], receivedAt: number): void;
+  /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
+  readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
   requestDeletion(request: DeletionRequest): Promise<Omit<DeletionPlan, 'deliveries'>>;
   syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult>;
   stats(): Promise<object>;
@@ -47,14 +52,14 @@ const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
   '/admin/audiences/sync': { method: 'POST', route: { kind: 'audiences' } },
 };
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
 
-function fail(res: ServerResponse, status: number, code: string, message: string, extra: object = {}, headers: Record<string, string> = {}): void {
+export function fail(res: ServerResponse, status: number, code: string, message: string, extra: object = {}, headers: Record<string, string> = {}): void {
   send(res, status, { success: false, error: { code, message, ...extra } }, headers);
 }
 
@@ -106,6 +111,7 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   const entry = ROUTES[path];
   if (entry === undefined) {
+    if (backend.operations !== undefined && (await backend.operations(req, res, path))) return;
     fail(res, 404, 'not_found', `No endpoint ${path}; ingestion is POST /v1/batch or /v1/{identify,track,page,screen,group,alias}`);
     return;
   }
@@ -178,12 +184,13 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
+    backend.refused?.(source.name, (parsed.errors ?? [{ index: 0, message: parsed.message }]).map((e) => ({ ...e, code: parsed.code })), receivedAt);
     fail(res, parsed.status, parsed.code, parsed.message, parsed.errors === undefined ? {} : { errors: parsed.errors });
     return;
   }
   const accepted = parsed.messages.map((m) => routeMessage(source, m, receivedAt));
   // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
-  const result = await backend.accept(accepted);
+  const result = await backend.accept(accepted, parsed.messages);
   log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);
   send(res, 200, { success: true });
 }
