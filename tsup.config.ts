@@ -1,5 +1,13 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
+
+// `require('analytics-node')` returns the class itself; so does `require('eventrelay/analytics-node')`,
+// with the named exports (`Analytics`, `default`, the errors) as its properties.
+const CLASSIC_REQUIRE = `'use strict';
+const classic = require('./index.cjs');
+module.exports = Object.assign(classic.Analytics, classic);
+`;
 
 const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css'];
 
@@ -8,6 +16,8 @@ export default defineConfig({
     index: 'src/index.ts',
     'webhooks/index': 'src/webhooks/index.ts',
     'forwarder/index': 'src/forwarder/index.ts',
+    'segment/index': 'src/compat/segment/index.ts',
+    'analytics-node/index': 'src/compat/analytics-node/index.ts',
     cli: 'src/forwarder/cli/cli.ts',
   },
   format: ['esm', 'cjs'],
@@ -18,8 +28,9 @@ export default defineConfig({
   sourcemap: true,
   splitting: true,
   shims: true,
-  // The debugger page's static files, served by the forwarder from dist/debugger/.
   async onSuccess() {
+    await writeFile('dist/analytics-node/require.cjs', CLASSIC_REQUIRE);
+    // The debugger page's static files, served by the forwarder from dist/debugger/.
     mkdirSync('dist/debugger', { recursive: true });
     for (const file of DEBUGGER_FILES) copyFileSync(`src/forwarder/debugger/${file}`, `dist/debugger/${file}`);
   },

@@ -3,10 +3,46 @@
  * with a stable `code` to branch on and, when it wraps another failure, a `cause`.
  * Messages never contain write keys, shared secrets or message bodies.
  */
-export class EventRelayError extends Error {
-  readonly code: string;
 
-  constructor(message: string, code: string, options?: { cause?: unknown }) {
+/**
+ * Every `code` an eventrelay error can carry; the README's Errors table lists each one with its
+ * class. Codes are stable: branch on them (or on the class), never on the message.
+ */
+export type ErrorCode =
+  // ConfigError, ValidationError, SerializationError, PayloadTooLargeError
+  | 'ERR_CONFIG'
+  | 'ERR_VALIDATION'
+  | 'ERR_SERIALIZATION'
+  | 'ERR_PAYLOAD_TOO_LARGE'
+  // The client
+  | 'ERR_QUEUE_FULL'
+  | 'ERR_CLIENT_CLOSED'
+  | 'ERR_CALLBACK'
+  | 'ERR_INTERNAL'
+  // HTTP: HttpError, NetworkError and TimeoutError
+  | 'ERR_HTTP'
+  | 'ERR_NETWORK'
+  | 'ERR_TLS_CERTIFICATE'
+  | 'ERR_BODY_READ'
+  | 'ERR_TIMEOUT'
+  // The receiver helper
+  | 'ERR_SIGNATURE'
+  | 'ERR_WEBHOOK_MESSAGE'
+  | 'ERR_INVALID_ARGUMENT'
+  | 'ERR_UNSUPPORTED_RUNTIME'
+  // The forwarder
+  | 'ERR_FORWARDER_CLOSED'
+  | 'ERR_ALREADY_LISTENING'
+  | 'ERR_STORE_LOCKED'
+  | 'ERR_STORE_CLOSED'
+  | 'ERR_NOT_STARTED'
+  | 'ERR_NOT_REPLAYABLE'
+  // eventrelay/segment
+  | 'ERR_PLUGIN_CANCELLED';
+export class EventRelayError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(message: string, code: ErrorCode, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -98,7 +134,7 @@ export class NetworkError extends EventRelayError {
   /** Whether trying again may help. TLS certificate failures are not retryable. */
   readonly retryable: boolean;
 
-  constructor(message: string, options?: { cause?: unknown; code?: string; retryable?: boolean }) {
+  constructor(message: string, options?: { cause?: unknown; code?: 'ERR_NETWORK' | 'ERR_TLS_CERTIFICATE' | 'ERR_BODY_READ' | 'ERR_TIMEOUT'; retryable?: boolean }) {
     super(message, options?.code ?? 'ERR_NETWORK', options);
     this.retryable = options?.retryable ?? true;
   }
@@ -130,13 +166,6 @@ export class WebhookMessageError extends EventRelayError {
   constructor(message: string, field?: string, options?: { cause?: unknown }) {
     super(message, 'ERR_WEBHOOK_MESSAGE', options);
     this.field = field;
-  }
-}
-
-/** A message could not be delivered and will not be retried. */
-export class DeliveryError extends EventRelayError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, 'ERR_DELIVERY', options);
   }
 }
 

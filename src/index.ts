@@ -17,6 +17,7 @@ export type {
   ScreenParams,
   TrackParams,
 } from './messages/calls';
+// Every error class, as from each entry point: `instanceof` works whichever one you import from.
 export * from './errors';
 export { GotTransport } from './transport/got';
 export { NodeTransport } from './transport/node';

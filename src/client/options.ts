@@ -1,4 +1,6 @@
 import { ConfigError } from '../errors';
+import { booleanOption, durationOption, integerOption, objectOption, secretOption, urlOption } from '../internal/options';
+import { showValue } from '../internal/values';
 import type { Transport } from '../transport/transport';
 
 export interface AnalyticsOptions {
@@ -63,80 +65,37 @@ export const DEFAULTS = {
   disable: false,
 } as const;
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return `\`${JSON.stringify(value)}\` (string)`;
-  if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
-  if (value === null) return '`null`';
-  return `a value of type ${Array.isArray(value) ? 'array' : typeof value}`;
-}
-
-function integer(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-    throw new ConfigError(`Expected \`${name}\` to be an integer ${range}, got ${describe(value)}`, name);
-  }
-  return value;
-}
-
-function boolean(name: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') {
-    throw new ConfigError(`Expected \`${name}\` to be a boolean, got ${describe(value)}`, name);
-  }
-  return value;
-}
-
 function batchUrl(endpoint: unknown, path: unknown): URL {
-  if (typeof endpoint !== 'string' || endpoint.trim() === '') {
-    throw new ConfigError(
-      'Expected `endpoint` (or its alias `host`) to be the base URL of the ingestion API, e.g. "https://events.example.com", ' +
-        `got ${describe(endpoint)}`,
-      'endpoint',
-    );
+  if (endpoint === undefined) {
+    throw new ConfigError('Expected `endpoint` (or its alias `host`) to be the base URL of the ingestion API, e.g. "https://events.example.com", got nothing', 'endpoint');
   }
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    throw new ConfigError('Expected `endpoint` to be an absolute http or https URL, got a string that is not a URL', 'endpoint');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`Expected \`endpoint\` to use http or https, got \`${url.protocol}\``, 'endpoint');
-  }
+  const url = urlOption('endpoint', endpoint, 'https://events.example.com');
   if (typeof path !== 'string' || !path.startsWith('/')) {
-    throw new ConfigError(`Expected \`path\` to be a string starting with "/", got ${describe(path)}`, 'path');
+    throw new ConfigError(`Expected \`path\` to be a string starting with "/", got ${showValue(path)}`, 'path');
   }
   return new URL(url.origin + url.pathname.replace(/\/+$/, '') + path);
 }
 
 /** Validates the options once, filling defaults field by field (`{ flushAt: undefined }` keeps the default). */
 export function resolveOptions(options: AnalyticsOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigError(`Expected an options object with at least \`writeKey\` and \`endpoint\`, got ${describe(options)}`);
-  }
-  const { writeKey } = options;
-  if (typeof writeKey !== 'string' || writeKey.length === 0) {
-    // The value itself is never echoed: it may be a misplaced secret.
-    throw new ConfigError(
-      `Expected \`writeKey\` to be a non-empty string (the source's write key), got ${typeof writeKey === 'string' ? 'an empty string' : `a value of type ${typeof writeKey}`}`,
-      'writeKey',
-    );
-  }
+  objectOption('', options, 'an options object with at least `writeKey` and `endpoint`');
+  const writeKey = secretOption('writeKey', options.writeKey, "the source's write key");
   if (options.endpoint !== undefined && options.host !== undefined && options.endpoint !== options.host) {
     throw new ConfigError('Got both `endpoint` and `host` with different values; `host` is an alias of `endpoint`, pass one', 'endpoint');
   }
-  const minRetryDelay = integer('minRetryDelay', options.minRetryDelay ?? DEFAULTS.minRetryDelay, 0);
+  const minRetryDelay = durationOption('minRetryDelay', options.minRetryDelay ?? DEFAULTS.minRetryDelay, 0);
   return {
     writeKey,
     url: batchUrl(options.endpoint ?? options.host, options.path ?? DEFAULTS.path),
-    flushAt: integer('flushAt', options.flushAt ?? DEFAULTS.flushAt, 1),
-    flushInterval: integer('flushInterval', options.flushInterval ?? DEFAULTS.flushInterval, 1),
-    maxRetries: integer('maxRetries', options.maxRetries ?? DEFAULTS.maxRetries, 0),
+    flushAt: integerOption('flushAt', options.flushAt ?? DEFAULTS.flushAt, 1),
+    flushInterval: durationOption('flushInterval', options.flushInterval ?? DEFAULTS.flushInterval, 1),
+    maxRetries: integerOption('maxRetries', options.maxRetries ?? DEFAULTS.maxRetries, 0),
     minRetryDelay,
-    maxRetryDelay: integer('maxRetryDelay', options.maxRetryDelay ?? DEFAULTS.maxRetryDelay, minRetryDelay),
-    timeout: integer('timeout', options.timeout ?? DEFAULTS.timeout, 1),
-    maxQueueSize: integer('maxQueueSize', options.maxQueueSize ?? DEFAULTS.maxQueueSize, 1),
-    concurrency: integer('concurrency', options.concurrency ?? DEFAULTS.concurrency, 1, 256),
-    gzip: boolean('gzip', options.gzip ?? DEFAULTS.gzip),
-    disable: boolean('disable', options.disable ?? DEFAULTS.disable),
+    maxRetryDelay: durationOption('maxRetryDelay', options.maxRetryDelay ?? DEFAULTS.maxRetryDelay, minRetryDelay),
+    timeout: durationOption('timeout', options.timeout ?? DEFAULTS.timeout, 1),
+    maxQueueSize: integerOption('maxQueueSize', options.maxQueueSize ?? DEFAULTS.maxQueueSize, 1),
+    concurrency: integerOption('concurrency', options.concurrency ?? DEFAULTS.concurrency, 1, 256),
+    gzip: booleanOption('gzip', options.gzip ?? DEFAULTS.gzip),
+    disable: booleanOption('disable', options.disable ?? DEFAULTS.disable),
   };
 }

@@ -4,6 +4,7 @@ import { systemClock } from '../clock';
 import type { Clock, TimerHandle } from '../clock';
 import { EventRelayError, HttpError, SerializationError } from '../errors';
 import { parseRetryAfter } from '../transport/backoff';
+import { toNetworkError } from '../transport/network-errors';
 import { resolveDestinationOptions } from './options';
 import type { ResolvedDestinationOptions, ResolvedWebhook, WebhookDestinationOptions } from './options';
 import { NodeTransport } from '../transport/node';
@@ -227,8 +228,8 @@ export class WebhookDestination {
         };
       }
     } catch (caught) {
-      const error =
-        caught instanceof EventRelayError ? caught : new EventRelayError(`Request to ${webhook.display} failed`, 'ERR_NETWORK', { cause: caught });
+      // A transport may throw anything; what is not ours already becomes a NetworkError.
+      const error = toNetworkError(caught, webhook.display);
       const retryable = (error as { retryable?: unknown }).retryable !== false;
       outcome = { url: webhook.display, index: webhook.index, error, retryable, durationMs: Math.round(performance.now() - started) };
     }

@@ -1,4 +1,7 @@
 import { ConfigError } from '../errors';
+import { staticHeaders } from '../internal/headers';
+import { durationOption, integerOption, objectOption, urlOption } from '../internal/options';
+import { describeType, describeValue } from '../internal/values';
 import { redactUrl } from '../transport/redact';
 import type { Transport } from '../transport/transport';
 
@@ -6,7 +9,7 @@ import type { Transport } from '../transport/transport';
 export interface WebhookEntry {
   /** Full http or https URL. `user:password@` in it is sent as Basic auth and never logged. */
   readonly url: string;
-  /** Static headers added to every request to this URL (not Content-Type, User-Agent or X-Signature). */
+  /** Static headers added to every request to this URL (not Content-Type, User-Agent, X-Signature, Host or framing headers). */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -47,28 +50,6 @@ export const MAX_WEBHOOKS = 5;
 
 export const USER_AGENT = 'EventRelay-Webhooks/1.0';
 
-/** Headers the destination owns (spec 4.1 and 5.1) or that would corrupt the request framing. */
-const RESERVED_HEADERS = new Set([
-  'content-type',
-  'user-agent',
-  'x-signature',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-]);
-
-/** RFC 9110 token. */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** Visible ASCII, space and tab: no CR, LF, NUL or non-ASCII (which Node would send as latin1). */
-const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
-
-/** Largest delay Node timers accept. */
-const MAX_TIMER = 2 ** 31 - 1;
-
 export interface ResolvedWebhook {
   readonly index: number;
   readonly url: URL;
@@ -93,13 +74,11 @@ export interface ResolvedDestinationOptions {
  * repeat the secret, a header value or a URL that failed to parse (any may hold credentials).
  */
 export function resolveDestinationOptions(options: WebhookDestinationOptions): ResolvedDestinationOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigError(`Expected WebhookDestination options to be an object, got ${kind(options)}`);
-  }
+  objectOption('', options, 'an object with at least `webhooks`');
   const list: unknown = options.webhooks;
   if (!Array.isArray(list) || list.length === 0) {
     throw new ConfigError(
-      `Expected \`webhooks\` to be a list of 1 to ${MAX_WEBHOOKS} { url, headers } entries, got ${Array.isArray(list) ? 'an empty list' : kind(list)}`,
+      `Expected \`webhooks\` to be a list of 1 to ${MAX_WEBHOOKS} { url, headers } entries, got ${Array.isArray(list) ? 'an empty list' : describeValue(list)}`,
       'webhooks',
     );
   }
@@ -109,114 +88,30 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
 
   const secret: unknown = options.sharedSecret;
   if (secret !== undefined && typeof secret !== 'string') {
-    throw new ConfigError(`Expected \`sharedSecret\` to be a string, got ${kind(secret)}`, 'sharedSecret');
+    throw new ConfigError(`Expected \`sharedSecret\` to be a string, got ${describeType(secret)}`, 'sharedSecret');
   }
 
-  const minRetryDelay = positive(options.minRetryDelay ?? DESTINATION_DEFAULTS.minRetryDelay, 'minRetryDelay');
-  const maxRetryDelay = positive(options.maxRetryDelay ?? DESTINATION_DEFAULTS.maxRetryDelay, 'maxRetryDelay');
-  if (maxRetryDelay < minRetryDelay) {
-    throw new ConfigError(`Expected \`maxRetryDelay\` (${maxRetryDelay} ms) to be >= \`minRetryDelay\` (${minRetryDelay} ms)`, 'maxRetryDelay');
-  }
-  const retryWindow = options.retryWindow ?? DESTINATION_DEFAULTS.retryWindow;
-  if (typeof retryWindow !== 'number' || !Number.isFinite(retryWindow) || retryWindow < 0) {
-    throw new ConfigError(`Expected \`retryWindow\` to be a number of ms >= 0, got ${kind(retryWindow)}`, 'retryWindow');
-  }
-  const concurrency = options.concurrency ?? DESTINATION_DEFAULTS.concurrency;
-  if (!Number.isInteger(concurrency) || concurrency < 1) {
-    throw new ConfigError(`Expected \`concurrency\` to be an integer >= 1, got ${kind(concurrency)}`, 'concurrency');
-  }
-
+  const defaults = DESTINATION_DEFAULTS;
+  const minRetryDelay = durationOption('minRetryDelay', options.minRetryDelay ?? defaults.minRetryDelay, 1);
   return {
     webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index)),
     sharedSecret: secret === '' ? undefined : secret,
-    timeout: positive(options.timeout ?? DESTINATION_DEFAULTS.timeout, 'timeout'),
-    retryWindow,
+    timeout: durationOption('timeout', options.timeout ?? defaults.timeout, 1),
+    retryWindow: durationOption('retryWindow', options.retryWindow ?? defaults.retryWindow, 0, Number.MAX_SAFE_INTEGER),
     minRetryDelay,
-    maxRetryDelay,
-    concurrency,
+    maxRetryDelay: durationOption('maxRetryDelay', options.maxRetryDelay ?? defaults.maxRetryDelay, minRetryDelay),
+    concurrency: integerOption('concurrency', options.concurrency ?? defaults.concurrency, 1),
   };
 }
 
-function resolveWebhook(entry: unknown, index: number): ResolvedWebhook {
-  const field = `webhooks[${index}]`;
-  if (typeof entry !== 'object' || entry === null) {
-    throw new ConfigError(`Expected \`${field}\` to be an object { url, headers }, got ${kind(entry)}`, field);
-  }
-  const { url: raw, headers } = entry as { url?: unknown; headers?: unknown };
-  if (typeof raw !== 'string' || raw.trim() === '') {
-    throw new ConfigError(`Expected \`${field}.url\` to be a full http or https URL, got ${kind(raw)}`, `${field}.url`);
-  }
-  let url: URL;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    throw new ConfigError(
-      `Expected \`${field}.url\` to be a full URL with http:// or https://, got a malformed URL of ${raw.length} characters (not shown: it may hold credentials)`,
-      `${field}.url`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`Expected \`${field}.url\` to use http or https, got \`${url.protocol.slice(0, -1)}\``, `${field}.url`);
-  }
-  if (url.hostname === '') {
-    throw new ConfigError(`Expected \`${field}.url\` to name a host, got none`, `${field}.url`);
-  }
+/** One `webhooks` entry: its URL (http or https, with a host) and static headers. */
+export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`): ResolvedWebhook {
+  const { url: raw, headers } = objectOption(field, entry, 'an object { url, headers }');
+  const url = urlOption(`${field}.url`, raw);
   return {
     index,
     url,
     display: redactUrl(url),
-    headers: { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...staticHeaders(headers, field) },
+    headers: { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...staticHeaders(`${field}.headers`, headers) },
   };
-}
-
-function staticHeaders(headers: unknown, field: string): Record<string, string> {
-  if (headers === undefined || headers === null) return {};
-  if (typeof headers !== 'object' || Array.isArray(headers)) {
-    throw new ConfigError(`Expected \`${field}.headers\` to be an object of name: value strings, got ${kind(headers)}`, `${field}.headers`);
-  }
-  const seen = new Set<string>();
-  const result: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    // JSON.stringify escapes CR/LF, so a bad name cannot forge a log line.
-    const shown = JSON.stringify(name);
-    const where = `${field}.headers[${shown}]`;
-    if (!HEADER_NAME.test(name)) {
-      throw new ConfigError(`Expected \`${where}\` to have a valid HTTP header name (letters, digits, !#$%&'*+-.^_\`|~), got ${shown}`, where);
-    }
-    const lower = name.toLowerCase();
-    if (RESERVED_HEADERS.has(lower)) {
-      throw new ConfigError(
-        `The static header ${shown} in \`${field}.headers\` is not allowed: Content-Type, User-Agent and X-Signature are set by the destination, and framing headers by HTTP`,
-        where,
-      );
-    }
-    if (seen.has(lower)) {
-      throw new ConfigError(`The static header ${shown} appears twice in \`${field}.headers\` (header names ignore case)`, where);
-    }
-    seen.add(lower);
-    if (typeof value !== 'string' || !HEADER_VALUE.test(value)) {
-      throw new ConfigError(
-        `Expected the value of header ${shown} in \`${field}.headers\` to be a string of printable ASCII without CR or LF, got ${typeof value === 'string' ? 'a string with other characters' : kind(value)} (value not shown: it may be a credential)`,
-        where,
-      );
-    }
-    result[name] = value;
-  }
-  return result;
-}
-
-function positive(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMER) {
-    throw new ConfigError(`Expected \`${field}\` to be a number of ms > 0 and <= ${MAX_TIMER}, got ${kind(value)}`, field);
-  }
-  return value;
-}
-
-/** The value for numbers, the type for everything else (strings may be secrets). */
-function kind(value: unknown): string {
-  if (typeof value === 'number' || typeof value === 'boolean') return `\`${value}\` (${typeof value})`;
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return value.trim() === '' ? 'an empty string' : 'a string';
-  return typeof value === 'object' ? 'an object' : typeof value;
 }

@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors';
+import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook } from '../delivery/options';
+import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption } from '../internal/options';
+import { describeType, describeValue, isPlainObject } from '../internal/values';
 
 /**
  * A secret written inline, or `{ "env": "NAME" }` to read it from the environment variable
@@ -133,91 +136,31 @@ export const CONFIG_DEFAULTS = {
   port: 8787,
   storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 24 * 3600_000, keepDelivered: 0, deliveryLog: true },
   metricsPath: '/metrics',
-  delivery: { concurrency: 32, timeout: 5000, retryWindow: 4 * 3600_000, minRetryDelay: 1000, maxRetryDelay: 600_000 },
+  // The destination's own defaults: one place to change them.
+  delivery: DESTINATION_DEFAULTS,
 } as const;
-
-/** Spec 2.1: at most 5 webhook URLs per destination. */
-export const MAX_WEBHOOKS = 5;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-function kind(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (value === undefined) return 'nothing';
-  return `a ${typeof value}`;
-}
-
-/** Shows a non-secret value as it came, quoted, with its type. */
-function shown(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value);
-  return `\`${text !== undefined && text.length <= 60 ? text : String(value).slice(0, 60)}\` (${Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value})`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
+/** An object with only the listed keys: a typo is an error, not a silently ignored field. */
 function expectObject(value: unknown, field: string, allowed: readonly string[]): Record<string, unknown> {
-  if (!isObject(value)) throw new ConfigError(`Expected \`${field}\` to be an object, got ${kind(value)}`, field);
-  for (const key of Object.keys(value)) {
+  const object = objectOption(field, value);
+  for (const key of Object.keys(object)) {
     if (!allowed.includes(key)) {
-      const path = field === '' ? key : `${field}.${key}`;
+      const path = join(field, key);
       throw new ConfigError(`Unknown field \`${path}\`; expected one of ${allowed.map((k) => `\`${k}\``).join(', ')}`, path);
     }
   }
-  return value;
+  return object;
 }
 
 function join(base: string, key: string): string {
   return base === '' ? key : `${base}.${key}`;
 }
 
-function optionalInteger(value: unknown, field: string, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`Expected \`${field}\` to be an integer from ${min} to ${max}, got ${shown(value)}`, field);
-  }
-  return value;
-}
-
-function optionalEnum<T extends string>(value: unknown, field: string, options: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !options.includes(value as T)) {
-    throw new ConfigError(`Expected \`${field}\` to be one of ${options.map((o) => `"${o}"`).join(', ')}, got ${shown(value)}`, field);
-  }
-  return value as T;
-}
-
-function optionalBoolean(value: unknown, field: string, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new ConfigError(`Expected \`${field}\` to be true or false, got ${shown(value)}`, field);
-  return value;
-}
-
-/** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */
-function metricsOption(value: unknown): string | undefined {
-  if (value === undefined) return CONFIG_DEFAULTS.metricsPath;
-  if (value === false) return undefined;
-  const m = expectObject(value, 'metrics', ['path']);
-  if (m.path === undefined) return CONFIG_DEFAULTS.metricsPath;
-  if (typeof m.path !== 'string' || !/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/.test(m.path) || /^\/(v1|admin|debugger|health|stats)(\/|$)/.test(m.path)) {
-    throw new ConfigError(`Expected \`metrics.path\` to be a path such as "/metrics", not under /v1, /admin or /debugger, got ${shown(m.path)}`, 'metrics.path');
-  }
-  return m.path;
-}
-
-function nonEmptyString(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new ConfigError(`Expected \`${field}\` to be a non-empty string, got ${value === '' ? 'an empty string' : shown(value)}`, field);
-  }
-  return value;
-}
-
 /** Reads a SecretValue. Error messages name the field and the variable, never the value. */
 function secret(value: unknown, field: string, env: Env): string {
-  if (isObject(value)) {
+  if (isPlainObject(value)) {
     const keys = Object.keys(value);
     if (keys.length !== 1 || keys[0] !== 'env' || typeof value.env !== 'string' || value.env === '') {
       throw new ConfigError(`Expected \`${field}\` to be a string or { "env": "VARIABLE_NAME" }, got an object with keys ${JSON.stringify(keys)}`, field);
@@ -229,68 +172,42 @@ function secret(value: unknown, field: string, env: Env): string {
     return resolved;
   }
   if (typeof value !== 'string' || value === '') {
-    throw new ConfigError(`Expected \`${field}\` to be a non-empty string or { "env": "VARIABLE_NAME" }, got ${value === '' ? 'an empty string' : kind(value)}`, field);
+    throw new ConfigError(`Expected \`${field}\` to be a non-empty string or { "env": "VARIABLE_NAME" }, got ${describeType(value)}`, field);
   }
   return value;
 }
 
-function webhookUrl(value: unknown, field: string, env: Env): string {
-  const text = secret(value, field, env);
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    // The text is not echoed: a URL may carry a token.
-    throw new ConfigError(`Expected \`${field}\` to be a full http or https URL, got a string that is not a URL`, field);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`Expected \`${field}\` to be an http or https URL, got the scheme \`${url.protocol}\``, field);
-  }
-  return text;
-}
-
-function headers(value: unknown, field: string, env: Env): Record<string, string> {
-  if (value === undefined) return {};
-  if (!isObject(value)) throw new ConfigError(`Expected \`${field}\` to be an object of header names to values, got ${kind(value)}`, field);
-  const out: Record<string, string> = {};
-  for (const [name, raw] of Object.entries(value)) {
-    const path = `${field}.${name}`;
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
-      throw new ConfigError(`Expected \`${field}\` to have valid HTTP header names, got ${JSON.stringify(name)}`, path);
-    }
-    const resolved = secret(raw, path, env);
-    if (/[\r\n]/.test(resolved)) throw new ConfigError(`Expected \`${path}\` to be a header value without line breaks`, path);
-    out[name] = resolved;
-  }
-  return out;
+/** Resolves the secrets of one webhook entry, then checks it with the destination's own rules. */
+function webhookEntry(value: unknown, index: number, field: string, env: Env): ResolvedWebhookEntry {
+  const entry = expectObject(value, field, ['url', 'headers']);
+  const url = secret(entry.url, join(field, 'url'), env);
+  const headersField = join(field, 'headers');
+  const rawHeaders = entry.headers === undefined ? {} : objectOption(headersField, entry.headers, 'an object of header names to values');
+  // Secrets are read first, so that the checks see the values the destination will send.
+  const headers = Object.fromEntries(Object.entries(rawHeaders).map(([name, raw]) => [name, secret(raw, `${headersField}[${JSON.stringify(name)}]`, env)]));
+  resolveWebhook({ url, headers }, index, field);
+  return { url, headers };
 }
 
 function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
   const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret']);
-  const enabledField = join(field, 'enabled');
-  if (raw.enabled !== undefined && typeof raw.enabled !== 'boolean') {
-    throw new ConfigError(`Expected \`${enabledField}\` to be true or false, got ${shown(raw.enabled)}`, enabledField);
-  }
+  const enabled = booleanOption(join(field, 'enabled'), raw.enabled ?? true);
   const listField = join(field, 'webhooks');
   const list = raw.webhooks;
   if (!Array.isArray(list) || list.length < 1 || list.length > MAX_WEBHOOKS) {
     throw new ConfigError(
-      `Expected \`${listField}\` to be a list of 1 to ${MAX_WEBHOOKS} entries ({ "url": ..., "headers": ... }), got ${Array.isArray(list) ? `${list.length} entries` : kind(list)}`,
+      `Expected \`${listField}\` to be a list of 1 to ${MAX_WEBHOOKS} entries ({ "url": ..., "headers": ... }), got ${Array.isArray(list) ? `${list.length} entries` : describeValue(list)}`,
       listField,
     );
   }
-  const webhooks = list.map((entry, i) => {
-    const entryField = `${listField}[${i}]`;
-    const e = expectObject(entry, entryField, ['url', 'headers']);
-    return { url: webhookUrl(e.url, join(entryField, 'url'), env), headers: headers(e.headers, join(entryField, 'headers'), env) };
-  });
+  const webhooks = list.map((entry, i) => webhookEntry(entry, i, `${listField}[${i}]`, env));
   const sharedSecret = raw.sharedSecret === undefined ? undefined : secret(raw.sharedSecret, join(field, 'sharedSecret'), env);
-  return { enabled: raw.enabled ?? true, webhooks, sharedSecret };
+  return { enabled, webhooks, sharedSecret };
 }
 
 function source(value: unknown, field: string, env: Env): ResolvedSource {
   const raw = expectObject(value, field, ['name', 'writeKey', 'destinations']);
-  const name = nonEmptyString(raw.name, join(field, 'name'));
+  const name = stringOption(join(field, 'name'), raw.name);
   const writeKey = secret(raw.writeKey, join(field, 'writeKey'), env);
   let webhooks: ResolvedWebhooks | undefined;
   if (raw.destinations !== undefined) {
@@ -307,38 +224,39 @@ function source(value: unknown, field: string, env: Env): ResolvedSource {
  * message says what was expected; secrets are never part of a message.
  */
 export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
+  if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`);
   const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', '$comment']);
-  const host = raw.host === undefined ? CONFIG_DEFAULTS.host : nonEmptyString(raw.host, 'host');
-  const port = optionalInteger(raw.port, 'port', 0, 65535, CONFIG_DEFAULTS.port);
+  const host = stringOption('host', raw.host ?? CONFIG_DEFAULTS.host);
+  const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
   const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
 
   const s = raw.storage === undefined ? {} : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'keepDelivered', 'deliveryLog']);
   const d = CONFIG_DEFAULTS.storage;
   const storage: Required<StorageConfig> = {
-    type: optionalEnum(s.type, 'storage.type', ['sqlite', 'memory'], d.type),
-    dataDir: s.dataDir === undefined ? d.dataDir : nonEmptyString(s.dataDir, 'storage.dataDir'),
-    synchronous: optionalEnum(s.synchronous, 'storage.synchronous', ['full', 'normal'], d.synchronous),
-    retention: optionalInteger(s.retention, 'storage.retention', 1000, Number.MAX_SAFE_INTEGER, d.retention),
-    keepDelivered: optionalInteger(s.keepDelivered, 'storage.keepDelivered', 0, Number.MAX_SAFE_INTEGER, d.keepDelivered),
-    deliveryLog: optionalBoolean(s.deliveryLog, 'storage.deliveryLog', d.deliveryLog),
+    type: enumOption('storage.type', s.type ?? d.type, ['sqlite', 'memory']),
+    dataDir: stringOption('storage.dataDir', s.dataDir ?? d.dataDir),
+    synchronous: enumOption('storage.synchronous', s.synchronous ?? d.synchronous, ['full', 'normal']),
+    retention: durationOption('storage.retention', s.retention ?? d.retention, 1000, Number.MAX_SAFE_INTEGER),
+    keepDelivered: durationOption('storage.keepDelivered', s.keepDelivered ?? d.keepDelivered, 0, Number.MAX_SAFE_INTEGER),
+    deliveryLog: booleanOption('storage.deliveryLog', s.deliveryLog ?? d.deliveryLog),
   };
   const metricsPath = metricsOption(raw.metrics);
-  const debuggerOn = optionalBoolean(raw.debugger, 'debugger', true);
+  const debuggerOn = booleanOption('debugger', raw.debugger ?? true);
 
   const r =
     raw.delivery === undefined
       ? {}
       : expectObject(raw.delivery, 'delivery', ['concurrency', 'sourceConcurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay']);
   const dd = CONFIG_DEFAULTS.delivery;
-  const concurrency = optionalInteger(r.concurrency, 'delivery.concurrency', 1, 1024, dd.concurrency);
+  const concurrency = integerOption('delivery.concurrency', r.concurrency ?? dd.concurrency, 1, 1024);
   const delivery: ResolvedConfig['delivery'] = {
     concurrency,
-    // Filled in below, once the sources are known.
-    sourceConcurrency: optionalInteger(r.sourceConcurrency, 'delivery.sourceConcurrency', 1, concurrency, 0),
-    timeout: optionalInteger(r.timeout, 'delivery.timeout', 1, 60_000, dd.timeout),
-    retryWindow: optionalInteger(r.retryWindow, 'delivery.retryWindow', 0, 30 * 24 * 3600_000, dd.retryWindow),
-    minRetryDelay: optionalInteger(r.minRetryDelay, 'delivery.minRetryDelay', 1, 24 * 3600_000, dd.minRetryDelay),
-    maxRetryDelay: optionalInteger(r.maxRetryDelay, 'delivery.maxRetryDelay', 1, 24 * 3600_000, dd.maxRetryDelay),
+    // 0 until the sources are known: filled in below.
+    sourceConcurrency: r.sourceConcurrency === undefined ? 0 : integerOption('delivery.sourceConcurrency', r.sourceConcurrency, 1, concurrency),
+    timeout: durationOption('delivery.timeout', r.timeout ?? dd.timeout, 1, 60_000),
+    retryWindow: durationOption('delivery.retryWindow', r.retryWindow ?? dd.retryWindow, 0, 30 * 24 * 3600_000),
+    minRetryDelay: durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000),
+    maxRetryDelay: durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000),
   };
   if (delivery.minRetryDelay > delivery.maxRetryDelay) {
     throw new ConfigError(
@@ -348,7 +266,7 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   }
 
   if (!Array.isArray(raw.sources) || raw.sources.length === 0) {
-    throw new ConfigError(`Expected \`sources\` to be a list of at least one source ({ "name", "writeKey", "destinations" }), got ${kind(raw.sources)}`, 'sources');
+    throw new ConfigError(`Expected \`sources\` to be a list of at least one source ({ "name", "writeKey", "destinations" }), got ${describeValue(raw.sources)}`, 'sources');
   }
   const sources = raw.sources.map((value, i) => source(value, `sources[${i}]`, env));
   sources.forEach((s, i) => {
@@ -363,6 +281,19 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
   }
   return { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources };
+}
+
+/** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */
+function metricsOption(value: unknown): string | undefined {
+  if (value === undefined) return CONFIG_DEFAULTS.metricsPath;
+  if (value === false) return undefined;
+  const m = expectObject(value, 'metrics', ['path']);
+  if (m.path === undefined) return CONFIG_DEFAULTS.metricsPath;
+  const path = stringOption('metrics.path', m.path);
+  if (!/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/.test(path) || /^\/(v1|admin|debugger|health|stats)(\/|$)/.test(path)) {
+    throw new ConfigError(`Expected \`metrics.path\` to be a path such as "/metrics", not under /v1, /admin or /debugger, got ${describeValue(path)}`, 'metrics.path');
+  }
+  return path;
 }
 
 /** Where a JSON syntax error is, without V8's excerpt of the text (which may hold a secret). */

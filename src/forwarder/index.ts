@@ -1,4 +1,5 @@
-export { EventRelayError, ConfigError, DeliveryError } from '../errors';
+// Every error class, as from each entry point: `instanceof` works whichever one you import from.
+export * from '../errors';
 export { isDestinationEnabled } from '../delivery/integrations';
 export { toWebhookMessage } from '../messages/webhook';
 export type {

@@ -35,3 +35,10 @@ export function showValue(value: unknown): string {
   }
   return describeValue(value);
 }
+
+/** The kind of a value and nothing of its content, for fields that may hold a secret (a number may be a PIN or a key). */
+export function describeType(value: unknown): string {
+  if (typeof value === 'string') return value === '' ? 'an empty string' : 'a string';
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return `a ${typeof value}`;
+  return describeValue(value);
+}

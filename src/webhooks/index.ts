@@ -1,12 +1,5 @@
-export {
-  EventRelayError,
-  SignatureVerificationError,
-  WebhookMessageError,
-  ConfigError,
-  InvalidArgumentError,
-  PayloadTooLargeError,
-  TimeoutError,
-} from '../errors';
+// Every error class, as from each entry point: `instanceof` works whichever one you import from.
+export * from '../errors';
 export { sign, verifySignature } from './signature';
 export { signAsync, verifySignatureAsync } from './signature-async';
 export { SIGNATURE_HEX_LENGTH } from './signature-format';

@@ -2,6 +2,8 @@ import { assertSecret } from './secret';
 import type { WebhookSecret } from './secret';
 import type { WebhookMessage } from './message-types';
 import { ConfigError } from '../errors';
+import { durationOption, functionOption, integerOption, objectOption } from '../internal/options';
+import { describeValue } from '../internal/values';
 
 /** What every handler gets besides the message. */
 export interface WebhookHandlerContextBase {
@@ -61,28 +63,16 @@ export interface ResolvedReceiverOptions<Context> {
 
 /** Checks the options once, at setup, and fills in the defaults. Throws `ConfigError`. */
 export function resolveReceiverOptions<Context>(options: WebhookReceiverOptions<Context>): ResolvedReceiverOptions<Context> {
-  if (typeof options !== 'object' || options === null) {
-    throw new ConfigError(`Expected the options to be an object with \`secret\` and \`handler\`, got ${options === null ? 'null' : typeof options}.`);
-  }
+  objectOption('', options, 'an object with `secret` and `handler`');
   assertSecret(options.secret);
   if (typeof options.handler !== 'function') {
-    throw new ConfigError(`Expected \`handler\` to be a function (message, context) => void, got ${typeof options.handler}.`, 'handler');
-  }
-  if (options.onError !== undefined && typeof options.onError !== 'function') {
-    throw new ConfigError(`Expected \`onError\` to be a function when given, got ${typeof options.onError}.`, 'onError');
+    throw new ConfigError(`Expected \`handler\` to be a function (message, context) => void, got ${describeValue(options.handler)}`, 'handler');
   }
   return {
     secret: options.secret,
     handler: options.handler,
-    timeout: positiveInteger('timeout', options.timeout ?? WEBHOOK_DEFAULTS.timeout),
-    maxBodySize: positiveInteger('maxBodySize', options.maxBodySize ?? WEBHOOK_DEFAULTS.maxBodySize),
-    onError: options.onError,
+    timeout: durationOption('timeout', options.timeout ?? WEBHOOK_DEFAULTS.timeout, 1),
+    maxBodySize: integerOption('maxBodySize', options.maxBodySize ?? WEBHOOK_DEFAULTS.maxBodySize, 1),
+    onError: functionOption('onError', options.onError, '(error, status) => void'),
   };
-}
-
-function positiveInteger(field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new ConfigError(`Expected \`${field}\` to be an integer >= 1, got \`${String(value)}\` (${typeof value}).`, field);
-  }
-  return value;
 }

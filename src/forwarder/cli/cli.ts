@@ -23,8 +23,29 @@ Options:
 Secrets in the config may be written as { "env": "NAME" } to read them from the environment.
 SIGINT or SIGTERM shuts down gracefully; a second signal exits at once.`;
 
+/**
+ * Output that never takes the process down: when the reader of stdout or stderr goes away (a
+ * closed pipe, `| head -1`), Node reports EPIPE as an 'error' event, which would crash the CLI
+ * in the middle of a graceful shutdown. Such a stream is then left alone; the work goes on.
+ */
+const gone = new WeakSet<NodeJS.WriteStream>();
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', () => gone.add(stream));
+}
+
+function write(stream: NodeJS.WriteStream, text: string): void {
+  if (gone.has(stream) || stream.destroyed) return;
+  try {
+    stream.write(text);
+  } catch {
+    gone.add(stream);
+  }
+}
+
+const out = (text: string): void => write(process.stdout, text);
+
 function fail(message: string, code = 1): never {
-  process.stderr.write(`eventrelay: ${message}\n`);
+  write(process.stderr, `eventrelay: ${message}\n`);
   process.exit(code);
 }
 
@@ -48,11 +69,11 @@ async function main(argv: readonly string[]): Promise<void> {
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
+    out(`${USAGE}\n`);
     return;
   }
   if (values.version) {
-    process.stdout.write(`${VERSION}\n`);
+    out(`${VERSION}\n`);
     return;
   }
   const command = positionals[0];
@@ -70,7 +91,7 @@ async function main(argv: readonly string[]): Promise<void> {
   try {
     const config = loadConfigFile(configPath);
     if (command === 'check') {
-      process.stdout.write(`${configPath}: OK (${config.sources.length} sources: ${config.sources.map((s) => s.name).join(', ')})\n`);
+      out(`${configPath}: OK (${config.sources.length} sources: ${config.sources.map((s) => s.name).join(', ')})\n`);
       return;
     }
     forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
@@ -79,7 +100,7 @@ async function main(argv: readonly string[]): Promise<void> {
     const sources = config.sources.map((s) => `${s.name} (Webhooks ${s.webhooks === undefined ? 'none' : s.webhooks.enabled ? `on, ${s.webhooks.webhooks.length} URL${s.webhooks.webhooks.length > 1 ? 's' : ''}` : 'off'})`);
     const debuggerLine = !config.debugger ? 'off' : config.adminToken === undefined ? 'off until "adminToken" is set' : `${address.url}/debugger`;
     const metricsLine = config.metricsPath === undefined ? 'off' : `${address.url}${config.metricsPath}`;
-    process.stdout.write(
+    out(
       `eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.join(', ')}\n  store: ${store}\n` +
         `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
     );
@@ -95,7 +116,7 @@ async function main(argv: readonly string[]): Promise<void> {
   if (live) {
     const draw = () => {
       forwarder.stats().then(
-        (stats) => process.stdout.write(`\r\x1b[K${statusLine(stats)}`),
+        (stats) => out(`\r\x1b[K${statusLine(stats)}`),
         () => {},
       );
     };
@@ -106,15 +127,15 @@ async function main(argv: readonly string[]): Promise<void> {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
-      process.stderr.write(`\neventrelay: ${signal} again, exiting now\n`);
+      write(process.stderr, `\neventrelay: ${signal} again, exiting now\n`);
       process.exit(1);
     }
     stopping = true;
     clearInterval(statusTimer);
-    process.stdout.write(`${live ? '\n' : ''}eventrelay: ${signal}, finishing attempts in flight...\n`);
+    out(`${live ? '\n' : ''}eventrelay: ${signal}, finishing attempts in flight...\n`);
     forwarder.close().then(
       () => {
-        process.stdout.write('eventrelay: stopped\n');
+        out('eventrelay: stopped\n');
         process.exit(0);
       },
       (error: Error) => fail(`shutdown failed: ${error.message}`),

@@ -203,6 +203,39 @@ describe('eventrelay CLI (child processes on the built package)', () => {
     expect(ok.stdout).not.to.contain('value-not-printed');
   });
 
+  it('`check` refuses exactly what `serve` refuses: reserved, repeated and non-ASCII static headers, a Host header', async () => {
+    const bad: Record<string, string>[] = [
+      { 'Content-Type': 'text/plain' },
+      { 'X-Signature': 'forged' },
+      { 'X-Token': 'a', 'x-token': 'b' },
+      { 'X-Name': 'caf\u00e9' },
+      { Host: 'other.example' },
+    ];
+    for (const headers of bad) {
+      const { configPath } = workspace({ sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'https://ok.example/x', headers }] } } }] });
+      const checked = await run(['check', '--config', configPath]);
+      const served = await run(['serve', '--port', '0', '--config', configPath, '--data', join(configPath, '..', 'data')]);
+      expect(checked.code, JSON.stringify(headers)).to.equal(1);
+      expect(served.code, JSON.stringify(headers)).to.equal(1);
+      expect(checked.stderr).to.contain('sources[0].destinations.Webhooks.webhooks[0].headers');
+      expect(checked.stderr).to.equal(served.stderr);
+    }
+  });
+
+  it('stops cleanly on SIGTERM when its stdout was closed (no EPIPE crash)', async function () {
+    this.timeout(30_000);
+    const { configPath, dataDir } = workspace({ sources: [{ name: 'web', writeKey: 'pipe-key' }] });
+    const running = await serve(['--config', configPath, '--data', dataDir]);
+    children.push(running.child);
+    // The reader of the CLI's stdout goes away (a closed pipe, as with `| head -1`).
+    running.child.stdout!.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    running.child.kill('SIGTERM');
+    const exit = await running.exited;
+    expect(running.stderr()).not.to.match(/EPIPE|Error/);
+    expect(exit).to.deep.equal({ code: 0, signal: null });
+  });
+
   it('explains its usage', async () => {
     const help = await run(['--help']);
     expect(help.code).to.equal(0);

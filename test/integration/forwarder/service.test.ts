@@ -96,7 +96,7 @@ describe('Forwarder (in process)', () => {
         sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'https://e.test/', headers: { 'X-Signature': 'forged' } }] } } }],
       }),
     )
-      .to.throw(ConfigError, /In `sources\[0\].destinations.Webhooks`/)
+      .to.throw(ConfigError, /`sources\[0\]\.destinations\.Webhooks\.webhooks\[0\]\.headers`/)
       .with.property('field')
       .that.matches(/^sources\[0\]\.destinations\.Webhooks\.webhooks\[0\]\.headers/);
   });

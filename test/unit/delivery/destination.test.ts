@@ -200,6 +200,7 @@ describe('WebhookDestination outcome rules', () => {
     const thrown = await destination.attempt('{}', { attempt: 1, firstAttemptAt: clock.now() });
     expect(thrown.status).to.equal('retry');
     expect(thrown.outcomes[0]?.error?.cause).to.be.instanceOf(TypeError);
+    expect(thrown.outcomes[0]?.error).to.be.instanceOf(NetworkError).and.include({ code: 'ERR_NETWORK', retryable: true });
   });
 
   it('deliver() never rejects: a message that cannot be serialized fails', async () => {

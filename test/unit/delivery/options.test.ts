@@ -4,6 +4,7 @@ import { ConfigError } from '../../../src/errors';
 import { WebhookDestination } from '../../../src/delivery/destination';
 import type { WebhookDestinationOptions } from '../../../src/delivery/destination';
 import { FakeTransport } from '../../helpers/fake-transport';
+import { parseConfig } from '../../../src/forwarder/config';
 
 function configError(options: unknown): ConfigError {
   try {
@@ -92,5 +93,49 @@ describe('WebhookDestination configuration', () => {
     await destination.attempt('{}', { attempt: 1, firstAttemptAt: Date.now() });
     expect(transport.requests[0]?.timeout).to.equal(5000);
     await destination.close();
+  });
+});
+
+describe('static headers: one rule for WebhookDestination and the config file', () => {
+  const cases: Record<string, unknown>[] = [
+    { 'X-Team': 'web' },
+    { 'Content-Type': 'text/plain' },
+    { 'x-signature': 'forged' },
+    { Host: 'other.example' },
+    { 'X-Token': 'a', 'x-token': 'b' },
+    { 'X-Name': 'caf\u00e9' },
+    { 'X-Line': 'a\r\nX-Evil: 1' },
+    { 'Bad Name': 'v' },
+    { 'X-Count': 3 },
+  ];
+
+  it('refuses a static Host header: Host comes from the URL and would be sent twice', () => {
+    for (const name of ['Host', 'host', 'HOST']) {
+      const error = configError({ webhooks: [{ url, headers: { [name]: 'other.example' } }] });
+      expect(error.message).to.match(/not allowed/).and.match(/Host comes from the URL/);
+    }
+  });
+
+  it('the config file (`eventrelay check`) refuses exactly what the destination (`serve`) refuses', () => {
+    for (const headers of cases) {
+      let destination: unknown;
+      let config: unknown;
+      try {
+        new WebhookDestination({ webhooks: [{ url, headers: headers as Record<string, string> }], transport: new FakeTransport(() => 200) });
+      } catch (error) {
+        destination = error;
+      }
+      try {
+        parseConfig({ sources: [{ name: 'a', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url, headers }] } } }] }, {});
+      } catch (error) {
+        config = error;
+      }
+      expect(config === undefined, JSON.stringify(headers)).to.equal(destination === undefined);
+      expect(config ?? destination).to.satisfy((e: unknown) => e === undefined || e instanceof ConfigError);
+      // A value that is not a string fails earlier in the config, as a SecretValue, with its own words.
+      if (config !== undefined && Object.values(headers).every((v) => typeof v === 'string')) {
+        expect((config as ConfigError).message.replace(/sources\[0\]\.destinations\.Webhooks\./g, '')).to.equal((destination as ConfigError).message);
+      }
+    }
   });
 });
