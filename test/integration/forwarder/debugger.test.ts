@@ -97,9 +97,9 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     await shot('signin');
     await page.click('#signin-form button[type=submit]');
     await page.waitForSelector('#tabs:not([hidden])');
-    await page.waitForFunction("document.querySelector('#live-status')?.textContent === 'live'");
+    await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
     expect(page.url()).not.to.contain(ADMIN);
-    expect(await page.evaluate("sessionStorage.getItem('eventrelay.adminToken')")).to.equal(ADMIN);
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('eventrelay.adminToken'))).to.equal(ADMIN);
     expect(await page.locator('#live-source option').allTextContents()).to.deep.equal(['all', 'web', 'flaky']);
   });
 
@@ -137,7 +137,7 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     expect(await liveItem(XSS_IMG).first().textContent()).to.contain(XSS_SCRIPT);
     await liveItem(XSS_IMG).first().click();
     await page.waitForSelector('#view-message:not([hidden])');
-    await page.waitForFunction(`document.querySelector('#message-body')?.textContent?.includes(${JSON.stringify(XSS_SCRIPT)}) === true`);
+    await page.locator('#message-body', { hasText: XSS_SCRIPT }).waitFor();
     expect(await page.locator('#message-body').textContent()).to.contain(XSS_IMG);
     expect(await page.locator('main img').count()).to.equal(0);
     expect(await page.locator('main script').count()).to.equal(0);
@@ -151,7 +151,7 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     flakyClient.track({ userId: 'browser-user', event: 'Will Fail' });
     await liveItem('Will Fail').locator('.badge.failed').waitFor();
     await liveItem('Will Fail').click();
-    await page.waitForFunction("document.querySelector('#message-status')?.textContent === 'failed'");
+    await page.locator('#message-status', { hasText: /^failed$/ }).waitFor();
     const rows = page.locator('#attempts tr');
     expect(await rows.count()).to.be.at.least(2);
     const cells = await rows.first().locator('td').allTextContents();
@@ -162,7 +162,7 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
 
     receiver.failFirst('/flaky', 0);
     await page.click('#replay');
-    await page.waitForFunction("document.querySelector('#message-status')?.textContent === 'delivered'");
+    await page.locator('#message-status', { hasText: /^delivered$/ }).waitFor();
     const last = await rows.last().locator('td').allTextContents();
     expect(last.slice(0, 2)).to.deep.equal(['2', '1']);
     expect(last[4]).to.equal('200');
@@ -189,7 +189,7 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     const local = new Date(since.getTime() - since.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
     await page.fill('#recover-since', local);
     await page.click('#recover-form button[type=submit]');
-    await page.waitForFunction("document.querySelector('#recover-result')?.textContent === '1 failed deliveries queued again'");
+    await page.locator('#recover-result', { hasText: /^1 failed deliveries queued again$/ }).waitFor();
     await waitFor(() => receiver.delivered.some((r) => r.json.event === 'Fails Again'), 'the recovered delivery');
   });
 
@@ -216,7 +216,7 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
 
   it('signs out and forgets the token', async () => {
     await page.click('#sign-out');
-    expect(await page.evaluate("sessionStorage.getItem('eventrelay.adminToken')")).to.equal(null);
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('eventrelay.adminToken'))).to.equal(null);
     await page.waitForSelector('#view-signin:not([hidden])');
   });
 });
