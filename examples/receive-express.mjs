@@ -1,5 +1,6 @@
 // Receive webhooks in an Express app that also has JSON routes.
 // Run: npm run build && WEBHOOK_SECRET=... PORT=3000 node examples/receive-express.mjs
+// The code below is the README's "Express / Connect" snippet, line for line.
 import express from 'express';
 import { webhookMiddleware } from 'eventrelay/webhooks';
 
@@ -10,14 +11,14 @@ const app = express();
 app.post(
   '/webhooks',
   webhookMiddleware({
-    secret: process.env.WEBHOOK_SECRET ?? 'dev-secret',
+    secret: process.env.WEBHOOK_SECRET,
     handler: async (message) => {
       console.log(`received ${message.type}`);
     },
   }),
 );
 
-app.use(express.json());
+app.use(express.json()); // the app's other routes parse JSON as usual
 app.post('/api/echo', (req, res) => res.json(req.body));
 
 const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {

@@ -16,8 +16,9 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(callback, ms, keepAlive = false) {
-    const timer = setTimeout(callback, ms);
-    if (!keepAlive) timer.unref();
+    const timer: unknown = setTimeout(callback, ms);
+    // Edge and browser-like runtimes return a number, which has no unref (and no process to hold open).
+    if (!keepAlive) (timer as { unref?: () => void }).unref?.();
     return timer;
   },
   clearTimeout(handle) {

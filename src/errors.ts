@@ -17,6 +17,7 @@ export type ErrorCode =
   // The client
   | 'ERR_QUEUE_FULL'
   | 'ERR_CLIENT_CLOSED'
+  | 'ERR_CLOSE_TIMEOUT'
   | 'ERR_CALLBACK'
   | 'ERR_INTERNAL'
   // HTTP: HttpError, NetworkError and TimeoutError
@@ -27,6 +28,7 @@ export type ErrorCode =
   | 'ERR_TIMEOUT'
   // The receiver helper
   | 'ERR_SIGNATURE'
+  | 'ERR_WEBHOOK_TIMESTAMP'
   | 'ERR_WEBHOOK_MESSAGE'
   | 'ERR_INVALID_ARGUMENT'
   | 'ERR_UNSUPPORTED_RUNTIME'
@@ -35,7 +37,8 @@ export type ErrorCode =
   | 'ERR_ALREADY_LISTENING'
   | 'ERR_STORE_LOCKED'
   | 'ERR_STORE_CLOSED'
-  | 'ERR_NOT_STARTED'
+  | 'ERR_STORE_UNAVAILABLE'
+  | 'ERR_STORE_SCHEMA'
   | 'ERR_NOT_REPLAYABLE'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED';
@@ -65,8 +68,8 @@ export class ValidationError extends EventRelayError {
   /** The field that failed, e.g. `userId` or `event`. */
   readonly field: string | undefined;
 
-  constructor(message: string, field?: string) {
-    super(message, 'ERR_VALIDATION');
+  constructor(message: string, field?: string, options?: { cause?: unknown }) {
+    super(message, 'ERR_VALIDATION', options);
     this.field = field;
   }
 }
@@ -113,6 +116,24 @@ export class ClientClosedError extends EventRelayError {
   }
 }
 
+/**
+ * `closeAndFlush({ timeout })` ran out of time before this message was confirmed delivered:
+ * its callback gets this error and the client stops retrying it. It may or may not have arrived.
+ */
+export class CloseTimeoutError extends EventRelayError {
+  /** The timeout that elapsed, in milliseconds. */
+  readonly timeout: number;
+
+  constructor(timeout: number) {
+    super(
+      `closeAndFlush() timed out after ${timeout} ms before this message was confirmed delivered; it is no longer retried ` +
+        'and may or may not have arrived. Give closeAndFlush a longer `timeout` to wait for retries.',
+      'ERR_CLOSE_TIMEOUT',
+    );
+    this.timeout = timeout;
+  }
+}
+
 /** A server answered with a status that is not 2xx. */
 export class HttpError extends EventRelayError {
   readonly status: number;
@@ -153,8 +174,31 @@ export class TimeoutError extends NetworkError {
 
 /** A webhook signature did not match, or no signature was sent. */
 export class SignatureVerificationError extends EventRelayError {
-  constructor(message = 'The X-Signature header is missing or does not match the request body.') {
-    super(message, 'ERR_SIGNATURE');
+  constructor(message = 'The X-Signature header is missing or does not match the request body.', code: 'ERR_SIGNATURE' | 'ERR_WEBHOOK_TIMESTAMP' = 'ERR_SIGNATURE') {
+    super(message, code);
+  }
+}
+
+/**
+ * A Standard Webhooks request whose signature matched but whose `webhook-timestamp` lies
+ * further from now than the receiver's tolerance: a replay of a captured request, or a clock
+ * that is off on one side. Answered 401 like any other signature failure.
+ */
+export class WebhookTimestampError extends SignatureVerificationError {
+  /** The request's `webhook-timestamp`, in unix seconds. */
+  readonly timestamp: number;
+  /** The tolerance that was exceeded, in milliseconds. */
+  readonly tolerance: number;
+
+  constructor(timestamp: number, now: number, tolerance: number) {
+    const skew = Math.round(timestamp - now / 1000);
+    super(
+      `The webhook-timestamp is ${Math.abs(skew)} s ${skew < 0 ? 'in the past' : 'in the future'}, outside the tolerance of ` +
+        `${tolerance / 1000} s: a replayed request, or a clock that is off on the sender or the receiver (check NTP).`,
+      'ERR_WEBHOOK_TIMESTAMP',
+    );
+    this.timestamp = timestamp;
+    this.tolerance = tolerance;
   }
 }
 
@@ -180,6 +224,26 @@ export class InvalidArgumentError extends EventRelayError {
   constructor(message: string, argument: string) {
     super(message, 'ERR_INVALID_ARGUMENT');
     this.argument = argument;
+  }
+}
+
+/**
+ * The forwarder's store cannot be used: another forwarder holds the SQLite data directory
+ * (`ERR_STORE_LOCKED`), the store was closed (`ERR_STORE_CLOSED`), the database cannot be
+ * reached (`ERR_STORE_UNAVAILABLE`, with the config `field`), or its schema is newer than this
+ * release (`ERR_STORE_SCHEMA`). Messages never show a database password.
+ */
+export class StoreError extends EventRelayError {
+  /** The config field to look at, e.g. `storage.url`, when one applies. */
+  readonly field: string | undefined;
+
+  constructor(
+    message: string,
+    code: 'ERR_STORE_LOCKED' | 'ERR_STORE_CLOSED' | 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_SCHEMA',
+    options?: { cause?: unknown; field?: string },
+  ) {
+    super(message, code, options);
+    this.field = options?.field;
   }
 }
 

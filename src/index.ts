@@ -3,11 +3,14 @@ export type { AnalyticsInternals, CloseOptions, FlushReason } from './client/ana
 export { DEFAULTS } from './client/options';
 export type { AnalyticsOptions } from './client/options';
 export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './messages/limits';
+export { MAX_MESSAGE_ID_LENGTH } from './messages/rules';
+export { MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS } from './messages/event-time';
 export type {
   AliasParams,
   Callback,
   CommonParams,
   GroupParams,
+  Id,
   Identity,
   IdentifyParams,
   Integrations,

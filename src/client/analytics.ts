@@ -4,9 +4,11 @@ import { gzip as gzipCallback } from 'node:zlib';
 import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
-import { ClientClosedError, EventRelayError, PayloadTooLargeError, QueueFullError, SerializationError } from '../errors';
+import { ClientClosedError, CloseTimeoutError, EventRelayError, PayloadTooLargeError, QueueFullError, ValidationError } from '../errors';
+import { isPlainObject } from '../internal/values';
 import { NodeTransport } from '../transport/node';
 import { sendWithRetries } from '../transport/retry';
+import type { SendOutcome } from '../transport/retry';
 import type { Transport } from '../transport/transport';
 import { VERSION } from '../version';
 import { Batch } from './batch';
@@ -23,7 +25,8 @@ import type {
   ScreenParams,
   TrackParams,
 } from '../messages/calls';
-import { validateParams } from '../messages/rules';
+import { checkMessage, readCall } from '../messages/rules';
+import { exitHooks } from './exit';
 
 const gzip = promisify(gzipCallback);
 const log = createDebug('analytics');
@@ -39,7 +42,7 @@ export interface CloseOptions {
   readonly timeout?: number;
 }
 
-export type FlushReason = 'count' | 'size' | 'interval' | 'manual' | 'close';
+export type FlushReason = 'count' | 'size' | 'interval' | 'manual' | 'close' | 'exit';
 
 /**
  * The server-side client. Calls are validated, serialized once and queued in memory;
@@ -57,7 +60,12 @@ export class Analytics extends EventEmitter {
   private readonly queue: PQueue;
   private readonly headers: Record<string, string>;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Batches handed off and not settled yet. */
+  private readonly active = new Set<Batch>();
   private batch: Batch;
+  /** Set at the close timeout: nothing more is sent or retried. */
+  private abandoned = false;
+  private readonly onBeforeExit = (): void => this.flushBeforeExit();
   private timer: unknown;
   /** Messages accepted and not yet finished (queued or in flight). */
   private held = 0;
@@ -118,65 +126,98 @@ export class Analytics extends EventEmitter {
   }
 
   /**
-   * Flushes, then refuses new calls (`ClientClosedError`). Resolves when all is sent
-   * or after `timeout` ms, whichever is first; what is still in flight then goes on
-   * in the background and its callbacks still fire. Calling it again returns the same promise.
+   * Flushes, then refuses new calls (`ClientClosedError`). Resolves when all is sent or after
+   * `timeout` ms, whichever is first. At the timeout, every message not yet confirmed gets
+   * its callback called with `CloseTimeoutError` and is no longer retried, so the process can
+   * exit with no callback left behind. Calling it again returns the same promise.
    */
   closeAndFlush(options: CloseOptions = {}): Promise<void> {
     if (this.closing) return this.closing;
     const timeout = options.timeout ?? 10_000;
     this.handOff('close');
     let timer: unknown;
-    const deadline = new Promise<void>((resolve) => {
+    const deadline = new Promise<'timeout'>((resolve) => {
       // Kept alive: a process awaiting closeAndFlush() must not exit while a retry waits.
-      timer = this.clock.setTimeout(
-        () => {
-          log('closeAndFlush: %d messages still pending after %d ms', this.held, timeout);
-          resolve();
-        },
-        timeout,
-        true,
-      );
+      timer = this.clock.setTimeout(() => resolve('timeout'), timeout, true);
     });
-    this.closing = Promise.race([this.settled(), deadline]).then(() => {
+    this.closing = Promise.race([this.settled(), deadline]).then((outcome) => {
       this.clock.clearTimeout(timer);
+      if (outcome === 'timeout' && this.held > 0) this.abandon(timeout);
       if (this.held === 0) this.transport.close?.();
     });
     return this.closing;
   }
 
-  private enqueue(type: MessageType, params: unknown, callback: Callback | undefined): void {
-    if (this.closing) return this.refuse(new ClientClosedError(), undefined, callback);
-    const invalid = validateParams(type, params);
-    if (invalid) return this.refuse(invalid, undefined, callback);
+  /** At the close timeout: fails what is still pending, once, and stops sending. */
+  private abandon(timeout: number): void {
+    log('closeAndFlush: %d messages still pending after %d ms; failing their callbacks', this.held, timeout);
+    this.abandoned = true;
+    const error = new CloseTimeoutError(timeout);
+    this.report(error, undefined);
+    for (const batch of [...this.active]) this.settle(batch, () => error);
+  }
 
-    const message = buildMessage(type, params as Record<string, unknown>, this.clock.now());
-    const id = message.messageId as string;
-    let json: string;
+  /**
+   * On `beforeExit` (the event loop ran dry: the client's timers are unref'd): sends what is
+   * queued and keeps the process alive while batches are in flight, retries included, so a
+   * script that tracks and ends delivers and runs every callback.
+   */
+  private flushBeforeExit(): void {
+    if (this.held === 0 || this.abandoned) return;
+    log('process about to exit: flushing %d pending messages', this.held);
+    this.handOff('exit');
+    void this.holdOpen(this.settled());
+  }
+
+  private enqueue(type: MessageType, params: unknown, callback: Callback | undefined): void {
+    const cb = typeof callback === 'function' ? callback : undefined;
+    const seen: { id?: string } = {};
+    let refusal: EventRelayError | undefined;
     try {
-      json = serializeMessage(message);
-    } catch (error) {
-      return this.refuse(error as SerializationError, id, callback);
+      refusal = this.accept(type, params, cb, seen);
+    } catch (thrown) {
+      refusal =
+        thrown instanceof EventRelayError
+          ? thrown
+          : new ValidationError(`${type}() could not read its parameters: a getter, Proxy or method in them threw`, undefined, { cause: thrown });
     }
+    // Outside the try: a refusal is reported once, whatever threw before it.
+    if (refusal !== undefined) this.refuse(refusal, seen.id, cb);
+  }
+
+  /** Validates, builds, serializes and queues one call; returns why it was refused, if it was. */
+  private accept(type: MessageType, params: unknown, callback: Callback | undefined, seen: { id?: string }): EventRelayError | undefined {
+    if (this.closing) return new ClientClosedError();
+    // Each field is read once, into a plain snapshot: getters and Proxies run once, and
+    // what they throw becomes this call's error, never the caller's exception.
+    const call = readCall(type, params);
+    const invalid = checkMessage(call);
+    if (invalid) return invalid;
+
+    const message = buildMessage(type, call, this.clock.now());
+    const id = message.messageId as string;
+    seen.id = id;
+    const json = serializeMessage(message);
     const bytes = Buffer.byteLength(json);
     if (bytes > MAX_MESSAGE_BYTES) {
-      const error = new PayloadTooLargeError(
+      return new PayloadTooLargeError(
         `The ${type} message is ${bytes} bytes once serialized; the limit is ${MAX_MESSAGE_BYTES} bytes (32 KB) per call. ` +
           'Send fewer or smaller properties.',
         bytes,
         MAX_MESSAGE_BYTES,
       );
-      return this.refuse(error, id, callback);
     }
-    if (this.held >= this.options.maxQueueSize) {
-      return this.refuse(new QueueFullError(this.options.maxQueueSize), id, callback);
-    }
+    if (this.held >= this.options.maxQueueSize) return new QueueFullError(this.options.maxQueueSize);
     if (this.options.disable) {
       if (callback) queueMicrotask(() => this.callBack(callback, undefined, id));
-      return;
+      return undefined;
     }
+    this.add(json, bytes, id, callback);
+    return undefined;
+  }
 
-    this.held++;
+  private add(json: string, bytes: number, id: string, callback: Callback | undefined): void {
+    if (this.held++ === 0) exitHooks.add(this.onBeforeExit);
     if (this.batch.tryAdd(json, bytes, id, callback) === 'full') {
       this.handOff('size');
       this.batch.tryAdd(json, bytes, id, callback);
@@ -200,42 +241,65 @@ export class Analytics extends EventEmitter {
     const batch = this.batch;
     if (batch.length === 0) return;
     this.batch = new Batch(MAX_BATCH_BYTES);
+    this.active.add(batch);
     if (log.enabled) log('flush (%s): %d messages, %d bytes', reason, batch.length, batch.size);
     // Two-argument then: `finish` runs once whichever way the send settles.
     const job = this.queue.add(() => this.send(batch)).then(
-      (error) => this.finish(batch, error),
-      (error: unknown) => this.finish(batch, asEventRelayError(error)),
+      (outcome) => this.finish(batch, outcome),
+      (error: unknown) => this.finish(batch, { ok: false, error: asEventRelayError(error) }),
     );
     this.inFlight.add(job);
     void job.finally(() => this.inFlight.delete(job));
   }
 
-  private async send(batch: Batch): Promise<EventRelayError | undefined> {
+  private async send(batch: Batch): Promise<SendOutcome> {
+    if (this.abandoned || batch.settled) return { ok: false, error: new CloseTimeoutError(0) };
     const started = this.clock.now();
     const text = batch.body(new Date(started));
     const body = this.options.gzip ? await gzip(text) : text;
-    const error = await sendWithRetries(
-      { url: this.options.url, headers: this.headers, body, timeout: this.options.timeout },
+    const outcome = await sendWithRetries(
+      { url: this.options.url, headers: this.headers, body, timeout: this.options.timeout, readBody: true },
       {
         transport: this.transport,
         clock: this.clock,
         random: this.random,
         policy: this.options,
+        stopped: () => this.abandoned,
         onRetry: (attempt, delay, cause) =>
           log('retry %d of a batch of %d in %d ms after %s', attempt, batch.length, delay, cause.message),
       },
     );
     if (log.enabled) {
-      const outcome = error ? `failed: ${error.message}` : 'delivered';
-      log('batch of %d messages %s in %d ms', batch.length, outcome, this.clock.now() - started);
+      const result = outcome.ok ? 'delivered' : `failed: ${outcome.error.message}`;
+      log('batch of %d messages %s in %d ms', batch.length, result, this.clock.now() - started);
     }
-    return error;
+    return outcome;
   }
 
-  private finish(batch: Batch, error: EventRelayError | undefined): void {
+  private finish(batch: Batch, outcome: SendOutcome): void {
+    if (batch.settled) return;
+    if (!outcome.ok) {
+      this.report(outcome.error, undefined);
+      this.settle(batch, () => outcome.error);
+      return;
+    }
+    const refused = rejectedByIndex(outcome.response.body, batch.length);
+    if (refused.size > 0) log('the endpoint refused %d of %d messages of a batch', refused.size, batch.length);
+    for (const { index, id } of batch.callbacks) {
+      const error = refused.get(index);
+      if (error) this.report(error, id);
+    }
+    this.settle(batch, (index) => refused.get(index));
+  }
+
+  /** Runs a batch's callbacks, once, and releases its messages. */
+  private settle(batch: Batch, errorFor: (index: number) => EventRelayError | undefined): void {
+    if (batch.settled) return;
+    batch.settled = true;
+    this.active.delete(batch);
     this.held -= batch.length;
-    if (error) this.report(error, undefined);
-    for (const { id, callback } of batch.callbacks) this.callBack(callback, error, id);
+    if (this.held === 0) exitHooks.delete(this.onBeforeExit);
+    for (const { index, id, callback } of batch.callbacks) this.callBack(callback, errorFor(index), id);
   }
 
   /** Keeps the process open while a caller awaits `promise` (the client's own timers are unref'd). */
@@ -251,7 +315,7 @@ export class Analytics extends EventEmitter {
 
   private refuse(error: EventRelayError, id: string | undefined, callback: Callback | undefined): void {
     log('refused a message: %s', error.message);
-    if (callback) queueMicrotask(() => this.callBack(callback, error, id));
+    if (typeof callback === 'function') queueMicrotask(() => this.callBack(callback, error, id));
     this.report(error, id);
   }
 
@@ -276,6 +340,44 @@ export class Analytics extends EventEmitter {
       }
     }
   }
+}
+
+/** Longest server-given reason kept in an error message. */
+const MAX_REASON_LENGTH = 300;
+
+/**
+ * The messages an ingestion answer refused: `{ success: true, rejected: [{ index, code, field,
+ * message }] }` (eventrelay's forwarder). Anything else (no body, another collector's answer,
+ * a malformed list) refuses nothing: a 2xx means delivered.
+ */
+function rejectedByIndex(body: string | undefined, length: number): Map<number, EventRelayError> {
+  const refused = new Map<number, EventRelayError>();
+  if (body === undefined || !body.includes('"rejected"')) return refused;
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body);
+  } catch {
+    return refused;
+  }
+  const list = isPlainObject(answer) ? answer.rejected : undefined;
+  if (!Array.isArray(list)) return refused;
+  for (const entry of list) {
+    if (!isPlainObject(entry)) continue;
+    const { index, code, field, message } = entry;
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= length || refused.has(index)) continue;
+    const reason = `The endpoint refused this message: ${typeof message === 'string' ? message.slice(0, MAX_REASON_LENGTH) : 'no reason given'}`;
+    refused.set(
+      index,
+      code === 'message_too_large'
+        ? new PayloadTooLargeError(reason, numberOr(entry.size, 0), numberOr(entry.limit, MAX_MESSAGE_BYTES))
+        : new ValidationError(reason, typeof field === 'string' ? field.slice(0, 100) : undefined),
+    );
+  }
+  return refused;
+}
+
+function numberOr(value: unknown, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
 
 function asEventRelayError(error: unknown): EventRelayError {

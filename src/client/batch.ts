@@ -12,8 +12,10 @@ export type AddResult = 'added' | 'full';
  */
 export class Batch {
   readonly messages: string[] = [];
-  /** Callbacks of the messages that have one, with the message's id. */
-  readonly callbacks: { readonly id: string; readonly callback: Callback }[] = [];
+  /** Callbacks of the messages that have one, with the message's id and its index in the batch. */
+  readonly callbacks: { readonly index: number; readonly id: string; readonly callback: Callback }[] = [];
+  /** Set once the batch's callbacks ran (delivered, failed, or given up at the close timeout). */
+  settled = false;
   private bytes = ENVELOPE_BYTES;
 
   constructor(private readonly maxBytes: number) {}
@@ -35,8 +37,8 @@ export class Batch {
     const next = this.bytes + bytes + (this.messages.length > 0 ? 1 : 0);
     if (next > this.maxBytes && this.messages.length > 0) return 'full';
     this.bytes = next;
+    if (callback) this.callbacks.push({ index: this.messages.length, id, callback });
     this.messages.push(json);
-    if (callback) this.callbacks.push({ id, callback });
     return 'added';
   }
 

@@ -2,38 +2,36 @@ import { randomUUID } from 'node:crypto';
 import { SerializationError } from '../errors';
 import { LIBRARY_NAME, VERSION } from '../version';
 import type { MessageType } from '../messages/calls';
-import { parseTimestamp } from '../messages/rules';
+import { isoTimestamp, timestampMs } from '../messages/event-time';
+import { CALL_FIELDS } from '../messages/rules';
 
 const LIBRARY = Object.freeze({ name: LIBRARY_NAME, version: VERSION });
 
-/** Fields copied as they are from the caller's parameters, by message type. */
-const FIELDS: Record<MessageType, readonly string[]> = {
-  identify: ['userId', 'anonymousId', 'traits'],
-  track: ['userId', 'anonymousId', 'event', 'properties'],
-  page: ['userId', 'anonymousId', 'name', 'category', 'properties'],
-  screen: ['userId', 'anonymousId', 'name', 'category', 'properties'],
-  group: ['userId', 'anonymousId', 'groupId', 'traits'],
-  alias: ['userId', 'anonymousId', 'previousId'],
-};
+/** Fields set by `buildMessage` itself rather than copied. */
+const OWN = new Set(['messageId', 'timestamp', 'context', 'integrations']);
+const COPIED: Readonly<Record<MessageType, readonly string[]>> = Object.fromEntries(
+  Object.entries(CALL_FIELDS).map(([type, fields]) => [type, fields.filter((f) => !OWN.has(f))]),
+) as unknown as Record<MessageType, readonly string[]>;
 
 /**
- * The message as it goes on the wire (Segment-compatible): a new object, so the
- * caller's parameters are never mutated. `params` has passed `validateParams`.
+ * The message as it goes on the wire (Segment-compatible): a new object, so the caller's
+ * parameters are never mutated. `call` is the snapshot `readCall` made and `checkMessage`
+ * accepted; spreading `context` may still run a getter, so the caller keeps this in its try.
  */
-export function buildMessage(type: MessageType, params: Record<string, unknown>, now: number): Record<string, unknown> {
-  const timestamp = params.timestamp === undefined ? new Date(now) : (parseTimestamp(params.timestamp) as Date);
+export function buildMessage(type: MessageType, call: Record<string, unknown>, now: number): Record<string, unknown> {
+  const ms = call.timestamp === undefined || call.timestamp === null ? now : (timestampMs(call.timestamp) as number);
   const message: Record<string, unknown> = {
     type,
-    messageId: typeof params.messageId === 'string' && params.messageId !== '' ? params.messageId : randomUUID(),
-    timestamp: timestamp.toISOString(),
+    messageId: typeof call.messageId === 'string' ? call.messageId : randomUUID(),
+    timestamp: isoTimestamp(ms),
   };
-  for (const field of FIELDS[type]) {
-    const value = params[field];
+  for (const field of COPIED[type]) {
+    const value = call[field];
     if (value !== undefined) message[field] = value;
   }
-  const context = params.context as Record<string, unknown> | undefined;
-  message.context = context === undefined ? { library: LIBRARY } : { ...context, library: LIBRARY };
-  if (params.integrations !== undefined) message.integrations = params.integrations;
+  const context = call.context as Record<string, unknown> | null | undefined;
+  message.context = context === undefined || context === null ? { library: LIBRARY } : { ...context, library: LIBRARY };
+  if (call.integrations !== undefined && call.integrations !== null) message.integrations = call.integrations;
   return message;
 }
 
@@ -42,10 +40,12 @@ export function serializeMessage(message: Record<string, unknown>): string {
   try {
     return JSON.stringify(message);
   } catch (error) {
-    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    // The engine's TypeError says which kind (circular, BigInt); what user code threw is not shown.
+    const reason =
+      error instanceof RangeError ? 'it is nested too deeply' : error instanceof TypeError ? error.message.split('\n')[0] : 'a toJSON method or getter threw';
     throw new SerializationError(
       `The ${String(message.type)} message cannot be serialized to JSON (${reason}). ` +
-        'Remove circular references, BigInt values and toJSON methods that throw.',
+        'Remove circular references, BigInt values, toJSON methods that throw and very deep nesting.',
       { cause: error },
     );
   }

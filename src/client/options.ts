@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors';
 import { booleanOption, durationOption, integerOption, objectOption, secretOption, urlOption } from '../internal/options';
-import { showValue } from '../internal/values';
+import { describeValue, showValue } from '../internal/values';
 import type { Transport } from '../transport/transport';
 
 export interface AnalyticsOptions {
@@ -65,6 +65,51 @@ export const DEFAULTS = {
   disable: false,
 } as const;
 
+/** Every option `Analytics` knows; any other key is a `ConfigError`, never silently ignored. */
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
+  'writeKey',
+  'endpoint',
+  'host',
+  'path',
+  'flushAt',
+  'flushInterval',
+  'maxRetries',
+  'minRetryDelay',
+  'maxRetryDelay',
+  'timeout',
+  'maxQueueSize',
+  'concurrency',
+  'gzip',
+  'disable',
+  'transport',
+]);
+
+/** Options of other SDKs that mean something here under another name. */
+const HINTS: Readonly<Record<string, string>> = {
+  enable: 'use `disable: true` to send nothing',
+  flushAfter: 'use `flushInterval` (milliseconds)',
+  maxEventsInBatch: 'use `flushAt`',
+  httpRequestTimeout: 'use `timeout` (milliseconds)',
+  httpClient: 'use `transport`',
+  dataPlaneUrl: 'use `endpoint`',
+};
+
+/** An option key set to something but unknown is a `ConfigError` naming it (a key set to undefined counts as not given). */
+function checkKeys(options: Record<string, unknown>): void {
+  for (const key of Object.keys(options)) {
+    if (KNOWN_OPTIONS.has(key) || options[key] === undefined) continue;
+    const hint = Object.hasOwn(HINTS, key) ? `; ${HINTS[key]}` : '';
+    throw new ConfigError(`Unknown option ${showValue(key)}${hint}. Known options: ${[...KNOWN_OPTIONS].join(', ')}`, key.length <= 40 ? key : undefined);
+  }
+}
+
+function checkTransport(value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null || typeof (value as { send?: unknown }).send !== 'function') {
+    throw new ConfigError(`Expected \`transport\` to be an object with a send(request) method, got ${describeValue(value)}`, 'transport');
+  }
+}
+
 function batchUrl(endpoint: unknown, path: unknown): URL {
   if (endpoint === undefined) {
     throw new ConfigError('Expected `endpoint` (or its alias `host`) to be the base URL of the ingestion API, e.g. "https://events.example.com", got nothing', 'endpoint');
@@ -78,7 +123,8 @@ function batchUrl(endpoint: unknown, path: unknown): URL {
 
 /** Validates the options once, filling defaults field by field (`{ flushAt: undefined }` keeps the default). */
 export function resolveOptions(options: AnalyticsOptions): ResolvedOptions {
-  objectOption('', options, 'an options object with at least `writeKey` and `endpoint`');
+  checkKeys(objectOption('', options, 'an options object with at least `writeKey` and `endpoint`'));
+  checkTransport(options.transport);
   const writeKey = secretOption('writeKey', options.writeKey, "the source's write key");
   if (options.endpoint !== undefined && options.host !== undefined && options.endpoint !== options.host) {
     throw new ConfigError('Got both `endpoint` and `host` with different values; `host` is an alias of `endpoint`, pass one', 'endpoint');

@@ -2,7 +2,7 @@ import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock } from '../clock';
 import type { Clock, TimerHandle } from '../clock';
-import { EventRelayError, HttpError, SerializationError } from '../errors';
+import { EventRelayError, HttpError } from '../errors';
 import { parseRetryAfter } from '../transport/backoff';
 import { toNetworkError } from '../transport/network-errors';
 import { resolveDestinationOptions } from './options';
@@ -10,11 +10,12 @@ import type { ResolvedDestinationOptions, ResolvedWebhook, WebhookDestinationOpt
 import { NodeTransport } from '../transport/node';
 import type { Transport } from '../transport/transport';
 import { nextAttemptAt } from './retry-schedule';
-import { signBody, signingKey } from './signing';
+import { bodyId, signBody, signingKey, signStandard, standardSigningKey } from './signing';
 import type { KeyObject } from 'node:crypto';
+import { serializeWebhookMessage } from '../messages/webhook';
 import type { WebhookMessage } from '../messages/webhook';
 
-export type { WebhookEntry, WebhookDestinationOptions } from './options';
+export type { SigningScheme, WebhookEntry, WebhookDestinationOptions } from './options';
 
 const log = createDebug('analytics:webhooks');
 
@@ -54,12 +55,19 @@ export interface AttemptState {
   readonly attempt: number;
   /** When the first try started, epoch ms: the retry window counts from here. */
   readonly firstAttemptAt: number;
+  /**
+   * `webhook-id` under Standard Webhooks signing: the message's id, the same on every attempt.
+   * Default: derived from the body's SHA-256, which is stable across attempts too.
+   */
+  readonly id?: string;
 }
 
-/** A body ready to go: its bytes and, per URL, the full header set (signature included). */
+/** A body ready to go: its bytes and, per URL, the full header set (X-Signature included). */
 interface PreparedBody {
   readonly bytes: Buffer;
   readonly headers: readonly Readonly<Record<string, string>>[];
+  /** `webhook-id`, when the destination signs with Standard Webhooks. */
+  readonly id: string | undefined;
 }
 
 interface Sleeper {
@@ -79,7 +87,10 @@ export class WebhookDestination {
   readonly #random: () => number;
   readonly #transport: Transport;
   readonly #queue: PQueue;
+  /** X-Signature key (the current secret), when the destination signs that way. */
   readonly #key: KeyObject | undefined;
+  /** Standard Webhooks keys, current first; empty when it does not sign that way. */
+  readonly #standardKeys: readonly KeyObject[];
   readonly #sleepers = new Set<Sleeper>();
   #closing: Promise<void> | undefined;
 
@@ -90,21 +101,15 @@ export class WebhookDestination {
     this.#random = internals.random ?? Math.random;
     this.#transport = options.transport ?? new NodeTransport(options.ca === undefined ? {} : { ca: options.ca });
     this.#queue = new PQueue({ concurrency: this.#options.concurrency });
-    this.#key = this.#options.sharedSecret === undefined ? undefined : signingKey(this.#options.sharedSecret);
+    const { secrets, signing } = this.#options;
+    this.#key = signing === 'standard-webhooks' || secrets.length === 0 ? undefined : signingKey(secrets[0]!);
+    this.#standardKeys =
+      signing === 'x-signature' ? [] : secrets.map((secret, i) => standardSigningKey(secret, secrets.length === 1 ? 'sharedSecret' : `sharedSecret[${i}]`));
   }
 
-  /** Serializes a message once; the same string is signed and sent on every URL and attempt. */
+  /** Serializes a message once; the same string is signed and sent on every URL and attempt. Same as `serializeWebhookMessage`. */
   static serialize(message: WebhookMessage): string {
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(message);
-    } catch (error) {
-      throw new SerializationError(`The webhook message cannot be turned into JSON: ${(error as Error).message}`, { cause: error });
-    }
-    if (typeof text !== 'string' || !text.startsWith('{')) {
-      throw new SerializationError(`Expected a webhook message object, got ${message === null ? 'null' : typeof message}`);
-    }
-    return text;
+    return serializeWebhookMessage(message);
   }
 
   /**
@@ -120,7 +125,7 @@ export class WebhookDestination {
       return { status: 'failed', attempt: state.attempt, reason: `Expected the body to be a JSON string, got ${body === null ? 'null' : typeof body}`, outcomes: [] };
     }
     try {
-      return await this.#attempt(this.#prepare(body), state);
+      return await this.#attempt(this.#prepare(body, state.id), state);
     } catch (error) {
       // Not expected (each URL's failure is caught where it happens); keep the promise of never rejecting.
       return { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
@@ -129,13 +134,22 @@ export class WebhookDestination {
 
   /**
    * Library use: attempts and in-memory retries (clock timers) until delivered or final.
-   * Never rejects; after `close()`, a pending delivery resolves as failed.
+   * Never rejects; after `close()`, a pending delivery resolves as failed. While the promise is
+   * pending it holds the process open (retry timers alone are unref'd), so a script that awaits
+   * it sees the result. The `webhook-id` is the message's `messageId` (for a string, its
+   * `messageId` field), else derived from the body.
    */
-  async deliver(message: WebhookMessage | string): Promise<DeliveryResult> {
-    if (this.#closing !== undefined) return closedResult(0, []);
+  deliver(message: WebhookMessage | string): Promise<DeliveryResult> {
+    if (this.#closing !== undefined) return Promise.resolve(closedResult(0, []));
+    const hold = this.#clock.setTimeout(() => {}, MAX_TIMER, true);
+    return this.#deliver(message).finally(() => this.#clock.clearTimeout(hold));
+  }
+
+  async #deliver(message: WebhookMessage | string): Promise<DeliveryResult> {
     let prepared: PreparedBody;
     try {
-      prepared = this.#prepare(typeof message === 'string' ? message : WebhookDestination.serialize(message));
+      const body = typeof message === 'string' ? message : WebhookDestination.serialize(message);
+      prepared = this.#prepare(body, this.#standardKeys.length === 0 ? undefined : messageIdOf(message));
     } catch (error) {
       return { status: 'failed', attempt: 0, reason: (error as Error).message, outcomes: [] };
     }
@@ -172,11 +186,12 @@ export class WebhookDestination {
     log('closed');
   }
 
-  /** Bytes once, signature once, header set per URL once: reused on every attempt. */
-  #prepare(body: string): PreparedBody {
+  /** Bytes once, X-Signature once, header set per URL once: reused on every attempt. */
+  #prepare(body: string, id: string | undefined): PreparedBody {
     const bytes = Buffer.from(body, 'utf8');
     const length = String(bytes.length);
     const signature = this.#key === undefined ? undefined : signBody(bytes, this.#key);
+    const webhookId = this.#standardKeys.length === 0 ? undefined : id !== undefined && HEADER_SAFE_ID.test(id) ? id : bodyId(bytes);
     const headers = this.#options.webhooks.map((webhook) => {
       // A copy by loop: object spread of a record costs ~1 µs here, a tenth of the overhead budget.
       const set: Record<string, string> = {};
@@ -185,30 +200,56 @@ export class WebhookDestination {
       if (signature !== undefined) set['X-Signature'] = signature;
       return set;
     });
-    return { bytes, headers };
+    return { bytes, headers, id: webhookId };
+  }
+
+  /**
+   * The header sets of one attempt: with Standard Webhooks, the id, this attempt's timestamp and
+   * its signature added (the body bytes stay the same); else the prepared sets as they are.
+   */
+  #attemptHeaders(prepared: PreparedBody): readonly Readonly<Record<string, string>>[] {
+    if (prepared.id === undefined) return prepared.headers;
+    const timestamp = Math.floor(this.#clock.now() / 1000);
+    const signature = signStandard(prepared.bytes, prepared.id, timestamp, this.#standardKeys);
+    const stamp = String(timestamp);
+    return prepared.headers.map((headers) => {
+      const set: Record<string, string> = {};
+      for (const name in headers) set[name] = headers[name] as string;
+      set['webhook-id'] = prepared.id!;
+      set['webhook-timestamp'] = stamp;
+      set['webhook-signature'] = signature;
+      return set;
+    });
   }
 
   #attempt(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
     const { webhooks } = this.#options;
     return this.#queue.add(async () => {
+      // Signed when the attempt starts (not when queued), so the timestamp is the send time.
+      const headers = this.#attemptHeaders(prepared);
       const outcomes =
         webhooks.length === 1
-          ? [await this.#send(webhooks[0]!, prepared, state.attempt)]
-          : await Promise.all(webhooks.map((webhook) => this.#send(webhook, prepared, state.attempt)));
+          ? [await this.#send(webhooks[0]!, prepared.bytes, headers, state.attempt)]
+          : await Promise.all(webhooks.map((webhook) => this.#send(webhook, prepared.bytes, headers, state.attempt)));
       const result = this.#decide(outcomes, state);
       if (log.enabled) logResult(result);
       return result;
     });
   }
 
-  async #send(webhook: ResolvedWebhook, prepared: PreparedBody, attempt: number): Promise<UrlOutcome> {
+  async #send(
+    webhook: ResolvedWebhook,
+    bytes: Buffer,
+    headers: readonly Readonly<Record<string, string>>[],
+    attempt: number,
+  ): Promise<UrlOutcome> {
     const started = performance.now();
     let outcome: UrlOutcome;
     try {
       const response = await this.#transport.send({
         url: webhook.url,
-        headers: prepared.headers[webhook.index] ?? webhook.headers,
-        body: prepared.bytes,
+        headers: headers[webhook.index] ?? webhook.headers,
+        body: bytes,
         timeout: this.#options.timeout,
       });
       const durationMs = Math.round(performance.now() - started);
@@ -284,6 +325,26 @@ export class WebhookDestination {
       this.#sleepers.add(sleeper);
     });
   }
+}
+
+/** Largest delay Node timers accept: the hold timer never fires, it is cleared when deliver() settles. */
+const MAX_TIMER = 2 ** 31 - 1;
+
+/** An id that goes in a header as is and survives whitespace trimming: 1 to 256 visible ASCII characters. Others get the body's id. */
+const HEADER_SAFE_ID = /^[\x21-\x7e]{1,256}$/;
+
+/** The message's own id for `webhook-id`, when it has one. */
+function messageIdOf(message: WebhookMessage | string): string | undefined {
+  let value: unknown = message;
+  if (typeof message === 'string') {
+    try {
+      value = JSON.parse(message);
+    } catch {
+      return undefined; // sent as is; the id then comes from the body
+    }
+  }
+  const id = typeof value === 'object' && value !== null ? (value as { messageId?: unknown }).messageId : undefined;
+  return typeof id === 'string' ? id : undefined;
 }
 
 function closedResult(attempt: number, outcomes: readonly UrlOutcome[]): DeliveryResult {

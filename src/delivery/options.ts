@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors';
 import { staticHeaders } from '../internal/headers';
-import { durationOption, integerOption, objectOption, urlOption } from '../internal/options';
+import { durationOption, enumOption, integerOption, objectOption, secretOption, urlOption } from '../internal/options';
 import { describeType, describeValue } from '../internal/values';
 import { redactUrl } from '../transport/redact';
 import type { Transport } from '../transport/transport';
@@ -16,8 +16,19 @@ export interface WebhookEntry {
 export interface WebhookDestinationOptions {
   /** 1 to 5 webhooks (spec 8); every message goes to all of them at once. */
   readonly webhooks: readonly WebhookEntry[];
-  /** When set (non-empty), each request carries `X-Signature`: hex HMAC-SHA1 of the body. Default: none. */
-  readonly sharedSecret?: string;
+  /**
+   * When set (non-empty), each request is signed as `signing` says. An array while rotating: the
+   * first is the current secret (the only one `X-Signature` uses); Standard Webhooks sends one
+   * signature per secret. A `whsec_` secret is base64 after the prefix for Standard Webhooks.
+   * Default: none (unsigned).
+   */
+  readonly sharedSecret?: string | readonly string[];
+  /**
+   * `x-signature` (the spec's hex HMAC-SHA1 of the body, default), `standard-webhooks`
+   * (`webhook-id`, `webhook-timestamp`, `webhook-signature`) or `both`. Needs `sharedSecret`
+   * unless `x-signature`.
+   */
+  readonly signing?: SigningScheme;
   /** Time a receiver has to answer with a status, in milliseconds. Default 5000 (spec 8). */
   readonly timeout?: number;
   /** How long after the first attempt retries may happen, in milliseconds. Default 4 h (spec 8). */
@@ -36,6 +47,11 @@ export interface WebhookDestinationOptions {
    */
   readonly ca?: string | Buffer | readonly (string | Buffer)[];
 }
+
+/** How a destination signs its requests. */
+export type SigningScheme = 'x-signature' | 'standard-webhooks' | 'both';
+
+export const SIGNING_SCHEMES: readonly SigningScheme[] = ['x-signature', 'standard-webhooks', 'both'];
 
 export const DESTINATION_DEFAULTS = {
   timeout: 5000,
@@ -61,7 +77,9 @@ export interface ResolvedWebhook {
 
 export interface ResolvedDestinationOptions {
   readonly webhooks: readonly ResolvedWebhook[];
-  readonly sharedSecret: string | undefined;
+  /** The secrets, current first; empty when requests go unsigned. */
+  readonly secrets: readonly string[];
+  readonly signing: SigningScheme;
   readonly timeout: number;
   readonly retryWindow: number;
   readonly minRetryDelay: number;
@@ -86,22 +104,38 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
     throw new ConfigError(`Expected at most ${MAX_WEBHOOKS} webhooks per destination (spec limit), got ${list.length}`, 'webhooks');
   }
 
-  const secret: unknown = options.sharedSecret;
-  if (secret !== undefined && typeof secret !== 'string') {
-    throw new ConfigError(`Expected \`sharedSecret\` to be a string, got ${describeType(secret)}`, 'sharedSecret');
+  const secrets = resolveSecrets(options.sharedSecret);
+  const signing = enumOption('signing', options.signing ?? 'x-signature', SIGNING_SCHEMES);
+  if (signing !== 'x-signature' && secrets.length === 0) {
+    throw new ConfigError(`\`signing: "${signing}"\` needs a \`sharedSecret\` to sign with; set one, or use "x-signature" to send unsigned`, 'sharedSecret');
   }
 
   const defaults = DESTINATION_DEFAULTS;
   const minRetryDelay = durationOption('minRetryDelay', options.minRetryDelay ?? defaults.minRetryDelay, 1);
   return {
     webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index)),
-    sharedSecret: secret === '' ? undefined : secret,
+    secrets,
+    signing,
     timeout: durationOption('timeout', options.timeout ?? defaults.timeout, 1),
     retryWindow: durationOption('retryWindow', options.retryWindow ?? defaults.retryWindow, 0, Number.MAX_SAFE_INTEGER),
     minRetryDelay,
     maxRetryDelay: durationOption('maxRetryDelay', options.maxRetryDelay ?? defaults.maxRetryDelay, minRetryDelay),
     concurrency: integerOption('concurrency', options.concurrency ?? defaults.concurrency, 1),
   };
+}
+
+/** One secret or a rotation list, current first; `''` (and an unset variable) means unsigned. */
+function resolveSecrets(secret: unknown): string[] {
+  if (secret === undefined || secret === '') return [];
+  if (typeof secret === 'string') return [secret];
+  if (!Array.isArray(secret) || secret.length === 0) {
+    throw new ConfigError(
+      `Expected \`sharedSecret\` to be a string, or a non-empty list of strings while rotating (current first), got ${describeType(secret)}`,
+      'sharedSecret',
+    );
+  }
+  secret.forEach((item: unknown, i) => secretOption(`sharedSecret[${i}]`, item, 'a shared secret'));
+  return secret as string[];
 }
 
 /** One `webhooks` entry: its URL (http or https, with a host) and static headers. */

@@ -1,5 +1,6 @@
-import { createHmac, createSecretKey } from 'node:crypto';
+import { createHash, createHmac, createSecretKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { standardWebhookKey } from '../webhooks/standard-webhooks';
 
 /**
  * Spec 5.1: hex HMAC-SHA1 of the exact request body bytes, keyed with the shared secret.
@@ -12,4 +13,34 @@ export function signBody(body: Buffer, secret: string | KeyObject): string {
 /** The secret as a key object, made once per destination so each signature skips the key import. */
 export function signingKey(secret: string): KeyObject {
   return createSecretKey(Buffer.from(secret, 'utf8'));
+}
+
+/**
+ * Standard Webhooks key: a `whsec_` secret is base64 after the prefix, any other secret is used
+ * as its UTF-8 bytes (the receiver helper reads secrets the same way). Throws `ConfigError`.
+ */
+export function standardSigningKey(secret: string, field: string): KeyObject {
+  return createSecretKey(standardWebhookKey(secret, field));
+}
+
+/**
+ * `webhook-signature`: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, one per key (several
+ * while a secret rotates), space-separated. `timestamp` is in unix seconds.
+ */
+export function signStandard(body: Buffer, id: string, timestamp: number, keys: readonly KeyObject[]): string {
+  const prefix = `${id}.${timestamp}.`;
+  let header = '';
+  for (const key of keys) {
+    const mac = createHmac('sha256', key).update(prefix).update(body).digest('base64');
+    header += header === '' ? `v1,${mac}` : ` v1,${mac}`;
+  }
+  return header;
+}
+
+/**
+ * A `webhook-id` for a body sent without one: `msg_` + 24 base64url characters of its SHA-256, so
+ * every retry of the same bytes carries the same id.
+ */
+export function bodyId(body: Buffer): string {
+  return `msg_${createHash('sha256').update(body).digest('base64url').slice(0, 24)}`;
 }

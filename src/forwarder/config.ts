@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors';
-import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook } from '../delivery/options';
+import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from '../delivery/options';
+import type { SigningScheme } from '../delivery/options';
+import { standardSigningKey } from '../delivery/signing';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption } from '../internal/options';
 import { describeType, describeValue, isPlainObject } from '../internal/values';
 
@@ -22,8 +24,10 @@ export interface WebhooksDestinationConfig {
   readonly enabled?: boolean;
   /** 1 to 5 URLs; each message goes to all of them until one answers 2xx. */
   readonly webhooks: readonly WebhookEntryConfig[];
-  /** When set, each body is signed: `X-Signature` = hex HMAC-SHA1 keyed with it. */
-  readonly sharedSecret?: SecretValue;
+  /** When set, each body is signed as `signing` says. A list while rotating, current first. */
+  readonly sharedSecret?: SecretValue | readonly SecretValue[];
+  /** `x-signature` (default, the spec's), `standard-webhooks` or `both`; the latter two need `sharedSecret`. */
+  readonly signing?: SigningScheme;
 }
 
 export interface SourceConfig {
@@ -54,8 +58,23 @@ export interface DeliveryConfig {
 }
 
 export interface StorageConfig {
-  /** `sqlite` (durable, default) or `memory` (nothing survives a restart: tests, benchmarks). */
-  readonly type?: 'sqlite' | 'memory';
+  /**
+   * `sqlite` (durable, one process, default), `postgres` (durable, shared by any number of
+   * forwarder processes) or `memory` (nothing survives a restart: tests, benchmarks).
+   */
+  readonly type?: 'sqlite' | 'postgres' | 'memory';
+  /** PostgreSQL connection URL (`postgres://user:password@host:5432/db`), or `{ "env": "DATABASE_URL" }`. Required for `postgres`. */
+  readonly url?: SecretValue;
+  /** PostgreSQL connections per forwarder process. Default 10. */
+  readonly poolSize?: number;
+  /** Longest wait for a PostgreSQL connection, in ms; an unreachable server fails the start after it. Default 5000. */
+  readonly connectTimeout?: number;
+  /**
+   * How long a claimed delivery stays reserved for the instance that claimed it, in ms; if that
+   * instance dies, another takes the delivery over after it. Default 30000; at least
+   * `delivery.timeout` + 1000.
+   */
+  readonly lease?: number;
   /** Directory of the SQLite database. Default `./eventrelay-data`; the CLI's `--data` wins. */
   readonly dataDir?: string;
   /**
@@ -108,7 +127,8 @@ export interface ResolvedWebhookEntry {
 export interface ResolvedWebhooks {
   readonly enabled: boolean;
   readonly webhooks: readonly ResolvedWebhookEntry[];
-  readonly sharedSecret: string | undefined;
+  readonly sharedSecret: string | readonly string[] | undefined;
+  readonly signing: SigningScheme;
 }
 
 export interface ResolvedSource {
@@ -118,12 +138,27 @@ export interface ResolvedSource {
   readonly webhooks: ResolvedWebhooks | undefined;
 }
 
+export interface ResolvedStorage {
+  readonly type: 'sqlite' | 'postgres' | 'memory';
+  readonly dataDir: string;
+  readonly synchronous: 'full' | 'normal';
+  readonly retention: number;
+  /** Set for `postgres` only. */
+  readonly url: string | undefined;
+  readonly poolSize: number;
+  readonly connectTimeout: number;
+  readonly lease: number;
+  /** How long a delivered body stays in the delivery log, in ms; 0 erases it when delivered. */
+  readonly keepDelivered: number;
+  readonly deliveryLog: boolean;
+}
+
 /** A config with every default filled in and every secret read. */
 export interface ResolvedConfig {
   readonly host: string;
   readonly port: number;
   readonly adminToken: string | undefined;
-  readonly storage: Required<StorageConfig>;
+  readonly storage: ResolvedStorage;
   readonly delivery: { -readonly [K in keyof DeliveryConfig]-?: NonNullable<DeliveryConfig[K]> };
   /** Path of the Prometheus endpoint; undefined when off. */
   readonly metricsPath: string | undefined;
@@ -134,7 +169,18 @@ export interface ResolvedConfig {
 export const CONFIG_DEFAULTS = {
   host: '127.0.0.1',
   port: 8787,
-  storage: { type: 'sqlite', dataDir: './eventrelay-data', synchronous: 'full', retention: 24 * 3600_000, keepDelivered: 0, deliveryLog: true },
+  storage: {
+    type: 'sqlite',
+    dataDir: './eventrelay-data',
+    synchronous: 'full',
+    retention: 24 * 3600_000,
+    url: undefined,
+    poolSize: 10,
+    connectTimeout: 5000,
+    lease: 30_000,
+    keepDelivered: 0,
+    deliveryLog: true,
+  },
   metricsPath: '/metrics',
   // The destination's own defaults: one place to change them.
   delivery: DESTINATION_DEFAULTS,
@@ -189,8 +235,30 @@ function webhookEntry(value: unknown, index: number, field: string, env: Env): R
   return { url, headers };
 }
 
+/** `storage.url`: required for postgres, refused for the others; never echoed (it may hold a password). */
+function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): string | undefined {
+  if (type !== 'postgres') {
+    if (value !== undefined) throw new ConfigError(`\`storage.url\` applies to "type": "postgres" only; the storage type is "${type}"`, 'storage.url');
+    return undefined;
+  }
+  if (value === undefined) {
+    throw new ConfigError('`storage.url` is required with "type": "postgres": a URL such as postgres://user@host:5432/db, or { "env": "DATABASE_URL" }', 'storage.url');
+  }
+  const text = secret(value, 'storage.url', env);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('Expected `storage.url` to be a postgres:// URL, got a string that is not a URL', 'storage.url');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(`Expected \`storage.url\` to be a postgres:// or postgresql:// URL, got the scheme \`${url.protocol}\``, 'storage.url');
+  }
+  return text;
+}
+
 function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
-  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret']);
+  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing']);
   const enabled = booleanOption(join(field, 'enabled'), raw.enabled ?? true);
   const listField = join(field, 'webhooks');
   const list = raw.webhooks;
@@ -201,8 +269,23 @@ function webhooksDestination(value: unknown, field: string, env: Env): ResolvedW
     );
   }
   const webhooks = list.map((entry, i) => webhookEntry(entry, i, `${listField}[${i}]`, env));
-  const sharedSecret = raw.sharedSecret === undefined ? undefined : secret(raw.sharedSecret, join(field, 'sharedSecret'), env);
-  return { enabled, webhooks, sharedSecret };
+  const secretField = join(field, 'sharedSecret');
+  const sharedSecret =
+    raw.sharedSecret === undefined
+      ? undefined
+      : Array.isArray(raw.sharedSecret) && raw.sharedSecret.length > 0
+        ? raw.sharedSecret.map((item: unknown, i) => secret(item, `${secretField}[${i}]`, env))
+        : secret(raw.sharedSecret, secretField, env);
+  const signing = enumOption(join(field, 'signing'), raw.signing ?? 'x-signature', SIGNING_SCHEMES);
+  if (signing !== 'x-signature' && sharedSecret === undefined) {
+    throw new ConfigError(`\`${join(field, 'signing')}\` is "${signing}", which needs \`${secretField}\` to sign with`, secretField);
+  }
+  // The destination decodes a whsec_ secret at start; checked here too, so that `check` refuses what `serve` would.
+  if (signing !== 'x-signature' && sharedSecret !== undefined) {
+    const all = typeof sharedSecret === 'string' ? [sharedSecret] : sharedSecret;
+    all.forEach((one, i) => standardSigningKey(one, typeof sharedSecret === 'string' ? secretField : `${secretField}[${i}]`));
+  }
+  return { enabled, webhooks, sharedSecret, signing };
 }
 
 function source(value: unknown, field: string, env: Env): ResolvedSource {
@@ -230,13 +313,21 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
   const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
 
-  const s = raw.storage === undefined ? {} : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'keepDelivered', 'deliveryLog']);
+  const s =
+    raw.storage === undefined
+      ? {}
+      : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'url', 'poolSize', 'connectTimeout', 'lease', 'keepDelivered', 'deliveryLog']);
   const d = CONFIG_DEFAULTS.storage;
-  const storage: Required<StorageConfig> = {
-    type: enumOption('storage.type', s.type ?? d.type, ['sqlite', 'memory']),
+  const type = enumOption('storage.type', s.type ?? d.type, ['sqlite', 'postgres', 'memory']);
+  const storage: ResolvedStorage = {
+    type,
     dataDir: stringOption('storage.dataDir', s.dataDir ?? d.dataDir),
     synchronous: enumOption('storage.synchronous', s.synchronous ?? d.synchronous, ['full', 'normal']),
     retention: durationOption('storage.retention', s.retention ?? d.retention, 1000, Number.MAX_SAFE_INTEGER),
+    url: storageUrl(type, s.url, env),
+    poolSize: integerOption('storage.poolSize', s.poolSize ?? d.poolSize, 1, 1000),
+    connectTimeout: durationOption('storage.connectTimeout', s.connectTimeout ?? d.connectTimeout, 1, 600_000),
+    lease: durationOption('storage.lease', s.lease ?? d.lease, 1000, 3600_000),
     keepDelivered: durationOption('storage.keepDelivered', s.keepDelivered ?? d.keepDelivered, 0, Number.MAX_SAFE_INTEGER),
     deliveryLog: booleanOption('storage.deliveryLog', s.deliveryLog ?? d.deliveryLog),
   };
@@ -258,6 +349,13 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     minRetryDelay: durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000),
     maxRetryDelay: durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000),
   };
+  if (storage.lease < delivery.timeout + 1000) {
+    throw new ConfigError(
+      `Expected \`storage.lease\` (${storage.lease} ms) to be at least \`delivery.timeout\` + 1000 ms (${delivery.timeout + 1000} ms): ` +
+        'a lease must outlast an attempt, or another instance may take the delivery over while it runs',
+      'storage.lease',
+    );
+  }
   if (delivery.minRetryDelay > delivery.maxRetryDelay) {
     throw new ConfigError(
       `Expected \`delivery.minRetryDelay\` (${delivery.minRetryDelay} ms) to be at most \`delivery.maxRetryDelay\` (${delivery.maxRetryDelay} ms)`,

@@ -1,9 +1,23 @@
 // Every error class, as from each entry point: `instanceof` works whichever one you import from.
 export * from '../errors';
 export { isDestinationEnabled } from '../delivery/integrations';
-export { toWebhookMessage } from '../messages/webhook';
+export { serializeWebhookMessage, toWebhookMessage, WEBHOOK_MESSAGE_TYPES } from '../messages/webhook';
 export type {
+  // The same types as `eventrelay/webhooks` exports: one definition of the outbound shapes.
   WebhookMessage,
+  WebhookMessageType,
+  WebhookPageMessage,
+  WebhookScreenMessage,
+  WebhookIdentifyMessage,
+  WebhookTrackMessage,
+  WebhookAliasMessage,
+  WebhookGroupMessage,
+  WebhookDeleteMessage,
+  WebhookContext,
+  WebhookProperties,
+  WebhookPageProperties,
+  WebhookTraits,
+  // Deprecated aliases of the names above.
   PageWebhook,
   ScreenWebhook,
   IdentifyWebhook,
@@ -16,6 +30,8 @@ export type {
   ToWebhookMessageOptions,
   JsonObject,
 } from '../messages/webhook';
+export { checkMessage, MAX_MESSAGE_ID_LENGTH } from '../messages/rules';
+export type { RejectedMessage } from './http/ingest';
 export { nextAttemptAt } from '../delivery/retry-schedule';
 export type { RetryScheduleInput } from '../delivery/retry-schedule';
 export { WebhookDestination } from '../delivery/destination';
@@ -50,6 +66,8 @@ export { snakeCase } from './routing/snake-case';
 export { MemoryStore } from './store/memory';
 export { SqliteStore } from './store/sqlite';
 export type { SqliteStoreOptions } from './store/sqlite';
+export { PostgresStore } from './store/postgres';
+export type { PostgresStoreOptions } from './store/postgres';
 export type {
   ForwarderStore,
   NewDelivery,
@@ -60,6 +78,8 @@ export type {
   DeliveryKind,
   StoreCounts,
   AudienceChange,
+  LeaseRequest,
+  RecordResult,
 } from './store/store';
 export type { AttemptReport } from './scheduling/scheduler';
 export type { MetricsConfig } from './config';

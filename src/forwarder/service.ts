@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
+import { hostname } from 'node:os';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import createDebug from 'debug';
@@ -20,17 +21,17 @@ import type { RouteSource } from './routing/router';
 import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
 import { createRequestHandler } from './http/server';
+import { PostgresStore } from './store/postgres';
 import { SqliteStore } from './store/sqlite';
 import type { AcceptedMessage, AcceptResult, ForwarderStore, NewDelivery } from './store/store';
 import { Operations } from './admin/operations';
-import type { RefusedCall } from './admin/operations';
 import { createOperationsRoutes } from './admin/api';
 import { ForwarderMetrics } from './metrics/metrics';
 import type { EndpointHealth } from './metrics/health';
 import { MemoryDeliveryLog } from './store/delivery-log';
 import type { DeliveryLog } from './store/delivery-log';
 import { SqliteDeliveryLog } from './store/sqlite-log';
-import type { ValidMessage } from './http/ingest';
+import type { RejectedMessage, ValidMessage } from './http/ingest';
 
 const log = createDebug('analytics:forwarder');
 
@@ -97,6 +98,11 @@ export interface DeletionResult {
 export interface ForwarderEvents {
   /** One attempt finished (delivered, retry or failed). */
   attempt: [report: AttemptReport];
+  /**
+   * A failure in the background that is not a delivery's: an `attempt` listener that threw.
+   * Delivery goes on. Without an `error` listener it is only logged (`DEBUG=analytics:forwarder`).
+   */
+  error: [error: Error];
 }
 
 /**
@@ -114,7 +120,10 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private readonly byKey: ReadonlyMap<string, RouteSource>;
   private readonly targets: ReadonlyMap<string, DeliveryTarget>;
   private readonly destinations: readonly WebhookDestination[];
+  /** This process among the instances sharing a store: host, pid and a random part. */
+  readonly instanceId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private store: ForwarderStore | undefined;
+  private opening: Promise<ForwarderStore> | undefined;
   private scheduler: Scheduler | undefined;
   private server: Server | undefined;
   private pruneTimer: unknown;
@@ -123,6 +132,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private closing: Promise<void> | undefined;
   private pendingRequests = 0;
   private idle: (() => void) | undefined;
+  /** The delivery log, live stream, health and timeline: made when the store opens. */
   private ops: Operations | undefined;
   private readonly metrics: ForwarderMetrics | undefined;
 
@@ -144,6 +154,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           {
             webhooks: s.webhooks.webhooks,
             sharedSecret: s.webhooks.sharedSecret,
+            signing: s.webhooks.signing,
             timeout: config.delivery.timeout,
             retryWindow: config.delivery.retryWindow,
             minRetryDelay: config.delivery.minRetryDelay,
@@ -168,23 +179,23 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         : new ForwarderMetrics({
             queueDepth: () => this.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
           });
+    const opsOf = async (): Promise<Operations> => {
+      await this.openStore();
+      return this.ops!;
+    };
     const operations = createOperationsRoutes({
-      ops: () => opsOf(),
+      ops: opsOf,
       metrics: this.metrics,
       metricsPath: config.metricsPath,
       debuggerOn: config.debugger,
       adminToken: config.adminToken,
       closing: () => this.closing !== undefined,
-      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await opsOf().chart() }),
+      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart() }),
     });
-    const opsOf = (): Operations => {
-      if (this.ops === undefined) throw new EventRelayError('The forwarder is not started', 'ERR_NOT_STARTED');
-      return this.ops;
-    };
     const backend = {
       sourceForKey: (key: string) => this.byKey.get(keyDigest(key)),
       accept: (messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]) => this.accept(messages, calls),
-      refused: (source: string, calls: readonly RefusedCall[], receivedAt: number) => this.ops?.refused(source, calls, receivedAt),
+      onRejected: (source: string, rejected: readonly RejectedMessage[], receivedAt: number) => this.ops?.refused(source, rejected, receivedAt),
       operations,
       requestDeletion: (request: DeletionRequest) => this.requestDeletion(request),
       syncAudience: (request: AudienceSyncRequest) => this.syncAudience(request),
@@ -212,12 +223,48 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     return this.routes.map((r) => r.name);
   }
 
-  /** Opens the store and starts delivering what it holds. Idempotent. */
+  /**
+   * Opens the store and starts delivering what it holds. Idempotent; after a failure (the database
+   * unreachable, ...) it may be called again, and `close()` still works.
+   */
   start(): Promise<void> {
+    if (this.closing !== undefined) return Promise.reject(new EventRelayError('The forwarder is closed; create a new one', 'ERR_FORWARDER_CLOSED'));
     this.starting ??= (async () => {
-      this.store = this.options.store ?? this.openStore();
-      const store = this.store;
-      const { storage } = this.config;
+      const store = await this.openStore();
+      const { concurrency, sourceConcurrency } = this.config.delivery;
+      this.scheduler = new Scheduler(
+        store,
+        this.targets,
+        this.clock,
+        { concurrency, sourceConcurrency, owner: this.instanceId, leaseMs: this.config.storage.lease, onError: (error) => this.backgroundError(error) },
+        (report) => {
+          this.ops?.attempt(report);
+          this.emit('attempt', report);
+        },
+      );
+      this.ops?.start();
+      this.startedAt = this.clock.now();
+      this.scheduler.start();
+      this.schedulePrune();
+      log('started: %d sources, store %s', this.routes.length, this.options.store ? 'custom' : this.config.storage.type);
+    })().catch((error: unknown) => {
+      this.starting = undefined;
+      throw error;
+    });
+    return this.starting;
+  }
+
+  /** Opens the store once (not cached when it fails), without starting delivery. */
+  private openStore(): Promise<ForwarderStore> {
+    this.opening ??= (async () => {
+      const storage = this.config.storage;
+      let store: ForwarderStore;
+      if (this.options.store !== undefined) store = this.options.store;
+      else if (storage.type === 'memory') store = new MemoryStore();
+      else if (storage.type === 'postgres') {
+        store = await PostgresStore.open({ url: storage.url!, poolSize: storage.poolSize, connectTimeout: storage.connectTimeout });
+      } else store = new SqliteStore({ dataDir: this.options.dataDir ?? storage.dataDir, synchronous: storage.synchronous });
+      this.store = store;
       this.ops = new Operations(
         {
           enqueue: (deliveries) => this.enqueue(deliveries),
@@ -232,24 +279,12 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         storage.deliveryLog ? this.openLog(store) : undefined,
         this.metrics,
       );
-      const ops = this.ops;
-      const { concurrency, sourceConcurrency } = this.config.delivery;
-      this.scheduler = new Scheduler(this.store, this.targets, this.clock, { concurrency, sourceConcurrency }, (report) => {
-        ops.attempt(report);
-        this.emit('attempt', report);
-      });
-      ops.start();
-      this.startedAt = this.clock.now();
-      this.scheduler.start();
-      this.schedulePrune();
-      log('started: %d sources, store %s', this.routes.length, this.options.store ? 'custom' : this.config.storage.type);
-    })();
-    return this.starting;
-  }
-
-  private openStore(): ForwarderStore {
-    if (this.config.storage.type === 'memory') return new MemoryStore();
-    return new SqliteStore({ dataDir: this.options.dataDir ?? this.config.storage.dataDir, synchronous: this.config.storage.synchronous });
+      return store;
+    })().catch((error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
   }
 
   /** The delivery log beside the store: in its database for SQLite, else in memory. */
@@ -257,6 +292,11 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     const options = { keepDelivered: this.config.storage.keepDelivered };
     if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
     return new MemoryDeliveryLog(options);
+  }
+
+  private backgroundError(error: Error): void {
+    log('background error: %s', error.message);
+    if (this.listenerCount('error') > 0) this.emit('error', error);
   }
 
   private schedulePrune(): void {
@@ -309,7 +349,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     });
   }
 
-  /** Stores deliveries made by no ingested call (replays, deletions, audiences) and wakes the delivery loop. */
+  /** Stores deliveries made by no ingested call (replays) and wakes the delivery loop. */
   private enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
     return this.withStore(async (store) => {
       await store.enqueue(deliveries);
@@ -340,13 +380,14 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     const { source, trait, members } = checkAudienceRequest(request, this.routes);
     const now = this.clock.now();
     return this.withStore(async (store) => {
-      let notices: readonly NewDelivery[] = [];
+      const planned: NewDelivery[] = [];
       const change = await store.syncAudience(source.name, trait, members, (c) => {
-        notices = planAudienceNotices(source, trait, c, now);
+        const notices = planAudienceNotices(source, trait, c, now);
+        planned.push(...notices);
         return notices;
       });
-      const sent = notices.length;
-      this.ops?.enqueued(notices);
+      const sent = planned.length;
+      this.ops?.enqueued(planned);
       this.scheduler?.wake();
       log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
       return {
@@ -374,15 +415,18 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         queueDepth: counts.pending,
         oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
         inFlight: this.scheduler?.active ?? 0,
-        uptime: now - this.startedAt,
+        uptime: this.startedAt === 0 ? 0 : now - this.startedAt,
         endpoints: this.ops?.endpoints() ?? [],
       };
     });
   }
 
+  /**
+   * Opens the store if needed, but does not start delivering: that is `start()`/`listen()`'s job
+   * (a deletion or audience sync before it is stored, and sent once the forwarder starts).
+   */
   private async withStore<T>(fn: (store: ForwarderStore) => Promise<T>): Promise<T> {
-    await this.start();
-    return fn(this.store!);
+    return fn(await this.openStore());
   }
 
   /**
@@ -409,13 +453,13 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       }
       server?.closeAllConnections();
       await serverClosed;
-      if (this.starting !== undefined) {
-        await this.starting;
-        await this.scheduler?.stop();
-        await Promise.all(this.destinations.map((d) => d.close()));
-        await this.ops?.close();
-        await this.store?.close();
-      }
+      // A start or open that failed left nothing to stop.
+      await this.starting?.catch(() => {});
+      await this.opening?.catch(() => {});
+      await this.scheduler?.stop();
+      await Promise.all(this.destinations.map((d) => d.close()));
+      await this.ops?.close();
+      await this.store?.close();
       log('closed');
     })();
     return this.closing;

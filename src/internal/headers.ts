@@ -20,6 +20,9 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'content-type',
   'user-agent',
   'x-signature',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
   'host',
   'content-length',
   'transfer-encoding',
@@ -52,7 +55,7 @@ export function staticHeaders(field: string, headers: unknown): Record<string, s
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower)) {
       throw new ConfigError(
-        `The static header ${shown} in \`${field}\` is not allowed: Content-Type, User-Agent and X-Signature are set by the destination, ` +
+        `The static header ${shown} in \`${field}\` is not allowed: Content-Type, User-Agent, X-Signature and webhook-* are set by the destination, ` +
           'Host comes from the URL, and framing headers from HTTP',
         where,
       );

@@ -17,14 +17,20 @@ export interface CommonParams {
   readonly integrations?: Integrations;
   /** When the call happened, for historical import (spec 4.4). Default: now. */
   readonly timestamp?: Date | string;
-  /** Unique id of the message; receivers drop duplicates with it. Default: a random UUID. */
+  /** Unique id of the message (at most 200 characters); receivers drop duplicates with it. Default: a random UUID. */
   readonly messageId?: string;
 }
 
+/**
+ * A user, group or anonymous id: a non-empty string, or a finite number as some
+ * Segment-compatible SDKs send (the webhook carries it as a string).
+ */
+export type Id = string | number;
+
 /** Every call but alias needs a userId, an anonymousId, or both (spec 2.4). */
 export type Identity =
-  | { readonly userId: string; readonly anonymousId?: string }
-  | { readonly userId?: string; readonly anonymousId: string };
+  | { readonly userId: Id; readonly anonymousId?: Id }
+  | { readonly userId?: Id; readonly anonymousId: Id };
 
 export type IdentifyParams = Identity & CommonParams & { readonly traits?: Properties };
 
@@ -52,19 +58,22 @@ export type ScreenParams = Identity &
 
 export type GroupParams = Identity &
   CommonParams & {
-    readonly groupId: string;
+    readonly groupId: Id;
     readonly traits?: Properties;
   };
 
 export type AliasParams = CommonParams & {
   /** The new id. */
-  readonly userId: string;
+  readonly userId: Id;
   /** The id to alias from. */
-  readonly previousId: string;
-  readonly anonymousId?: string;
+  readonly previousId: Id;
+  readonly anonymousId?: Id;
 };
 
-export type MessageType = 'identify' | 'track' | 'page' | 'screen' | 'group' | 'alias';
+/** The six call types, in the order of the ingestion endpoints. */
+export const MESSAGE_TYPES = ['identify', 'track', 'page', 'screen', 'group', 'alias'] as const;
+
+export type MessageType = (typeof MESSAGE_TYPES)[number];
 
 /** Called once per call: with no error when the message was delivered (or, with `disable`, accepted). */
 export type Callback = (error: EventRelayError | undefined, messageId: string | undefined) => void;

@@ -1,93 +1,158 @@
-import { WebhookMessageError } from '../errors';
+import { SerializationError, WebhookMessageError } from '../errors';
+import { describeValue, isPlainObject } from '../internal/values';
+import type { Integrations } from './calls';
+import { eventTimeMs, isoTimestamp, timestampMs, TIMESTAMP_EXPECTED } from './event-time';
+import { checkMessage, isId } from './rules';
 
-/** Free-form JSON object: traits, properties, context. */
-export type JsonObject = Record<string, unknown>;
+/**
+ * The messages the Webhooks destination POSTs (spec 2.2, 2.3), one JSON object per request:
+ * ONE definition, built by the forwarder (`toWebhookMessage`) and parsed by the receiver helper
+ * (`parseWebhookMessage`), exported under the same names from `eventrelay/forwarder` and
+ * `eventrelay/webhooks`. Unknown extra fields are kept on a parsed object (a newer sender may
+ * add some) but are not part of these types.
+ */
 
-/** Fields every outbound message but `delete` carries (spec 2.2). */
-interface WebhookBase {
-  readonly version: 1;
-  /** ISO 8601 with milliseconds and `Z`, e.g. `2026-01-01T10:00:00.000Z`. */
-  readonly timestamp: string;
-  /** Device, IP address and similar data, as the client sent it. */
-  readonly context?: JsonObject;
-  /** Extension (not in the spec): the client's message id, so receivers can drop retried duplicates. */
-  readonly messageId?: string;
+/** The seven `type` values, in the order of the spec. */
+export const WEBHOOK_MESSAGE_TYPES = ['page', 'screen', 'identify', 'track', 'alias', 'group', 'delete'] as const;
+
+export type WebhookMessageType = (typeof WEBHOOK_MESSAGE_TYPES)[number];
+
+/**
+ * Device, IP address and similar data. Free-form: the spec shows `device {model, type}`,
+ * `os {name, version}` and `app {build, name, version}` on screen messages and nothing more,
+ * so values are `unknown` until you check them.
+ */
+export interface WebhookContext {
+  readonly [key: string]: unknown;
 }
 
-export interface PageWebhook extends WebhookBase {
+/** Free-form user or group traits (string and number values in the spec; audience syncs send booleans). */
+export interface WebhookTraits {
+  readonly [key: string]: unknown;
+}
+
+/** Free-form event properties. */
+export interface WebhookProperties {
+  readonly [key: string]: unknown;
+}
+
+/**
+ * Page properties: the spec names `path`, `referrer`, `title` and `url` (strings from a
+ * browser), but the sender passes the caller's values through unchecked, so they are
+ * `unknown` here too; check before use.
+ */
+export type WebhookPageProperties = WebhookProperties;
+
+/** Fields of every message type except delete. */
+interface VersionedMessage {
+  readonly version: 1;
+  /** When the call happened: always `YYYY-MM-DDTHH:mm:ss.sssZ` from eventrelay, any RFC 3339 date-time accepted. */
+  readonly timestamp: string;
+  /**
+   * Unique id of the call, an eventrelay extension: the same on every retry of one message,
+   * so a receiver can drop duplicates.
+   */
+  readonly messageId?: string;
+  /** Device, IP address and similar data, as the client sent it. */
+  readonly context?: WebhookContext;
+}
+
+export interface WebhookPageMessage extends VersionedMessage {
   readonly type: 'page';
   readonly userId: string;
   /** path, referrer, title, url and any custom keys; the page `name`/`category` when given. */
-  readonly properties: JsonObject;
+  readonly properties: WebhookPageProperties;
 }
 
-export interface ScreenWebhook extends WebhookBase {
+export interface WebhookScreenMessage extends VersionedMessage {
   readonly type: 'screen';
   readonly userId: string;
   readonly name: string;
-  readonly context: JsonObject;
+  readonly context: WebhookContext;
   /** Extension: the screen call's properties, only when it had some. */
-  readonly properties?: JsonObject;
+  readonly properties?: WebhookProperties;
 }
 
-export interface IdentifyWebhook extends WebhookBase {
+export interface WebhookIdentifyMessage extends VersionedMessage {
   readonly type: 'identify';
   readonly userId: string;
-  readonly traits: JsonObject;
+  readonly traits: WebhookTraits;
 }
 
-export interface TrackWebhook extends WebhookBase {
+export interface WebhookTrackMessage extends VersionedMessage {
   readonly type: 'track';
   readonly userId: string;
   readonly event: string;
-  readonly properties: JsonObject;
+  readonly properties: WebhookProperties;
 }
 
-export interface AliasWebhook extends WebhookBase {
+/** An alias carries the two ids under keys with spaces, and no `userId`. */
+export interface WebhookAliasMessage extends VersionedMessage {
   readonly type: 'alias';
   readonly 'Previous ID': string;
   readonly 'User ID': string;
 }
 
-export interface GroupWebhook extends WebhookBase {
+export interface WebhookGroupMessage extends VersionedMessage {
   readonly type: 'group';
   readonly userId: string;
   readonly groupId: string;
-  readonly traits: JsonObject;
+  readonly traits: WebhookTraits;
 }
 
-/** Deletion notification: exactly these three fields, no version (spec 2.3). */
-export interface DeleteWebhook {
+/** Sent when a deletion request is created: no version, nothing but these three fields (spec 2.3). */
+export interface WebhookDeleteMessage {
   readonly type: 'delete';
   readonly userId: string;
   readonly timestamp: string;
 }
 
+/** Any webhook message; switch on `type` to narrow it. */
 export type WebhookMessage =
-  | PageWebhook
-  | ScreenWebhook
-  | IdentifyWebhook
-  | TrackWebhook
-  | AliasWebhook
-  | GroupWebhook
-  | DeleteWebhook;
+  | WebhookPageMessage
+  | WebhookScreenMessage
+  | WebhookIdentifyMessage
+  | WebhookTrackMessage
+  | WebhookAliasMessage
+  | WebhookGroupMessage
+  | WebhookDeleteMessage;
 
-/** A message as the client sends it to the service (Segment-compatible wire format). */
+/** Free-form JSON object: traits, properties, context. */
+export type JsonObject = Record<string, unknown>;
+
+/** @deprecated Use `WebhookPageMessage` (the same type, shared with `eventrelay/webhooks`). */
+export type PageWebhook = WebhookPageMessage;
+/** @deprecated Use `WebhookScreenMessage`. */
+export type ScreenWebhook = WebhookScreenMessage;
+/** @deprecated Use `WebhookIdentifyMessage`. */
+export type IdentifyWebhook = WebhookIdentifyMessage;
+/** @deprecated Use `WebhookTrackMessage`. */
+export type TrackWebhook = WebhookTrackMessage;
+/** @deprecated Use `WebhookAliasMessage`. */
+export type AliasWebhook = WebhookAliasMessage;
+/** @deprecated Use `WebhookGroupMessage`. */
+export type GroupWebhook = WebhookGroupMessage;
+/** @deprecated Use `WebhookDeleteMessage`. */
+export type DeleteWebhook = WebhookDeleteMessage;
+
+/** A message as a client sends it to the service (Segment-compatible wire format). */
 export interface InboundMessage {
   readonly type: 'identify' | 'track' | 'page' | 'screen' | 'group' | 'alias';
-  readonly userId?: string | number;
-  readonly anonymousId?: string | number;
+  readonly userId?: string | number | null;
+  readonly anonymousId?: string | number | null;
   readonly previousId?: string | number;
   readonly event?: string;
-  readonly name?: string;
-  readonly category?: string;
-  readonly properties?: JsonObject;
-  readonly traits?: JsonObject;
+  readonly name?: string | null;
+  readonly category?: string | null;
+  readonly properties?: JsonObject | null;
+  readonly traits?: JsonObject | null;
   readonly groupId?: string | number;
-  readonly context?: JsonObject;
-  readonly integrations?: Readonly<Record<string, unknown>>;
-  readonly timestamp?: string | Date;
-  readonly messageId?: string;
+  readonly context?: JsonObject | null;
+  readonly integrations?: Integrations | Readonly<Record<string, unknown>> | null;
+  readonly timestamp?: string | Date | null;
+  /** The sender's clock at the call, without skew correction (RudderStack and some Segment SDKs). */
+  readonly originalTimestamp?: string | Date | null;
+  readonly messageId?: string | null;
   readonly [key: string]: unknown;
 }
 
@@ -101,68 +166,80 @@ export interface DeletionNotice {
 export interface ToWebhookMessageOptions {
   /** Time used when the message has no timestamp (spec 4.4: the time of receipt), epoch ms. Default `Date.now()`. */
   readonly receivedAt?: number;
+  /** The batch's `sentAt`, to correct an `originalTimestamp` for the sender's clock skew. */
+  readonly sentAt?: unknown;
 }
 
 /**
  * Turns a client message or a deletion notice into the outbound webhook shape of spec
- * 2.2/2.3. Key order is fixed (version, type, userId, timestamp, context, type fields,
- * messageId) so the same call always yields the same bytes.
+ * 2.2/2.3, after checking it against the one set of rules (`rules.ts`). Key order is fixed
+ * (version, type, userId, timestamp, context, type fields, messageId) so the same call always
+ * yields the same bytes. Event time: see `eventTimeMs` (timestamp, else originalTimestamp
+ * corrected with sentAt, else receipt).
  *
  * `userId` falls back to `anonymousId` on page, screen, identify, track and group: the spec
  * has `userId` on every type but alias, and anonymous calls are valid (spec 2.4).
- * Throws `WebhookMessageError` (with `field`) when a required field is missing or malformed.
+ * Throws `WebhookMessageError` (with `field`) when the message breaks a rule.
  */
 export function toWebhookMessage(message: InboundMessage | DeletionNotice, options: ToWebhookMessageOptions = {}): WebhookMessage {
-  if (typeof message !== 'object' || message === null) {
-    throw new WebhookMessageError(`Expected a message object, got ${describe(message)}`);
+  if (!isPlainObject(message as unknown)) {
+    throw new WebhookMessageError(`Expected a message object, got ${describeValue(message)}`);
   }
-  const timestamp = isoTimestamp(message.timestamp, options.receivedAt);
+  const receivedAt = options.receivedAt ?? Date.now();
   if (message.type === 'delete') {
-    return { type: 'delete', userId: requiredId(message.userId, 'userId'), timestamp };
+    if (!isId(message.userId)) {
+      throw new WebhookMessageError(`A delete notice needs \`userId\` as a non-empty string, got ${describeValue(message.userId)}`, 'userId');
+    }
+    const ms = message.timestamp === undefined ? receivedAt : timestampMs(message.timestamp);
+    if (ms === undefined) {
+      throw new WebhookMessageError(`A delete notice needs \`timestamp\` as ${TIMESTAMP_EXPECTED}`, 'timestamp');
+    }
+    return { type: 'delete', userId: String(message.userId), timestamp: isoTimestamp(ms) };
   }
-  const m = message;
-  const context = optionalObject(m.context, 'context');
+  const invalid = checkMessage(message as unknown as Record<string, unknown>);
+  if (invalid !== undefined) throw new WebhookMessageError(invalid.message, invalid.field);
+  return buildWebhookMessage(message, isoTimestamp(eventTimeMs(message, { receivedAt, sentAt: options.sentAt })));
+}
+
+/**
+ * The webhook form of a message that passed `checkMessage`, with its event time already
+ * resolved. No checks: the forwarder's ingestion calls it after the rules.
+ */
+export function buildWebhookMessage(m: InboundMessage, timestamp: string): WebhookMessage {
+  const context = objectOrUndefined(m.context);
   const messageId = typeof m.messageId === 'string' && m.messageId !== '' ? m.messageId : undefined;
   const tail = messageId === undefined ? {} : { messageId };
+  const withContext = context === undefined ? {} : { context };
 
   switch (m.type) {
     case 'page': {
-      const properties = { ...pageExtras(m), ...(optionalObject(m.properties, 'properties') ?? optionalObject(m.traits, 'traits') ?? {}) };
-      return { version: 1, type: 'page', userId: subject(m), timestamp, ...withContext(context), properties, ...tail };
+      const properties = { ...pageExtras(m), ...(objectOrUndefined(m.properties) ?? objectOrUndefined(m.traits) ?? {}) };
+      return { version: 1, type: 'page', userId: subject(m), timestamp, ...withContext, properties, ...tail };
     }
     case 'screen': {
-      const properties = optionalObject(m.properties, 'properties');
-      const name = m.name === undefined ? '' : requiredString(m.name, 'name');
+      const properties = objectOrUndefined(m.properties);
       return {
         version: 1,
         type: 'screen',
         userId: subject(m),
         timestamp,
         context: context ?? {},
-        name,
+        name: typeof m.name === 'string' ? m.name : '',
         ...(properties && Object.keys(properties).length > 0 ? { properties } : {}),
         ...tail,
       };
     }
     case 'identify':
-      return {
-        version: 1,
-        type: 'identify',
-        userId: subject(m),
-        timestamp,
-        ...withContext(context),
-        traits: optionalObject(m.traits, 'traits') ?? {},
-        ...tail,
-      };
+      return { version: 1, type: 'identify', userId: subject(m), timestamp, ...withContext, traits: objectOrUndefined(m.traits) ?? {}, ...tail };
     case 'track':
       return {
         version: 1,
         type: 'track',
         userId: subject(m),
         timestamp,
-        ...withContext(context),
-        event: requiredString(m.event, 'event'),
-        properties: optionalObject(m.properties, 'properties') ?? {},
+        ...withContext,
+        event: m.event as string,
+        properties: objectOrUndefined(m.properties) ?? {},
         ...tail,
       };
     case 'alias':
@@ -170,9 +247,9 @@ export function toWebhookMessage(message: InboundMessage | DeletionNotice, optio
         version: 1,
         type: 'alias',
         timestamp,
-        ...withContext(context),
-        'Previous ID': requiredId(m.previousId, 'previousId'),
-        'User ID': requiredId(m.userId, 'userId'),
+        ...withContext,
+        'Previous ID': String(m.previousId),
+        'User ID': String(m.userId),
         ...tail,
       };
     case 'group':
@@ -181,21 +258,30 @@ export function toWebhookMessage(message: InboundMessage | DeletionNotice, optio
         type: 'group',
         userId: subject(m),
         timestamp,
-        ...withContext(context),
-        groupId: requiredId(m.groupId, 'groupId'),
-        traits: optionalObject(m.traits, 'traits') ?? {},
+        ...withContext,
+        groupId: String(m.groupId),
+        traits: objectOrUndefined(m.traits) ?? {},
         ...tail,
       };
-    default:
-      throw new WebhookMessageError(
-        `Expected \`type\` to be one of page, screen, identify, track, alias, group, delete, got ${describe((m as { type?: unknown }).type)}`,
-        'type',
-      );
   }
 }
 
-function withContext(context: JsonObject | undefined): { context?: JsonObject } {
-  return context === undefined ? {} : { context };
+/**
+ * A webhook message as the bytes every URL and every attempt gets: serialized once.
+ * Throws `SerializationError` when a value cannot be JSON (circular, BigInt, nested too deeply).
+ */
+export function serializeWebhookMessage(message: WebhookMessage): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(message);
+  } catch (error) {
+    const reason = error instanceof RangeError ? 'it is nested too deeply' : error instanceof Error ? error.message.split('\n')[0] : 'unknown';
+    throw new SerializationError(`The webhook message cannot be turned into JSON: ${reason}`, { cause: error });
+  }
+  if (typeof text !== 'string' || !text.startsWith('{')) {
+    throw new SerializationError(`Expected a webhook message object, got ${describeValue(message)}`);
+  }
+  return text;
 }
 
 /** The page call's name and category live in `properties`, as Segment's page spec puts them. */
@@ -207,49 +293,9 @@ function pageExtras(m: InboundMessage): JsonObject {
 }
 
 function subject(m: InboundMessage): string {
-  if (isId(m.userId)) return String(m.userId);
-  if (isId(m.anonymousId)) return String(m.anonymousId);
-  throw new WebhookMessageError(
-    `Expected \`userId\` or \`anonymousId\` on a ${m.type} message, got ${describe(m.userId)} and ${describe(m.anonymousId)}`,
-    'userId',
-  );
+  return isId(m.userId) ? String(m.userId) : String(m.anonymousId);
 }
 
-function isId(value: unknown): value is string | number {
-  return (typeof value === 'string' && value !== '') || (typeof value === 'number' && Number.isFinite(value));
-}
-
-function requiredId(value: unknown, field: string): string {
-  if (isId(value)) return String(value);
-  throw new WebhookMessageError(`Expected \`${field}\` to be a non-empty string, got ${describe(value)}`, field);
-}
-
-function requiredString(value: unknown, field: string): string {
-  if (typeof value === 'string' && value !== '') return value;
-  throw new WebhookMessageError(`Expected \`${field}\` to be a non-empty string, got ${describe(value)}`, field);
-}
-
-function optionalObject(value: unknown, field: string): JsonObject | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === 'object' && !Array.isArray(value)) return value as JsonObject;
-  throw new WebhookMessageError(`Expected \`${field}\` to be an object, got ${describe(value)}`, field);
-}
-
-function isoTimestamp(value: unknown, receivedAt: number | undefined): string {
-  if (value === undefined || value === null || value === '') return new Date(receivedAt ?? Date.now()).toISOString();
-  const date = value instanceof Date ? value : typeof value === 'string' || typeof value === 'number' ? new Date(value) : undefined;
-  if (date === undefined || Number.isNaN(date.getTime())) {
-    throw new WebhookMessageError(`Expected \`timestamp\` to be an ISO 8601 date-time or a Date, got ${describe(value)}`, 'timestamp');
-  }
-  return date.toISOString();
-}
-
-/** Type and a short form of a value, never the whole of it: it may be user data. */
-function describe(value: unknown): string {
-  if (value === undefined) return 'undefined';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : `\`${value}\` (string)`;
-  if (typeof value === 'object') return 'an object';
-  return `\`${String(value)}\` (${typeof value})`;
+function objectOrUndefined(value: unknown): JsonObject | undefined {
+  return isPlainObject(value) ? value : undefined;
 }

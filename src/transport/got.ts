@@ -51,7 +51,8 @@ export class GotTransport implements Transport {
         timeout: { request: request.timeout },
       });
       const retryAfter = response.headers['retry-after'];
-      return retryAfter === undefined ? { status: response.statusCode } : { status: response.statusCode, retryAfter };
+      const answer = retryAfter === undefined ? { status: response.statusCode } : { status: response.statusCode, retryAfter };
+      return request.readBody === true ? { ...answer, body: response.body } : answer;
     } catch (error) {
       if ((error as { name?: unknown }).name === 'TimeoutError') throw new TimeoutError(request.timeout, { cause: error });
       throw toNetworkError(error, redactUrl(request.url));

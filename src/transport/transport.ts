@@ -12,14 +12,18 @@ export interface HttpRequest {
   readonly headers: Readonly<Record<string, string>>;
   /** The exact bytes to send (the signed ones, for a webhook). */
   readonly body: Buffer | string;
-  /** Milliseconds for the whole exchange, until the status line is in. */
+  /** Milliseconds for the whole exchange, until the status line is in (and the body, with `readBody`). */
   readonly timeout: number;
+  /** Resolve only once the answer's body is read (capped), and pass it as `body`. Default false. */
+  readonly readBody?: boolean;
 }
 
 export interface HttpResponse {
   readonly status: number;
   /** The raw `Retry-After` header, when the server sent one. */
   readonly retryAfter?: string | undefined;
+  /** The answer's body as UTF-8 text, when the request asked for it with `readBody`. */
+  readonly body?: string | undefined;
 }
 
 export interface Transport {

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { consumedBodyError, isBodyConsumed, readNodeBody, writeNodeResponse } from './node-body';
 import type { NodeRequest } from './node-body';
 import type { NodeWebhookOptions } from './node';
+import { log } from './log';
 import { createWebhookReceiver, METHOD_NOT_ALLOWED } from './receiver';
 
 /**
@@ -26,8 +27,24 @@ export function webhookMiddleware(
     if (parsed instanceof Uint8Array) body = parsed; // express.raw(): the exact bytes
     else if (isBodyConsumed(request)) return next(consumedBodyError());
     else body = () => readNodeBody(request, limit);
-    receiver
-      .receive({ body, headers: request.headers, context: { request, response } })
-      .then((answer) => writeNodeResponse(request, response, answer), next);
+    // receive() never rejects; writing the answer can throw (a handler that broke the response),
+    // and that goes to Express's error handling, never to an unhandled rejection.
+    void receiver.receive({ body, headers: request.headers, context: { request, response } }).then((answer) => {
+      try {
+        writeNodeResponse(request, response, answer);
+      } catch (error) {
+        passOn(next, error, response);
+      }
+    });
   };
+}
+
+/** Hands a failure to `next`; should `next` itself throw, the connection is closed rather than left hanging. */
+function passOn(next: (error?: unknown) => void, error: unknown, response: ServerResponse): void {
+  try {
+    next(error);
+  } catch (nextError) {
+    log('next(error) threw while reporting a failure to write the answer: %s', nextError instanceof Error ? nextError.name : typeof nextError);
+    response.destroy();
+  }
 }

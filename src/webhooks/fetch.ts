@@ -14,12 +14,13 @@ export type FetchWebhookOptions = WebhookReceiverOptions<FetchWebhookContext>;
 
 /**
  * A `(request: Request) => Promise<Response>` handler for Fetch-style runtimes: Next.js
- * route handlers (`export const POST = createFetchHandler({...})`), Deno, Bun, Cloudflare
- * Workers, Hono. Verifies with Web Crypto, so it runs on edge runtimes too. Answers 405 to
+ * route handlers (`export const POST = createFetchHandler({...})`, Node or Edge runtime), Hono
+ * and the like. Verifies with Web Crypto, so it runs without `node:crypto` too (tested in the
+ * Edge runtime of the `edge-runtime` package). Answers 405 to
  * anything but POST. Never rejects. Throws `ConfigError` for bad options.
  */
 export function createFetchHandler(options: FetchWebhookOptions): (request: Request) => Promise<Response> {
-  const receiver = createWebhookReceiver(options, { verify: verifySignatureAsync });
+  const receiver = createWebhookReceiver(options, { verify: verifySignatureAsync, webCrypto: true });
   const limit = receiver.options.maxBodySize;
   return async (request) => {
     if (request.method !== 'POST') return toResponse(METHOD_NOT_ALLOWED);

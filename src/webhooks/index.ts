@@ -3,6 +3,19 @@ export * from '../errors';
 export { sign, verifySignature } from './signature';
 export { signAsync, verifySignatureAsync } from './signature-async';
 export { SIGNATURE_HEX_LENGTH } from './signature-format';
+export {
+  checkStandardWebhook,
+  checkStandardWebhookAsync,
+  signStandardWebhook,
+  signStandardWebhookAsync,
+  STANDARD_WEBHOOKS_TOLERANCE,
+  verifyStandardWebhook,
+  verifyStandardWebhookAsync,
+  WEBHOOK_ID_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+} from './standard-webhooks';
+export type { SignStandardWebhookOptions, StandardWebhookHeaders, VerifyStandardWebhookOptions } from './standard-webhooks';
 export type { SignatureHeader } from './signature-format';
 export type { WebhookBody } from './body';
 export type { WebhookSecret } from './secret';
@@ -26,7 +39,7 @@ export type {
 export { getHeader, SIGNATURE_HEADER } from './headers';
 export type { HeadersLike } from './headers';
 export { WEBHOOK_DEFAULTS } from './options';
-export type { WebhookHandler, WebhookHandlerContextBase, WebhookReceiverOptions } from './options';
+export type { WebhookHandler, WebhookHandlerContextBase, WebhookReceiverOptions, WebhookScheme } from './options';
 export { createWebhookReceiver } from './receiver';
 export type { IncomingWebhook, WebhookReceiver, WebhookReceiverInternals, WebhookResponse } from './receiver';
 export { createWebhookHandler } from './node';

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebhookResponse } from './receiver';
 import { bodyTooLarge } from './body';
 import { InvalidArgumentError, NetworkError } from '../errors';
+import { readNodeRequest } from '../internal/node-body';
 
 /** A Node request that a framework may have decorated (Express, Connect, body-parser). */
 export type NodeRequest = IncomingMessage & { body?: unknown; _body?: boolean };
@@ -28,43 +29,17 @@ export function consumedBodyError(): InvalidArgumentError {
  * while streaming), `InvalidArgumentError` when it was consumed already, and `NetworkError`
  * when the client went away.
  */
-export function readNodeBody(request: NodeRequest, limit: number): Promise<Buffer> {
-  if (isBodyConsumed(request)) return Promise.reject(consumedBodyError());
-  const declared = Number(request.headers['content-length']);
-  if (declared > limit) return Promise.reject(bodyTooLarge(declared, limit));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = (): void => {
-      request.off('data', onData);
-      request.off('end', onEnd);
-      request.off('error', onError);
-      request.off('close', onClose);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        request.pause();
-        reject(bodyTooLarge(size, limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error): void => {
-      cleanup();
-      reject(new NetworkError('The request body could not be read: the client went away.', { cause: error, code: 'ERR_BODY_READ' }));
-    };
-    const onClose = (): void => onError(new Error('closed before the end of the body'));
-    request.on('data', onData);
-    request.on('end', onEnd);
-    request.on('error', onError);
-    request.on('close', onClose);
-  });
+export async function readNodeBody(request: NodeRequest, limit: number): Promise<Buffer> {
+  if (isBodyConsumed(request)) throw consumedBodyError();
+  let read;
+  try {
+    // 'stop': a body over the limit is answered 413 unread (the connection then closes).
+    read = await readNodeRequest(request, { limit, excess: 'stop' });
+  } catch (error) {
+    throw new NetworkError('The request body could not be read: the client went away.', { cause: error, code: 'ERR_BODY_READ' });
+  }
+  if (!read.ok) throw bodyTooLarge(read.size, limit);
+  return read.body;
 }
 
 /** Writes the receiver's answer, unless the handler already answered on its own. */

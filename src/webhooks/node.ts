@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readNodeBody, writeNodeResponse } from './node-body';
 import type { WebhookReceiverOptions } from './options';
+import { log } from './log';
 import { createWebhookReceiver, METHOD_NOT_ALLOWED } from './receiver';
 
 /** What the handler of the Node and Express adapters gets besides the message. */
@@ -31,6 +32,12 @@ export function createWebhookHandler(
       headers: request.headers,
       context: { request, response },
     });
-    writeNodeResponse(request, response, answer);
+    try {
+      writeNodeResponse(request, response, answer);
+    } catch (error) {
+      // The handler broke the response (wrote part of it, replaced a method): nothing valid can be sent now.
+      log('could not write the %d answer: %s', answer.status, error instanceof Error ? error.name : typeof error);
+      response.destroy();
+    }
   };
 }

@@ -1,8 +1,9 @@
 import { assertSecret } from './secret';
 import type { WebhookSecret } from './secret';
 import type { WebhookMessage } from './message-types';
+import { standardWebhookKeys } from './standard-webhooks';
 import { ConfigError } from '../errors';
-import { durationOption, functionOption, integerOption, objectOption } from '../internal/options';
+import { durationOption, enumOption, functionOption, integerOption, objectOption } from '../internal/options';
 import { describeValue } from '../internal/values';
 
 /** What every handler gets besides the message. */
@@ -32,6 +33,18 @@ export interface WebhookReceiverOptions<Context> {
   /** Called with each verified, parsed message. */
   readonly handler: WebhookHandler<Context>;
   /**
+   * Which signature to require: `x-signature` (the spec's hex HMAC-SHA1 of the body, default),
+   * `standard-webhooks` (`webhook-id`, `webhook-timestamp`, `webhook-signature`: replays outside
+   * `timestampTolerance` are refused), or `either` (while a sender moves from one to the other;
+   * a request passes with either valid signature, so it protects no better than `x-signature`).
+   */
+  readonly scheme?: WebhookScheme;
+  /**
+   * Standard Webhooks only: how far `webhook-timestamp` may be from the receiver's clock, either
+   * way, in milliseconds. Default 300000 (5 minutes, the standard's value).
+   */
+  readonly timestampTolerance?: number;
+  /**
    * Milliseconds from the request's arrival until the adapter stops waiting for your handler,
    * answers 503 (the sender retries) and aborts `context.signal`. Default 4000: the sender
    * gives up after 5 s, and a late 2xx would count as a timeout there anyway.
@@ -48,9 +61,16 @@ export interface WebhookReceiverOptions<Context> {
   readonly onError?: (error: unknown, status: number) => void;
 }
 
+/** The signature schemes a receiver can require. */
+export type WebhookScheme = 'x-signature' | 'standard-webhooks' | 'either';
+
+const SCHEMES: readonly WebhookScheme[] = ['x-signature', 'standard-webhooks', 'either'];
+
 export const WEBHOOK_DEFAULTS = {
   timeout: 4000,
   maxBodySize: 1024 * 1024,
+  scheme: 'x-signature',
+  timestampTolerance: 5 * 60 * 1000,
 } as const;
 
 export interface ResolvedReceiverOptions<Context> {
@@ -58,6 +78,10 @@ export interface ResolvedReceiverOptions<Context> {
   readonly handler: WebhookHandler<Context>;
   readonly timeout: number;
   readonly maxBodySize: number;
+  readonly scheme: WebhookScheme;
+  readonly timestampTolerance: number;
+  /** Standard Webhooks key bytes of each secret, decoded once (empty for `x-signature`). */
+  readonly standardKeys: readonly Uint8Array[];
   readonly onError: ((error: unknown, status: number) => void) | undefined;
 }
 
@@ -68,11 +92,15 @@ export function resolveReceiverOptions<Context>(options: WebhookReceiverOptions<
   if (typeof options.handler !== 'function') {
     throw new ConfigError(`Expected \`handler\` to be a function (message, context) => void, got ${describeValue(options.handler)}`, 'handler');
   }
+  const scheme = enumOption<WebhookScheme>('scheme', options.scheme ?? WEBHOOK_DEFAULTS.scheme, SCHEMES);
   return {
     secret: options.secret,
     handler: options.handler,
     timeout: durationOption('timeout', options.timeout ?? WEBHOOK_DEFAULTS.timeout, 1),
     maxBodySize: integerOption('maxBodySize', options.maxBodySize ?? WEBHOOK_DEFAULTS.maxBodySize, 1),
+    scheme,
+    timestampTolerance: durationOption('timestampTolerance', options.timestampTolerance ?? WEBHOOK_DEFAULTS.timestampTolerance, 0, Number.MAX_SAFE_INTEGER),
+    standardKeys: scheme === 'x-signature' ? [] : standardWebhookKeys(options.secret),
     onError: functionOption('onError', options.onError, '(error, status) => void'),
   };
 }

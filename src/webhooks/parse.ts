@@ -4,6 +4,7 @@ import { WEBHOOK_MESSAGE_TYPES } from './message-types';
 import type { WebhookMessage, WebhookMessageType } from './message-types';
 import { isTimestamp } from '../messages/timestamp';
 import { WebhookMessageError } from '../errors';
+import { isPlainObject } from '../internal/values';
 
 type Json = Record<string, unknown>;
 
@@ -45,7 +46,7 @@ export function parseWebhookMessage(rawBody: WebhookBody): WebhookMessage {
 }
 
 function checkMessage(value: unknown): WebhookMessage {
-  if (!isObject(value)) {
+  if (!isPlainObject(value)) {
     throw new WebhookMessageError(`Expected the body to be a JSON object (a webhook message), got ${kind(value)}.`);
   }
   const type = value.type;
@@ -130,21 +131,17 @@ class Checker {
 
   object(field: string): void {
     const value = this.message[field];
-    if (!isObject(value)) throw this.error(field, 'an object', kind(value));
+    if (!isPlainObject(value)) throw this.error(field, 'an object', kind(value));
   }
 
   optionalObject(field: string): void {
     const value = this.message[field];
-    if (value !== undefined && !isObject(value)) throw this.error(field, 'an object when present', kind(value));
+    if (value !== undefined && !isPlainObject(value)) throw this.error(field, 'an object when present', kind(value));
   }
 
   private error(field: string, expected: string, got: string): WebhookMessageError {
     return new WebhookMessageError(`Expected \`${field}\` to be ${expected} in a ${this.type} message, got ${got}.`, field);
   }
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The kind of a value, never the value: bodies must not leak into error messages. */

@@ -1,4 +1,4 @@
-import { bodyTooLarge } from './body';
+import { bodyTooLarge, toBodyBytes, toBodyInput } from './body';
 import type { WebhookBody } from './body';
 import { getHeader, SIGNATURE_HEADER } from './headers';
 import type { HeadersLike } from './headers';
@@ -8,6 +8,7 @@ import { nodeCrypto } from './node-crypto';
 import { resolveReceiverOptions } from './options';
 import type { ResolvedReceiverOptions, WebhookReceiverOptions } from './options';
 import { parseWebhookMessage } from './parse';
+import { checkWithKeys, checkWithKeysAsync, WEBHOOK_SIGNATURE_HEADER } from './standard-webhooks';
 import type { WebhookSecret } from './secret';
 import { verifySignature } from './signature';
 import { verifySignatureAsync } from './signature-async';
@@ -21,6 +22,7 @@ import {
   SignatureVerificationError,
   TimeoutError,
   WebhookMessageError,
+  WebhookTimestampError,
 } from '../errors';
 
 /** One request as an adapter hands it to the receiver. */
@@ -59,12 +61,16 @@ export interface WebhookReceiver<Context> {
 /** Test seams and the adapters' choice of crypto; not needed in applications. */
 export interface WebhookReceiverInternals {
   readonly clock?: Clock;
-  /** Signature check; defaults to Node's crypto where there is one, Web Crypto elsewhere. */
+  /** X-Signature check; defaults to Node's crypto where there is one, Web Crypto elsewhere. */
   readonly verify?: (rawBody: WebhookBody, signature: SignatureHeader, secret: WebhookSecret) => boolean | Promise<boolean>;
+  /** Check Standard Webhooks signatures with Web Crypto even where Node's crypto exists. Default: only where it does not. */
+  readonly webCrypto?: boolean;
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
 const NO_CONTENT: WebhookResponse = { status: 204, headers: {}, body: null };
+/** What run() returns after the timeout answered: nobody reads it. */
+const LATE: WebhookResponse = { status: 503, headers: JSON_HEADERS, body: null };
 
 /** The answer to anything but POST. */
 export const METHOD_NOT_ALLOWED: WebhookResponse = {
@@ -85,7 +91,8 @@ export function createWebhookReceiver<Context = Record<never, never>>(
 ): WebhookReceiver<Context> {
   const resolved = resolveReceiverOptions(options);
   const clock = internals.clock ?? systemClock;
-  const verify = internals.verify ?? (hasNodeCrypto() ? verifySignature : verifySignatureAsync);
+  const webCrypto = internals.webCrypto ?? !hasNodeCrypto();
+  const verify = internals.verify ?? (webCrypto ? verifySignatureAsync : verifySignature);
   let warned = false;
 
   function refuse(error: unknown, status: number): WebhookResponse {
@@ -101,48 +108,96 @@ export function createWebhookReceiver<Context = Record<never, never>>(
       warned = true;
       globalThis.process?.emitWarning?.(error.message, { code: error.code });
     }
-    return { status, headers: JSON_HEADERS, body: JSON.stringify({ error: publicMessage(error, status, resolved.maxBodySize) }) };
+    return { status, headers: JSON_HEADERS, body: JSON.stringify({ error: publicMessage(error, status, resolved) }) };
+  }
+
+  /** Why the X-Signature check fails, or undefined when it passes. */
+  async function checkXSignature(body: WebhookBody, headers: HeadersLike): Promise<SignatureVerificationError | undefined> {
+    const signature = safeHeader(headers, SIGNATURE_HEADER);
+    if (await verify(body, signature, resolved.secret)) return undefined;
+    const missing = signature === undefined || signature === null || signature === '';
+    return new SignatureVerificationError(
+      missing
+        ? 'The X-Signature header is missing: the sender did not sign the request (is a shared secret set on the destination?).'
+        : 'The X-Signature header does not match the body under any configured secret (or is not one 40-digit hex value).',
+    );
+  }
+
+  function checkStandard(body: WebhookBody, headers: HeadersLike): SignatureVerificationError | undefined | Promise<SignatureVerificationError | undefined> {
+    const options = { now: clock.now(), tolerance: resolved.timestampTolerance };
+    return webCrypto
+      ? checkWithKeysAsync(toBodyBytes(body), headers, resolved.standardKeys, options)
+      : checkWithKeys(toBodyInput(body), headers, resolved.standardKeys, options);
+  }
+
+  /** Why the request is not signed as `scheme` asks, or undefined when it is. */
+  async function authenticate(body: WebhookBody, headers: HeadersLike): Promise<SignatureVerificationError | undefined> {
+    switch (resolved.scheme) {
+      case 'x-signature':
+        return checkXSignature(body, headers);
+      case 'standard-webhooks':
+        return checkStandard(body, headers);
+      case 'either': {
+        const signed = safeHeader(headers, WEBHOOK_SIGNATURE_HEADER);
+        if (signed === undefined || signed === null) return checkXSignature(body, headers);
+        const standard = await checkStandard(body, headers);
+        if (standard === undefined) return undefined;
+        // A sender on "both" also sent X-Signature: either valid signature is enough in this mode.
+        const x = safeHeader(headers, SIGNATURE_HEADER);
+        return x !== undefined && x !== null && (await checkXSignature(body, headers)) === undefined ? undefined : standard;
+      }
+    }
   }
 
   async function run(incoming: IncomingWebhook<Context>, signal: AbortSignal): Promise<WebhookResponse> {
+    // Once the timeout has answered 503, nothing else is reported and the handler never runs.
+    const fail = (error: unknown, status: number): WebhookResponse => (signal.aborted ? LATE : refuse(error, status));
     let body: WebhookBody;
+    let headers: HeadersLike;
+    let context: Context;
+    let source: IncomingWebhook<Context>['body'];
     try {
-      body = typeof incoming.body === 'function' ? await incoming.body() : incoming.body;
+      ({ headers, context, body: source } = incoming);
     } catch (error) {
-      return refuse(error, readFailureStatus(error));
+      return fail(error, 500); // not an IncomingWebhook: a bug in the adapter
     }
-    const size = byteLength(body, resolved.maxBodySize);
-    if (size > resolved.maxBodySize) return refuse(bodyTooLarge(size, resolved.maxBodySize), 413);
-    const signature = getHeader(incoming.headers, SIGNATURE_HEADER);
-    let valid: boolean;
     try {
-      valid = await verify(body, signature, resolved.secret);
+      body = typeof source === 'function' ? await source() : source;
     } catch (error) {
-      return refuse(error, 500);
+      return fail(error, readFailureStatus(error));
     }
-    if (!valid) {
-      const missing = signature === undefined || signature === null || signature === '';
-      return refuse(
-        new SignatureVerificationError(
-          missing
-            ? 'The X-Signature header is missing: the sender did not sign the request (is a shared secret set on the destination?).'
-            : 'The X-Signature header does not match the body under any configured secret (or is not one 40-digit hex value).',
-        ),
-        401,
-      );
+    if (signal.aborted) return LATE;
+    let size: number;
+    try {
+      size = byteLength(body, resolved.maxBodySize);
+    } catch (error) {
+      return fail(error, 500);
     }
+    if (size > resolved.maxBodySize) return fail(bodyTooLarge(size, resolved.maxBodySize), 413);
+    let failure: SignatureVerificationError | undefined;
+    try {
+      failure = await authenticate(body, headers);
+    } catch (error) {
+      return fail(error, 500);
+    }
+    if (failure !== undefined) return fail(failure, 401);
     let message: WebhookMessage;
     try {
       message = parseWebhookMessage(body);
     } catch (error) {
-      return refuse(error, error instanceof WebhookMessageError ? 400 : 500);
+      return fail(error, error instanceof WebhookMessageError ? 400 : 500);
+    }
+    // The 503 went out while reading or verifying: the sender retries, so handling it now would handle it twice.
+    if (signal.aborted) {
+      log('a %s message came after the timeout; the handler was not called', message.type);
+      return LATE;
     }
     try {
-      await resolved.handler(message, { ...incoming.context, signal });
+      await resolved.handler(message, { ...context, signal });
     } catch (error) {
       if (signal.aborted) {
         log('handler failed after the 503 was sent: %s', describe(error));
-        return NO_CONTENT; // nobody reads this: the timeout already answered
+        return LATE;
       }
       return refuse(error, 500);
     }
@@ -155,15 +210,18 @@ export function createWebhookReceiver<Context = Record<never, never>>(
     async receive(incoming) {
       const controller = new AbortController();
       let timer: TimerHandle | undefined;
-      const timedOut = new Promise<WebhookResponse>((resolve) => {
-        timer = clock.setTimeout(() => {
-          const error = new TimeoutError(resolved.timeout);
-          controller.abort(error);
-          resolve(refuse(error, 503));
-        }, resolved.timeout);
-      });
       try {
+        const timedOut = new Promise<WebhookResponse>((resolve) => {
+          timer = clock.setTimeout(() => {
+            const error = new TimeoutError(resolved.timeout);
+            resolve(refuse(error, 503));
+            controller.abort(error);
+          }, resolved.timeout);
+        });
         return await Promise.race([run(incoming, controller.signal), timedOut]);
+      } catch (error) {
+        // Not expected: run() catches what it calls. Kept so that receive() never rejects.
+        return controller.signal.aborted ? LATE : refuse(error, 500);
       } finally {
         clock.clearTimeout(timer);
       }
@@ -194,18 +252,28 @@ function byteLength(body: WebhookBody, limit: number): number {
 }
 
 /** What the sender gets to read: never the handler's own error text, never a body. */
-function publicMessage(error: unknown, status: number, maxBodySize: number): string {
+function publicMessage(error: unknown, status: number, options: { readonly scheme: string; readonly maxBodySize: number }): string {
   switch (status) {
     case 400:
       return error instanceof WebhookMessageError ? error.message : 'The request body could not be read.';
     case 401:
-      return 'Invalid or missing X-Signature.';
+      if (error instanceof WebhookTimestampError) return 'The webhook-timestamp is outside the tolerance.';
+      return options.scheme === 'x-signature' ? 'Invalid or missing X-Signature.' : 'Invalid or missing signature.';
     case 413:
-      return `The body is larger than ${maxBodySize} bytes.`;
+      return `The body is larger than ${options.maxBodySize} bytes.`;
     case 503:
       return 'The handler did not finish in time; retry later.';
     default:
       return 'Internal error.';
+  }
+}
+
+/** A header, or undefined when the header object cannot be read (a getter that throws, null). */
+function safeHeader(headers: HeadersLike, name: string): SignatureHeader {
+  try {
+    return getHeader(headers, name);
+  } catch {
+    return undefined;
   }
 }
 

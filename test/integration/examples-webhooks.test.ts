@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { body, SECRET, signatureOf } from '../fixtures/webhooks/load';
@@ -107,11 +107,12 @@ describe('webhook receiver examples (built package, real processes on 127.0.0.1)
       else process.env.WEBHOOK_SECRET = saved;
     });
 
-    it('exports POST(request) that answers a real Request: 204 signed, 401 unsigned', async () => {
-      process.env.WEBHOOK_SECRET = SECRET;
+    it('loads without WEBHOOK_SECRET (as `next build` does), then answers a real Request: 204 signed, 401 unsigned', async () => {
+      delete process.env.WEBHOOK_SECRET;
       const route = (await import(pathToFileURL(`${root}/examples/receive-nextjs-route.mjs`).href)) as {
         POST: (request: Request) => Promise<Response>;
       };
+      process.env.WEBHOOK_SECRET = SECRET; // set at run time only
       const url = 'http://127.0.0.1:3000/api/webhooks';
       const logged: string[] = [];
       const log = console.log;
@@ -125,4 +126,25 @@ describe('webhook receiver examples (built package, real processes on 127.0.0.1)
       expect(logged).to.deep.equal(['received alias']);
     });
   });
+});
+
+describe('README "Receiving webhooks" snippets are the example files, line for line', () => {
+  const readme = readFileSync(`${root}/README.md`, 'utf8');
+  const section = readme.slice(readme.indexOf('## Receiving webhooks'), readme.indexOf('### Standard Webhooks'));
+  const snippets: [string, string][] = [
+    ['### Plain Node `http`', 'examples/receive-node.mjs'],
+    ['### Express / Connect', 'examples/receive-express.mjs'],
+    ['### Fastify', 'examples/receive-fastify.mjs'],
+    ['### Next.js route handlers', 'examples/receive-nextjs-route.mjs'],
+  ];
+  for (const [heading, file] of snippets) {
+    it(`${heading.replace(/^### /, '')} = ${file}`, () => {
+      const after = section.slice(section.indexOf(heading));
+      const block = /```js\n([\s\S]*?)```/.exec(after)?.[1];
+      // The file is the snippet after its header comment (the lines up to the first blank line).
+      const code = readFileSync(`${root}/${file}`, 'utf8').replace(/^(\/\/.*\n)+/, '');
+      expect(block, heading).to.be.a('string');
+      expect(block).to.equal(code);
+    });
+  }
 });

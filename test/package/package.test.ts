@@ -33,7 +33,18 @@ describe('the packed package', function () {
   it('installs without the forwarder-only native dependency', () => {
     expect(existsSync(join(project, 'node_modules', 'eventrelay', 'dist', 'index.js'))).to.equal(true);
     expect(existsSync(join(project, 'node_modules', 'better-sqlite3'))).to.equal(false);
+    // Optional peers: the client's install has no HTTP library besides Node's own.
+    expect(existsSync(join(project, 'node_modules', 'got'))).to.equal(false);
+    expect(existsSync(join(project, 'node_modules', 'pg'))).to.equal(false);
     expect(existsSync(join(project, 'node_modules', 'eventrelay', 'src'))).to.equal(false);
+  });
+
+  it('ships the example config the README links to, and it passes `eventrelay check`', () => {
+    const example = join(project, 'node_modules', 'eventrelay', 'examples', 'eventrelay.config.json');
+    expect(existsSync(example)).to.equal(true);
+    const env = { ...process.env, EVENTRELAY_ADMIN_TOKEN: 'a', WEB_WRITE_KEY: 'w', WEB_WEBHOOK_SECRET: 's', BACKUP_HOOK_AUTH: 'b', IOS_WRITE_KEY: 'i' };
+    const out = execFileSync(process.execPath, [join(project, 'node_modules', '.bin', 'eventrelay'), 'check', '--config', example], { cwd: project, encoding: 'utf8', env });
+    expect(out).to.match(/OK \(2 sources: web, ios\)/);
   });
 
   it('loads every entry point with import', () => {

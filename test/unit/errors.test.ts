@@ -6,6 +6,8 @@ import * as errors from '../../src/errors';
 import * as main from '../../src/index';
 import * as webhooks from '../../src/webhooks/index';
 import * as forwarder from '../../src/forwarder/index';
+import * as segment from '../../src/compat/segment/index';
+import * as classic from '../../src/compat/analytics-node/index';
 
 const classes = Object.entries(errors).filter(([, value]) => typeof value === 'function') as [string, new (...args: never[]) => Error][];
 
@@ -27,7 +29,13 @@ describe('errors', () => {
   it('every error class is exported, the same class, from each entry point', () => {
     expect(classes.map(([name]) => name)).to.include.members(['EventRelayError', 'ConfigError', 'NetworkError', 'SignatureVerificationError']);
     for (const [name, value] of classes) {
-      for (const [entry, exports] of Object.entries({ eventrelay: main, 'eventrelay/webhooks': webhooks, 'eventrelay/forwarder': forwarder })) {
+      for (const [entry, exports] of Object.entries({
+        eventrelay: main,
+        'eventrelay/webhooks': webhooks,
+        'eventrelay/forwarder': forwarder,
+        'eventrelay/segment': segment,
+        'eventrelay/analytics-node': classic,
+      })) {
         expect((exports as Record<string, unknown>)[name], `${name} from ${entry}`).to.equal(value);
       }
     }

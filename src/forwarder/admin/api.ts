@@ -16,8 +16,8 @@ export const MAX_PAGE = 500;
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
 export interface OperationsRoutesOptions {
-  /** The operations layer (throws before the forwarder started). */
-  readonly ops: () => Operations;
+  /** The operations layer (opens the store when needed). */
+  readonly ops: () => Promise<Operations>;
   readonly metrics: ForwarderMetrics | undefined;
   /** Path of the Prometheus endpoint; undefined when off. */
   readonly metricsPath: string | undefined;
@@ -199,7 +199,7 @@ function showDetail(d: DeliveryDetail): object {
 async function listMessages(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const q = parseMessageQuery(query(req));
   // One more than asked tells whether there is a next page.
-  const rows = await o.ops().messages({ ...q, limit: q.limit + 1 });
+  const rows = await (await o.ops()).messages({ ...q, limit: q.limit + 1 });
   const page = rows.slice(0, q.limit);
   const nextCursor = rows.length > q.limit ? String(page.at(-1)!.id) : null;
   send(res, 200, { items: page.map(showMessage), nextCursor });
@@ -207,7 +207,7 @@ async function listMessages(o: OperationsRoutesOptions, req: IncomingMessage, re
 
 async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
   const id = parseId(idText);
-  const delivery = await o.ops().delivery(id);
+  const delivery = await (await o.ops()).delivery(id);
   if (delivery === undefined) {
     fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
     return;
@@ -217,7 +217,7 @@ async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, idTe
 
 async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
   const id = parseId(idText);
-  const result = await o.ops().replay(id);
+  const result = await (await o.ops()).replay(id);
   if (result === undefined) {
     fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
     return;
@@ -253,7 +253,7 @@ async function recover(o: OperationsRoutesOptions, req: IncomingMessage, res: Se
   const since = instant(body.since, 'since');
   const until = body.until === undefined ? Number.MAX_SAFE_INTEGER : instant(body.until, 'until');
   if (until <= since) throw new ValidationError('Expected `until` to be after `since`', 'until');
-  const result = await o.ops().recover(body.source, since, until);
+  const result = await (await o.ops()).recover(body.source, since, until);
   send(res, 202, { source: result.source, since: iso(result.since), until: body.until === undefined ? null : iso(result.until), queued: result.queued });
 }
 
@@ -263,5 +263,5 @@ async function stream(o: OperationsRoutesOptions, req: IncomingMessage, res: Ser
     if (key !== 'source') throw new ValidationError(`Unknown parameter \`${key}\`; expected \`source\``, key);
   }
   const source = params.get('source') ?? undefined;
-  o.ops().live.subscribe(req, res, source === '' ? undefined : source);
+  (await o.ops()).live.subscribe(req, res, source === '' ? undefined : source);
 }

@@ -1,6 +1,7 @@
 import createDebug from 'debug';
 import { NotReplayableError, ValidationError } from '../../errors';
-import type { ValidMessage } from '../http/ingest';
+import type { RejectedMessage, ValidMessage } from '../http/ingest';
+import { isPlainObject } from '../../internal/values';
 import { HealthTracker } from '../metrics/health';
 import type { EndpointHealth } from '../metrics/health';
 import type { ForwarderMetrics } from '../metrics/metrics';
@@ -15,17 +16,6 @@ const log = createDebug('analytics:forwarder');
 
 /** How often the queue depth is sampled for the chart, in ms. */
 const SAMPLE_INTERVAL = 15_000;
-
-/** A refused call, as the ingestion path knows it. */
-export interface RefusedCall {
-  readonly index: number;
-  readonly code: string;
-  readonly field?: string;
-  readonly message: string;
-  readonly messageId?: string;
-  readonly type?: string;
-  readonly userId?: string;
-}
 
 /** What the operations layer needs of the forwarder. */
 export interface OperationsHost {
@@ -136,21 +126,30 @@ export class Operations {
     }
   }
 
-  /** Calls the ingestion API refused, with why. */
-  refused(source: string, calls: readonly RefusedCall[], receivedAt: number): void {
-    if (calls.length === 0) return;
-    this.metrics?.refused(source, calls.length);
-    const entries: LogCall[] = calls.map((c) => ({
-      source,
-      kind: 'message',
-      messageId: c.messageId ?? `refused:${receivedAt}:${c.index}`,
-      type: c.type,
-      userId: c.userId,
-      receivedAt,
-      body: undefined,
-      state: 'refused',
-      reason: `${c.code}${c.field === undefined ? '' : ` (${c.field})`}: ${c.message}`,
-    }));
+  /** Calls the ingestion API refused, with why; `body` is the request body they came in. */
+  refused(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body?: unknown): void {
+    if (rejected.length === 0) return;
+    this.metrics?.refused(source, rejected.length);
+    if (this.log === undefined && !this.live.active) return;
+    const entries: LogCall[] = rejected.map((r) => {
+      // What the refused message says of itself, when it is there and plain: for finding it later.
+      const raw = isPlainObject(body) && Array.isArray(body.batch) ? body.batch[r.index] : body;
+      const own = (field: string) => {
+        const value = isPlainObject(raw) ? raw[field] : undefined;
+        return typeof value === 'string' && value !== '' && value.length <= 200 ? value : undefined;
+      };
+      return {
+        source,
+        kind: 'message',
+        messageId: own('messageId') ?? `refused:${receivedAt}:${r.index}`,
+        type: own('type'),
+        userId: own('userId') ?? own('anonymousId'),
+        receivedAt,
+        body: undefined,
+        state: 'refused',
+        reason: `${r.code}${r.field === undefined ? '' : ` (${r.field})`}: ${r.message}`,
+      };
+    });
     this.log?.add(entries);
     for (const e of entries) {
       this.live.publish('refused', source, { source, messageId: e.messageId, type: e.type ?? null, receivedAt: new Date(receivedAt).toISOString(), reason: e.reason });

@@ -4,6 +4,7 @@ import { ConfigError, EventRelayError } from '../../errors';
 import { VERSION } from '../../version';
 import { loadConfigFile } from '../config';
 import { Forwarder } from '../service';
+import { redactUrl } from '../store/postgres';
 import { statusLine } from './status-line';
 
 const USAGE = `Usage:
@@ -96,7 +97,12 @@ async function main(argv: readonly string[]): Promise<void> {
     }
     forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
     const address = await forwarder.listen({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
-    const store = config.storage.type === 'memory' ? 'memory (not durable)' : `sqlite in ${values.data ?? config.storage.dataDir} (synchronous=${config.storage.synchronous})`;
+    const store =
+      config.storage.type === 'memory'
+        ? 'memory (not durable)'
+        : config.storage.type === 'postgres'
+          ? `postgres at ${redactUrl(config.storage.url!)} (instance ${forwarder.instanceId})`
+          : `sqlite in ${values.data ?? config.storage.dataDir} (synchronous=${config.storage.synchronous})`;
     const sources = config.sources.map((s) => `${s.name} (Webhooks ${s.webhooks === undefined ? 'none' : s.webhooks.enabled ? `on, ${s.webhooks.webhooks.length} URL${s.webhooks.webhooks.length > 1 ? 's' : ''}` : 'off'})`);
     const debuggerLine = !config.debugger ? 'off' : config.adminToken === undefined ? 'off until "adminToken" is set' : `${address.url}/debugger`;
     const metricsLine = config.metricsPath === undefined ? 'off' : `${address.url}${config.metricsPath}`;

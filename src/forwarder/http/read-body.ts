@@ -1,51 +1,25 @@
 import type { IncomingMessage } from 'node:http';
 import { gunzip, inflate } from 'node:zlib';
+import { readNodeRequest } from '../../internal/node-body';
+import type { NodeBodyRead } from '../../internal/node-body';
 
-export type BodyRead =
-  | { readonly ok: true; readonly body: Buffer }
-  /** Larger than the limit; `size` is what was seen before giving up (or the Content-Length). */
-  | { readonly ok: false; readonly size: number };
+export type BodyRead = NodeBodyRead;
 
 /**
- * Reads a request body up to `limit` bytes. Past the limit it stops keeping bytes and resolves
- * at once so the caller can answer 413; the rest of the upload is read and dropped (up to
- * `drainLimit`, then the socket is destroyed), so the client sees the 413 rather than a reset.
- * Rejects when the client aborts.
+ * How much of an oversized upload is read and dropped, in bytes, before the 413, so that the
+ * client finishes sending and reads it: one cut off mid-upload sees a connection reset and
+ * retries the same body. Past this (or a larger declared length) the 413 goes at once and the
+ * connection closes after it.
  */
-export function readBody(req: IncomingMessage, limit: number, drainLimit = limit * 4): Promise<BodyRead> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = Number.isFinite(declared) && declared > limit;
-    if (over) {
-      resolve({ ok: false, size: declared });
-    }
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (over) {
-        if (size > drainLimit) req.destroy();
-        return;
-      }
-      if (size > limit) {
-        over = true;
-        chunks.length = 0;
-        resolve({ ok: false, size });
-        return;
-      }
-      chunks.push(chunk);
-    });
-    let ended = false;
-    req.on('end', () => {
-      ended = true;
-      if (!over) resolve({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
-    });
-    // A client that goes away mid-upload: settle (a no-op once resolved) so nothing waits forever.
-    req.on('close', () => {
-      if (!ended) reject(new Error('request aborted'));
-    });
-    req.on('error', reject);
-  });
+export const DRAIN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads a request body up to `limit` bytes; a larger one is read to its end and dropped (up to
+ * `drainLimit` bytes in all) and resolves `ok: false` so the caller answers 413. Rejects when
+ * the client aborts before the end of the body.
+ */
+export function readBody(req: IncomingMessage, limit: number, drainLimit = Math.max(DRAIN_BYTES, limit * 2)): Promise<BodyRead> {
+  return readNodeRequest(req, { limit, excess: drainLimit });
 }
 
 export type BodyDecode =

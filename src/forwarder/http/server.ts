@@ -6,7 +6,7 @@ import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audienc
 import type { DeletionPlan, DeletionRequest } from '../routing/deletion';
 import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from '../../messages/limits';
 import { MESSAGE_TYPES, parseIngestBody } from './ingest';
-import type { MessageType, ValidMessage } from './ingest';
+import type { MessageType, RejectedMessage, ValidMessage } from './ingest';
 import { decodeBody, readBody } from './read-body';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
@@ -23,8 +23,11 @@ export interface HttpBackend {
   sourceForKey(writeKey: string): RouteSource | undefined;
   /** `calls[i]` is the parsed form of `messages[i]` (for the delivery log). */
   accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult>;
-  /** Calls refused by validation, for the delivery log and metrics. */
-  refused?(source: string, calls: readonly { index: number; code: string; field?: string; message: string }[], receivedAt: number): void;
+  /**
+   * Called with the messages of a batch that were refused (the others were stored), for counting
+   * and the delivery log; `body` is the parsed request body they came in.
+   */
+  onRejected?(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
   /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
   readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
   requestDeletion(request: DeletionRequest): Promise<Omit<DeletionPlan, 'deliveries'>>;
@@ -153,7 +156,7 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   const read = await readBody(req, MAX_BODY_BYTES);
   if (!read.ok) {
     log('413: body of %d bytes', read.size);
-    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES }, { Connection: 'close' });
+    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     return;
   }
   const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
@@ -184,15 +187,21 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
-    backend.refused?.(source.name, (parsed.errors ?? [{ index: 0, message: parsed.message }]).map((e) => ({ ...e, code: parsed.code })), receivedAt);
-    fail(res, parsed.status, parsed.code, parsed.message, parsed.errors === undefined ? {} : { errors: parsed.errors });
+    fail(res, parsed.status, parsed.code, parsed.message);
     return;
   }
   const accepted = parsed.messages.map((m) => routeMessage(source, m, receivedAt));
   // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
-  const result = await backend.accept(accepted, parsed.messages);
+  const result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages);
   log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);
-  send(res, 200, { success: true });
+  if (parsed.rejected.length === 0) {
+    send(res, 200, { success: true });
+    return;
+  }
+  // Not all or nothing: the valid messages are stored, the refused ones listed by index.
+  log('refused %d of %d messages from source %s', parsed.rejected.length, parsed.rejected.length + accepted.length, source.name);
+  backend.onRejected?.(source.name, parsed.rejected, receivedAt, json.value);
+  send(res, 200, { success: true, rejected: parsed.rejected });
 }
 
 function unauthorized(res: ServerResponse): void {
@@ -218,7 +227,7 @@ async function admin(backend: HttpBackend, kind: 'deletions' | 'audiences', req:
   }
   const read = await readBody(req, MAX_ADMIN_BODY_BYTES);
   if (!read.ok) {
-    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`, {}, { Connection: 'close' });
+    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
     return;
   }
   const json = parseJson(read.body);

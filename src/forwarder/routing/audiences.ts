@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError } from '../../errors';
-import { WebhookDestination } from '../../delivery/destination';
 import { WEBHOOKS } from './router';
 import type { RouteSource } from './router';
 import { snakeCase } from './snake-case';
 import type { AudienceChange, NewDelivery } from '../store/store';
-import { toWebhookMessage } from '../../messages/webhook';
+import { serializeWebhookMessage, toWebhookMessage } from '../../messages/webhook';
 
 export interface AudienceSyncRequest {
   /** Name of the source whose destination receives the identify calls. */
@@ -54,7 +53,7 @@ export function planAudienceNotices(source: RouteSource, trait: string, change: 
   const notice = (userId: string, member: boolean): NewDelivery => {
     const messageId = randomUUID();
     const webhook = toWebhookMessage({ type: 'identify', userId, traits: { [trait]: member }, messageId }, { receivedAt: now });
-    return { source: source.name, destination: WEBHOOKS, kind: 'audience', messageId, body: WebhookDestination.serialize(webhook), createdAt: now };
+    return { source: source.name, destination: WEBHOOKS, kind: 'audience', messageId, body: serializeWebhookMessage(webhook), createdAt: now };
   };
   return [...change.added.map((id) => notice(id, true)), ...change.removed.map((id) => notice(id, false))];
 }

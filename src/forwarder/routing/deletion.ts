@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError } from '../../errors';
-import { WebhookDestination } from '../../delivery/destination';
 import { WEBHOOKS } from './router';
 import type { RouteSource } from './router';
 import type { NewDelivery } from '../store/store';
-import { toWebhookMessage } from '../../messages/webhook';
+import { serializeWebhookMessage, toWebhookMessage } from '../../messages/webhook';
 
 export interface DeletionRequest {
   /** The user whose data is to be deleted. */
@@ -43,7 +42,7 @@ export function planDeletion(request: DeletionRequest, sources: readonly RouteSo
     }
     affected = sources.filter((s) => request.sources!.includes(s.name));
   }
-  const body = WebhookDestination.serialize(toWebhookMessage({ type: 'delete', userId }, { receivedAt: now }));
+  const body = serializeWebhookMessage(toWebhookMessage({ type: 'delete', userId }, { receivedAt: now }));
   const on = affected.filter((s) => s.webhooksOn);
   return {
     userId,

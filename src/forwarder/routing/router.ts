@@ -1,4 +1,3 @@
-import { WebhookDestination } from '../../delivery/destination';
 import type { ValidMessage } from '../http/ingest';
 import { isDestinationEnabled } from '../../delivery/integrations';
 import type { AcceptedMessage, NewDelivery } from '../store/store';
@@ -15,8 +14,8 @@ export interface RouteSource {
 
 /**
  * Routes a valid message of a source: one delivery to the source's Webhooks destination when it
- * is on and the message's `integrations` do not turn it off (spec 4.3). The webhook body is
- * serialized here, once; the store keeps that string and every attempt sends it as is.
+ * is on and the message's `integrations` do not turn it off (spec 4.3). The webhook body was
+ * serialized once by ingestion; the store keeps that string and every attempt sends it as is.
  */
 export function routeMessage(source: RouteSource, message: ValidMessage, receivedAt: number): AcceptedMessage {
   const deliveries: NewDelivery[] = [];
@@ -26,7 +25,7 @@ export function routeMessage(source: RouteSource, message: ValidMessage, receive
       destination: WEBHOOKS,
       kind: 'message',
       messageId: message.messageId,
-      body: WebhookDestination.serialize(message.webhook),
+      body: message.body,
       createdAt: receivedAt,
     });
   }

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import type { Clock, TimerHandle } from '../../clock';
 import type { AttemptResult, AttemptState } from '../../delivery/destination';
-import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/store';
+import type { DeliveryOutcome, ForwarderStore, LeaseRequest, PendingDelivery } from '../store/store';
 
 const log = createDebug('analytics:forwarder');
 
@@ -21,6 +22,18 @@ export interface SchedulerOptions {
   readonly sourceConcurrency?: number;
   /** Longest sleep when nothing is due, in ms: a safety net, since new work wakes the loop. Default 5000. */
   readonly idleWait?: number;
+  /**
+   * Who claims: this instance's id, stored with each lease for operators. Default a random id.
+   */
+  readonly owner?: string;
+  /**
+   * How long a claimed delivery stays reserved for this instance, in ms; when it runs out without
+   * an outcome (the process died), any instance may claim it again. Must exceed an attempt's
+   * longest duration (the receivers' timeout). Default 30000.
+   */
+  readonly leaseMs?: number;
+  /** Called with a failure of the loop that is not the store's (a throwing `onAttempt`). */
+  readonly onError?: (error: Error) => void;
 }
 
 /** One finished attempt, for events and logs (no body). */
@@ -34,20 +47,21 @@ export interface AttemptReport {
   readonly result: AttemptResult;
 }
 
-const DEFAULTS = { idleWait: 5000 } as const;
+const DEFAULTS = { idleWait: 5000, leaseMs: 30_000 } as const;
 
 /** Delay before a delivery is looked at again when attempt() broke its promise never to reject, in ms. */
 const BROKEN_ATTEMPT_DELAY = 60_000;
 
 /**
- * The delivery loop: takes due deliveries from the store, source by source in turn (at most
- * `concurrency` in flight, at most `sourceConcurrency` per source), makes one attempt each through
- * the source's destination, and writes the outcome back: done, failed, or the next attempt time
- * the destination computed. Outcomes that finish in the same turn of the event loop are written
- * in one transaction. A delivery stays "in flight" until its outcome is written, so it is never
- * attempted twice at once; if the process dies first, the store still has it pending and it is
- * attempted again after a restart (at-least-once). Deliveries of a source without a destination
- * (removed from the config, or switched off) are left pending, visible in the queue depth.
+ * The delivery loop: claims due deliveries from the store with a lease, source by source in turn
+ * (at most `concurrency` in flight, at most `sourceConcurrency` per source), makes one attempt each
+ * through the source's destination, and writes the outcome back with the lease's token: done,
+ * failed, or the next attempt time the destination computed. Outcomes that finish in the same turn
+ * of the event loop are written in one transaction. A claimed delivery is reserved for this
+ * instance until its outcome is written or the lease runs out, so no two live instances attempt it
+ * at once; if the process dies first, the store still has it pending and it is attempted again
+ * once the lease ends (at-least-once). Deliveries of a source without a destination (removed from
+ * the config, or switched off) are left pending, visible in the queue depth.
  */
 export class Scheduler {
   private readonly inFlight = new Set<number>();
@@ -57,6 +71,7 @@ export class Scheduler {
   private turn = 0;
   private readonly outcomes: Array<{ outcome: DeliveryOutcome; report: AttemptReport }> = [];
   private readonly idleWait: number;
+  private readonly lease: LeaseRequest;
   private timer: TimerHandle | undefined;
   private pumping: Promise<void> | undefined;
   private again = false;
@@ -74,6 +89,7 @@ export class Scheduler {
     private readonly onAttempt: (report: AttemptReport) => void = () => {},
   ) {
     this.idleWait = options.idleWait ?? DEFAULTS.idleWait;
+    this.lease = { owner: options.owner ?? randomUUID(), ms: options.leaseMs ?? DEFAULTS.leaseMs };
     this.sources = [...targets.keys()];
     this.sourceCap = options.sourceConcurrency ?? (this.sources.length <= 1 ? options.concurrency : Math.ceil(options.concurrency / 2));
   }
@@ -137,9 +153,13 @@ export class Scheduler {
           // A fair share per round when several sources wait; the next round hands out the rest.
           const share = Math.max(1, Math.min(room, Math.ceil(free / (this.sources.length - k))));
           const now = this.clock.now();
-          const due = await this.store.due(source, now, share, this.inFlight);
+          const due = await this.store.claim(source, now, share, this.lease);
+          for (const delivery of due) {
+            // Claimed again while its attempt still runs here (an attempt longer than the lease):
+            // the attempt in flight settles it.
+            if (!this.inFlight.has(delivery.id)) this.launch(delivery, now);
+          }
           if (this.stopped) return;
-          for (const delivery of due) this.launch(delivery, now);
           if (due.length === share) more = true;
         }
         if (this.again) more = true;
@@ -180,7 +200,8 @@ export class Scheduler {
     this.inFlight.add(delivery.id);
     this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 0) + 1);
     const target = this.targets.get(delivery.source)!;
-    const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now };
+    // `id` is the Standard Webhooks webhook-id: the messageId, stable across retries (random per delete notice).
+    const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now, id: delivery.messageId };
     target
       .attempt(delivery.body, state)
       .catch((error: unknown): AttemptResult => {
@@ -213,20 +234,28 @@ export class Scheduler {
     });
   }
 
+  /** Never rejects: a failure here must not stop the loop or leave slots taken. */
   private async flush(): Promise<void> {
     const batch = this.outcomes.splice(0);
     if (batch.length === 0) return;
     try {
-      await this.store.record(batch.map((b) => b.outcome));
+      const { stale } = await this.store.record(batch.map((b) => b.outcome));
+      if (stale.length > 0) log('%d outcomes not written: finished already, or the lease went to another claim', stale.length);
     } catch (error) {
-      // Left pending in the store: attempted again (at-least-once), never lost.
+      // Left pending in the store: attempted again once the lease ends (at-least-once), never lost.
       log('could not record %d outcomes: %s', batch.length, (error as Error).message);
     }
     for (const { outcome, report } of batch) {
       this.inFlight.delete(outcome.id);
       this.perSource.set(report.source, (this.perSource.get(report.source) ?? 1) - 1);
+    }
+    for (const { report } of batch) {
       log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
-      this.onAttempt(report);
+      try {
+        this.onAttempt(report);
+      } catch (error) {
+        this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
+      }
     }
     if (this.inFlight.size === 0 && this.drained !== undefined) this.drained();
     this.wake();
@@ -236,14 +265,15 @@ export class Scheduler {
 function outcomeOf(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, now: number): DeliveryOutcome {
   switch (result.status) {
     case 'delivered':
-      return { id: delivery.id, status: 'delivered', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now };
+      return { id: delivery.id, lease: delivery.lease, status: 'delivered', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now };
     case 'failed':
-      return { id: delivery.id, status: 'failed', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, reason: result.reason };
+      return { id: delivery.id, lease: delivery.lease, status: 'failed', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, reason: result.reason };
     case 'retry': {
       // No outcome means nothing was sent (the destination was closing): not an attempt.
       const sent = result.outcomes.length > 0;
       return {
         id: delivery.id,
+        lease: delivery.lease,
         status: 'retry',
         attempts: sent ? state.attempt : delivery.attempts,
         firstAttemptAt: sent ? state.firstAttemptAt : delivery.firstAttemptAt,

@@ -1,31 +1,45 @@
-import { audienceChange } from './store';
+import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from './store';
 import type {
   AcceptedMessage,
   AcceptResult,
   AudienceChange,
   DeliveryOutcome,
   ForwarderStore,
+  LeaseRequest,
   NewDelivery,
   PendingDelivery,
+  RecordResult,
   StoreCounts,
 } from './store';
 
+/** A pending delivery as kept here: `nextAttemptAt` is the lease's end while claimed, `dueAt` the time it was due. */
+interface Pending extends PendingDelivery {
+  readonly dueAt: number;
+  readonly owner: string | undefined;
+}
+
+function publicView(item: Pending): PendingDelivery {
+  const { dueAt, owner: _owner, ...rest } = item;
+  return { ...rest, nextAttemptAt: dueAt };
+}
+
 /**
  * A ForwarderStore in process memory: the semantics of the SQLite store, but nothing survives a
- * restart. For tests and for the benchmark that shows what durability costs. Finished
- * deliveries are counted and dropped at once (there is nothing to look at after a restart anyway).
+ * restart and nothing is shared between processes. For tests and for the benchmark that shows
+ * what durability costs. Finished deliveries are counted and dropped at once (there is nothing
+ * to look at after a restart anyway).
  */
 export class MemoryStore implements ForwarderStore {
   private nextId = 1;
-  /** Pending deliveries by id; a heap per source orders them by due time. */
-  private readonly pending = new Map<number, PendingDelivery>();
+  /** Pending deliveries by id; a heap per source orders them by due time (lease end while claimed). */
+  private readonly pending = new Map<number, Pending>();
   private readonly heaps = new Map<string, DueHeap>();
-  /** Deliveries handed out by `due()` and not recorded yet, per source (out of the heaps). */
-  private readonly parked = new Map<string, Map<number, PendingDelivery>>();
   private retrying = 0;
   /** `source \0 messageId` → receipt time, for duplicate detection. Insertion order = time order. */
   private readonly seen = new Map<string, number>();
   private readonly audiences = new Map<string, Set<string>>();
+  /** Syncs of one audience run one after the other. */
+  private readonly audienceTurns = new KeyedTurns();
   private readonly totals = { accepted: 0, duplicates: 0, delivered: 0, failed: 0 };
 
   async accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
@@ -48,7 +62,16 @@ export class MemoryStore implements ForwarderStore {
 
   private insert(deliveries: readonly NewDelivery[]): void {
     for (const d of deliveries) {
-      const delivery: PendingDelivery = { ...d, id: this.nextId++, attempts: 0, firstAttemptAt: undefined, nextAttemptAt: d.createdAt };
+      const delivery: Pending = {
+        ...d,
+        id: this.nextId++,
+        lease: 0,
+        attempts: 0,
+        firstAttemptAt: undefined,
+        nextAttemptAt: d.createdAt,
+        dueAt: d.createdAt,
+        owner: undefined,
+      };
       this.pending.set(delivery.id, delivery);
       this.heap(delivery.source).push(delivery);
     }
@@ -60,24 +83,11 @@ export class MemoryStore implements ForwarderStore {
     return heap;
   }
 
-  private parkedOf(source: string): Map<number, PendingDelivery> {
-    let parked = this.parked.get(source);
-    if (parked === undefined) this.parked.set(source, (parked = new Map()));
-    return parked;
-  }
+  /** A heap entry is stale once its delivery finished, was claimed or rescheduled (a newer entry exists). */
+  private readonly isCurrent = (item: Pending): boolean => this.pending.get(item.id) === item;
 
-  /** A heap entry is stale once its delivery finished or was rescheduled (a newer entry exists). */
-  private readonly isCurrent = (item: PendingDelivery): boolean => this.pending.get(item.id) === item;
-
-  async due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
+  async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
     const heap = this.heap(source);
-    const parked = this.parkedOf(source);
-    // Handed out earlier but no longer in flight for the caller, without an outcome: due again.
-    for (const [id, item] of parked) {
-      if (exclude.has(id)) continue;
-      parked.delete(id);
-      if (this.isCurrent(item)) heap.push(item);
-    }
     const out: PendingDelivery[] = [];
     while (out.length < limit) {
       const top = heap.peek();
@@ -86,19 +96,20 @@ export class MemoryStore implements ForwarderStore {
         heap.pop();
         continue;
       }
-      if (!exclude.has(top.id) && top.nextAttemptAt > now) break;
+      if (top.nextAttemptAt > now) break;
       heap.pop();
-      // In flight from here until its outcome comes back: out of the heap, so that the next
-      // calls do not wade through the attempts in flight at its top.
-      parked.set(top.id, top);
-      if (!exclude.has(top.id)) out.push(top);
+      // Leased: due again when the lease runs out without an outcome.
+      const claimed: Pending = { ...top, lease: top.lease + 1, owner: lease.owner, nextAttemptAt: now + lease.ms, dueAt: top.dueAt };
+      this.pending.set(claimed.id, claimed);
+      heap.push(claimed);
+      out.push(publicView(claimed));
     }
     return out;
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {
     const heap = this.heap(source);
-    const aside: PendingDelivery[] = [];
+    const aside: Pending[] = [];
     let next: number | undefined;
     for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
       if (!this.isCurrent(top)) {
@@ -116,14 +127,26 @@ export class MemoryStore implements ForwarderStore {
     return next;
   }
 
-  async record(outcomes: readonly DeliveryOutcome[]): Promise<void> {
+  async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
+    const stale: number[] = [];
+    let recorded = 0;
     for (const outcome of outcomes) {
       const current = this.pending.get(outcome.id);
-      if (current === undefined) continue;
-      this.parked.get(current.source)?.delete(current.id);
+      if (current === undefined || (current.lease !== outcome.lease && outcome.status !== 'delivered')) {
+        stale.push(outcome.id);
+        continue;
+      }
+      recorded++;
       if (current.attempts > 0) this.retrying--;
       if (outcome.status === 'retry') {
-        const next = { ...current, attempts: outcome.attempts, firstAttemptAt: outcome.firstAttemptAt, nextAttemptAt: outcome.nextAttemptAt };
+        const next: Pending = {
+          ...current,
+          attempts: outcome.attempts,
+          firstAttemptAt: outcome.firstAttemptAt,
+          nextAttemptAt: outcome.nextAttemptAt,
+          dueAt: outcome.nextAttemptAt,
+          owner: undefined,
+        };
         if (next.attempts > 0) this.retrying++;
         this.pending.set(next.id, next);
         this.heap(next.source).push(next);
@@ -132,6 +155,7 @@ export class MemoryStore implements ForwarderStore {
         this.totals[outcome.status]++;
       }
     }
+    return { recorded, stale };
   }
 
   async syncAudience(
@@ -141,11 +165,19 @@ export class MemoryStore implements ForwarderStore {
     plan: (change: AudienceChange) => readonly NewDelivery[],
   ): Promise<AudienceChange> {
     const key = `${source}\u0000${audience}`;
-    const change = audienceChange(this.audiences.get(key), members);
-    const deliveries = plan(change);
-    this.audiences.set(key, new Set(members));
-    this.insert(deliveries);
-    return change;
+    return this.audienceTurns.run(key, async () => {
+      const change = audienceChange(this.audiences.get(key), members);
+      let current = this.audiences.get(key);
+      if (current === undefined) this.audiences.set(key, (current = new Set()));
+      for (const chunk of audienceChunks(change)) {
+        const deliveries = plan(chunk);
+        for (const id of chunk.added) current.add(id);
+        for (const id of chunk.removed) current.delete(id);
+        this.insert(deliveries);
+        await yieldToEventLoop();
+      }
+      return change;
+    });
   }
 
   async counts(): Promise<StoreCounts> {
@@ -171,9 +203,9 @@ export class MemoryStore implements ForwarderStore {
 
 /** Binary min-heap of pending deliveries by (nextAttemptAt, id). */
 class DueHeap {
-  private readonly items: PendingDelivery[] = [];
+  private readonly items: Pending[] = [];
 
-  push(item: PendingDelivery): void {
+  push(item: Pending): void {
     const items = this.items;
     items.push(item);
     let i = items.length - 1;
@@ -185,11 +217,11 @@ class DueHeap {
     }
   }
 
-  peek(): PendingDelivery | undefined {
+  peek(): Pending | undefined {
     return this.items[0];
   }
 
-  pop(): PendingDelivery | undefined {
+  pop(): Pending | undefined {
     const items = this.items;
     const top = items[0];
     const last = items.pop();
@@ -212,6 +244,6 @@ class DueHeap {
   }
 }
 
-function before(a: PendingDelivery, b: PendingDelivery): boolean {
+function before(a: Pending, b: Pending): boolean {
   return a.nextAttemptAt < b.nextAttemptAt || (a.nextAttemptAt === b.nextAttemptAt && a.id < b.id);
 }

@@ -2,8 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { ConfigError, EventRelayError } from '../../errors';
-import { audienceChange } from './store';
+import { ConfigError, StoreError } from '../../errors';
+import { migrateSqlite } from './sqlite-schema';
+import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from './store';
 import type {
   AcceptedMessage,
   AcceptResult,
@@ -11,8 +12,10 @@ import type {
   DeliveryKind,
   DeliveryOutcome,
   ForwarderStore,
+  LeaseRequest,
   NewDelivery,
   PendingDelivery,
+  RecordResult,
   StoreCounts,
 } from './store';
 
@@ -29,46 +32,6 @@ export interface SqliteStoreOptions {
   readonly synchronous?: 'full' | 'normal';
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS messages (
-  id INTEGER PRIMARY KEY,
-  source TEXT NOT NULL,
-  message_id TEXT NOT NULL,
-  received_at INTEGER NOT NULL,
-  UNIQUE (source, message_id)
-);
-CREATE TABLE IF NOT EXISTS deliveries (
-  id INTEGER PRIMARY KEY,
-  source TEXT NOT NULL,
-  destination TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  message_id TEXT NOT NULL,
-  body TEXT NOT NULL,
-  created_at INTEGER NOT NULL,
-  status INTEGER NOT NULL DEFAULT 0,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  first_attempt_at INTEGER,
-  next_attempt_at INTEGER NOT NULL,
-  finished_at INTEGER,
-  last_error TEXT
-);
-CREATE INDEX IF NOT EXISTS pending_by_source ON deliveries (source, next_attempt_at, id) WHERE status = 0;
-CREATE TABLE IF NOT EXISTS audiences (
-  source TEXT NOT NULL,
-  audience TEXT NOT NULL,
-  synced_at INTEGER NOT NULL,
-  PRIMARY KEY (source, audience)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS audience_members (
-  source TEXT NOT NULL,
-  audience TEXT NOT NULL,
-  user_id TEXT NOT NULL,
-  PRIMARY KEY (source, audience, user_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-INSERT OR IGNORE INTO counters (name, value) VALUES ('accepted', 0), ('duplicates', 0), ('delivered', 0), ('failed', 0);
-`;
-
 const PENDING = 0;
 const DELIVERED = 1;
 const FAILED = 2;
@@ -78,6 +41,7 @@ const PRUNE_CHUNK = 2000;
 
 interface DeliveryRow {
   id: number;
+  lease: number;
   source: string;
   destination: string;
   kind: DeliveryKind;
@@ -111,6 +75,11 @@ function loadDriver(): DatabaseConstructor {
  * The default ForwarderStore: one SQLite file in WAL mode. The database is opened in
  * exclusive locking mode, so a second forwarder on the same data directory is refused instead
  * of delivering every message twice; the OS drops the lock when the process dies, even by SIGKILL.
+ * Being the only user, it releases on open the leases a killed predecessor held.
+ *
+ * Delivered bodies do not stay readable on disk: `secure_delete` zeroes the space they leave in
+ * the database file, and the WAL (which still holds the frames that wrote them) is checkpointed
+ * and truncated at every prune and at close.
  */
 export class SqliteStore implements ForwarderStore {
   private readonly db: BetterSqlite3.Database;
@@ -121,7 +90,9 @@ export class SqliteStore implements ForwarderStore {
   /** Requests waiting for the next group commit. */
   private acceptQueue: Array<{ messages: readonly AcceptedMessage[]; resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
   private readonly enqueueTx: (deliveries: readonly NewDelivery[]) => void;
-  private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => void;
+  private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => RecordResult;
+  private readonly claimTx: (source: string, now: number, limit: number, lease: LeaseRequest) => DeliveryRow[];
+  private readonly audienceTurns = new KeyedTurns();
   private closed = false;
 
   constructor(options: SqliteStoreOptions) {
@@ -134,16 +105,21 @@ export class SqliteStore implements ForwarderStore {
     try {
       this.db.pragma('locking_mode = EXCLUSIVE');
       this.db.pragma('journal_mode = WAL');
+      this.db.pragma('secure_delete = ON');
       this.durable = (options.synchronous ?? 'full') === 'full';
       this.sync(this.durable ? 'FULL' : 'NORMAL');
-      this.db.exec(SCHEMA);
+      migrateSqlite(this.db);
+      // No other process can hold a lease here: what a killed predecessor had claimed is due now.
+      this.db
+        .prepare(`UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL WHERE status = ${PENDING} AND lease_owner IS NOT NULL`)
+        .run(Date.now());
     } catch (error) {
       this.db.close();
       if ((error as { code?: string }).code === 'SQLITE_BUSY') {
-        throw new EventRelayError(
+        throw new StoreError(
           `Another forwarder is using the data directory ${options.dataDir}; stop it or pass another --data directory.`,
           'ERR_STORE_LOCKED',
-          { cause: error },
+          { cause: error, field: 'storage.dataDir' },
         );
       }
       throw error;
@@ -156,28 +132,35 @@ export class SqliteStore implements ForwarderStore {
       ),
       addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
       due: db.prepare(
-        `SELECT id, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at
-         FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ?
-         AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT ?`,
+        `SELECT id, lease, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at
+         FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
       ),
+      // While leased, next_attempt_at is the end of the lease: the delivery is due again then.
+      lease: db.prepare(`UPDATE deliveries SET lease = lease + 1, lease_owner = ?, next_attempt_at = ? WHERE id = ?`),
       nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ?`),
       retry: db.prepare(
-        `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ? WHERE id = ? AND status = ${PENDING}`,
+        `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ?, lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING} AND lease = ?`,
       ),
       // A delivered body is dropped at once: it is not needed any more, and user data should not
-      // linger (deletion requests). A failed one is kept until pruned, for inspection.
+      // linger (deletion requests). A failed one is kept until pruned, for inspection. A delivered
+      // outcome counts even from an expired lease: the receiver has the message.
       delivered: db.prepare(
-        `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '' WHERE id = ? AND status = ${PENDING}`,
+        `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING}`,
       ),
       failed: db.prepare(
-        `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ? WHERE id = ? AND status = ${PENDING}`,
+        `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING} AND lease = ?`,
       ),
       counters: db.prepare('SELECT name, value FROM counters'),
       queue: db.prepare(
         `SELECT count(*) AS pending, coalesce(sum(attempts > 0), 0) AS retrying, min(created_at) AS oldest FROM deliveries WHERE status = ${PENDING}`,
       ),
       audienceSynced: db.prepare('SELECT 1 FROM audiences WHERE source = ? AND audience = ?'),
-      audienceMembers: db.prepare('SELECT user_id FROM audience_members WHERE source = ? AND audience = ?').pluck(),
+      audienceMembers: db
+        .prepare(`SELECT user_id FROM audience_members WHERE source = ? AND audience = ? AND user_id > ? ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`)
+        .pluck(),
       audienceMark: db.prepare('INSERT OR REPLACE INTO audiences (source, audience, synced_at) VALUES (?, ?, ?)'),
       memberAdd: db.prepare('INSERT OR IGNORE INTO audience_members (source, audience, user_id) VALUES (?, ?, ?)'),
       memberRemove: db.prepare('DELETE FROM audience_members WHERE source = ? AND audience = ? AND user_id = ?'),
@@ -214,20 +197,33 @@ export class SqliteStore implements ForwarderStore {
     this.enqueueTx = db.transaction((deliveries: readonly NewDelivery[]) => {
       for (const d of deliveries) insert(d);
     });
+    this.claimTx = db.transaction((source: string, now: number, limit: number, lease: LeaseRequest) => {
+      const rows = s.due.all(source, now, limit) as DeliveryRow[];
+      for (const row of rows) s.lease.run(lease.owner, now + lease.ms, row.id);
+      return rows;
+    });
     this.recordTx = db.transaction((outcomes: readonly DeliveryOutcome[]) => {
       let delivered = 0;
       let failed = 0;
+      let retried = 0;
+      const stale: number[] = [];
       for (const o of outcomes) {
+        let changes: number;
         if (o.status === 'retry') {
-          s.retry.run(o.attempts, o.firstAttemptAt ?? null, o.nextAttemptAt, o.error ?? null, o.id);
+          changes = s.retry.run(o.attempts, o.firstAttemptAt ?? null, o.nextAttemptAt, o.error ?? null, o.id, o.lease).changes;
+          retried += changes;
         } else if (o.status === 'delivered') {
-          delivered += s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes;
+          changes = s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes;
+          delivered += changes;
         } else {
-          failed += s.failed.run(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id).changes;
+          changes = s.failed.run(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease).changes;
+          failed += changes;
         }
+        if (changes === 0) stale.push(o.id);
       }
       if (delivered > 0) s.addCounter.run(delivered, 'delivered');
       if (failed > 0) s.addCounter.run(failed, 'failed');
+      return { recorded: delivered + failed + retried, stale };
     });
   }
 
@@ -274,12 +270,14 @@ export class SqliteStore implements ForwarderStore {
     this.enqueueTx(deliveries);
   }
 
-  async due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]> {
+  async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
     this.assertOpen();
-    // The ids in flight are skipped inside SQLite, so their bodies are never read again.
-    const rows = this.statements.due.all(source, now, JSON.stringify([...exclude]), limit) as DeliveryRow[];
-    return rows.map((row) => ({
+    // Claims only write the lease: no fsync of their own (a lost lease after a power cut only
+    // makes the delivery due at once).
+    this.sync('NORMAL');
+    return this.claimTx(source, now, limit, lease).map((row) => ({
       id: row.id,
+      lease: row.lease + 1,
       source: row.source,
       destination: row.destination,
       kind: row.kind,
@@ -298,13 +296,13 @@ export class SqliteStore implements ForwarderStore {
     return row.at ?? undefined;
   }
 
-  async record(outcomes: readonly DeliveryOutcome[]): Promise<void> {
+  async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
     this.assertOpen();
-    if (outcomes.length === 0) return;
+    if (outcomes.length === 0) return { recorded: 0, stale: [] };
     // In WAL mode the next FULL commit fsyncs these frames too; until then a power cut may undo
     // an outcome, which only means sending that delivery again.
     this.sync('NORMAL');
-    this.recordTx(outcomes);
+    return this.recordTx(outcomes);
   }
 
   async syncAudience(
@@ -314,19 +312,40 @@ export class SqliteStore implements ForwarderStore {
     plan: (change: AudienceChange) => readonly NewDelivery[],
   ): Promise<AudienceChange> {
     this.assertOpen();
-    const s = this.statements;
-    this.sync(this.durable ? 'FULL' : 'NORMAL');
-    const run = this.db.transaction(() => {
+    return this.audienceTurns.run(`${source}\u0000${audience}`, async () => {
+      const s = this.statements;
       const synced = s.audienceSynced.get(source, audience) !== undefined;
-      const current = synced ? new Set(s.audienceMembers.all(source, audience) as string[]) : undefined;
+      let current: Set<string> | undefined;
+      if (synced) {
+        // Read in pages, letting requests in between: an audience may have hundreds of thousands of members.
+        current = new Set();
+        for (let after = ''; ; ) {
+          this.assertOpen();
+          const page = s.audienceMembers.all(source, audience, after) as string[];
+          for (const id of page) current.add(id);
+          if (page.length < AUDIENCE_CHUNK) break;
+          after = page[page.length - 1]!;
+          await yieldToEventLoop();
+        }
+      }
       const change = audienceChange(current, members);
-      for (const id of change.added) s.memberAdd.run(source, audience, id);
-      for (const id of change.removed) s.memberRemove.run(source, audience, id);
-      s.audienceMark.run(source, audience, Date.now());
-      this.enqueueTx(plan(change));
+      // One transaction per chunk, each with its notices; the first one marks the audience synced.
+      const write = this.db.transaction((chunk: AudienceChange) => {
+        for (const id of chunk.added) s.memberAdd.run(source, audience, id);
+        for (const id of chunk.removed) s.memberRemove.run(source, audience, id);
+        s.audienceMark.run(source, audience, Date.now());
+        this.enqueueTx(plan(chunk));
+      });
+      const chunks = audienceChunks(change);
+      if (chunks.length === 0) chunks.push({ firstSync: change.firstSync, added: [], removed: [] });
+      for (const chunk of chunks) {
+        this.assertOpen();
+        this.sync(this.durable ? 'FULL' : 'NORMAL');
+        write(chunk);
+        await yieldToEventLoop();
+      }
       return change;
     });
-    return run();
   }
 
   async counts(): Promise<StoreCounts> {
@@ -345,6 +364,7 @@ export class SqliteStore implements ForwarderStore {
     };
   }
 
+  /** Removes finished rows in chunks, then checkpoints the WAL so that delivered bodies leave it. */
   async prune(before: number): Promise<number> {
     let removed = 0;
     for (const statement of [this.statements.pruneDeliveries, this.statements.pruneMessages]) {
@@ -354,20 +374,34 @@ export class SqliteStore implements ForwarderStore {
         removed += changes;
         if (changes < PRUNE_CHUNK) break;
         // Let requests in between chunks.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await yieldToEventLoop();
       }
     }
+    if (!this.closed) this.checkpoint();
     return removed;
+  }
+
+  /**
+   * Copies the WAL into the database file and truncates it: the WAL keeps every page version
+   * written since the last checkpoint, bodies of delivered messages included.
+   */
+  checkpoint(): void {
+    this.assertOpen();
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.acceptQueue.length > 0) this.commitAccepts();
-    this.closed = true;
-    this.db.close();
+    try {
+      this.checkpoint();
+    } finally {
+      this.closed = true;
+      this.db.close();
+    }
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new EventRelayError('The store is closed', 'ERR_STORE_CLOSED');
+    if (this.closed) throw new StoreError('The store is closed', 'ERR_STORE_CLOSED');
   }
 }

@@ -1,8 +1,13 @@
 /**
  * The forwarder's queue, behind one interface so the embedded SQLite store (one machine) can be
- * swapped for a shared one (Redis/BullMQ or PostgreSQL, for several forwarder instances) without
- * touching ingestion, routing or the scheduler. Every method is async for that reason, even
- * though the two built-in stores are synchronous underneath.
+ * swapped for the shared PostgreSQL one (several forwarder processes) without touching ingestion,
+ * routing or the scheduler. Every method is async for that reason, even though the SQLite and
+ * memory stores are synchronous underneath.
+ *
+ * Several processes may share one store: a delivery is handed out by `claim()` with a lease (an
+ * owner, a token and an expiry). While the lease runs, no other claim returns the delivery; when
+ * it runs out without an outcome (its holder died, or is very slow) the delivery is due again and
+ * any instance may claim it. `record()` checks the token, so an outcome is written once.
  */
 
 /** What produced a delivery: an ingested call, a deletion request or an audience sync. */
@@ -42,9 +47,14 @@ export interface AcceptResult {
   readonly duplicates: number;
 }
 
-/** A delivery waiting for its next attempt. */
+/** A delivery waiting for its next attempt, as `claim()` hands it out. */
 export interface PendingDelivery extends NewDelivery {
   readonly id: number;
+  /**
+   * The token of the claim that handed it out (a per-delivery claim counter): pass it back in the
+   * outcome. 0 for a delivery never claimed.
+   */
+  readonly lease: number;
   /** Attempts made so far (0 before the first). */
   readonly attempts: number;
   /** Start of the first attempt, epoch ms; undefined before it. */
@@ -52,11 +62,19 @@ export interface PendingDelivery extends NewDelivery {
   readonly nextAttemptAt: number;
 }
 
-/** What became of one attempt, written back to the store. */
+/** What became of one attempt, written back to the store; `lease` is the claim's token. */
 export type DeliveryOutcome =
-  | { readonly id: number; readonly status: 'delivered'; readonly attempts: number; readonly firstAttemptAt: number; readonly at: number }
   | {
       readonly id: number;
+      readonly lease: number;
+      readonly status: 'delivered';
+      readonly attempts: number;
+      readonly firstAttemptAt: number;
+      readonly at: number;
+    }
+  | {
+      readonly id: number;
+      readonly lease: number;
       readonly status: 'retry';
       readonly attempts: number;
       readonly firstAttemptAt: number | undefined;
@@ -66,12 +84,34 @@ export type DeliveryOutcome =
     }
   | {
       readonly id: number;
+      readonly lease: number;
       readonly status: 'failed';
       readonly attempts: number;
       readonly firstAttemptAt: number | undefined;
       readonly at: number;
       readonly reason: string;
     };
+
+/** A claim: who takes the deliveries, and for how long. */
+export interface LeaseRequest {
+  /** Who holds the lease: the forwarder instance's id (for operators; tokens decide). */
+  readonly owner: string;
+  /** How long the deliveries are reserved, in ms from `now`; they are due again after it. */
+  readonly ms: number;
+}
+
+/** What `record()` did. */
+export interface RecordResult {
+  /** Outcomes written. */
+  readonly recorded: number;
+  /**
+   * Ids whose outcome was not written: the delivery had finished already, or its lease had
+   * expired and another claim took it (that holder's outcome counts). A `delivered` outcome
+   * is written even from an expired lease while the delivery is still pending: the receiver
+   * has the message, so sending it again would only make a duplicate.
+   */
+  readonly stale: readonly number[];
+}
 
 /** Totals since the store was created (they survive restarts) and the state of the queue. */
 export interface StoreCounts {
@@ -87,13 +127,19 @@ export interface StoreCounts {
   readonly oldestPendingAt: number | undefined;
 }
 
-/** Membership change computed by an audience sync. */
+/**
+ * Membership change computed by an audience sync. `plan` callbacks get it in chunks (at most
+ * `AUDIENCE_CHUNK` users each), so a sync of 300,000 members never blocks the event loop for long.
+ */
 export interface AudienceChange {
   /** True when the audience had never been synced: every member counts as added. */
   readonly firstSync: boolean;
   readonly added: readonly string[];
   readonly removed: readonly string[];
 }
+
+/** Users per chunk of an audience sync: one transaction and one `plan` call each. */
+export const AUDIENCE_CHUNK = 5000;
 
 export interface ForwarderStore {
   /**
@@ -104,18 +150,24 @@ export interface ForwarderStore {
   /** Stores deliveries that come from no ingested message (deletion notices), in one transaction. */
   enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
   /**
-   * Pending deliveries of one source due at `now`, oldest due first, at most `limit`, skipping
-   * the ids in `exclude` (attempts in flight). Does not change them. Per source, so that the
-   * scheduler can share attempts fairly and one slow receiver cannot hold them all.
+   * Claims pending deliveries of one source due at `now` and not leased by anyone, oldest due
+   * first, at most `limit`: each gets a new lease token and stays reserved for `lease.ms`. Per
+   * source, so that the scheduler can share attempts fairly and one slow receiver cannot hold
+   * them all. Safe to call from several processes at once: no delivery is handed to two live leases.
    */
-  due(source: string, now: number, limit: number, exclude: ReadonlySet<number>): Promise<PendingDelivery[]>;
-  /** The earliest `nextAttemptAt` after `now` among the source's pending deliveries, if any. */
+  claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]>;
+  /**
+   * The earliest time after `now` at which a delivery of the source becomes due (a retry time,
+   * or the end of a lease), if any.
+   */
   nextDueAfter(source: string, now: number): Promise<number | undefined>;
-  /** Writes attempt outcomes in one transaction. */
-  record(outcomes: readonly DeliveryOutcome[]): Promise<void>;
+  /** Writes attempt outcomes in one transaction, each only if its lease still holds (see RecordResult). */
+  record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult>;
   /**
    * Replaces the membership of an audience and stores the deliveries `plan` builds from the
-   * change, in one transaction (a crash never records a change whose notices were not stored).
+   * change. The work goes in chunks of `AUDIENCE_CHUNK` users, each one transaction with its
+   * notices (a crash never records a change whose notices were not stored; the next sync sends
+   * what a crash cut off). Syncs of one audience are serialized, across processes too.
    */
   syncAudience(
     source: string,
@@ -138,4 +190,39 @@ export function audienceChange(current: ReadonlySet<string> | undefined, next: r
     added: [...wanted].filter((id) => !current.has(id)),
     removed: [...current].filter((id) => !wanted.has(id)),
   };
+}
+
+/** Splits a change into chunks of at most `size` users (added first), each with the same `firstSync`. */
+export function audienceChunks(change: AudienceChange, size = AUDIENCE_CHUNK): AudienceChange[] {
+  const chunks: AudienceChange[] = [];
+  for (let i = 0; i < change.added.length; i += size) {
+    chunks.push({ firstSync: change.firstSync, added: change.added.slice(i, i + size), removed: [] });
+  }
+  for (let i = 0; i < change.removed.length; i += size) {
+    chunks.push({ firstSync: change.firstSync, added: [], removed: change.removed.slice(i, i + size) });
+  }
+  return chunks;
+}
+
+/** Lets timers and I/O run between two chunks of long work. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Runs tasks one after the other per key (an audience), in this process; a failed task does
+ * not block the next one.
+ */
+export class KeyedTurns {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const result = (this.tails.get(key) ?? Promise.resolve()).then(task);
+    const tail = result.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+  }
 }

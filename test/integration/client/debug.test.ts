@@ -32,7 +32,7 @@ describe('DEBUG=analytics logging', () => {
       expect(stderr).to.match(/analytics flush \(close\): 1 messages/);
       expect(stderr).to.match(/retry 1 of a batch of 1 in \d+ ms after .* answered 503/);
       expect(stderr).to.match(/batch of 1 messages delivered in \d+ ms/);
-      expect(stderr).to.match(/refused a message: track\(\) needs `userId` or `anonymousId`/);
+      expect(stderr).to.match(/refused a message: A track message needs `userId` or `anonymousId`/);
       expect(stderr).not.to.contain('wk_SECRET_KEY');
       expect(stderr).not.to.contain(Buffer.from('wk_SECRET_KEY:').toString('base64'));
       expect(stderr).not.to.contain('PRIVATE_VALUE');

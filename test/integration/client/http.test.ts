@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Analytics } from '../../../src/client/analytics';
-import { HttpError, NetworkError, TimeoutError } from '../../../src/errors';
+import { HttpError, NetworkError, TimeoutError, ValidationError } from '../../../src/errors';
 import { GotTransport } from '../../../src/transport/got';
 import { NodeTransport } from '../../../src/transport/node';
 import type { Transport } from '../../../src/transport/transport';
@@ -49,6 +49,18 @@ for (const [name, makeTransport] of transports) {
       }
       expect(sink.messages().map((m) => (m.properties as { i: number }).i)).to.deep.equal([0, 1, 2, 3]);
       expect(sink.requests[0]?.remotePort).to.equal(sink.requests[1]?.remotePort);
+    });
+
+    it('reads the answer body: the message listed in `rejected` fails, the other is delivered', async () => {
+      const answer = JSON.stringify({ success: true, rejected: [{ index: 0, code: 'invalid_message', field: 'event', message: 'refused here' }] });
+      sink = await startSink((_request, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+      const analytics = new Analytics({ writeKey: 'k', endpoint: sink.url, flushAt: 2, transport });
+      const results = await Promise.all(
+        ['First', 'Second'].map((event) => new Promise<unknown>((resolve) => analytics.track({ userId: 'u1', event }, resolve))),
+      );
+      expect(results[0]).to.be.instanceOf(ValidationError);
+      expect(results[0]).to.include({ field: 'event' });
+      expect(results[1]).to.equal(undefined);
     });
 
     it('sends gzip bodies the server can read', async () => {

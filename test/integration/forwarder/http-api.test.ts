@@ -100,16 +100,15 @@ describe('forwarder HTTP API (integration, 127.0.0.1)', () => {
       expect(response.json.error.code).to.equal('invalid_json');
     });
 
-    it('answers 400 naming the invalid message, and accepts none of the batch', async () => {
-      const good = track('Never Delivered');
+    it('stores the valid messages of a batch and lists the invalid one in `rejected` (200)', async () => {
+      const good = track('Delivered Beside A Bad One');
       const response = await post(`${url}/v1/batch`, { batch: [good, { type: 'track', userId: 'u1' }] }, { Authorization: basic('key-web') });
-      expect(response.status).to.equal(400);
-      expect(response.json.error).to.deep.include({ code: 'invalid_message' });
-      expect(response.json.error.errors).to.deep.equal([{ index: 1, field: 'event', message: 'Expected `event` to be a non-empty string, got undefined' }]);
-      // The valid message of the refused batch is not delivered: the proof comes after a later one is.
-      await post(`${url}/v1/track`, track('After Refusal'), { Authorization: basic('key-web') });
-      await waitFor(() => deliveredTo('/web', (j) => j.event === 'After Refusal').length === 1, 'the later delivery');
-      expect(deliveredTo('/web', (j) => j.event === 'Never Delivered')).to.have.length(0);
+      expect(response.status).to.equal(200);
+      expect(response.json).to.deep.equal({
+        success: true,
+        rejected: [{ index: 1, code: 'invalid_message', field: 'event', message: 'A track message needs `event` as a non-empty string, got nothing' }],
+      });
+      await waitFor(() => deliveredTo('/web', (j) => j.event === 'Delivered Beside A Bad One').length === 1, 'the valid message');
     });
 
     it('answers 413 for a body over 500 KB, declared or streamed', async () => {
@@ -131,15 +130,17 @@ describe('forwarder HTTP API (integration, 127.0.0.1)', () => {
       expect(status).to.equal(413);
     });
 
-    it('answers 413 for a message over 32 KB, naming its index', async () => {
+    it('refuses a message over 32 KB as a `rejected` entry, storing the others', async () => {
       const response = await post(
         `${url}/v1/batch`,
         { batch: [track('small'), track('huge', { properties: { s: 'x'.repeat(33 * 1024) } })] },
         { Authorization: basic('key-web') },
       );
-      expect(response.status).to.equal(413);
-      expect(response.json.error.code).to.equal('message_too_large');
-      expect(response.json.error.errors[0].index).to.equal(1);
+      expect(response.status).to.equal(200);
+      expect(response.json.rejected).to.have.length(1);
+      expect(response.json.rejected[0]).to.include({ index: 1, code: 'message_too_large', limit: 32 * 1024 });
+      expect(response.json.rejected[0].size).to.be.greaterThan(33 * 1024);
+      await waitFor(() => deliveredTo('/web', (j) => j.event === 'small').length === 1, 'the small message');
     });
 
     it('accepts a gzip body and refuses one that decompresses past 500 KB', async () => {

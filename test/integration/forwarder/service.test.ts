@@ -101,7 +101,7 @@ describe('Forwarder (in process)', () => {
       .that.matches(/^sources\[0\]\.destinations\.Webhooks\.webhooks\[0\]\.headers/);
   });
 
-  it('works without the HTTP server: deletion and audience calls start it', async () => {
+  it('works without the HTTP server: deletion and audience calls are stored, and sent once start() runs', async () => {
     const receiver = await startReceiver();
     cleanup.push(() => receiver.close());
     const forwarder = createForwarder(
@@ -118,7 +118,46 @@ describe('Forwarder (in process)', () => {
     expect(await forwarder.requestDeletion({ userId: 'gone' })).to.deep.equal({ userId: 'gone', notified: ['a', 'b'], skipped: [] });
     const sync = await forwarder.syncAudience({ source: 'b', audience: 'Power Users', members: ['p1'] });
     expect(sync).to.deep.include({ trait: 'power_users', firstSync: true, sent: 1 });
+    expect(await forwarder.stats()).to.deep.include({ queueDepth: 3, delivered: 0, inFlight: 0 });
+    // Nothing is delivered before start(): the README's promise.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(receiver.requests).to.have.length(0);
+    await forwarder.start();
     await waitFor(() => receiver.delivered.length === 3, 'three webhooks');
     expect(receiver.delivered.map((r) => `${r.path} ${r.json.type}`).sort()).to.deep.equal(['/a delete', '/b delete', '/b identify']);
+  });
+
+  it('a failed start is not kept: start() can be tried again, and close() works after a failure', async () => {
+    let fail = true;
+    const forwarder = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k3' }] }, { store: new MemoryStore() });
+    // The store opens lazily; make the first start fail as an unreachable database would.
+    const open = (forwarder as unknown as { openStore: () => Promise<unknown> }).openStore.bind(forwarder);
+    (forwarder as unknown as { openStore: () => Promise<unknown> }).openStore = () => (fail ? Promise.reject(new Error('database down')) : open());
+    let first: unknown;
+    await forwarder.start().catch((error: unknown) => (first = error));
+    expect(first).to.be.instanceOf(Error).with.property('message', 'database down');
+    fail = false;
+    await forwarder.start();
+    expect(await forwarder.stats()).to.deep.include({ queueDepth: 0 });
+    await forwarder.close();
+
+    const never = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k4' }] });
+    (never as unknown as { openStore: () => Promise<unknown> }).openStore = () => Promise.reject(new Error('database down'));
+    await never.start().catch(() => {});
+    await never.close();
+  });
+
+  it('an attempt listener that throws is reported as `error`, and delivery goes on', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { forwarder, url } = await setup(receiver);
+    const errors: Error[] = [];
+    forwarder.on('error', (error) => errors.push(error));
+    forwarder.on('attempt', () => {
+      throw new Error('listener bug');
+    });
+    for (let i = 0; i < 3; i++) await post(`${url}/v1/track`, { userId: 'u', event: 'E', messageId: `t${i}` }, { Authorization: basic('k') });
+    await waitFor(() => receiver.delivered.length === 3 && errors.length === 3, 'three deliveries and three errors');
+    expect((await forwarder.stats()).delivered).to.equal(3);
   });
 });

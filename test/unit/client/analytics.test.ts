@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import {
   ClientClosedError,
+  CloseTimeoutError,
+  ConfigError,
   EventRelayError,
   HttpError,
   NetworkError,
@@ -13,6 +15,7 @@ import { Analytics } from '../../../src/client/analytics';
 import { VERSION } from '../../../src/version';
 import { callbackResult, createTestClient } from '../../helpers/client';
 import { flushMicrotasks } from '../../helpers/fake-clock';
+import { FakeTransport } from '../../helpers/fake-transport';
 
 const props = (n: number) => ({ index: n, plan: 'pro' });
 
@@ -66,14 +69,25 @@ describe('Analytics', () => {
     });
 
     it("does not mutate the caller's objects", async () => {
-      const { analytics } = createTestClient();
+      const { analytics, transport } = createTestClient();
       const context = { ip: '1.2.3.4' };
       const params = { userId: 'u1', event: 'E', properties: { a: 1 }, context };
       const copy = structuredClone(params);
       analytics.track(params);
       await analytics.flush();
       expect(params).to.deep.equal(copy);
-      expect(Object.isFrozen(params)).to.equal(false);
+      // The library was added to a copy of the context, not to the caller's object.
+      expect(context).not.to.have.property('library');
+      expect(transport.messages[0]?.context).to.have.property('library');
+    });
+
+    it('accepts numeric ids, as the forwarder does, and sends them as given', async () => {
+      const { analytics, transport } = createTestClient();
+      const result = callbackResult();
+      analytics.group({ userId: 42, groupId: 7 }, result.callback);
+      await analytics.flush();
+      expect((await result.promise).error).to.equal(undefined);
+      expect(transport.messages[0]).to.include({ userId: 42, groupId: 7 });
     });
   });
 
@@ -266,11 +280,13 @@ describe('Analytics', () => {
       expect((await result.promise).error).to.be.instanceOf(ValidationError);
     });
 
-    it('calls back asynchronously, never inside the call', () => {
+    it('calls back asynchronously, never inside the call, and then exactly once', async () => {
       const { analytics } = createTestClient();
-      let called = false;
-      analytics.track({} as never, () => (called = true));
-      expect(called).to.equal(false);
+      let calls = 0;
+      analytics.track({} as never, () => calls++);
+      expect(calls).to.equal(0);
+      await flushMicrotasks();
+      expect(calls).to.equal(1);
     });
   });
 
@@ -348,6 +364,45 @@ describe('Analytics', () => {
     });
   });
 
+  describe('partial answers (`rejected` in a 2xx answer)', () => {
+    it('fails exactly the refused messages with the reason, and delivers the others', async () => {
+      const { analytics, transport } = createTestClient({ flushAt: 3 });
+      const body = JSON.stringify({
+        success: true,
+        rejected: [
+          { index: 1, code: 'invalid_message', field: 'event', message: 'A track message needs `event`' },
+          { index: 2, code: 'message_too_large', message: 'Message 2 is 40000 bytes', size: 40_000, limit: 32_768 },
+        ],
+      });
+      transport.respondWith(() => ({ status: 200, body }));
+      const events: unknown[] = [];
+      analytics.on('error', (error) => events.push(error));
+      const results = [callbackResult(), callbackResult(), callbackResult()];
+      results.forEach((r, i) => analytics.track({ userId: 'u', event: `e${i}` }, r.callback));
+      await analytics.flush();
+      const [first, second, third] = await Promise.all(results.map((r) => r.promise));
+      expect(first!.error).to.equal(undefined);
+      expect(second!.error).to.be.instanceOf(ValidationError);
+      expect(second!.error).to.include({ field: 'event', code: 'ERR_VALIDATION' });
+      expect(second!.error?.message).to.match(/refused this message: A track message needs `event`/);
+      expect(third!.error).to.be.instanceOf(PayloadTooLargeError);
+      expect(third!.error).to.include({ size: 40_000, limit: 32_768 });
+      expect(events).to.have.length(2);
+      expect(transport.batches).to.have.length(1);
+      expect(analytics.pending).to.equal(0);
+    });
+
+    it('asks the transport for the answer body, and reads a 2xx without `rejected` as all delivered', async () => {
+      const { analytics, transport } = createTestClient();
+      transport.respondWith(() => ({ status: 200, body: 'not json' }));
+      const result = callbackResult();
+      analytics.track({ userId: 'u', event: 'E' }, result.callback);
+      await analytics.flush();
+      expect((await result.promise).error).to.equal(undefined);
+      expect(transport.requests[0]?.readBody).to.equal(true);
+    });
+  });
+
   describe('flush and closeAndFlush', () => {
     it('flush waits for batches already in flight', async () => {
       const { analytics, transport } = createTestClient({ flushAt: 1 });
@@ -381,19 +436,30 @@ describe('Analytics', () => {
       expect(transport.batches).to.have.length(1);
     });
 
-    it('closeAndFlush resolves after its timeout while a batch is still retrying; the callback still fires once', async () => {
+    it('at the closeAndFlush timeout, fails what is still retrying with CloseTimeoutError, once, and stops retrying', async () => {
       const { analytics, transport, clock } = createTestClient({ minRetryDelay: 5000, maxRetryDelay: 5000 });
       transport.respondWith((_r, i) => (i < 2 ? { status: 503 } : { status: 200 }));
       const calls: (Error | undefined)[] = [];
+      const events: unknown[] = [];
+      analytics.on('error', (error) => events.push(error));
       analytics.track({ userId: 'u', event: 'E' }, (error) => calls.push(error));
+      analytics.track({ userId: 'u', event: 'F' }, (error) => calls.push(error));
       let closed = false;
       const closing = analytics.closeAndFlush({ timeout: 1000 }).then(() => (closed = true));
       await clock.tick(1000);
       await closing;
       expect(closed).to.equal(true);
-      expect(calls).to.have.length(0);
-      await clock.tick(20_000);
-      expect(calls).to.deep.equal([undefined]);
+      expect(calls).to.have.length(2);
+      for (const error of calls) {
+        expect(error).to.be.instanceOf(CloseTimeoutError);
+        expect((error as CloseTimeoutError).code).to.equal('ERR_CLOSE_TIMEOUT');
+      }
+      expect(events.filter((e) => e instanceof CloseTimeoutError)).to.have.length(1);
+      expect(analytics.pending).to.equal(0);
+      expect(transport.closed).to.equal(true);
+      await clock.tick(60_000);
+      expect(calls).to.have.length(2);
+      expect(transport.batches).to.have.length(1);
     });
   });
 
@@ -440,7 +506,38 @@ describe('Analytics', () => {
     });
   });
 
-  it('is constructed with a ConfigError for bad options', () => {
-    expect(() => new Analytics({ writeKey: '', endpoint: 'https://x' })).to.throw(/writeKey/);
+  describe('options', () => {
+    it('is constructed with a ConfigError naming the field for bad options', () => {
+      let caught: unknown;
+      try {
+        new Analytics({ writeKey: '', endpoint: 'https://x' });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).to.be.instanceOf(ConfigError);
+      expect((caught as ConfigError).field).to.equal('writeKey');
+    });
+
+    it('refuses an unknown option with a ConfigError naming it, with a hint for other SDKs\' names', () => {
+      let caught: unknown;
+      try {
+        new Analytics({ writeKey: 'k', endpoint: 'https://x', enable: false } as never);
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).to.be.instanceOf(ConfigError);
+      expect((caught as ConfigError).field).to.equal('enable');
+      expect((caught as ConfigError).message).to.match(/Unknown option `"enable"`.*use `disable: true`/);
+      expect(() => new Analytics({ writeKey: 'k', endpoint: 'https://x', flushSize: 3 } as never)).to.throw(ConfigError, /flushSize/);
+    });
+
+    it('takes `transport` as a documented option and `host` as an alias of `endpoint`', async () => {
+      const transport = new FakeTransport();
+      const analytics = new Analytics({ writeKey: 'k', host: 'https://alias.test', transport });
+      analytics.track({ userId: 'u', event: 'E' });
+      await analytics.flush();
+      expect(transport.requests[0]?.url.href).to.equal('https://alias.test/v1/batch');
+      expect(() => new Analytics({ writeKey: 'k', endpoint: 'https://x', transport: {} as never })).to.throw(ConfigError, /transport/);
+    });
   });
 });

@@ -27,6 +27,6 @@ describe('Batch', () => {
     const cb = () => {};
     batch.tryAdd('1', 1, 'a', undefined);
     batch.tryAdd('2', 1, 'b', cb);
-    expect(batch.callbacks).to.deep.equal([{ id: 'b', callback: cb }]);
+    expect(batch.callbacks).to.deep.equal([{ index: 1, id: 'b', callback: cb }]);
   });
 });

@@ -37,7 +37,12 @@ describe('parseConfig', () => {
     expect(config.storage).to.deep.equal(CONFIG_DEFAULTS.storage);
     // Two delivering sources: each may hold half of the attempts in flight.
     expect(config.delivery).to.deep.equal({ ...CONFIG_DEFAULTS.delivery, sourceConcurrency: 16 });
-    expect(config.sources[0]!.webhooks).to.deep.equal({ enabled: true, sharedSecret: undefined, webhooks: [{ url: 'https://example.test/hook', headers: {} }] });
+    expect(config.sources[0]!.webhooks).to.deep.equal({
+      enabled: true,
+      sharedSecret: undefined,
+      signing: 'x-signature',
+      webhooks: [{ url: 'https://example.test/hook', headers: {} }],
+    });
     expect(config.sources[1]!.webhooks!.sharedSecret).to.equal('s3cret');
   });
 

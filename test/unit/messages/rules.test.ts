@@ -13,7 +13,7 @@ describe('validateParams (spec 2.4)', () => {
     it(`refuses ${type} without userId and anonymousId`, () => {
       const error = validateParams(type, { event: 'E', groupId: 'g' });
       expect(error).to.be.instanceOf(ValidationError);
-      expect(error?.message).to.equal(`${type}() needs \`userId\` or \`anonymousId\` (a non-empty string); neither was given`);
+      expect(error?.message).to.equal(`${type === 'identify' ? 'An' : 'A'} ${type} message needs \`userId\` or \`anonymousId\` (a non-empty string or a number); neither was given`);
       expect(error?.field).to.equal('userId');
     });
   }
@@ -33,12 +33,14 @@ describe('validateParams (spec 2.4)', () => {
 
   it('checks the types of optional fields', () => {
     expect(validateParams('track', { userId: 'u', event: 'E', properties: [] })?.message).to.equal(
-      'track() takes `properties` as an object, got array',
+      'A track message needs `properties` as an object when given, got an array',
     );
     expect(validateParams('identify', { userId: 'u', traits: 'x' })?.field).to.equal('traits');
-    expect(validateParams('identify', { userId: 42 })?.message).to.match(/userId.*number/);
+    expect(validateParams('identify', { userId: true })?.message).to.match(/userId.*`true` \(boolean\)/);
+    expect(validateParams('identify', { userId: Number.NaN })?.field).to.equal('userId');
     expect(validateParams('page', { userId: 'u', name: 3 })?.field).to.equal('name');
-    expect(validateParams('track', { userId: 'u', event: 'E', context: null })?.field).to.equal('context');
+    expect(validateParams('track', { userId: 'u', event: 'E', context: [] })?.field).to.equal('context');
+    expect(validateParams('track', { userId: 'u', event: 'E', context: null })).to.equal(undefined);
     expect(validateParams('track', { userId: 'u', event: 'E', integrations: true })?.field).to.equal('integrations');
   });
 
@@ -50,8 +52,35 @@ describe('validateParams (spec 2.4)', () => {
     expect(validateParams('track', { userId: 'u', event: 'E', timestamp: 1 })?.field).to.equal('timestamp');
   });
 
+  it('accepts numeric ids, as the forwarder does (one id policy)', () => {
+    expect(validateParams('identify', { userId: 42 })).to.equal(undefined);
+    expect(validateParams('group', { anonymousId: 0, groupId: 7 })).to.equal(undefined);
+    expect(validateParams('alias', { userId: 2, previousId: 1 })).to.equal(undefined);
+  });
+
+  it('limits messageId to 200 characters', () => {
+    expect(validateParams('track', { userId: 'u', event: 'E', messageId: 'm'.repeat(200) })).to.equal(undefined);
+    expect(validateParams('track', { userId: 'u', event: 'E', messageId: 'm'.repeat(201) })?.field).to.equal('messageId');
+  });
+
+  it('refuses timestamps whose webhook form would not be YYYY-MM-DDTHH:mm:ss.sssZ', () => {
+    for (const timestamp of [new Date('+010000-01-01T00:00:00Z'), new Date('-000001-01-01T00:00:00Z'), '9999-12-31T23:30:00-01:00', '2020-01-01']) {
+      expect(validateParams('track', { userId: 'u', event: 'E', timestamp })?.field, String(timestamp)).to.equal('timestamp');
+    }
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: new Date('9999-12-31T23:59:59.999Z') })).to.equal(undefined);
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: '0000-01-01T00:00:00Z' })).to.equal(undefined);
+  });
+
+  it('reads a Date through the intrinsic getTime, so a Date whose methods throw is still read', () => {
+    const date = new Date('2020-01-01T00:00:00Z');
+    date.getTime = () => {
+      throw new Error('hostile');
+    };
+    expect(validateParams('track', { userId: 'u', event: 'E', timestamp: date })).to.equal(undefined);
+  });
+
   it('refuses parameters that are not an object', () => {
-    expect(validateParams('track', undefined)?.message).to.equal('track() takes an object of parameters, got undefined');
+    expect(validateParams('track', undefined)?.message).to.equal('track() takes an object of parameters, got nothing');
     expect(validateParams('track', 'x')).to.be.instanceOf(ValidationError);
   });
 });

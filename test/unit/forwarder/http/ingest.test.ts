@@ -2,15 +2,26 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { parseIngestBody } from '../../../../src/forwarder/http/ingest';
 import { MAX_MESSAGE_BYTES } from '../../../../src/messages/limits';
-import type { IngestFailure, ValidMessage } from '../../../../src/forwarder/http/ingest';
+import type { IngestFailure, IngestResult, RejectedMessage, ValidMessage } from '../../../../src/forwarder/http/ingest';
 import { routeMessage } from '../../../../src/forwarder/routing/router';
 
 const NOW = Date.parse('2026-05-01T10:00:00.000Z');
 
-function ok(endpoint: Parameters<typeof parseIngestBody>[0], body: unknown): readonly ValidMessage[] {
-  const result = parseIngestBody(endpoint, body, NOW);
+function parsed(endpoint: Parameters<typeof parseIngestBody>[0], body: unknown, bodyBytes?: number): IngestResult {
+  const result = parseIngestBody(endpoint, body, NOW, bodyBytes);
   if (!result.ok) expect.fail(`refused: ${result.message}`);
+  return result;
+}
+
+function ok(endpoint: Parameters<typeof parseIngestBody>[0], body: unknown): readonly ValidMessage[] {
+  const result = parsed(endpoint, body);
+  expect(result.rejected).to.deep.equal([]);
   return result.messages;
+}
+
+/** The rejected entries of a batch answer (the body itself was accepted). */
+function rejectedOf(body: unknown, bodyBytes?: number): readonly RejectedMessage[] {
+  return parsed('batch', body, bodyBytes).rejected;
 }
 
 function refused(endpoint: Parameters<typeof parseIngestBody>[0], body: unknown): IngestFailure {
@@ -82,7 +93,7 @@ describe('parseIngestBody', () => {
     expect(b!.integrations).to.deep.equal({ All: false, Webhooks: true });
   });
 
-  describe('spec 2.4 rules', () => {
+  describe('spec 2.4 rules (the same checkMessage the client applies)', () => {
     const cases: Array<[string, unknown, string]> = [
       ['no userId nor anonymousId', { type: 'track', event: 'E' }, 'userId'],
       ['track without event', { type: 'track', userId: 'u' }, 'event'],
@@ -94,52 +105,96 @@ describe('parseIngestBody', () => {
       ['traits that are not an object', { type: 'identify', userId: 'u', traits: [1] }, 'traits'],
       ['integrations that are not an object', { type: 'track', userId: 'u', event: 'E', integrations: 'all' }, 'integrations'],
       ['a timestamp that is not a date', { type: 'track', userId: 'u', event: 'E', timestamp: 'yesterday' }, 'timestamp'],
+      ['a timestamp past year 9999 in UTC', { type: 'track', userId: 'u', event: 'E', timestamp: '9999-12-31T23:30:00-01:00' }, 'timestamp'],
       ['a messageId that is not a string', { type: 'track', userId: 'u', event: 'E', messageId: 7 }, 'messageId'],
+      ['a messageId over 200 characters', { type: 'track', userId: 'u', event: 'E', messageId: 'm'.repeat(201) }, 'messageId'],
+      ['a screen name that is not a string', { type: 'screen', userId: 'u', name: 5 }, 'name'],
     ];
     for (const [what, message, field] of cases) {
-      it(`refuses ${what}, naming \`${field}\``, () => {
-        const failure = refused('batch', { batch: [{ type: 'track', userId: 'ok', event: 'E' }, message] });
-        expect(failure.status).to.equal(400);
-        expect(failure.code).to.equal('invalid_message');
-        expect(failure.errors).to.have.length(1);
-        expect(failure.errors![0]).to.include({ index: 1, field });
-        expect(failure.message).to.match(/nothing was accepted/).and.match(/message 1:/);
+      it(`refuses ${what}, naming \`${field}\`, and keeps the valid message beside it`, () => {
+        const result = parsed('batch', { batch: [{ type: 'track', userId: 'ok', event: 'E', messageId: 'good' }, message] });
+        expect(result.messages.map((m) => m.messageId)).to.deep.equal(['good']);
+        expect(result.rejected).to.have.length(1);
+        expect(result.rejected[0]).to.include({ index: 1, code: 'invalid_message', field });
+        expect(result.rejected[0]!.message).to.be.a('string').and.not.equal('');
       });
     }
+
+    it('accepts numeric ids from other SDKs and sends them as strings', () => {
+      const [group] = ok('batch', { batch: [{ type: 'group', userId: 42, groupId: 7 }] });
+      expect(group!.webhook).to.include({ userId: '42', groupId: '7' });
+    });
   });
 
-  it('refuses the whole batch and lists every invalid message by index', () => {
-    const failure = refused('batch', {
+  it('lists every invalid message by index and stores the others', () => {
+    const result = parsed('batch', {
       batch: [{ type: 'track', userId: 'u' }, { type: 'track', userId: 'u', event: 'ok' }, 'text', { type: 'group', userId: 'u' }],
     });
-    expect(failure.errors!.map((e) => e.index)).to.deep.equal([0, 2, 3]);
-    expect(failure.message).to.match(/^3 of 4 messages invalid/);
+    expect(result.rejected.map((e) => e.index)).to.deep.equal([0, 2, 3]);
+    expect(result.messages.map((m) => (m.webhook as { event?: string }).event)).to.deep.equal(['ok']);
   });
 
-  it('refuses a body that is not an object with a batch array', () => {
+  it('refuses a body that is not an object with a batch array, whole', () => {
     expect(refused('batch', [1, 2])).to.include({ status: 400, code: 'invalid_body' });
     expect(refused('batch', { messages: [] })).to.include({ status: 400, code: 'invalid_body' });
     expect(refused('track', 'x')).to.include({ status: 400, code: 'invalid_body' });
   });
 
-  it('answers 413 for a message over 32 KB, naming its index', () => {
+  it('rejects a message over 32 KB by index, with its size and the limit, and stores the others', () => {
     const big = { type: 'track', userId: 'u', event: 'E', properties: { blob: 'é'.repeat(MAX_MESSAGE_BYTES / 2) } };
-    const failure = refused('batch', { batch: [{ type: 'track', userId: 'u', event: 'E' }, big] });
-    expect(failure).to.include({ status: 413, code: 'message_too_large' });
-    expect(failure.errors![0]!.index).to.equal(1);
+    const result = parsed('batch', { batch: [{ type: 'track', userId: 'u', event: 'E' }, big] });
+    expect(result.messages).to.have.length(1);
+    expect(result.rejected).to.have.length(1);
+    expect(result.rejected[0]).to.include({ index: 1, code: 'message_too_large', limit: MAX_MESSAGE_BYTES });
+    expect(result.rejected[0]!.size).to.be.greaterThan(MAX_MESSAGE_BYTES);
   });
 
   it('still measures each message when told the size of a body that could hold a large one', () => {
     const body = { batch: [{ type: 'track', userId: 'u', event: 'E', properties: { s: 'é'.repeat(17_000) } }] };
-    const result = parseIngestBody('batch', body, Date.now(), Buffer.byteLength(JSON.stringify(body)));
-    expect(result).to.include({ ok: false, status: 413 });
+    expect(rejectedOf(body, Buffer.byteLength(JSON.stringify(body)))[0]).to.include({ code: 'message_too_large' });
   });
 
   it('measures the 32 KB in UTF-8 bytes, not characters', () => {
     // 17 000 characters of two bytes each: 34 000 bytes, over 32 768 though under in characters.
-    const failure = refused('batch', { batch: [{ type: 'track', userId: 'u', event: 'E', properties: { s: 'é'.repeat(17_000) } }] });
-    expect(failure.status).to.equal(413);
+    expect(rejectedOf({ batch: [{ type: 'track', userId: 'u', event: 'E', properties: { s: 'é'.repeat(17_000) } }] })[0]).to.include({
+      code: 'message_too_large',
+    });
     expect(ok('batch', { batch: [{ type: 'track', userId: 'u', event: 'E', properties: { s: 'e'.repeat(30_000) } }] })).to.have.length(1);
+  });
+
+  it('rejects a message nested too deeply for JSON (a RangeError), never throwing for the request', () => {
+    let deep: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 200_000; i++) deep = { a: deep };
+    const result = parsed('batch', { batch: [{ type: 'track', userId: 'u', event: 'Deep', properties: deep }, { type: 'track', userId: 'u', event: 'Flat' }] });
+    expect(result.messages.map((m) => (m.webhook as { event?: string }).event)).to.deep.equal(['Flat']);
+    expect(result.rejected[0]).to.include({ index: 0, code: 'invalid_message' });
+    expect(result.rejected[0]!.message).to.match(/nested too deeply/);
+  });
+
+  describe('event time', () => {
+    const sentAt = '2026-05-01T10:00:05.000Z'; // the sender's clock runs 5 s ahead of the forwarder's (NOW)
+
+    it('derives timestamp from originalTimestamp corrected by sentAt vs receipt (clock skew)', () => {
+      const [m] = ok('batch', { sentAt, batch: [{ type: 'track', userId: 'u', event: 'E', originalTimestamp: '2026-05-01T10:00:02.000Z' }] });
+      // receivedAt - (sentAt - originalTimestamp) = 10:00:00 - 3 s
+      expect(m!.webhook.timestamp).to.equal('2026-05-01T09:59:57.000Z');
+    });
+
+    it('uses originalTimestamp as it is without a valid sentAt, and timestamp over both', () => {
+      const [bare, given] = ok('batch', {
+        batch: [
+          { type: 'track', userId: 'u', event: 'E', originalTimestamp: '2026-05-01T10:00:02.000Z' },
+          { type: 'track', userId: 'u', event: 'E', timestamp: '2020-01-01T00:00:00.000Z', originalTimestamp: '2026-05-01T10:00:02.000Z' },
+        ],
+      });
+      expect(bare!.webhook.timestamp).to.equal('2026-05-01T10:00:02.000Z');
+      expect(given!.webhook.timestamp).to.equal('2020-01-01T00:00:00.000Z');
+    });
+
+    it('takes sentAt from the body of a single-message endpoint too', () => {
+      const [m] = ok('track', { userId: 'u', event: 'E', originalTimestamp: '2026-05-01T10:00:02.000Z', sentAt });
+      expect(m!.webhook.timestamp).to.equal('2026-05-01T09:59:57.000Z');
+    });
   });
 });
 
@@ -158,6 +213,7 @@ describe('routeMessage', () => {
     expect(accepted).to.include({ source: 'web', messageId: 'a', receivedAt: NOW });
     expect(accepted.deliveries).to.have.length(1);
     expect(accepted.deliveries[0]).to.include({ destination: 'Webhooks', kind: 'message', messageId: 'a', createdAt: NOW });
+    expect(accepted.deliveries[0]!.body).to.equal(plain!.body);
     expect(JSON.parse(accepted.deliveries[0]!.body)).to.deep.equal(plain!.webhook);
   });
 

@@ -37,9 +37,16 @@ describe('Scheduler', () => {
     return { source, destination: 'Webhooks', kind: 'message', messageId, body: `{"id":"${messageId}"}`, createdAt: clock.now() };
   }
 
-  function create(concurrency = 8, targets: ReadonlyMap<string, DeliveryTarget> = new Map([['web', target]])): Scheduler {
+  let errors: Error[];
+
+  function create(
+    concurrency = 8,
+    targets: ReadonlyMap<string, DeliveryTarget> = new Map([['web', target]]),
+    onAttempt: (r: AttemptReport) => void = (r) => reports.push(r),
+  ): Scheduler {
     reports = [];
-    scheduler = new Scheduler(store, targets, clock, { concurrency, idleWait: 60_000 }, (r) => reports.push(r));
+    errors = [];
+    scheduler = new Scheduler(store, targets, clock, { concurrency, idleWait: 60_000, owner: 'me', leaseMs: 30_000, onError: (e) => errors.push(e) }, onAttempt);
     return scheduler;
   }
 
@@ -60,7 +67,7 @@ describe('Scheduler', () => {
     create().start();
     await flushMicrotasks();
     expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}']);
-    expect(target.calls[0]!.state).to.deep.equal({ attempt: 1, firstAttemptAt: clock.now() });
+    expect(target.calls[0]!.state).to.deep.equal({ attempt: 1, firstAttemptAt: clock.now(), id: 'a' });
     target.calls[0]!.resolve(delivered(1));
     target.calls[1]!.resolve(failed(1));
     await flushMicrotasks();
@@ -80,7 +87,7 @@ describe('Scheduler', () => {
     expect(target.calls).to.have.length(1);
     await clock.tick(1);
     expect(target.calls).to.have.length(2);
-    expect(target.calls[1]!.state).to.deep.equal({ attempt: 2, firstAttemptAt: start });
+    expect(target.calls[1]!.state).to.deep.equal({ attempt: 2, firstAttemptAt: start, id: 'a' });
     target.calls[1]!.resolve(delivered(2));
     await flushMicrotasks();
     expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0, retrying: 0 });
@@ -115,7 +122,7 @@ describe('Scheduler', () => {
     create().start();
     await flushMicrotasks();
     expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}']);
-    const [kept] = await store.due('removed-source', clock.now(), 10, new Set());
+    const [kept] = await store.claim('removed-source', clock.now(), 10, { owner: 'test', ms: 1000 });
     expect(kept).to.include({ messageId: 'orphan', attempts: 0 });
     expect((await store.counts()).pending).to.equal(2);
   });
@@ -163,5 +170,47 @@ describe('Scheduler', () => {
     await stopping;
     expect(target.calls).to.have.length(1);
     expect(await store.counts()).to.deep.include({ delivered: 1, pending: 1 });
+  });
+
+  it('claims with a lease: another instance cannot take a delivery in flight, and takes it over when the lease ends', async () => {
+    await store.enqueue([delivery('a')]);
+    create().start();
+    await flushMicrotasks();
+    expect(target.calls).to.have.length(1);
+    expect(await store.claim('web', clock.now(), 10, { owner: 'other', ms: 30_000 })).to.deep.equal([]);
+    const [taken] = await store.claim('web', clock.now() + 30_000, 10, { owner: 'other', ms: 30_000 });
+    expect(taken).to.include({ messageId: 'a' });
+    // The first attempt ends after the takeover with a retry: the new holder's claim decides.
+    target.calls[0]!.resolve(retry(1, clock.now() + 10));
+    await flushMicrotasks();
+    expect(await store.counts()).to.deep.include({ pending: 1, retrying: 0 });
+  });
+
+  it('an attempt listener that throws does not stop delivery: slots are released and the error is reported', async () => {
+    await store.enqueue(['a', 'b', 'c'].map((id) => delivery(id)));
+    let seen = 0;
+    create(1, undefined, () => {
+      seen++;
+      throw new Error('listener bug');
+    }).start();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      for (let i = 0; i < 3; i++) {
+        await flushMicrotasks();
+        target.calls[i]!.resolve(delivered(1));
+      }
+      await flushMicrotasks();
+      expect(target.calls).to.have.length(3);
+      expect(seen).to.equal(3);
+      expect(errors.map((e) => e.message)).to.deep.equal(['listener bug', 'listener bug', 'listener bug']);
+      expect(scheduler.active).to.equal(0);
+      expect(await store.counts()).to.deep.include({ delivered: 3, pending: 0 });
+      await scheduler.stop();
+      expect(unhandled).to.deep.equal([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

@@ -1,24 +1,16 @@
-import { describe, it, beforeEach, afterEach } from 'mocha';
+import { describe, it, after, afterEach } from 'mocha';
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { MemoryStore } from '../../../../src/forwarder/store/memory';
 import { SqliteStore } from '../../../../src/forwarder/store/sqlite';
-import type { ForwarderStore, NewDelivery } from '../../../../src/forwarder/store/store';
-import { EventRelayError } from '../../../../src/errors';
-import Database from 'better-sqlite3';
+import { SQLITE_MIGRATIONS, sqliteSchemaVersion } from '../../../../src/forwarder/store/sqlite-schema';
+import { StoreError } from '../../../../src/errors';
+import { accepted, delivery, storeContract, T0 } from './contract';
 
-const T0 = 1_700_000_000_000;
-
-function delivery(messageId: string, createdAt = T0, source = 'web'): NewDelivery {
-  return { source, destination: 'Webhooks', kind: 'message', messageId, body: JSON.stringify({ messageId }), createdAt };
-}
-
-function accepted(messageId: string, routed = true, source = 'web') {
-  return { source, messageId, receivedAt: T0, deliveries: routed ? [delivery(messageId, T0, source)] : [] };
-}
-
+const LEASE = { owner: 'test', ms: 30_000 };
 const dirs: string[] = [];
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'eventrelay-store-'));
@@ -26,132 +18,10 @@ function tempDir(): string {
   return dir;
 }
 
-const kinds: Array<[string, () => ForwarderStore]> = [
-  ['MemoryStore', () => new MemoryStore()],
-  ['SqliteStore', () => new SqliteStore({ dataDir: tempDir() })],
-];
+storeContract('MemoryStore', async () => new MemoryStore());
+storeContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 
-for (const [name, create] of kinds) {
-  describe(`${name} (ForwarderStore contract)`, () => {
-    let store: ForwarderStore;
-    beforeEach(() => {
-      store = create();
-    });
-    afterEach(async () => {
-      await store.close();
-    });
-
-    it('returns accepted deliveries as due, in order, and counts them', async () => {
-      const result = await store.accept([accepted('a'), accepted('b'), accepted('c', false)]);
-      expect(result).to.deep.equal({ stored: 3, duplicates: 0 });
-      const due = await store.due('web', T0, 10, new Set());
-      expect(due.map((d) => d.messageId)).to.deep.equal(['a', 'b']);
-      expect(due[0]).to.include({ attempts: 0, firstAttemptAt: undefined, nextAttemptAt: T0, body: '{"messageId":"a"}', source: 'web', kind: 'message' });
-      const counts = await store.counts();
-      expect(counts).to.deep.include({ accepted: 3, duplicates: 0, pending: 2, retrying: 0, oldestPendingAt: T0 });
-    });
-
-    it('acknowledges a repeated messageId of the same source without routing it again', async () => {
-      await store.accept([accepted('a')]);
-      expect(await store.accept([accepted('a'), accepted('b')])).to.deep.equal({ stored: 1, duplicates: 1 });
-      await store.accept([accepted('a', true, 'ios')]);
-      expect((await store.due('web', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['a', 'b']);
-      expect((await store.due('ios', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['a']);
-      expect((await store.counts()).duplicates).to.equal(1);
-    });
-
-    it('answers each of several concurrent requests with its own result (group commit)', async () => {
-      const [first, second, third] = await Promise.all([
-        store.accept([accepted('g1')]),
-        store.accept([accepted('g1'), accepted('g2')]),
-        store.accept([]),
-      ]);
-      expect(first).to.deep.equal({ stored: 1, duplicates: 0 });
-      expect(second).to.deep.equal({ stored: 1, duplicates: 1 });
-      expect(third).to.deep.equal({ stored: 0, duplicates: 0 });
-      expect((await store.due('web', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['g1', 'g2']);
-      expect(await store.counts()).to.deep.include({ accepted: 3, duplicates: 1 });
-    });
-
-    it('respects the limit, the due time and the excluded ids', async () => {
-      await store.enqueue([delivery('a', T0), delivery('b', T0 + 10), delivery('c', T0 + 20), delivery('later', T0 + 1000)]);
-      const first = await store.due('web', T0 + 20, 2, new Set());
-      expect(first.map((d) => d.messageId)).to.deep.equal(['a', 'b']);
-      const rest = await store.due('web', T0 + 20, 2, new Set(first.map((d) => d.id)));
-      expect(rest.map((d) => d.messageId)).to.deep.equal(['c']);
-      expect(await store.nextDueAfter('web', T0 + 20)).to.equal(T0 + 1000);
-      expect(await store.nextDueAfter('web', T0 + 1000)).to.equal(undefined);
-    });
-
-    it('keeps a queue per source', async () => {
-      await store.enqueue([delivery('w1', T0, 'web'), delivery('i1', T0, 'ios'), delivery('i2', T0 + 50, 'ios')]);
-      expect(await store.nextDueAfter('ios', T0)).to.equal(T0 + 50);
-      expect(await store.nextDueAfter('web', T0)).to.equal(undefined);
-      expect((await store.due('ios', T0 + 100, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['i1', 'i2']);
-      expect((await store.due('web', T0 + 100, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['w1']);
-      expect(await store.due('nobody', T0 + 100, 10, new Set())).to.deep.equal([]);
-    });
-
-    it('hands out again a delivery no longer excluded that got no outcome', async () => {
-      await store.enqueue([delivery('a'), delivery('b')]);
-      const [a] = await store.due('web', T0, 1, new Set());
-      expect((await store.due('web', T0, 5, new Set([a!.id]))).map((d) => d.messageId)).to.deep.equal(['b']);
-      expect((await store.due('web', T0, 5, new Set())).map((d) => d.messageId)).to.deep.equal(['a', 'b']);
-    });
-
-    it('reschedules a retry and finishes delivered and failed deliveries', async () => {
-      await store.enqueue([delivery('a'), delivery('b'), delivery('c')]);
-      const [a, b, c] = await store.due('web', T0, 10, new Set());
-      await store.record([
-        { id: a!.id, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 500, error: 'HTTP 503' },
-        { id: b!.id, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 5 },
-        { id: c!.id, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 5, reason: 'HTTP 404' },
-      ]);
-      expect(await store.due('web', T0 + 499, 10, new Set())).to.deep.equal([]);
-      const again = await store.due('web', T0 + 500, 10, new Set());
-      expect(again).to.have.length(1);
-      expect(again[0]).to.include({ messageId: 'a', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 500 });
-      expect(await store.counts()).to.deep.include({ delivered: 1, failed: 1, pending: 1, retrying: 1, oldestPendingAt: T0 });
-      // An outcome for a finished delivery changes nothing (a late duplicate write).
-      await store.record([{ id: b!.id, status: 'failed', attempts: 2, firstAttemptAt: T0, at: T0 + 9, reason: 'late' }]);
-      expect(await store.counts()).to.deep.include({ delivered: 1, failed: 1 });
-    });
-
-    it('keeps audience membership and plans notices from the change', async () => {
-      const plan = (change: { added: readonly string[]; removed: readonly string[] }) => [
-        ...change.added.map((id) => delivery(`+${id}`)),
-        ...change.removed.map((id) => delivery(`-${id}`)),
-      ];
-      const first = await store.syncAudience('web', 'vip', ['u1', 'u2', 'u2'], plan);
-      expect(first).to.deep.equal({ firstSync: true, added: ['u1', 'u2'], removed: [] });
-      const second = await store.syncAudience('web', 'vip', ['u2', 'u3'], plan);
-      expect(second).to.deep.equal({ firstSync: false, added: ['u3'], removed: ['u1'] });
-      const same = await store.syncAudience('web', 'vip', ['u3', 'u2'], plan);
-      expect(same).to.deep.equal({ firstSync: false, added: [], removed: [] });
-      // Another source has its own audience of the same name.
-      expect((await store.syncAudience('ios', 'vip', ['u9'], plan)).firstSync).to.equal(true);
-      const ids = (await store.due('web', T0, 100, new Set())).map((d) => d.messageId);
-      expect(ids).to.deep.equal(['+u1', '+u2', '+u3', '-u1', '+u9']);
-    });
-
-    it('an empty first sync still counts as the first one', async () => {
-      expect((await store.syncAudience('web', 'vip', [], () => [])).firstSync).to.equal(true);
-      expect(await store.syncAudience('web', 'vip', ['u1'], () => [])).to.deep.equal({ firstSync: false, added: ['u1'], removed: [] });
-    });
-
-    it('prunes finished deliveries and old messageIds, never pending ones', async () => {
-      await store.accept([accepted('a'), accepted('b')]);
-      const [a] = await store.due('web', T0, 1, new Set());
-      await store.record([{ id: a!.id, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 1 }]);
-      expect(await store.prune(T0 + 2)).to.be.at.least(2); // the two remembered ids, and the finished delivery where kept
-      expect((await store.due('web', T0, 10, new Set())).map((d) => d.messageId)).to.deep.equal(['b']);
-      // Once forgotten, a messageId is accepted as new.
-      expect(await store.accept([accepted('a')])).to.deep.equal({ stored: 1, duplicates: 0 });
-    });
-  });
-}
-
-describe('SqliteStore durability', () => {
+describe('SqliteStore on disk', () => {
   afterEach(() => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
@@ -160,14 +30,14 @@ describe('SqliteStore durability', () => {
     const dataDir = tempDir();
     const first = new SqliteStore({ dataDir });
     await first.accept([accepted('a'), accepted('b')]);
-    const [a] = await first.due('web', T0, 1, new Set());
-    await first.record([{ id: a!.id, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 100 }]);
+    const [a] = await first.claim('web', T0, 1, LEASE);
+    await first.record([{ id: a!.id, lease: a!.lease, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 100 }]);
     await first.syncAudience('web', 'vip', ['u1'], () => []);
     await first.close();
 
     const second = new SqliteStore({ dataDir });
     try {
-      const due = await second.due('web', T0 + 100, 10, new Set());
+      const due = await second.claim('web', T0 + 100, 10, LEASE);
       expect(due.map((d) => [d.messageId, d.attempts])).to.deep.equal([['b', 0], ['a', 1]]);
       expect(await second.counts()).to.deep.include({ accepted: 2, pending: 2, retrying: 1 });
       expect(await second.syncAudience('web', 'vip', ['u1', 'u2'], () => [])).to.deep.equal({ firstSync: false, added: ['u2'], removed: [] });
@@ -177,14 +47,30 @@ describe('SqliteStore durability', () => {
     }
   });
 
+  it('releases at open the leases of a forwarder that was killed (it was the only one)', async () => {
+    const dataDir = tempDir();
+    const first = new SqliteStore({ dataDir });
+    await first.enqueue([delivery('a')]);
+    expect(await first.claim('web', T0, 1, LEASE)).to.have.length(1);
+    // Closed without an outcome, as a SIGKILL would leave it.
+    await first.close();
+    const second = new SqliteStore({ dataDir });
+    try {
+      const [again] = await second.claim('web', Date.now(), 1, LEASE);
+      expect(again).to.include({ messageId: 'a', attempts: 0 });
+    } finally {
+      await second.close();
+    }
+  });
+
   it('drops the body of a delivered message at once and keeps a failed one', async () => {
     const dataDir = tempDir();
     const store = new SqliteStore({ dataDir });
     await store.enqueue([delivery('ok'), delivery('bad')]);
-    const [ok, bad] = await store.due('web', T0, 10, new Set());
+    const [ok, bad] = await store.claim('web', T0, 10, LEASE);
     await store.record([
-      { id: ok!.id, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 1 },
-      { id: bad!.id, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 1, reason: 'HTTP 410' },
+      { id: ok!.id, lease: ok!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 1 },
+      { id: bad!.id, lease: bad!.lease, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 1, reason: 'HTTP 410' },
     ]);
     await store.close();
     const db = new Database(join(dataDir, 'eventrelay.db'), { readonly: true });
@@ -199,12 +85,78 @@ describe('SqliteStore durability', () => {
     }
   });
 
+  it('leaves no delivered body readable in any file of the data directory after close', async () => {
+    const dataDir = tempDir();
+    const store = new SqliteStore({ dataDir });
+    const marker = 'SECRET-BODY-MARKER-7f3a';
+    const many = Array.from({ length: 500 }, (_, i) => ({
+      ...delivery(`m${i}`),
+      body: JSON.stringify({ messageId: `m${i}`, note: `${marker}-${i}`, padding: 'x'.repeat(300) }),
+    }));
+    await store.enqueue(many);
+    const claimed = await store.claim('web', T0, 500, LEASE);
+    await store.record(claimed.map((d) => ({ id: d.id, lease: d.lease, status: 'delivered' as const, attempts: 1, firstAttemptAt: T0, at: T0 + 1 })));
+    const readable = () => readdirSync(dataDir).filter((file) => readFileSync(join(dataDir, file)).includes(marker));
+    // While running: the WAL still holds the frames that wrote the bodies until a checkpoint (every prune).
+    expect(readable()).to.include('eventrelay.db-wal');
+    await store.prune(T0 - 1);
+    expect(readable()).to.deep.equal([]);
+    await store.enqueue([delivery('after')]);
+    await store.close();
+    expect(readdirSync(dataDir)).to.include('eventrelay.db');
+    expect(readable()).to.deep.equal([]);
+  });
+
+  it('upgrades a data directory created before schema versions, keeping its queue and counters', async () => {
+    const dataDir = tempDir();
+    // The schema the releases before versioning created (step 1), with a queue in it.
+    const old = new Database(join(dataDir, 'eventrelay.db'));
+    old.pragma('journal_mode = WAL');
+    old.exec(SQLITE_MIGRATIONS[0]!.up);
+    old.prepare("UPDATE counters SET value = 7 WHERE name = 'accepted'").run();
+    old.prepare('INSERT INTO messages (source, message_id, received_at) VALUES (?, ?, ?)').run('web', 'old-1', T0);
+    old.prepare(
+      'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run('web', 'Webhooks', 'message', 'old-1', '{"messageId":"old-1"}', T0, 2, T0, T0 + 50);
+    expect(sqliteSchemaVersion(old)).to.equal(0);
+    old.close();
+
+    const store = new SqliteStore({ dataDir });
+    try {
+      const [due] = await store.claim('web', T0 + 50, 10, LEASE);
+      expect(due).to.include({ messageId: 'old-1', attempts: 2, firstAttemptAt: T0, body: '{"messageId":"old-1"}' });
+      expect(await store.counts()).to.deep.include({ accepted: 7, pending: 1, retrying: 1 });
+      expect(await store.accept([accepted('old-1')])).to.deep.equal({ stored: 0, duplicates: 1 });
+      await store.record([{ id: due!.id, lease: due!.lease, status: 'delivered', attempts: 3, firstAttemptAt: T0, at: T0 + 60 }]);
+      expect((await store.counts()).delivered).to.equal(1);
+    } finally {
+      await store.close();
+    }
+    const db = new Database(join(dataDir, 'eventrelay.db'), { readonly: true });
+    try {
+      expect(sqliteSchemaVersion(db)).to.equal(SQLITE_MIGRATIONS.length);
+      const steps = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>;
+      expect(steps.map((s) => s.version)).to.deep.equal(SQLITE_MIGRATIONS.map((m) => m.version));
+    } finally {
+      db.close();
+    }
+  });
+
+  it('refuses a data directory whose schema is newer than this release', () => {
+    const dataDir = tempDir();
+    new SqliteStore({ dataDir }).close();
+    const db = new Database(join(dataDir, 'eventrelay.db'));
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(SQLITE_MIGRATIONS.length + 1, 'from the future', T0);
+    db.close();
+    expect(() => new SqliteStore({ dataDir })).to.throw(StoreError, /newer than this eventrelay knows/).with.property('code', 'ERR_STORE_SCHEMA');
+  });
+
   it('refuses a second store on the same directory', async () => {
     const dataDir = tempDir();
     const first = new SqliteStore({ dataDir });
     try {
       await first.accept([accepted('a')]);
-      expect(() => new SqliteStore({ dataDir })).to.throw(EventRelayError, /Another forwarder is using the data directory/);
+      expect(() => new SqliteStore({ dataDir })).to.throw(StoreError, /Another forwarder is using the data directory/).with.property('code', 'ERR_STORE_LOCKED');
     } finally {
       await first.close();
     }
@@ -220,6 +172,10 @@ describe('SqliteStore durability', () => {
     } catch (e) {
       error = e;
     }
-    expect(error).to.be.instanceOf(EventRelayError).with.property('code', 'ERR_STORE_CLOSED');
+    expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_CLOSED');
   });
+});
+
+after(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });

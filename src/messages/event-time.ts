@@ -1,0 +1,91 @@
+import { isTimestamp } from './timestamp';
+
+/**
+ * Event time, one policy for the client and the forwarder: a timestamp is a `Date` (client
+ * calls) or an RFC 3339 date-time with a time zone (`2026-03-01T12:34:56.789Z`), naming an
+ * instant from year 0000 to 9999 in UTC, so that its webhook form is always
+ * `YYYY-MM-DDTHH:mm:ss.sssZ` and the receiver's parser accepts it. `new Date('+010000-01-01')`
+ * or `9999-12-31T23:30:00-01:00` (year 10000 in UTC) are refused up front.
+ */
+
+/** 0000-01-01T00:00:00.000Z, in epoch milliseconds. */
+export const MIN_TIMESTAMP_MS = -62_167_219_200_000;
+/** 9999-12-31T23:59:59.999Z, in epoch milliseconds. */
+export const MAX_TIMESTAMP_MS = 253_402_300_799_999;
+
+// The intrinsic, captured once: a Date whose own methods were replaced (or throw) is read the same.
+const getTime = Date.prototype.getTime;
+
+/** What a timestamp must look like, for error messages. */
+export const TIMESTAMP_EXPECTED = 'a Date or an ISO 8601 date-time with a time zone, like 2026-03-01T12:34:56.789Z, from year 0000 to 9999';
+
+/**
+ * Epoch milliseconds of a timestamp the rules accept; undefined for anything else (an invalid
+ * or out-of-range Date, a string that is not an RFC 3339 date-time, a number, a Proxy).
+ */
+export function timestampMs(value: unknown): number | undefined {
+  let ms: number;
+  if (typeof value === 'string') {
+    if (!isTimestamp(value)) return undefined;
+    ms = parseRfc3339(value);
+  } else if (value instanceof Date) {
+    try {
+      ms = getTime.call(value);
+    } catch {
+      return undefined; // a Proxy around a Date, say
+    }
+  } else {
+    return undefined;
+  }
+  return ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS ? ms : undefined;
+}
+
+/** The webhook form of an accepted timestamp: `YYYY-MM-DDTHH:mm:ss.sssZ`. */
+export function isoTimestamp(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** Epoch ms of an RFC 3339 string `isTimestamp` accepted (lowercase t/z, a leap second). */
+function parseRfc3339(value: string): number {
+  const upper = value.toUpperCase();
+  const ms = Date.parse(upper);
+  if (!Number.isNaN(ms)) return ms;
+  // A leap second (23:59:60) is the last instant of that minute, as POSIX clocks count it.
+  const leap = Date.parse(upper.replace(/:60(?=[.Z+-])/, ':59'));
+  return Number.isNaN(leap) ? Number.NaN : Math.floor(leap / 1000) * 1000 + 999;
+}
+
+export interface EventTimeInput {
+  readonly timestamp?: unknown;
+  readonly originalTimestamp?: unknown;
+}
+
+export interface EventTimeOptions {
+  /** Time of receipt, epoch ms. */
+  readonly receivedAt: number;
+  /** The batch's `sentAt`, when the sender put one (used to correct the sender's clock skew). */
+  readonly sentAt?: unknown;
+}
+
+/**
+ * The event time of a valid message, as Segment-compatible collectors derive it:
+ * - its `timestamp` when it has one (historical import, spec 4.4);
+ * - else its `originalTimestamp` corrected for the sender's clock skew,
+ *   `receivedAt - (sentAt - originalTimestamp)`, when the batch carries a valid `sentAt`
+ *   (and the result stays in range), else `originalTimestamp` as it is;
+ * - else the time of receipt.
+ */
+export function eventTimeMs(message: EventTimeInput, options: EventTimeOptions): number {
+  const timestamp = present(message.timestamp) ? timestampMs(message.timestamp) : undefined;
+  if (timestamp !== undefined) return timestamp;
+  const original = present(message.originalTimestamp) ? timestampMs(message.originalTimestamp) : undefined;
+  if (original === undefined) return options.receivedAt;
+  const sentAt = present(options.sentAt) ? timestampMs(options.sentAt) : undefined;
+  if (sentAt === undefined) return original;
+  const corrected = options.receivedAt - (sentAt - original);
+  return corrected >= MIN_TIMESTAMP_MS && corrected <= MAX_TIMESTAMP_MS ? corrected : original;
+}
+
+function present(value: unknown): boolean {
+  return value !== undefined && value !== null;
+}

@@ -1,0 +1,121 @@
+import { describe, it, before, after } from 'mocha';
+import { expect } from 'chai';
+import pg from 'pg';
+import { PostgresStore } from '../../../src/forwarder/store/postgres';
+import { POSTGRES_MIGRATIONS } from '../../../src/forwarder/store/postgres-schema';
+import { createForwarder } from '../../../src/forwarder/service';
+import { StoreError } from '../../../src/errors';
+import { storeContract, accepted, delivery, T0 } from '../../unit/forwarder/store/contract';
+import { usePostgres } from '../../helpers/postgres';
+
+describe('PostgresStore (real server)', function () {
+  this.timeout(30_000);
+  const db = usePostgres();
+
+  async function emptyStore(): Promise<PostgresStore> {
+    const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters RESTART IDENTITY');
+    } finally {
+      await client.end();
+    }
+    return store;
+  }
+
+  storeContract('PostgresStore', emptyStore);
+
+  describe('several instances on one database', () => {
+    let a: PostgresStore;
+    let b: PostgresStore;
+    before(async () => {
+      a = await emptyStore();
+      b = await PostgresStore.open({ url: db.url, poolSize: 4 });
+    });
+    after(async () => {
+      await a?.close();
+      await b?.close();
+    });
+
+    it('recognises a messageId sent to another instance, also when both commit at once', async () => {
+      const [first, second] = await Promise.all([a.accept([accepted('x1'), accepted('x2')]), b.accept([accepted('x2'), accepted('x1')])]);
+      expect(first.stored + second.stored).to.equal(2);
+      expect(first.duplicates + second.duplicates).to.equal(2);
+      expect(await b.accept([accepted('x1')])).to.deep.equal({ stored: 0, duplicates: 1 });
+      const claimed = [...(await a.claim('web', T0, 10, { owner: 'a', ms: 30_000 })), ...(await b.claim('web', T0, 10, { owner: 'b', ms: 30_000 }))];
+      expect(claimed.map((d) => d.messageId).sort()).to.deep.equal(['x1', 'x2']);
+      expect(await a.counts()).to.deep.include({ accepted: 5, duplicates: 3 });
+    });
+
+    it('splits due deliveries between instances claiming at once, each exactly once', async () => {
+      await a.enqueue(Array.from({ length: 200 }, (_, i) => delivery(`s${i}`, T0 + 1000)));
+      const rounds = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? a : b).claim('web', T0 + 1000, 40, { owner: i % 2 === 0 ? 'a' : 'b', ms: 30_000 })),
+      );
+      const claimed = rounds.flat().filter((d) => d.messageId.startsWith('s'));
+      expect(new Set(claimed.map((d) => d.id)).size).to.equal(200);
+      expect(claimed).to.have.length(200);
+    });
+
+    it('lets one pruner run at a time', async () => {
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1, $2)', [0x45_52_4c_59, 2]);
+        // Another instance holds the prune lock: this one skips its round.
+        expect(await a.prune(Number.MAX_SAFE_INTEGER)).to.equal(0);
+        await client.query('SELECT pg_advisory_unlock($1, $2)', [0x45_52_4c_59, 2]);
+        expect(await a.prune(Number.MAX_SAFE_INTEGER)).to.be.above(0);
+      } finally {
+        await client.end();
+      }
+    });
+  });
+
+  it('migrates once when several instances start together, and records the version', async () => {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('DROP TABLE IF EXISTS schema_migrations, messages, deliveries, audiences, audience_members, counters');
+      const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresStore.open({ url: db.url, poolSize: 2 })));
+      await Promise.all(stores.map((s) => s.close()));
+      const { rows } = await client.query('SELECT version FROM schema_migrations ORDER BY version');
+      expect(rows.map((r: { version: number }) => r.version)).to.deep.equal(POSTGRES_MIGRATIONS.map((m) => m.version));
+      // A schema from a newer release is refused.
+      await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)");
+      let error: unknown;
+      await PostgresStore.open({ url: db.url }).catch((e: unknown) => (error = e));
+      expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_SCHEMA');
+      await client.query('DELETE FROM schema_migrations WHERE version = 999');
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('an unreachable server is a clear error at start that names the field and never shows the password', async () => {
+    const forwarder = createForwarder(
+      { storage: { type: 'postgres', url: { env: 'DATABASE_URL' }, connectTimeout: 2000 }, sources: [{ name: 'w', writeKey: 'k' }] },
+      { env: { DATABASE_URL: 'postgres://app:hunter2-secret@127.0.0.1:1/events' } },
+    );
+    let error: unknown;
+    await forwarder.listen({ port: 0 }).catch((e: unknown) => (error = e));
+    expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_UNAVAILABLE');
+    expect(error).to.have.property('field', 'storage.url');
+    const message = (error as Error).message;
+    expect(message).to.contain('storage.url').and.contain('127.0.0.1:1').and.contain('ECONNREFUSED');
+    expect(message).not.to.contain('hunter2-secret');
+    expect(JSON.stringify(error)).not.to.contain('hunter2-secret');
+    await forwarder.close();
+  });
+
+  it('a wrong password is the same clear error, without the password', async () => {
+    const url = new URL(db.url);
+    url.username = 'no_such_user_eventrelay';
+    url.password = 'wrong-pass-value';
+    let error: unknown;
+    await PostgresStore.open({ url: url.toString(), connectTimeout: 2000 }).catch((e: unknown) => (error = e));
+    expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_UNAVAILABLE');
+    expect((error as Error).message).to.contain('no_such_user_eventrelay').and.not.contain('wrong-pass-value');
+  });
+});

@@ -1,0 +1,128 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { expect } from 'chai';
+import { Webhook } from 'standardwebhooks';
+import { createWebhookHandler } from '../../../src/webhooks/node';
+import { verifySignature } from '../../../src/webhooks/signature';
+import type { WebhookMessage } from '../../../src/webhooks/message-types';
+import { basic, post, waitFor } from '../forwarder/helpers';
+import { close, listen } from './http-helpers';
+
+const CLI = resolve('dist/cli.js');
+const WHSEC = `whsec_${randomBytes(32).toString('base64')}`;
+const WRITE_KEY = 'signing-test-key';
+
+interface Recorded {
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+}
+
+describe('a real forwarder process signing with "both", delivering to receivers that check each scheme', function () {
+  this.timeout(40_000);
+  let dir: string;
+  let child: ChildProcess | undefined;
+  const servers: Server[] = [];
+
+  before(() => {
+    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+    dir = mkdtempSync(join(tmpdir(), 'eventrelay-signing-'));
+  });
+
+  after(async () => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await Promise.all(servers.map((server) => close(server)));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the Standard Webhooks adapter accepts every delivery, and each request also passes X-Signature and the standardwebhooks package', async () => {
+    // URL 1: eventrelay's Node adapter requiring Standard Webhooks; it fails "retry-me" once, so the forwarder retries.
+    const handled: { message: WebhookMessage; id: string | undefined }[] = [];
+    const adapter = createServer(
+      createWebhookHandler({
+        secret: WHSEC,
+        scheme: 'standard-webhooks',
+        handler: (message, { request }) => {
+          handled.push({ message, id: request.headers['webhook-id'] as string | undefined });
+          const id = message.type === 'delete' ? undefined : message.messageId;
+          if (id === 'retry-me' && handled.filter((h) => h.id === 'retry-me').length === 1) throw new Error('fail once');
+        },
+      }),
+    );
+    // URL 2: records the raw requests (answers 503, so only URL 1 decides delivery) for the independent checks.
+    const recorded: Recorded[] = [];
+    const recorder = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        recorded.push({ headers: req.headers, body: Buffer.concat(chunks) });
+        res.writeHead(503).end();
+      });
+    });
+    servers.push(adapter, recorder);
+    const adapterPort = await listen(adapter);
+    const recorderPort = await listen(recorder);
+
+    const configPath = join(dir, 'eventrelay.config.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        storage: { type: 'memory' },
+        delivery: { minRetryDelay: 50, maxRetryDelay: 100 },
+        sources: [
+          {
+            name: 'web',
+            writeKey: { env: 'WEB_KEY' },
+            destinations: {
+              Webhooks: {
+                signing: 'both',
+                sharedSecret: { env: 'HOOK_SECRET' },
+                webhooks: [{ url: `http://127.0.0.1:${adapterPort}/hook` }, { url: `http://127.0.0.1:${recorderPort}/raw` }],
+              },
+            },
+          },
+        ],
+      }),
+    );
+    child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--config', configPath], {
+      env: { PATH: process.env.PATH ?? '', WEB_KEY: WRITE_KEY, HOOK_SECRET: WHSEC },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    await waitFor(() => /listening on (http:\/\/\S+)/.test(out), 'the forwarder to listen', 15_000);
+    const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+
+    const batch = [
+      { type: 'track', userId: 'u1', event: 'Signed Up', messageId: 'first-1' },
+      { type: 'identify', userId: 'u2', traits: { plan: 'pro' }, messageId: 'retry-me' },
+    ];
+    expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic(WRITE_KEY) })).status).to.equal(200);
+    await waitFor(() => recorded.length >= 3 && handled.length >= 3, 'three attempts at both URLs', 20_000);
+
+    // The adapter saw first-1 once and retry-me twice (it threw the first time), each verified.
+    expect(handled.map((h) => h.id).sort()).to.deep.equal(['first-1', 'retry-me', 'retry-me']);
+    for (const h of handled) expect(h.message.type === 'delete' ? undefined : h.message.messageId).to.equal(h.id);
+
+    // Each request, checked by the standardwebhooks package and by X-Signature.
+    const verifier = new Webhook(WHSEC);
+    for (const { headers, body } of recorded) {
+      const parsed = verifier.verify(body.toString('utf8'), headers as Record<string, string>) as { messageId: string };
+      expect(parsed.messageId).to.equal(headers['webhook-id']);
+      expect(verifySignature(body, headers['x-signature'], WHSEC)).to.equal(true);
+    }
+    // The retry: the same bytes and webhook-id, a timestamp of its own attempt.
+    const retries = recorded.filter((r) => r.headers['webhook-id'] === 'retry-me');
+    expect(retries).to.have.length(2);
+    expect(retries[1]!.body.equals(retries[0]!.body)).to.equal(true);
+    expect(retries[1]!.headers['x-signature']).to.equal(retries[0]!.headers['x-signature']);
+    expect(Number(retries[1]!.headers['webhook-timestamp'])).to.be.at.least(Number(retries[0]!.headers['webhook-timestamp']));
+    expect(out).not.to.include(WHSEC);
+  });
+});
