@@ -1,10 +1,12 @@
 // Forwarder benchmark: messages per second through `eventrelay serve` (ingest over HTTP, store,
 // deliver to one local receiver) and the latency from sending a message to its webhook arriving,
 // with the SQLite queue (synchronous=full, then normal) and with the in-memory store, to show
-// what durability costs. The forwarder runs as its own process (the built CLI); the load
+// what durability costs, each with the delivery log on (the default) and off, to show what the
+// log costs. The forwarder runs as its own process (the built CLI); the load
 // generator and the receiver share this one. 127.0.0.1 only; bounded in count and time.
 //
 //   node bench/forwarder.mjs [messages=20000] [batch=20] [requestsInFlight=8] [paced msg/s=1000]
+//   FORWARDER_BENCH_MODES=0,1,0,1 node bench/forwarder.mjs   (only those rows of `modes`, in that order)
 //
 // Two phases per store: (1) throughput: `messages` sent as fast as `requestsInFlight` batch
 // requests allow, until the last webhook arrives; (2) latency at a steady rate the forwarder
@@ -12,7 +14,7 @@
 //
 // Needs `npm run build` first; uses only the root node_modules.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -30,9 +32,21 @@ const WRITE_KEY = 'bench-write-key';
 
 const modes = [
   { name: 'SQLite, synchronous=full (default)', storage: { type: 'sqlite', synchronous: 'full' } },
+  { name: 'SQLite, synchronous=full, delivery log off', storage: { type: 'sqlite', synchronous: 'full', deliveryLog: false } },
   { name: 'SQLite, synchronous=normal', storage: { type: 'sqlite', synchronous: 'normal' } },
   { name: 'in memory (no durability)', storage: { type: 'memory' } },
+  { name: 'in memory, delivery log off', storage: { type: 'memory', deliveryLog: false } },
 ];
+
+/** CPU time (user + system) of a process so far, in ms, from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -85,7 +99,7 @@ async function startForwarder(mode, receiverUrl, dir) {
     });
     child.once('exit', (code) => reject(new Error(`forwarder exited with ${code}`)));
   });
-  return { url, stop: () => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM'))) };
+  return { url, pid: child.pid, stop: () => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM'))) };
 }
 
 function makeBatch(prefix, from, count) {
@@ -129,6 +143,7 @@ async function runMode(mode) {
   const batches = [];
   for (let i = 0; i < MESSAGES; i += BATCH) batches.push(makeBatch('max', i, Math.min(BATCH, MESSAGES - i)));
   const sentAt = new Map();
+  const cpuBefore = cpuMs(forwarder.pid);
   const start = performance.now();
   let next = 0;
   let ackedAt = 0;
@@ -144,6 +159,7 @@ async function runMode(mode) {
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   await receiver.waitFor(MESSAGES);
   const end = performance.now();
+  const cpu = cpuMs(forwarder.pid) - cpuBefore;
   const backlog = latencies(receiver, sentAt);
 
   // Phase 2: latency at a steady rate.
@@ -172,6 +188,7 @@ async function runMode(mode) {
   return {
     name: mode.name,
     endToEnd: MESSAGES / ((end - start) / 1000),
+    cpuPerMessage: cpu === undefined || Number.isNaN(cpu) ? undefined : (cpu * 1000) / MESSAGES,
     ingest: MESSAGES / ((ackedAt - start) / 1000),
     backlogP50: percentile(backlog, 50),
     p50: percentile(steady, 50),
@@ -181,15 +198,22 @@ async function runMode(mode) {
 
 console.error(`forwarder benchmark: ${MESSAGES} track messages, batches of ${BATCH}, ${IN_FLIGHT} requests in flight, Node ${process.version}`);
 const results = [];
-for (const mode of modes) {
+// FORWARDER_BENCH_MODES=0,1 runs only those rows of `modes` (e.g. the log on/off pair, repeated).
+const picked = process.env.FORWARDER_BENCH_MODES ? process.env.FORWARDER_BENCH_MODES.split(',').map((i) => modes[Number(i)]) : modes;
+for (const mode of picked) {
   console.error(`  ${mode.name}...`);
   results.push(await runMode(mode));
 }
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const ms = (n) => `${n.toFixed(1)} ms`;
-console.log(`\n| store | messages/s end to end | messages/s acknowledged | p50 send → webhook at ${fmt(PACED_RATE)} msg/s | p99 at ${fmt(PACED_RATE)} msg/s |`);
-console.log(`|---|---:|---:|---:|---:|`);
-for (const r of results) console.log(`| ${r.name} | ${fmt(r.endToEnd)} | ${fmt(r.ingest)} | ${ms(r.p50)} | ${ms(r.p99)} |`);
+console.log(
+  `\n| store | messages/s end to end | messages/s acknowledged | p50 send → webhook at ${fmt(PACED_RATE)} msg/s | p99 at ${fmt(PACED_RATE)} msg/s | forwarder CPU µs/message |`,
+);
+console.log(`|---|---:|---:|---:|---:|---:|`);
+for (const r of results) {
+  const cpu = r.cpuPerMessage === undefined ? '-' : fmt(r.cpuPerMessage);
+  console.log(`| ${r.name} | ${fmt(r.endToEnd)} | ${fmt(r.ingest)} | ${ms(r.p50)} | ${ms(r.p99)} | ${cpu} |`);
+}
 console.log(
   `\nThroughput: ${MESSAGES} track messages in batches of ${BATCH}, ${IN_FLIGHT} batch requests in flight, until the last webhook arrived ` +
     `("acknowledged": until the last 200 from the ingestion API). Latency: ${fmt(PACED_RATE)} msg/s for ${PACED_SECONDS} s in batches of ${perTickShown()}, ` +

@@ -31,6 +31,7 @@ import type { EndpointHealth } from './metrics/health';
 import { MemoryDeliveryLog } from './store/delivery-log';
 import type { DeliveryLog } from './store/delivery-log';
 import { SqliteDeliveryLog } from './store/sqlite-log';
+import { PostgresDeliveryLog } from './store/postgres-log';
 import type { RejectedMessage, ValidMessage } from './http/ingest';
 
 const log = createDebug('analytics:forwarder');
@@ -276,7 +277,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           sources: new Map(this.routes.map((r) => [r.name, r.webhooksOn])),
           keepDelivered: storage.keepDelivered,
         },
-        storage.deliveryLog ? this.openLog(store) : undefined,
+        storage.deliveryLog ? await this.openLog(store) : undefined,
         this.metrics,
       );
       return store;
@@ -287,10 +288,18 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     return this.opening;
   }
 
-  /** The delivery log beside the store: in its database for SQLite, else in memory. */
-  private openLog(store: ForwarderStore): DeliveryLog {
+  /** The delivery log beside the store: in its database for SQLite and PostgreSQL, else in memory. */
+  private async openLog(store: ForwarderStore): Promise<DeliveryLog> {
     const options = { keepDelivered: this.config.storage.keepDelivered };
     if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
+    if (store instanceof PostgresStore) {
+      try {
+        return await PostgresDeliveryLog.open(store.connections, options);
+      } catch (error) {
+        // The queue works without it: keep a log in memory rather than refuse to start.
+        log('delivery log tables could not be created (%s); keeping the log in memory', (error as Error).message);
+      }
+    }
     return new MemoryDeliveryLog(options);
   }
 

@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS log_messages (
 );
 CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
 CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
-CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at);
+CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS log_attempts (
   id INTEGER PRIMARY KEY,
   delivery_id INTEGER NOT NULL,
@@ -50,7 +50,6 @@ CREATE TABLE IF NOT EXISTS log_attempts (
   outcome TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
-CREATE INDEX IF NOT EXISTS log_attempts_at ON log_attempts (at);
 `;
 
 /** Buffered writes are committed after this long, in ms (or at once before a read). */
@@ -123,9 +122,11 @@ export class SqliteDeliveryLog implements DeliveryLog {
         `SELECT id, series FROM log_messages WHERE source = ? AND message_id = ? AND state NOT IN ('duplicate', 'refused', 'filtered')
          ORDER BY id DESC LIMIT 1`,
       ),
-      state: db.prepare('SELECT state, attempts, updated_at, finished_at, reason FROM log_messages WHERE id = ?'),
-      update: db.prepare('UPDATE log_messages SET state = ?, attempts = ?, updated_at = ?, finished_at = ?, reason = ? WHERE id = ?'),
-      eraseBody: db.prepare('UPDATE log_messages SET body = NULL WHERE id = ?'),
+      // One statement per attempt: the new state follows from the outcome alone.
+      update: db.prepare(
+        `UPDATE log_messages SET state = ?, attempts = attempts + 1, updated_at = ?, finished_at = ?, reason = ?,
+         body = CASE WHEN ? THEN NULL ELSE body END WHERE id = ?`,
+      ),
       insertAttempt: db.prepare(
         'INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
@@ -138,8 +139,9 @@ export class SqliteDeliveryLog implements DeliveryLog {
         `SELECT ${COLUMNS}, body FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
          ORDER BY id`,
       ),
-      pruneMessages: db.prepare(`DELETE FROM log_messages WHERE id IN (SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK})`),
-      pruneAttempts: db.prepare(`DELETE FROM log_attempts WHERE id IN (SELECT id FROM log_attempts WHERE at < ? LIMIT ${PRUNE_CHUNK})`),
+      pruneIds: db.prepare(`SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
+      pruneMessages: db.prepare('DELETE FROM log_messages WHERE id IN (SELECT value FROM json_each(?))'),
+      pruneAttempts: db.prepare('DELETE FROM log_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))'),
       eraseDelivered: db.prepare(
         `UPDATE log_messages SET body = NULL WHERE id IN (SELECT id FROM log_messages WHERE state = 'delivered' AND finished_at < ? AND body IS NOT NULL
          LIMIT ${PRUNE_CHUNK})`,
@@ -215,20 +217,14 @@ export class SqliteDeliveryLog implements DeliveryLog {
         const key = `${record.source}\u0000${record.messageId}`;
         const found = this.live.get(key) ?? (s.findLive.get(record.source, record.messageId) as { id: number; series: number } | undefined);
         if (found === undefined) return;
-        const entry = s.state.get(found.id) as
-          | { state: DeliveryState; attempts: number; updated_at: number; finished_at: number | null; reason: string | null }
-          | undefined;
-        if (entry === undefined) return;
         for (const u of record.urls) {
           s.insertAttempt.run(found.id, found.series, record.attempt, record.at, u.url, u.status, u.error, u.durationMs, record.outcome);
         }
-        const next = { state: entry.state, attempts: entry.attempts, updatedAt: entry.updated_at, finishedAt: entry.finished_at, reason: entry.reason };
+        const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
         applyAttempt(next, record);
-        s.update.run(next.state, next.attempts, next.updatedAt, next.finishedAt, next.reason, found.id);
-        if (FINAL_STATES.has(next.state)) {
-          this.live.delete(key);
-          if (next.state === 'delivered' && this.options.keepDelivered === 0) s.eraseBody.run(found.id);
-        }
+        const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
+        if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, found.id).changes === 0) return;
+        if (FINAL_STATES.has(next.state)) this.live.delete(key);
         return;
       }
       case 'replayed': {
@@ -313,19 +309,24 @@ export class SqliteDeliveryLog implements DeliveryLog {
   async prune(before: number, now: number): Promise<number> {
     this.flush();
     let removed = 0;
-    const steps: Array<[BetterSqlite3.Statement, number, boolean]> = [
-      [this.statements.pruneMessages, before, true],
-      [this.statements.pruneAttempts, before, true],
-      [this.statements.eraseDelivered, now - this.options.keepDelivered, false],
-    ];
-    for (const [statement, at, counts] of steps) {
-      for (;;) {
-        if (this.closed) return removed;
-        const changes = statement.run(at).changes;
-        if (counts) removed += changes;
-        if (changes < PRUNE_CHUNK) break;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
+    const s = this.statements;
+    // A call and its attempts go together, a chunk at a time, letting requests in between.
+    for (;;) {
+      if (this.closed) return removed;
+      const ids = s.pruneIds.all(before) as number[];
+      if (ids.length === 0) break;
+      const list = JSON.stringify(ids);
+      this.db.transaction(() => {
+        removed += s.pruneAttempts.run(list).changes;
+        removed += s.pruneMessages.run(list).changes;
+      })();
+      if (ids.length < PRUNE_CHUNK) break;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    for (;;) {
+      if (this.closed) return removed;
+      if (s.eraseDelivered.run(now - this.options.keepDelivered).changes < PRUNE_CHUNK) break;
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return removed;
   }

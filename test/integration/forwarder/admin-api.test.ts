@@ -285,6 +285,8 @@ for (const store of ['memory', 'sqlite'] as const) {
       expect(value(/eventrelay_queue_depth/)).to.equal(stats.queueDepth);
       expect(text).to.match(/^eventrelay_oldest_pending_age_seconds \d/m);
       expect(text).to.match(/^eventrelay_in_flight \d/m);
+      expect(text).to.match(/^eventrelay_process_cpu_user_seconds_total /m);
+      expect(text).to.match(/^eventrelay_nodejs_/m);
       for (const secret of ['key-web', 'secret-web', 'url-secret', receiver.url, 'Streamed', 'u-ops']) expect(text).not.to.contain(secret);
     });
   });

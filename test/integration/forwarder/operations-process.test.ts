@@ -101,6 +101,9 @@ describe('operating `eventrelay serve` (child processes, SQLite store)', functio
     receiver.failFirst('/proc', 0);
     const second = await serve(configPath, dataDir);
     children.push(second.child);
+    // The store's totals survive the restart; the metrics count what this process saw.
+    expect((await getJson(`${second.url}/stats`)).accepted).to.equal(1);
+    expect(await (await fetch(`${second.url}/metrics`)).text()).not.to.match(/^eventrelay_accepted_total\{source="web"\} [1-9]/m);
     const kept = await getJson(`${second.url}/admin/deliveries/${row.id}`);
     expect(kept).to.include({ status: 'failed', messageId: 'across-restart', attempts: row.attempts });
     expect(kept.attemptLog).to.have.length(row.attempts);
