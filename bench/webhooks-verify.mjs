@@ -2,9 +2,14 @@
 // verifier on bare crypto.createHmac + timingSafeEqual (same input checks: one string of 40
 // hex digits, constant-time compare). Both verify the same valid signature over the same
 // Buffer body, in alternating rounds after a warm-up; the median round counts.
+// A second table does the same for Standard Webhooks: verifyStandardWebhook against a floor on
+// bare createHmac('sha256') + timingSafeEqual with the same checks (three headers, whole-second
+// timestamp within 5 minutes, v1 signatures of 32 bytes), the key decoded once, as a careful
+// hand-written verifier would; the `standardwebhooks` package is shown for reference.
 // Run: npm run build && node bench/webhooks-verify.mjs   (uses only the root node_modules)
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { verifySignature, verifySignatureAsync } from '../dist/webhooks/index.js';
+import { Webhook } from 'standardwebhooks';
+import { signStandardWebhook, verifySignature, verifySignatureAsync, verifyStandardWebhook, verifyStandardWebhookAsync } from '../dist/webhooks/index.js';
 
 const SECRET = 'whsec-bench-0123456789';
 const ROUNDS = Number(process.env.ROUNDS ?? 15);
@@ -78,5 +83,66 @@ for (const r of rows) {
   console.log(
     `| ${r.label} | ${perSecond(r.floor)}/s (${(r.floor / 1000).toFixed(2)} µs) | ${perSecond(r.ours)}/s (${(r.ours / 1000).toFixed(2)} µs) | ` +
       `${ratio.toFixed(3)} ${ratio <= TARGET ? '✓' : '✗'} | ${perSecond(r.asyncNs)}/s (${(r.asyncNs / 1000).toFixed(2)} µs) |`,
+  );
+}
+
+// Standard Webhooks: the same bodies, a whsec_ secret as Standard Webhooks tools make them.
+const WHSEC = `whsec_${Buffer.from('bench-key-0123456789abcdef012345').toString('base64')}`;
+const KEY = Buffer.from(WHSEC.slice(6), 'base64');
+const V1 = /^v1,[A-Za-z0-9+/]{43}=$/;
+const SECONDS = /^[0-9]{1,12}$/;
+function floorStandard(body, headers) {
+  const id = headers['webhook-id'];
+  const timestamp = headers['webhook-timestamp'];
+  const signature = headers['webhook-signature'];
+  if (typeof id !== 'string' || id === '' || typeof timestamp !== 'string' || !SECONDS.test(timestamp) || typeof signature !== 'string') return false;
+  if (Math.abs(Date.now() - Number(timestamp) * 1000) > 300_000) return false;
+  const expected = createHmac('sha256', KEY).update(`${id}.${timestamp}.`).update(body).digest();
+  for (const entry of signature.split(' ')) {
+    if (V1.test(entry) && timingSafeEqual(expected, Buffer.from(entry.slice(3), 'base64'))) return true;
+  }
+  return false;
+}
+const oursStandard = (body, headers) => verifyStandardWebhook(body, headers, WHSEC);
+const oursStandardAsync = (body, headers) => verifyStandardWebhookAsync(body, headers, WHSEC);
+const packageVerifier = new Webhook(WHSEC);
+const packageStandard = (body, headers) => {
+  packageVerifier.verify(body, headers, { jsonParse: false });
+  return true;
+};
+
+const standardRows = [];
+for (const [label, size, n] of [['1 KB', 1024, 20_000], ['32 KB', 32 * 1024, 1_000]]) {
+  const body = makeBody(size);
+  const headers = signStandardWebhook(body, WHSEC, { id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W' });
+  timeRound(floorStandard, body, headers, n);
+  timeRound(oursStandard, body, headers, n);
+  const floor = [];
+  const ours = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    if (round % 2 === 0) {
+      floor.push(timeRound(floorStandard, body, headers, n));
+      ours.push(timeRound(oursStandard, body, headers, n));
+    } else {
+      ours.push(timeRound(oursStandard, body, headers, n));
+      floor.push(timeRound(floorStandard, body, headers, n));
+    }
+  }
+  const asyncNs = [];
+  for (let round = 0; round < 5; round++) asyncNs.push(await timeRoundAsync(oursStandardAsync, body, headers, Math.ceil(n / 4)));
+  const packageNs = [];
+  for (let round = 0; round < 5; round++) packageNs.push(timeRound(packageStandard, body, headers, Math.ceil(n / 4)));
+  standardRows.push({ label, floor: median(floor), ours: median(ours), asyncNs: median(asyncNs), packageNs: median(packageNs) });
+}
+
+console.log(`\nStandard Webhooks; time ratio = eventrelay / floor (target <= ${TARGET})\n`);
+console.log('| body | floor: createHmac(sha256) + timingSafeEqual | eventrelay verifyStandardWebhook | time ratio | verifyStandardWebhookAsync (Web Crypto) | standardwebhooks package |');
+console.log('|---|---|---|---|---|---|');
+for (const r of standardRows) {
+  const ratio = r.ours / r.floor;
+  console.log(
+    `| ${r.label} | ${perSecond(r.floor)}/s (${(r.floor / 1000).toFixed(2)} µs) | ${perSecond(r.ours)}/s (${(r.ours / 1000).toFixed(2)} µs) | ` +
+      `${ratio.toFixed(3)} ${ratio <= TARGET ? '✓' : '✗'} | ${perSecond(r.asyncNs)}/s (${(r.asyncNs / 1000).toFixed(2)} µs) | ` +
+      `${perSecond(r.packageNs)}/s (${(r.packageNs / 1000).toFixed(2)} µs) |`,
   );
 }

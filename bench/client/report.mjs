@@ -2,6 +2,8 @@
 // to the floor measured in the same run, then the targets checked for eventrelay.
 
 const TARGET_RATIO = 1.5;
+/** The Segment-compatible layer's CPU per message against eventrelay's own client (issue 12). */
+const COMPAT_RATIO = 1.2;
 
 function num(value, digits = 0) {
   if (value === undefined || value === null || Number.isNaN(value)) return '—';
@@ -80,6 +82,12 @@ export function targetChecks(scenario, results) {
   if (scenario.name === 'burst') {
     checks.push(ratioCheck('total time', ours.totalMs, floor?.totalMs));
     checks.push(ratioCheck('peak RSS', ours.peakRssMB, floor?.peakRssMB));
+  }
+  // The Segment-compatible layer must keep eventrelay's speed: within 1.2x its CPU per message.
+  const segment = results.find((r) => r.client === 'eventrelay-segment' && r.status === 'ok');
+  if (segment && ours.cpuUsPerMsg) {
+    const r = segment.cpuUsPerMsg / ours.cpuUsPerMsg;
+    checks.push({ what: 'eventrelay/segment CPU per message', ok: r <= COMPAT_RATIO, shown: `${r.toFixed(2)}× eventrelay (target ≤ ${COMPAT_RATIO}×)` });
   }
   return checks;
 }

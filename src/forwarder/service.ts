@@ -70,6 +70,8 @@ export interface ForwarderStats {
   readonly accepted: number;
   /** Acknowledged messages whose messageId the source had sent before: not forwarded again. */
   readonly duplicates: number;
+  /** Messages the ingestion API refused (listed in an answer's `rejected`) since this process started. */
+  readonly refused: number;
   /** Deliveries (messages, deletions, audience identifies) a webhook accepted. */
   readonly delivered: number;
   /** Deliveries waiting for a retry after a failed attempt. */
@@ -129,6 +131,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private server: Server | undefined;
   private pruneTimer: unknown;
   private startedAt = 0;
+  /** Messages refused by the ingestion API since start (not stored, so counted here). */
+  private refused = 0;
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private pendingRequests = 0;
@@ -196,7 +200,10 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     const backend = {
       sourceForKey: (key: string) => this.byKey.get(keyDigest(key)),
       accept: (messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]) => this.accept(messages, calls),
-      onRejected: (source: string, rejected: readonly RejectedMessage[], receivedAt: number) => this.ops?.refused(source, rejected, receivedAt),
+      onRejected: (source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown) => {
+        this.refused += rejected.length;
+        this.ops?.refused(source, rejected, receivedAt, body);
+      },
       operations,
       requestDeletion: (request: DeletionRequest) => this.requestDeletion(request),
       syncAudience: (request: AudienceSyncRequest) => this.syncAudience(request),
@@ -418,6 +425,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       return {
         accepted: counts.accepted,
         duplicates: counts.duplicates,
+        refused: this.refused,
         delivered: counts.delivered,
         retrying: counts.retrying,
         failed: counts.failed,

@@ -1,7 +1,7 @@
 import type * as NodeCrypto from 'node:crypto';
 import { EventRelayError } from '../errors';
 
-type HmacFunctions = Pick<typeof NodeCrypto, 'createHmac' | 'timingSafeEqual'>;
+type HmacFunctions = Pick<typeof NodeCrypto, 'createHmac' | 'createSecretKey' | 'timingSafeEqual'>;
 
 let loaded: HmacFunctions | undefined;
 

@@ -32,7 +32,10 @@ export interface IncomingWebhook<Context> {
    * throw `PayloadTooLargeError` (answered 413) or `InvalidArgumentError` (500).
    */
   readonly body: WebhookBody | (() => Promise<WebhookBody>);
-  /** The request headers; `X-Signature` is looked up case-insensitively. */
+  /**
+   * The request headers; the signature headers (`X-Signature`, `webhook-*`) are looked up
+   * case-insensitively. Anything that cannot be read as headers counts as unsigned (401).
+   */
   readonly headers: HeadersLike;
   /** Passed to the handler, with `signal` added. */
   readonly context: Context;
@@ -48,10 +51,11 @@ export interface WebhookResponse {
 
 export interface WebhookReceiver<Context> {
   /**
-   * Reads the body, verifies `X-Signature`, parses the message and runs the handler, all
-   * within `timeout`. Resolves with the answer, never rejects: 204 when the handler finished,
-   * 401 bad or missing signature, 400 invalid message, 413 too large, 500 the handler threw,
-   * 503 it did not finish in time.
+   * Reads the body, verifies the signature `scheme` asks for, parses the message and runs the
+   * handler, all within `timeout`. Resolves with the answer, never rejects: 204 when the handler
+   * finished, 401 bad or missing signature (or a Standard Webhooks timestamp outside the
+   * tolerance), 400 invalid message, 413 too large, 500 the handler threw, 503 it did not finish
+   * in time. After the 503, the handler is not called and `onError` is not called again.
    */
   receive(incoming: IncomingWebhook<Context>): Promise<WebhookResponse>;
   /** The resolved options, for adapters (body limit, timeout). */

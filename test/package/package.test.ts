@@ -104,6 +104,38 @@ describe('the packed package', function () {
     expect(out.trim()).to.equal('function function function function');
   });
 
+  it('loads the Segment compatibility layers with import and require', () => {
+    const esm = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { Analytics as Segment, Context } from 'eventrelay/segment';
+         import Classic, { Analytics as ClassicNamed } from 'eventrelay/analytics-node';
+         const s = new Segment({ writeKey: 'k', host: 'http://127.0.0.1:9', disable: true });
+         s.track({ userId: 'u', event: 'E' }, (e, ctx) => {
+           const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
+           c.track({ userId: 'u', event: 'E' }, (e2) => console.log(e === undefined, ctx instanceof Context, Classic === ClassicNamed, e2 === undefined));
+         });`,
+      ],
+      project,
+    );
+    expect(esm.trim()).to.equal('true true true true');
+    const cjs = run(
+      process.execPath,
+      [
+        '-e',
+        `const { Analytics: Segment } = require('eventrelay/segment');
+         const Classic = require('eventrelay/analytics-node');
+         const { Analytics } = require('eventrelay/analytics-node');
+         const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
+         console.log(typeof Segment, typeof Classic, Analytics === Classic, typeof Classic.ValidationError, typeof c.track);`,
+      ],
+      project,
+    );
+    expect(cjs.trim()).to.equal('function function true function function');
+  });
+
   it('gives a TypeScript consumer the types, for ESM and CommonJS', () => {
     writeFileSync(
       join(project, 'tsconfig.json'),

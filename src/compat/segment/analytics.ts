@@ -252,6 +252,7 @@ export class Analytics extends EventEmitter {
   }
 
   private dispatch(type: SegmentEventType, params: unknown, callback: Callback | undefined): void {
+    if (callback === undefined && this.sendBare(type, params)) return;
     let ctx: Context;
     try {
       ctx = new Context(isPlainObject(params) ? makeEvent(type, params) : makeEvent(type, {}));
@@ -279,6 +280,46 @@ export class Analytics extends EventEmitter {
     const run = this.throughPlugins(ctx, isPlainObject(params) ? undefined : params, callback);
     this.pipelines.add(run);
     void run.finally(() => this.pipelines.delete(run));
+  }
+
+  /**
+   * The common case at full speed: no callback and no plugins. The parameters go to
+   * eventrelay's client as they are (it validates and serializes them once); the call's
+   * context is made only if someone needs it when the call finishes (a listener for the
+   * call's event, or `error`). Answers false when the call needs the full path.
+   */
+  private sendBare(type: SegmentEventType, params: unknown): boolean {
+    if (this.closed || this.plugins.length > 0 || this.registrations.size > 0) return false;
+    try {
+      if (!isPlainObject(params)) return false;
+      // Segment copies a page's category into its properties: that needs the event built.
+      if (type === 'page' && params.category !== undefined && params.category !== null) return false;
+      const integrations = params.integrations as Record<string, unknown> | undefined;
+      if (integrations !== undefined && (!isPlainObject(integrations) || integrations['Segment.io'] === false)) return false;
+      this.pendingCalls++;
+      this.client[type](params as never, (error, messageId) => this.settleBare(type, params, error, messageId));
+      return true;
+    } catch {
+      // A throwing getter or a Proxy: the full path refuses the call with a typed error.
+      return false;
+    }
+  }
+
+  private settleBare(type: SegmentEventType, params: Params, error: EventRelayError | undefined, messageId: string | undefined): void {
+    if (error !== undefined || this.listenerCount(type) > 0) {
+      let event: SegmentEvent;
+      try {
+        event = makeEvent(type, params);
+      } catch {
+        event = makeEvent(type, {});
+      }
+      if (messageId !== undefined) event.messageId = messageId;
+      const ctx = new Context(event);
+      if (error !== undefined) ctx.setFailedDelivery({ reason: error });
+      this.finishCall(ctx, error);
+      return;
+    }
+    if (--this.pendingCalls === 0) this.safeEmit('drained');
   }
 
   /** Hands the event to eventrelay's client; `'Segment.io': false` in `integrations` sends nothing, as in Segment. */

@@ -94,6 +94,8 @@ describe('eventrelay/segment calls', () => {
     expect(err.reason).to.be.instanceOf(HttpError);
     expect(err.reason.status).to.equal(503);
     expect(err.ctx).to.be.instanceOf(Context);
+    expect(err.ctx.event).to.deep.include({ type: 'track', event: 'foo', userId: 'sup' });
+    expect(err.ctx.failedDelivery()!.reason).to.equal(err.reason);
   });
 
   describe('alias', () => {

@@ -1,15 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'chai';
 import { Analytics } from '../../../src/client/analytics';
 import { HttpError, NetworkError, TimeoutError, ValidationError } from '../../../src/errors';
 import { GotTransport } from '../../../src/transport/got';
 import { NodeTransport } from '../../../src/transport/node';
 import type { Transport } from '../../../src/transport/transport';
+import { makeCertificates } from '../../helpers/certificates';
 import { startSink } from '../../helpers/sink';
 
 const transports: [string, () => Transport][] = [
@@ -124,10 +121,9 @@ for (const [name, makeTransport] of transports) {
     });
 
     it('refuses a self-signed certificate without retrying', async function () {
-      const dir = mkdtempSync(join(tmpdir(), 'er-tls-'));
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+      const { selfSigned } = makeCertificates();
       let received = 0;
-      const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+      const server = https.createServer(selfSigned, (req, res) => {
         received++;
         res.end('{}');
       });

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { startReceiver } from './receivers';
-import type { Receiver } from './receivers';
+import { startSink } from '../../helpers/sink';
+import type { Sink } from '../../helpers/sink';
 
 const script = fileURLToPath(new URL('../../fixtures/delivery/deliver-script.ts', import.meta.url));
 
@@ -16,11 +16,11 @@ function run(url: string): Promise<{ code: number | null; stdout: string }> {
 
 describe('WebhookDestination#deliver() awaited in a script (issue 9.6)', function () {
   this.timeout(30_000);
-  let receiver: Receiver | undefined;
+  let receiver: Sink | undefined;
   afterEach(() => receiver?.close());
 
   it('keeps the process alive through a retry: 503 then 200 resolves as delivered, then the process exits 0', async () => {
-    receiver = await startReceiver((_req, res, _received, count) => void res.writeHead(count === 1 ? 503 : 200).end());
+    receiver = await startSink((_request, res, index) => void res.writeHead(index === 0 ? 503 : 200).end(), { path: '/hook' });
     const { code, stdout } = await run(receiver.url);
     expect(receiver.requests).to.have.length(2);
     expect(JSON.parse(stdout.trim())).to.deep.equal({ status: 'delivered', attempt: 2 });

@@ -1,15 +1,15 @@
 import { createHmac } from 'node:crypto';
-import { after, afterEach, before, describe, it } from 'mocha';
+import { afterEach, before, describe, it } from 'mocha';
 import { expect } from 'chai';
 import { NetworkError } from '../../../src/errors';
 import { WebhookDestination } from '../../../src/delivery/destination';
 import type { WebhookDestinationOptions } from '../../../src/delivery/destination';
 import { toWebhookMessage } from '../../../src/messages/webhook';
 import { FakeClock } from '../../helpers/fake-clock';
-import { makeCertificates } from './certificates';
-import type { TestCertificates } from './certificates';
-import { answer, startReceiver } from './receivers';
-import type { Receiver } from './receivers';
+import { makeCertificates } from '../../helpers/certificates';
+import type { TestCertificates } from '../../helpers/certificates';
+import { answer, startSink } from '../../helpers/sink';
+import type { Sink } from '../../helpers/sink';
 
 const message = toWebhookMessage({ type: 'identify', userId: 'u-7', traits: { plan: 'pro' }, timestamp: '2026-02-03T04:05:06.789Z' });
 
@@ -21,13 +21,12 @@ describe('WebhookDestination over HTTPS (certificates made with openssl at test 
     this.timeout(30_000);
     certs = makeCertificates();
   });
-  after(() => certs?.remove());
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  async function receiver(tls: { key: string; cert: string }): Promise<Receiver> {
-    const r = await startReceiver(answer(200), tls);
+  async function receiver(tls: { key: string; cert: string }): Promise<Sink> {
+    const r = await startSink(answer(200), { tls, path: '/hook' });
     cleanups.push(() => r.close());
     return r;
   }
@@ -38,7 +37,7 @@ describe('WebhookDestination over HTTPS (certificates made with openssl at test 
     return d;
   }
 
-  async function expectRefused(r: Receiver, d: WebhookDestination): Promise<NetworkError> {
+  async function expectRefused(r: Sink, d: WebhookDestination): Promise<NetworkError> {
     const result = await d.deliver(message);
     expect(result).to.include({ status: 'failed', attempt: 1 });
     const error = result.outcomes[0]?.error;
@@ -66,7 +65,7 @@ describe('WebhookDestination over HTTPS (certificates made with openssl at test 
     const result = await destination(r.url, { ca: certs.ca }).deliver(message);
     expect(result).to.include({ status: 'delivered', url: r.url });
     const received = r.requests[0]!;
-    expect(received.headers['x-signature']).to.equal(createHmac('sha1', 'tls-secret').update(received.body).digest('hex'));
+    expect(received.headers['x-signature']).to.equal(createHmac('sha1', 'tls-secret').update(received.bytes).digest('hex'));
   });
 
   it('still refuses a self-signed leaf even when that very certificate is added as trusted', async () => {

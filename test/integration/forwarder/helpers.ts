@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { startSink } from '../../helpers/sink';
 
+export { waitFor } from '../../helpers/wait';
+
 export interface ReceivedRequest {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
@@ -54,15 +56,6 @@ export async function startReceiver(delayMs = 0): Promise<Receiver> {
     },
     close: sink.close,
   };
-}
-
-/** Polls `condition` every 20 ms until it holds; fails after `timeoutMs` (a bound, not a timing assertion). */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** Basic auth header for a write key, as the client sends it. */

@@ -67,6 +67,8 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
     expect(results[1]).to.be.instanceOf(ValidationError);
     expect((results[1] as ValidationError).field).to.equal('event');
     await waitFor(() => tracked('Partial Good 1').length === 1 && tracked('Partial Good 2').length === 1, 'the two good messages');
+    // The operator sees the refusal in the counts.
+    expect((await forwarder.stats()).refused).to.equal(1);
     for (const request of receiver.delivered) expect(() => parseWebhookMessage(request.body)).not.to.throw();
   });
 

@@ -73,6 +73,7 @@ describe('a real forwarder process signing with "both", delivering to receivers 
       configPath,
       JSON.stringify({
         storage: { type: 'memory' },
+        adminToken: 'admin-token-for-the-test',
         delivery: { minRetryDelay: 50, maxRetryDelay: 100 },
         sources: [
           {
@@ -106,15 +107,23 @@ describe('a real forwarder process signing with "both", delivering to receivers 
     expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic(WRITE_KEY) })).status).to.equal(200);
     await waitFor(() => recorded.length >= 3 && handled.length >= 3, 'three attempts at both URLs', 20_000);
 
+    // A deletion notice has no messageId: its webhook-id is its delivery's own id.
+    const deletion = await post(`${url}/admin/deletions`, { userId: 'u1' }, { Authorization: 'Bearer admin-token-for-the-test' });
+    expect(deletion.status).to.equal(202);
+    await waitFor(() => handled.some((h) => h.message.type === 'delete'), 'the delete notice', 20_000);
+    const notice = handled.find((h) => h.message.type === 'delete')!;
+    expect(notice.id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    await waitFor(() => recorded.length >= 4, 'the delete notice at the recorder', 20_000);
+
     // The adapter saw first-1 once and retry-me twice (it threw the first time), each verified.
-    expect(handled.map((h) => h.id).sort()).to.deep.equal(['first-1', 'retry-me', 'retry-me']);
-    for (const h of handled) expect(h.message.type === 'delete' ? undefined : h.message.messageId).to.equal(h.id);
+    expect(handled.filter((h) => h.message.type !== 'delete').map((h) => h.id).sort()).to.deep.equal(['first-1', 'retry-me', 'retry-me']);
+    for (const h of handled) if (h.message.type !== 'delete') expect(h.message.messageId).to.equal(h.id);
 
     // Each request, checked by the standardwebhooks package and by X-Signature.
     const verifier = new Webhook(WHSEC);
     for (const { headers, body } of recorded) {
-      const parsed = verifier.verify(body.toString('utf8'), headers as Record<string, string>) as { messageId: string };
-      expect(parsed.messageId).to.equal(headers['webhook-id']);
+      const parsed = verifier.verify(body.toString('utf8'), headers as Record<string, string>) as { type: string; messageId?: string };
+      if (parsed.type !== 'delete') expect(parsed.messageId).to.equal(headers['webhook-id']);
       expect(verifySignature(body, headers['x-signature'], WHSEC)).to.equal(true);
     }
     // The retry: the same bytes and webhook-id, a timestamp of its own attempt.

@@ -1,10 +1,10 @@
-import { describe, it } from 'mocha';
+import { before, describe, it } from 'mocha';
 import { expect } from 'chai';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig, loadConfigFile, CONFIG_DEFAULTS } from '../../../src/forwarder/config';
 import { ConfigError } from '../../../src/errors';
+import { useTempDirs } from '../../helpers/temp-dir';
 
 function valid(): any {
   return {
@@ -144,6 +144,33 @@ describe('parseConfig', () => {
     expect(refused({ ...valid(), storage: { synchronous: 'off' } }).field).to.equal('storage.synchronous');
   });
 
+  it('reads the PostgreSQL storage: url from the environment, pool and lease with defaults', () => {
+    const config = parseConfig(
+      { ...valid(), storage: { type: 'postgres', url: { env: 'DATABASE_URL' } } },
+      { DATABASE_URL: 'postgres://app:pw@db.internal:5432/events' },
+    );
+    expect(config.storage).to.deep.include({ type: 'postgres', url: 'postgres://app:pw@db.internal:5432/events', poolSize: 10, connectTimeout: 5000, lease: 30_000 });
+    const tuned = parseConfig({ ...valid(), storage: { type: 'postgres', url: 'postgresql://h/db', poolSize: 3, lease: 8000 } }, {});
+    expect(tuned.storage).to.deep.include({ poolSize: 3, lease: 8000 });
+  });
+
+  it('refuses a PostgreSQL storage without a postgres:// URL, never echoing it', () => {
+    expect(refused({ ...valid(), storage: { type: 'postgres' } }).field).to.equal('storage.url');
+    const scheme = refused({ ...valid(), storage: { type: 'postgres', url: 'mysql://u:topsecret@h/db' } });
+    expect(scheme.field).to.equal('storage.url');
+    expect(scheme.message).to.contain('postgres://').and.not.contain('topsecret');
+    const unset = refused({ ...valid(), storage: { type: 'postgres', url: { env: 'DATABASE_URL' } } }, {});
+    expect(unset.message).to.contain('DATABASE_URL');
+    expect(refused({ ...valid(), storage: { url: 'postgres://h/db' } }).field).to.equal('storage.url');
+    expect(refused({ ...valid(), storage: { type: 'postgres', url: 'postgres://h/db', poolSize: 0 } }).field).to.equal('storage.poolSize');
+  });
+
+  it('refuses a lease shorter than an attempt can take', () => {
+    const error = refused({ ...valid(), delivery: { timeout: 5000 }, storage: { lease: 5500 } });
+    expect(error.field).to.equal('storage.lease');
+    expect(error.message).to.match(/at least `delivery.timeout` \+ 1000 ms/);
+  });
+
   it('needs at least one source', () => {
     expect(refused({ sources: [] }).field).to.equal('sources');
     expect(refused({}).field).to.equal('sources');
@@ -151,7 +178,11 @@ describe('parseConfig', () => {
 });
 
 describe('loadConfigFile', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'eventrelay-config-'));
+  const makeDir = useTempDirs('eventrelay-config-');
+  let dir: string;
+  before(() => {
+    dir = makeDir();
+  });
 
   it('reads a JSON file', () => {
     const path = join(dir, 'ok.json');

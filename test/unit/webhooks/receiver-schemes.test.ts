@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { ConfigError, SignatureVerificationError, TimeoutError, WebhookTimestampError } from '../../../src/errors';
 import { createFetchHandler } from '../../../src/webhooks/fetch';
 import type { WebhookReceiverOptions } from '../../../src/webhooks/options';
@@ -171,6 +172,17 @@ describe('createWebhookReceiver: receive() never rejects (issue 9.12)', () => {
       });
     }
   }
+
+  it('for any value at all as headers, resolves with 401 (property test)', async () => {
+    const { receiver } = setup({ scheme: 'either' });
+    await fc.assert(
+      fc.asyncProperty(fc.anything({ withNullPrototype: true, withMap: true, withSet: true, withBigInt: true, withDate: true }), async (headers) => {
+        const answer = await receiver.receive({ body: RAW, headers: headers as never, context: {} });
+        expect(answer.status).to.equal(401);
+      }),
+      { numRuns: 300 },
+    );
+  });
 
   it('an incoming object whose getters throw, or no object at all, gets a 500', async () => {
     const { receiver, errors } = setup();

@@ -10,12 +10,22 @@ export interface TestCertificates {
   readonly ca: string;
   /** ... and a leaf for 127.0.0.1 it signed; `chain` is leaf + CA as a server would send it. */
   readonly leaf: { key: string; cert: string; chain: string };
-  remove(): void;
 }
 
-/** Makes throw-away certificates with the openssl CLI in a temporary directory. */
+/**
+ * Makes throw-away certificates with the openssl CLI. They are returned as PEM text and their
+ * temporary directory is removed before this returns, whatever happens: nothing is left behind.
+ */
 export function makeCertificates(): TestCertificates {
   const dir = mkdtempSync(join(tmpdir(), 'eventrelay-certs-'));
+  try {
+    return makeIn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function makeIn(dir: string): TestCertificates {
   const file = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
@@ -36,6 +46,5 @@ export function makeCertificates(): TestCertificates {
     selfSigned: { key: read('self.key'), cert: read('self.crt') },
     ca: read('ca.crt'),
     leaf: { key: read('leaf.key'), cert: read('leaf.crt'), chain: read('leaf.crt') + read('ca.crt') },
-    remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
