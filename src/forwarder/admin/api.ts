@@ -262,6 +262,8 @@ async function stream(o: OperationsRoutesOptions, req: IncomingMessage, res: Ser
   for (const key of params.keys()) {
     if (key !== 'source') throw new ValidationError(`Unknown parameter \`${key}\`; expected \`source\``, key);
   }
-  const source = params.get('source') ?? undefined;
-  (await o.ops()).live.subscribe(req, res, source === '' ? undefined : source);
+  const source = params.get('source') ?? '';
+  const ops = await o.ops();
+  if (source !== '' && !ops.hasSource(source)) throw new ValidationError(`Unknown source ${showValue(source)}`, 'source');
+  ops.live.subscribe(req, res, source === '' ? undefined : source);
 }

@@ -312,6 +312,10 @@ export class Operations {
     }
   }
 
+  hasSource(name: string): boolean {
+    return this.host.sources.has(name);
+  }
+
   endpoints(): EndpointHealth[] {
     return this.health.snapshot(this.host.now());
   }

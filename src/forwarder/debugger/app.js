@@ -404,7 +404,7 @@
     drawChart($('chart-depth'), overview.chart, [['queueDepth', '#7a4cc2']]);
     const stats = $('stats');
     clear(stats);
-    for (const name of ['accepted', 'duplicates', 'delivered', 'retrying', 'failed', 'queueDepth', 'oldestPendingAge', 'inFlight']) {
+    for (const name of ['accepted', 'duplicates', 'refused', 'delivered', 'retrying', 'failed', 'queueDepth', 'oldestPendingAge', 'inFlight']) {
       stats.appendChild(el('dt', name));
       stats.appendChild(el('dd', overview.stats[name] === null ? '-' : overview.stats[name]));
     }
@@ -442,6 +442,11 @@
         if (p[name] !== null) coords.push(`${x(i).toFixed(1)},${y(p[name]).toFixed(1)}`);
       });
       if (coords.length > 0) chart.appendChild(svg('polyline', { points: coords.join(' '), fill: 'none', stroke: color, 'stroke-width': 2, 'data-series': name }));
+      // A dot per minute with a value, so that a lone sample shows too.
+      for (const xy of coords) {
+        const [cx, cy] = xy.split(',');
+        chart.appendChild(svg('circle', { cx, cy, r: 2.5, fill: color }));
+      }
     }
     clear(container);
     container.appendChild(chart);

@@ -154,17 +154,24 @@ export class PostgresDeliveryLog implements DeliveryLog {
     this.flushing = this.flushing.then(async () => {
       if (ops.length === 0) return;
       let client: PoolClient | undefined;
+      let failure: Error | undefined;
+      // A connection that breaks between two queries reports here, not as an uncaught 'error'.
+      const onError = (error: Error) => (failure ??= error);
       try {
         client = await this.pool.connect();
+        client.on('error', onError);
         await client.query('BEGIN');
         for (const op of ops) await this.applyOne(client, op);
         await client.query('COMMIT');
       } catch (error) {
+        failure ??= error as Error;
         await client?.query('ROLLBACK').catch(() => {});
         this.live.clear();
-        log('delivery log: could not write %d entries: %s', ops.length, (error as Error).message);
+        log('delivery log: could not write %d entries: %s', ops.length, failure.message);
       } finally {
-        client?.release();
+        client?.off('error', onError);
+        // A broken connection is dropped, not handed to the next user.
+        client?.release(failure);
       }
     });
     return this.flushing;
