@@ -213,6 +213,18 @@ for (const store of ['memory', 'sqlite', 'postgres'] as const) {
         expect(rows[0].reason).to.match(/userId/);
       });
 
+      it('logs deletion notices and audience identifies as deliveries of their own', async () => {
+        const userId = `gone-${store}`;
+        expect((await post(`${url}/admin/deletions`, { userId, sources: ['web'] }, auth)).status).to.equal(202);
+        expect((await post(`${url}/admin/audiences/sync`, { source: 'web', audience: 'Big Spenders', members: [userId] }, auth)).status).to.equal(200);
+        await waitFor(async () => (await find({ userId, status: 'delivered' })).items.length === 2, 'both deliveries');
+        const rows = (await find({ userId })).items;
+        expect(rows.map((r: any) => [r.kind, r.type, r.source]).sort()).to.deep.equal([
+          ['audience', 'identify', 'web'],
+          ['delete', 'delete', 'web'],
+        ]);
+      });
+
       it('filters by status, type and userId and pages with a cursor, newest first', async () => {
         const user = `pager-${store}`;
         const sent = [1, 2, 3, 4, 5].map((n) => track(`Page ${n}`, { userId: user }));
