@@ -1,55 +1,114 @@
 // Forwarder benchmark: messages per second through `eventrelay serve` (ingest over HTTP, store,
-// deliver to one local receiver) and the latency from sending a message to its webhook arriving,
-// with the SQLite queue (synchronous=full, then normal) and with the in-memory store, to show
-// what durability costs, each with the delivery log on (the default) and off, to show what the
-// log costs. The forwarder runs as its own process (the built CLI); the load
-// generator and the receiver share this one. 127.0.0.1 only; bounded in count and time.
+// deliver to one local receiver), the CPU each message costs the forwarder and its database, and
+// the latency from sending a message to its webhook arriving. Stores: SQLite (synchronous=full,
+// then normal), memory, PostgreSQL with one and with two forwarder processes on one database;
+// and what a Node team would build instead: Express + BullMQ on Redis with appendfsync always
+// (bench/forwarder-bullmq.mjs). Forwarders run as their own processes; the load generator and the
+// receiver share this one. 127.0.0.1 only; bounded in count and time.
 //
 //   node bench/forwarder.mjs [messages=20000] [batch=20] [requestsInFlight=8] [paced msg/s=1000]
-//   FORWARDER_BENCH_MODES=0,1,0,1 node bench/forwarder.mjs   (only those rows of `modes`, in that order)
+//   BENCH_MODES=sqlite-full,pg-1 node bench/forwarder.mjs     (a subset; names below)
+//   BENCH_PROFILE=/tmp/prof node bench/forwarder.mjs             (CPU profiles of the forwarders)
 //
-// Two phases per store: (1) throughput: `messages` sent as fast as `requestsInFlight` batch
-// requests allow, until the last webhook arrives; (2) latency at a steady rate the forwarder
-// keeps up with: `paced` messages per second for 5 s, p50/p99 from sending to the webhook.
+// Two phases per mode: (1) throughput: `messages` sent as fast as `requestsInFlight` batch requests
+// allow, until the last webhook arrives, with the CPU time (user + system, from /proc) of the
+// forwarder processes and of the database server over that phase; (2) latency at a steady rate the
+// forwarder keeps up with: `paced` messages per second for 5 s, p50/p99 from sending to the webhook.
 //
-// Needs `npm run build` first; uses only the root node_modules.
-import { spawn } from 'node:child_process';
+// PostgreSQL: EVENTRELAY_BENCH_PG_URL (a database to CREATE/DROP DATABASE from), default
+// postgres://postgres@127.0.0.1:5432/postgres; when the server runs here, its CPU is read from the
+// processes serving the benchmark's database (pg_stat_activity) and its WAL writer, checkpointer
+// and background writer. Redis at 127.0.0.1:6379: `appendonly yes` and `appendfsync
+// always` are set for the BullMQ run and restored after it.
+//
+// Needs `npm run build` first and `npm --prefix bench ci` (bullmq, express).
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
 const CLI = join(root, 'dist', 'cli.js');
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const BATCH = Number(process.argv[3] ?? 20);
 const IN_FLIGHT = Number(process.argv[4] ?? 8);
 const PACED_RATE = Number(process.argv[5] ?? 1000);
 const PACED_SECONDS = 5;
-const RUN_TIMEOUT = 120_000;
+const RUN_TIMEOUT = 180_000;
 const WRITE_KEY = 'bench-write-key';
+const SECRET = 'bench-secret';
+const PG_ADMIN_URL = process.env.EVENTRELAY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
-const modes = [
-  { name: 'SQLite, synchronous=full (default)', storage: { type: 'sqlite', synchronous: 'full' } },
-  { name: 'SQLite, synchronous=full, delivery log off', storage: { type: 'sqlite', synchronous: 'full', deliveryLog: false } },
-  { name: 'SQLite, synchronous=normal', storage: { type: 'sqlite', synchronous: 'normal' } },
-  { name: 'in memory (no durability)', storage: { type: 'memory' } },
-  { name: 'in memory, delivery log off', storage: { type: 'memory', deliveryLog: false } },
+const allModes = [
+  { id: 'sqlite-full', name: 'SQLite, synchronous=full (default)', storage: { type: 'sqlite', synchronous: 'full' } },
+  { id: 'sqlite-normal', name: 'SQLite, synchronous=normal', storage: { type: 'sqlite', synchronous: 'normal' } },
+  { id: 'memory', name: 'in memory (no durability)', storage: { type: 'memory' } },
+  // The delivery log's cost: the same stores with the log off (storage.deliveryLog: false).
+  { id: 'sqlite-full-nolog', name: 'SQLite, synchronous=full, delivery log off', storage: { type: 'sqlite', synchronous: 'full', deliveryLog: false } },
+  { id: 'memory-nolog', name: 'in memory, delivery log off', storage: { type: 'memory', deliveryLog: false } },
+  { id: 'pg-1', name: 'PostgreSQL, 1 instance', storage: { type: 'postgres' }, instances: 1 },
+  { id: 'pg-2', name: 'PostgreSQL, 2 instances', storage: { type: 'postgres' }, instances: 2 },
+  { id: 'bullmq', name: 'Express + BullMQ, Redis appendfsync always', bullmq: true },
 ];
-
-/** CPU time (user + system) of a process so far, in ms, from /proc (Linux); NaN elsewhere. */
-function cpuMs(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
+const wanted = process.env.BENCH_MODES?.split(',');
+const modes = wanted === undefined ? allModes : allModes.filter((m) => wanted.includes(m.id));
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** CPU time (user + system) of a process so far, in ms; 0 once it is gone. */
+function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+function pidsOf(user) {
+  try {
+    return execFileSync('ps', ['-u', user, '-o', 'pid=']).toString().split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
+  } catch {
+    return [];
+  }
+}
+
+/** CPU of a changing set of processes (database backends come and go): sum of their growth. */
+async function cpuMeter(listPids) {
+  const start = new Map((await listPids()).map((pid) => [pid, cpuMs(pid)]));
+  return async () => (await listPids()).reduce((sum, pid) => sum + cpuMs(pid) - (start.get(pid) ?? 0), 0);
+}
+
+/**
+ * The PostgreSQL processes that work for one database: its connections, and the server's WAL
+ * writer, checkpointer and background writer (they write its commits). Other databases' sessions
+ * on a shared server are left out.
+ */
+function postgresPids(adminUrl, database) {
+  const local = pidsOf('postgres');
+  return async () => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    const { rows } = await client.query(
+      `SELECT pid FROM pg_stat_activity WHERE (datname = $1 AND pid <> pg_backend_pid())
+         OR backend_type IN ('walwriter', 'checkpointer', 'background writer')`,
+      [database],
+    );
+    await client.end();
+    return rows.map((r) => r.pid).filter((pid) => local.length === 0 || pidsOf('postgres').includes(pid));
+  };
+}
+
+function redis(...args) {
+  return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', ...args]).toString().trim();
 }
 
 async function startReceiver() {
@@ -79,27 +138,80 @@ async function startReceiver() {
   };
 }
 
-async function startForwarder(mode, receiverUrl, dir) {
-  const configPath = join(dir, 'config.json');
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      storage: mode.storage,
-      delivery: { concurrency: 64 },
-      sources: [{ name: 'bench', writeKey: WRITE_KEY, destinations: { Webhooks: { sharedSecret: 'bench-secret', webhooks: [{ url: receiverUrl }] } } }],
-    }),
-  );
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--data', join(dir, 'data'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+function spawnListening(args, env = {}) {
+  // BENCH_PROFILE=<dir>: each forwarder writes a V8 CPU profile there (bench/client/profile-summary.mjs reads it).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   let out = '';
-  const url = await new Promise((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     child.stdout.on('data', (c) => {
       out += c;
       const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1]);
+      if (match) resolve({ url: match[1], pid: child.pid, stop: () => new Promise((done) => (child.once('exit', done), child.kill('SIGTERM'))) });
     });
-    child.once('exit', (code) => reject(new Error(`forwarder exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`process exited with ${code}`)));
   });
-  return { url, pid: child.pid, stop: () => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM'))) };
+}
+
+async function startForwarders(mode, receiverUrl, dir, databaseUrl) {
+  if (mode.bullmq) {
+    const queue = `eventrelay-bench-${process.pid}`;
+    return [await spawnListening([join(here, 'forwarder-bullmq.mjs'), receiverUrl, WRITE_KEY, SECRET, queue, '64'])];
+  }
+  const configPath = join(dir, 'config.json');
+  const storage = mode.storage.type === 'postgres' ? { type: 'postgres', url: { env: 'DATABASE_URL' }, poolSize: 10 } : mode.storage;
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      storage,
+      delivery: { concurrency: 64 },
+      sources: [{ name: 'bench', writeKey: WRITE_KEY, destinations: { Webhooks: { sharedSecret: SECRET, webhooks: [{ url: receiverUrl }] } } }],
+    }),
+  );
+  const args = [CLI, 'serve', '--config', configPath, '--data', join(dir, 'data'), '--port', '0'];
+  const env = databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl };
+  const out = [];
+  // One after the other: the first one migrates the schema.
+  for (let i = 0; i < (mode.instances ?? 1); i++) out.push(await spawnListening(args, env));
+  return out;
+}
+
+/** A database of its own for a PostgreSQL mode; dropped after it. */
+async function createDatabase() {
+  const name = `eventrelay_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+/** Redis durable like the forwarder's stores for the run: every write fsynced before it answers. */
+async function durableRedis() {
+  const before = { appendonly: redis('config', 'get', 'appendonly').split('\n')[1], appendfsync: redis('config', 'get', 'appendfsync').split('\n')[1] };
+  redis('config', 'set', 'appendonly', 'yes');
+  redis('config', 'set', 'appendfsync', 'always');
+  // Turning AOF on rewrites it in the background: wait, so that the rewrite is not measured.
+  for (;;) {
+    const info = redis('info', 'persistence');
+    if (/aof_rewrite_in_progress:0/.test(info) && /aof_rewrite_scheduled:0/.test(info)) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return () => {
+    redis('config', 'set', 'appendfsync', before.appendfsync);
+    redis('config', 'set', 'appendonly', before.appendonly);
+  };
 }
 
 function makeBatch(prefix, from, count) {
@@ -122,103 +234,144 @@ function latencies(receiver, sentAt) {
 
 async function runMode(mode) {
   const dir = mkdtempSync(join(tmpdir(), 'eventrelay-bench-'));
-  const receiver = await startReceiver();
-  const forwarder = await startForwarder(mode, receiver.url, dir);
-  const auth = `Basic ${Buffer.from(`${WRITE_KEY}:`).toString('base64')}`;
-  const send = async (batch) => {
-    const response = await fetch(`${forwarder.url}/v1/batch`, {
-      method: 'POST',
-      headers: { Authorization: auth, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ batch, sentAt: new Date().toISOString() }),
-    });
-    await response.arrayBuffer();
-    if (response.status !== 200) throw new Error(`ingest answered ${response.status}`);
-  };
-  const timeout = setTimeout(() => {
-    console.error(`timed out after ${RUN_TIMEOUT} ms in mode ${mode.name}`);
-    process.exit(1);
-  }, RUN_TIMEOUT);
-
-  // Phase 1: throughput.
-  const batches = [];
-  for (let i = 0; i < MESSAGES; i += BATCH) batches.push(makeBatch('max', i, Math.min(BATCH, MESSAGES - i)));
-  const sentAt = new Map();
-  const cpuBefore = cpuMs(forwarder.pid);
-  const start = performance.now();
-  let next = 0;
-  let ackedAt = 0;
-  async function worker() {
-    while (next < batches.length) {
-      const batch = batches[next++];
-      const t = performance.now();
-      for (const m of batch) sentAt.set(m.messageId, t);
-      await send(batch);
+  const cleanups = [() => rmSync(dir, { recursive: true, force: true })];
+  try {
+    let databaseUrl;
+    let dbPids = async () => [];
+    if (mode.storage?.type === 'postgres') {
+      const db = await createDatabase();
+      cleanups.unshift(db.drop);
+      databaseUrl = db.url;
+      // The server's CPU can be read only when it runs on this machine.
+      if (['127.0.0.1', 'localhost'].includes(new URL(PG_ADMIN_URL).hostname) && pidsOf('postgres').length > 0) dbPids = postgresPids(PG_ADMIN_URL, db.name);
     }
-    ackedAt = Math.max(ackedAt, performance.now());
-  }
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-  await receiver.waitFor(MESSAGES);
-  const end = performance.now();
-  const cpu = cpuMs(forwarder.pid) - cpuBefore;
-  const backlog = latencies(receiver, sentAt);
+    if (mode.bullmq) {
+      cleanups.unshift(await durableRedis());
+      const pid = Number(/process_id:(\d+)/.exec(redis('info', 'server'))[1]);
+      dbPids = async () => [pid];
+    }
+    const receiver = await startReceiver();
+    cleanups.unshift(receiver.close);
+    const forwarders = await startForwarders(mode, receiver.url, dir, databaseUrl);
+    cleanups.unshift(() => Promise.all(forwarders.map((f) => f.stop())));
+    const auth = `Basic ${Buffer.from(`${WRITE_KEY}:`).toString('base64')}`;
+    let turn = 0;
+    const send = async (batch) => {
+      // A load balancer's round robin over the instances.
+      const target = forwarders[turn++ % forwarders.length];
+      const response = await fetch(`${target.url}/v1/batch`, {
+        method: 'POST',
+        headers: { Authorization: auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ batch, sentAt: new Date().toISOString() }),
+      });
+      await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`ingest answered ${response.status}`);
+    };
+    const timeout = setTimeout(() => {
+      console.error(`timed out after ${RUN_TIMEOUT} ms in mode ${mode.name}`);
+      process.exit(1);
+    }, RUN_TIMEOUT);
 
-  // Phase 2: latency at a steady rate.
-  const pacedSent = new Map();
-  const perTick = Math.max(1, Math.round(PACED_RATE / 50));
-  const ticks = Math.round((PACED_RATE * PACED_SECONDS) / perTick);
-  const pending = [];
-  const pacedStart = performance.now();
-  for (let k = 0; k < ticks; k++) {
-    const due = pacedStart + (k * 1000 * perTick) / PACED_RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const batch = makeBatch('paced', k * perTick, perTick);
-    const t = performance.now();
-    for (const m of batch) pacedSent.set(m.messageId, t);
-    pending.push(send(batch));
-  }
-  await Promise.all(pending);
-  await receiver.waitFor(MESSAGES + ticks * perTick);
-  clearTimeout(timeout);
-  const steady = latencies(receiver, pacedSent);
+    // Phase 1: throughput, and CPU per message.
+    const batches = [];
+    for (let i = 0; i < MESSAGES; i += BATCH) batches.push(makeBatch('max', i, Math.min(BATCH, MESSAGES - i)));
+    const sentAt = new Map();
+    const forwarderCpu = await cpuMeter(async () => forwarders.map((f) => f.pid));
+    const dbCpu = await cpuMeter(dbPids);
+    const start = performance.now();
+    let next = 0;
+    let ackedAt = 0;
+    async function worker() {
+      while (next < batches.length) {
+        const batch = batches[next++];
+        const t = performance.now();
+        for (const m of batch) sentAt.set(m.messageId, t);
+        await send(batch);
+      }
+      ackedAt = Math.max(ackedAt, performance.now());
+    }
+    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+    await receiver.waitFor(MESSAGES);
+    const end = performance.now();
+    const cpuForwarder = await forwarderCpu();
+    const cpuDb = await dbCpu();
+    const backlog = latencies(receiver, sentAt);
 
-  await forwarder.stop();
-  await receiver.close();
-  rmSync(dir, { recursive: true, force: true });
-  return {
-    name: mode.name,
-    endToEnd: MESSAGES / ((end - start) / 1000),
-    cpuPerMessage: cpu === undefined || Number.isNaN(cpu) ? undefined : (cpu * 1000) / MESSAGES,
-    ingest: MESSAGES / ((ackedAt - start) / 1000),
-    backlogP50: percentile(backlog, 50),
-    p50: percentile(steady, 50),
-    p99: percentile(steady, 99),
-  };
+    // Phase 2: latency at a steady rate.
+    const pacedSent = new Map();
+    const perTick = Math.max(1, Math.round(PACED_RATE / 50));
+    const ticks = Math.round((PACED_RATE * PACED_SECONDS) / perTick);
+    const pending = [];
+    const pacedStart = performance.now();
+    for (let k = 0; k < ticks; k++) {
+      const due = pacedStart + (k * 1000 * perTick) / PACED_RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const batch = makeBatch('paced', k * perTick, perTick);
+      const t = performance.now();
+      for (const m of batch) pacedSent.set(m.messageId, t);
+      pending.push(send(batch));
+    }
+    await Promise.all(pending);
+    await receiver.waitFor(MESSAGES + ticks * perTick);
+    clearTimeout(timeout);
+    const steady = latencies(receiver, pacedSent);
+    return {
+      id: mode.id,
+      name: mode.name,
+      endToEnd: MESSAGES / ((end - start) / 1000),
+      ingest: MESSAGES / ((ackedAt - start) / 1000),
+      backlogP50: percentile(backlog, 50),
+      p50: percentile(steady, 50),
+      p99: percentile(steady, 99),
+      cpuForwarderUs: (cpuForwarder * 1000) / MESSAGES,
+      cpuDbUs: (cpuDb * 1000) / MESSAGES,
+      measuredDb: (await dbPids()).length > 0,
+    };
+  } finally {
+    for (const cleanup of cleanups) await cleanup();
+  }
 }
 
 console.error(`forwarder benchmark: ${MESSAGES} track messages, batches of ${BATCH}, ${IN_FLIGHT} requests in flight, Node ${process.version}`);
 const results = [];
-// FORWARDER_BENCH_MODES=0,1 runs only those rows of `modes` (e.g. the log on/off pair, repeated).
-const picked = process.env.FORWARDER_BENCH_MODES ? process.env.FORWARDER_BENCH_MODES.split(',').map((i) => modes[Number(i)]) : modes;
-for (const mode of picked) {
+for (const mode of modes) {
   console.error(`  ${mode.name}...`);
   results.push(await runMode(mode));
 }
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const ms = (n) => `${n.toFixed(1)} ms`;
+const us = (n) => `${Math.round(n)} µs`;
 console.log(
-  `\n| store | messages/s end to end | messages/s acknowledged | p50 send → webhook at ${fmt(PACED_RATE)} msg/s | p99 at ${fmt(PACED_RATE)} msg/s | forwarder CPU µs/message |`,
+  `\n| mode | messages/s end to end | messages/s acknowledged | CPU per message: forwarder + database (= total) | p50 send → webhook at ${fmt(PACED_RATE)} msg/s | p99 |`,
 );
 console.log(`|---|---:|---:|---:|---:|---:|`);
 for (const r of results) {
-  const cpu = r.cpuPerMessage === undefined ? '-' : fmt(r.cpuPerMessage);
-  console.log(`| ${r.name} | ${fmt(r.endToEnd)} | ${fmt(r.ingest)} | ${ms(r.p50)} | ${ms(r.p99)} | ${cpu} |`);
+  const db = r.measuredDb ? `${us(r.cpuForwarderUs)} + ${us(r.cpuDbUs)} (= ${us(r.cpuForwarderUs + r.cpuDbUs)})` : `${us(r.cpuForwarderUs)}`;
+  console.log(`| ${r.name} | ${fmt(r.endToEnd)} | ${fmt(r.ingest)} | ${db} | ${ms(r.p50)} | ${ms(r.p99)} |`);
+}
+const by = Object.fromEntries(results.map((r) => [r.id, r]));
+console.log('\nRatios from this run:');
+const total = (r) => r.cpuForwarderUs + (r.measuredDb ? r.cpuDbUs : 0);
+if (by['pg-1'] && by['sqlite-full']) console.log(`- PostgreSQL (1 instance) / SQLite (full), end to end: ${(by['pg-1'].endToEnd / by['sqlite-full'].endToEnd).toFixed(2)}×`);
+if (by['pg-1'] && by.bullmq) {
+  console.log(`- PostgreSQL (1 instance) / Express + BullMQ, end to end: ${(by['pg-1'].endToEnd / by.bullmq.endToEnd).toFixed(2)}×`);
+  console.log(`- CPU per message, PostgreSQL (1 instance) / Express + BullMQ (each with its database): ${(total(by['pg-1']) / total(by.bullmq)).toFixed(2)}×`);
+}
+if (by['sqlite-full'] && by.bullmq) {
+  console.log(`- SQLite (full) / Express + BullMQ, end to end: ${(by['sqlite-full'].endToEnd / by.bullmq.endToEnd).toFixed(2)}×`);
+  console.log(`- CPU per message, SQLite (full) / Express + BullMQ with Redis: ${(total(by['sqlite-full']) / total(by.bullmq)).toFixed(2)}×`);
+}
+if (by['pg-1'] && by['pg-2']) console.log(`- PostgreSQL, 2 instances / 1 instance, end to end: ${(by['pg-2'].endToEnd / by['pg-1'].endToEnd).toFixed(2)}×`);
+for (const id of ['pg-1', 'pg-2']) {
+  const r = by[id];
+  if (r?.measuredDb && r.cpuDbUs > 0) {
+    console.log(`- ${r.name}: the database spent ${us(r.cpuDbUs)} of CPU per message: one core of PostgreSQL carries about ${fmt(1e6 / r.cpuDbUs)} messages/s`);
+  }
 }
 console.log(
   `\nThroughput: ${MESSAGES} track messages in batches of ${BATCH}, ${IN_FLIGHT} batch requests in flight, until the last webhook arrived ` +
-    `("acknowledged": until the last 200 from the ingestion API). Latency: ${fmt(PACED_RATE)} msg/s for ${PACED_SECONDS} s in batches of ${perTickShown()}, ` +
-    `from sending the batch to the webhook's arrival. One receiver answering 200 at once, signing on, forwarder in its own process; Node ${process.version}, 127.0.0.1.`,
+    `("acknowledged": until the last 200 from the ingestion API); CPU is user + system time over that phase from /proc. ` +
+    `Latency: ${fmt(PACED_RATE)} msg/s for ${PACED_SECONDS} s in batches of ${Math.max(1, Math.round(PACED_RATE / 50))}, ` +
+    `from sending the batch to the webhook's arrival. One receiver answering 200 at once, signing on, forwarders in their own processes; Node ${process.version}, 127.0.0.1.`,
 );
-function perTickShown() {
-  return Math.max(1, Math.round(PACED_RATE / 50));
-}

@@ -285,9 +285,10 @@ export class Analytics extends EventEmitter {
     }
     const refused = rejectedByIndex(outcome.response.body, batch.length);
     if (refused.size > 0) log('the endpoint refused %d of %d messages of a batch', refused.size, batch.length);
-    for (const { index, id } of batch.callbacks) {
-      const error = refused.get(index);
-      if (error) this.report(error, id);
+    if (refused.size > 0) {
+      // Every refused message is reported, with its id when the batch kept it (messages with a callback).
+      const ids = new Map(batch.callbacks.map(({ index, id }) => [index, id]));
+      for (const [index, error] of refused) this.report(error, ids.get(index));
     }
     this.settle(batch, (index) => refused.get(index));
   }

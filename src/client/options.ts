@@ -114,7 +114,7 @@ function batchUrl(endpoint: unknown, path: unknown): URL {
   if (endpoint === undefined) {
     throw new ConfigError('Expected `endpoint` (or its alias `host`) to be the base URL of the ingestion API, e.g. "https://events.example.com", got nothing', 'endpoint');
   }
-  const url = urlOption('endpoint', endpoint, 'https://events.example.com');
+  const url = urlOption('endpoint', endpoint, { example: 'https://events.example.com' });
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new ConfigError(`Expected \`path\` to be a string starting with "/", got ${showValue(path)}`, 'path');
   }

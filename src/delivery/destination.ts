@@ -14,6 +14,7 @@ import { bodyId, signBody, signingKey, signStandard, standardSigningKey } from '
 import type { KeyObject } from 'node:crypto';
 import { serializeWebhookMessage } from '../messages/webhook';
 import type { WebhookMessage } from '../messages/webhook';
+import { describeType } from '../internal/values';
 
 export type { SigningScheme, WebhookEntry, WebhookDestinationOptions } from './options';
 
@@ -122,7 +123,7 @@ export class WebhookDestination {
       return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.#clock.now(), outcomes: [] };
     }
     if (typeof body !== 'string') {
-      return { status: 'failed', attempt: state.attempt, reason: `Expected the body to be a JSON string, got ${body === null ? 'null' : typeof body}`, outcomes: [] };
+      return { status: 'failed', attempt: state.attempt, reason: `Expected the body to be a JSON string, got ${describeType(body)}`, outcomes: [] };
     }
     try {
       return await this.#attempt(this.#prepare(body, state.id), state);

@@ -1,3 +1,4 @@
+import { isPlainObject } from '../internal/values';
 /**
  * Spec 4.3: a message's `integrations` map turns destinations on or off per call.
  *
@@ -10,14 +11,10 @@
  * Values other than booleans and objects (null, numbers, strings) count as "not set".
  */
 export function isDestinationEnabled(integrations: unknown, name: string): boolean {
-  if (!isRecord(integrations)) return true;
+  if (!isPlainObject(integrations)) return true;
   const own = Object.hasOwn(integrations, name) ? integrations[name] : undefined;
   if (own === false) return false;
-  if (own === true || isRecord(own)) return true;
+  if (own === true || isPlainObject(own)) return true;
   const all = Object.hasOwn(integrations, 'All') ? integrations.All : undefined;
   return all !== false;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

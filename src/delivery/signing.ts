@@ -1,5 +1,6 @@
-import { createHash, createHmac, createSecretKey } from 'node:crypto';
+import { createHash, createSecretKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { standardSignatures, xSignature } from '../internal/hmac';
 import { standardWebhookKey } from '../webhooks/standard-webhooks';
 
 /**
@@ -7,7 +8,7 @@ import { standardWebhookKey } from '../webhooks/standard-webhooks';
  * Takes the bytes, not a value to stringify, so what is signed is what is sent.
  */
 export function signBody(body: Buffer, secret: string | KeyObject): string {
-  return createHmac('sha1', secret).update(body).digest('hex');
+  return xSignature(secret, body);
 }
 
 /** The secret as a key object, made once per destination so each signature skips the key import. */
@@ -28,13 +29,7 @@ export function standardSigningKey(secret: string, field: string): KeyObject {
  * while a secret rotates), space-separated. `timestamp` is in unix seconds.
  */
 export function signStandard(body: Buffer, id: string, timestamp: number, keys: readonly KeyObject[]): string {
-  const prefix = `${id}.${timestamp}.`;
-  let header = '';
-  for (const key of keys) {
-    const mac = createHmac('sha256', key).update(prefix).update(body).digest('base64');
-    header += header === '' ? `v1,${mac}` : ` v1,${mac}`;
-  }
-  return header;
+  return standardSignatures(keys, id, timestamp, body);
 }
 
 /**

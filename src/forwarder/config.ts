@@ -3,7 +3,7 @@ import { ConfigError } from '../errors';
 import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from '../delivery/options';
 import type { SigningScheme } from '../delivery/options';
 import { standardSigningKey } from '../delivery/signing';
-import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption } from '../internal/options';
+import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from '../internal/options';
 import { describeType, describeValue, isPlainObject } from '../internal/values';
 
 /**
@@ -245,15 +245,7 @@ function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): st
     throw new ConfigError('`storage.url` is required with "type": "postgres": a URL such as postgres://user@host:5432/db, or { "env": "DATABASE_URL" }', 'storage.url');
   }
   const text = secret(value, 'storage.url', env);
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new ConfigError('Expected `storage.url` to be a postgres:// URL, got a string that is not a URL', 'storage.url');
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(`Expected \`storage.url\` to be a postgres:// or postgresql:// URL, got the scheme \`${url.protocol}\``, 'storage.url');
-  }
+  urlOption('storage.url', text, { example: 'postgres://user@host:5432/db', schemes: ['postgres:', 'postgresql:'] });
   return text;
 }
 

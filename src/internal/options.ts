@@ -79,12 +79,24 @@ export function objectOption(name: string, value: unknown, what = 'an object'): 
   return value;
 }
 
+export interface UrlRule {
+  /** Shown in the message, e.g. "https://hooks.example.com/in". */
+  readonly example: string;
+  /** Schemes allowed, with their colon. Default http: and https:. */
+  readonly schemes?: readonly string[];
+}
+
+const HTTP_SCHEMES = ['http:', 'https:'];
+
 /**
- * An absolute http or https URL with a host. The text is never repeated in the message: a URL
- * may carry credentials or a token. Only the scheme of a wrong one is shown.
+ * An absolute URL with a host, http or https unless `rule.schemes` says otherwise. The text is
+ * never repeated in the message: a URL may carry credentials or a token. Only the scheme of a
+ * wrong one is shown.
  */
-export function urlOption(name: string, value: unknown, example = 'https://hooks.example.com/in'): URL {
-  const expected = `Expected \`${name}\` to be an absolute http or https URL such as "${example}"`;
+export function urlOption(name: string, value: unknown, rule: UrlRule = { example: 'https://hooks.example.com/in' }): URL {
+  const schemes = rule.schemes ?? HTTP_SCHEMES;
+  const names = schemes.map((scheme) => scheme.slice(0, -1)).join(' or ');
+  const expected = `Expected \`${name}\` to be an absolute ${names} URL such as "${rule.example}"`;
   if (typeof value !== 'string' || value.trim() === '') {
     const came = typeof value === 'string' && value !== '' ? 'an empty string (spaces only)' : describeValue(value);
     throw new ConfigError(`${expected}, got ${came}`, name);
@@ -95,7 +107,7 @@ export function urlOption(name: string, value: unknown, example = 'https://hooks
   } catch {
     throw new ConfigError(`${expected}, got a malformed URL of ${value.length} characters (not shown: it may hold credentials)`, name);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+  if (!schemes.includes(url.protocol)) {
     throw new ConfigError(`${expected}, got the scheme ${showValue(url.protocol)}`, name);
   }
   if (url.hostname === '') throw new ConfigError(`${expected}, got a URL without a host`, name);

@@ -75,5 +75,29 @@ export const MESSAGE_TYPES = ['identify', 'track', 'page', 'screen', 'group', 'a
 
 export type MessageType = (typeof MESSAGE_TYPES)[number];
 
+/**
+ * A message as a client sends it to the service (Segment-compatible wire format): what the
+ * client builds from the params above, what the forwarder receives, and what `rules.ts` checks.
+ */
+export interface InboundMessage {
+  readonly type: MessageType;
+  readonly userId?: string | number | null;
+  readonly anonymousId?: string | number | null;
+  readonly previousId?: string | number;
+  readonly event?: string;
+  readonly name?: string | null;
+  readonly category?: string | null;
+  readonly properties?: Properties | null;
+  readonly traits?: Properties | null;
+  readonly groupId?: string | number;
+  readonly context?: Properties | null;
+  readonly integrations?: Integrations | Readonly<Record<string, unknown>> | null;
+  readonly timestamp?: string | Date | null;
+  /** The sender's clock at the call, without skew correction (RudderStack and some Segment SDKs). */
+  readonly originalTimestamp?: string | Date | null;
+  readonly messageId?: string | null;
+  readonly [key: string]: unknown;
+}
+
 /** Called once per call: with no error when the message was delivered (or, with `disable`, accepted). */
 export type Callback = (error: EventRelayError | undefined, messageId: string | undefined) => void;

@@ -1,6 +1,8 @@
 import { SerializationError, WebhookMessageError } from '../errors';
 import { describeValue, isPlainObject } from '../internal/values';
-import type { Integrations } from './calls';
+import type { InboundMessage } from './calls';
+
+export type { InboundMessage };
 import { eventTimeMs, isoTimestamp, timestampMs, TIMESTAMP_EXPECTED } from './event-time';
 import { checkMessage, isId } from './rules';
 
@@ -134,27 +136,6 @@ export type AliasWebhook = WebhookAliasMessage;
 export type GroupWebhook = WebhookGroupMessage;
 /** @deprecated Use `WebhookDeleteMessage`. */
 export type DeleteWebhook = WebhookDeleteMessage;
-
-/** A message as a client sends it to the service (Segment-compatible wire format). */
-export interface InboundMessage {
-  readonly type: 'identify' | 'track' | 'page' | 'screen' | 'group' | 'alias';
-  readonly userId?: string | number | null;
-  readonly anonymousId?: string | number | null;
-  readonly previousId?: string | number;
-  readonly event?: string;
-  readonly name?: string | null;
-  readonly category?: string | null;
-  readonly properties?: JsonObject | null;
-  readonly traits?: JsonObject | null;
-  readonly groupId?: string | number;
-  readonly context?: JsonObject | null;
-  readonly integrations?: Integrations | Readonly<Record<string, unknown>> | null;
-  readonly timestamp?: string | Date | null;
-  /** The sender's clock at the call, without skew correction (RudderStack and some Segment SDKs). */
-  readonly originalTimestamp?: string | Date | null;
-  readonly messageId?: string | null;
-  readonly [key: string]: unknown;
-}
 
 /** A deletion request for one user of one source. */
 export interface DeletionNotice {

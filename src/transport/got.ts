@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { Got } from 'got';
 import { TimeoutError } from '../errors';
 import { toNetworkError } from './network-errors';
+import { integerOption } from '../internal/options';
 import { redactUrl } from './redact';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
@@ -22,7 +23,7 @@ export class GotTransport implements Transport {
   private client: Promise<Got> | undefined;
 
   constructor(options: GotTransportOptions = {}) {
-    const maxSockets = options.maxSockets ?? 8;
+    const maxSockets = integerOption('maxSockets', options.maxSockets ?? 8, 1);
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets });
     // Certificates are always verified: a self-signed certificate is an error, never a warning.
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, rejectUnauthorized: true });

@@ -5,6 +5,7 @@ import type { PeerCertificate } from 'node:tls';
 import { urlToHttpOptions } from 'node:url';
 import { TimeoutError } from '../errors';
 import { errorCode, toNetworkError } from './network-errors';
+import { integerOption } from '../internal/options';
 import { redactUrl } from './redact';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
@@ -56,7 +57,7 @@ export class NodeTransport implements Transport {
 }
 
 function createNodeSender(options: NodeTransportOptions): Required<Transport> {
-  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const maxResponseBytes = integerOption('maxResponseBytes', options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, 0);
   const httpAgent = new http.Agent({ keepAlive: true, scheduling: 'lifo' });
   const httpsAgent = new https.Agent({
     keepAlive: true,

@@ -5,6 +5,7 @@ import type { WebhookMessage, WebhookMessageType } from './message-types';
 import { isTimestamp } from '../messages/timestamp';
 import { WebhookMessageError } from '../errors';
 import { isPlainObject } from '../internal/values';
+import { describeType } from '../internal/values';
 
 type Json = Record<string, unknown>;
 
@@ -146,17 +147,5 @@ class Checker {
 
 /** The kind of a value, never the value: bodies must not leak into error messages. */
 function kind(value: unknown): string {
-  if (value === undefined) return 'nothing (the field is missing)';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  switch (typeof value) {
-    case 'string':
-      return 'a string';
-    case 'number':
-      return 'a number';
-    case 'boolean':
-      return 'a boolean';
-    default:
-      return 'an object';
-  }
+  return value === undefined ? 'nothing (the field is missing)' : describeType(value);
 }

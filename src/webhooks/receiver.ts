@@ -4,7 +4,7 @@ import { getHeader, SIGNATURE_HEADER } from './headers';
 import type { HeadersLike } from './headers';
 import { log } from './log';
 import type { WebhookMessage } from './message-types';
-import { nodeCrypto } from './node-crypto';
+import { nodeCrypto } from '../internal/hmac';
 import { resolveReceiverOptions } from './options';
 import type { ResolvedReceiverOptions, WebhookReceiverOptions } from './options';
 import { parseWebhookMessage } from './parse';

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors';
+import { describeType } from '../internal/values';
 
 /**
  * The shared secret of the Webhooks destination. Give an array while rotating: a signature
@@ -21,7 +22,7 @@ export function assertSecret(secret: unknown): asserts secret is WebhookSecret {
   }
   if (!Array.isArray(secret)) {
     throw new ConfigError(
-      `${EXPECTED}, got ${secret === null ? 'null' : typeof secret}. Is the environment variable that should hold it set?`,
+      `${EXPECTED}, got ${describeType(secret)}. Is the environment variable that should hold it set?`,
       'secret',
     );
   }
@@ -29,8 +30,7 @@ export function assertSecret(secret: unknown): asserts secret is WebhookSecret {
   for (let i = 0; i < secret.length; i++) {
     const item: unknown = secret[i];
     if (typeof item !== 'string' || item.length === 0) {
-      const got = typeof item === 'string' ? 'an empty string' : item === null ? 'null' : typeof item;
-      throw new ConfigError(`${EXPECTED}, got ${got} at \`secret[${i}]\`.`, `secret[${i}]`);
+      throw new ConfigError(`${EXPECTED}, got ${describeType(item)} at \`secret[${i}]\`.`, `secret[${i}]`);
     }
   }
 }

@@ -1,6 +1,6 @@
 import { toBodyInput } from './body';
 import type { WebhookBody } from './body';
-import { nodeCrypto } from './node-crypto';
+import { nodeCrypto, xSignature } from '../internal/hmac';
 import { assertSecret } from './secret';
 import type { WebhookSecret } from './secret';
 import { decodeSignature } from './signature-format';
@@ -16,7 +16,7 @@ export function sign(rawBody: WebhookBody, secret: string): string {
   const input = toBodyInput(rawBody);
   assertSecret(secret);
   if (typeof secret !== 'string') throw new ConfigError('sign() takes one secret (a string), got an array.', 'secret');
-  return nodeCrypto().createHmac('sha1', secret).update(input).digest('hex');
+  return xSignature(secret, input);
 }
 
 /**

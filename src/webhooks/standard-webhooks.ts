@@ -2,7 +2,8 @@ import { toBodyBytes, toBodyInput } from './body';
 import type { WebhookBody } from './body';
 import { getHeader } from './headers';
 import type { HeadersLike } from './headers';
-import { nodeCrypto } from './node-crypto';
+import { nodeCrypto, standardSignatures } from '../internal/hmac';
+import { durationOption } from '../internal/options';
 import { assertSecret } from './secret';
 import type { WebhookSecret } from './secret';
 import type { KeyObject, webcrypto } from 'node:crypto';
@@ -110,10 +111,7 @@ export function signStandardWebhook(rawBody: WebhookBody, secret: WebhookSecret,
   const input = toBodyInput(rawBody);
   const keys = standardWebhookKeys(secret);
   const { id, seconds } = signingInput(options);
-  const { createHmac } = nodeCrypto();
-  const prefix = `${id}.${seconds}.`;
-  const signatures = keys.map((key) => `v1,${createHmac('sha256', key).update(prefix).update(input).digest('base64')}`);
-  return { 'webhook-id': id, 'webhook-timestamp': String(seconds), 'webhook-signature': signatures.join(' ') };
+  return { 'webhook-id': id, 'webhook-timestamp': String(seconds), 'webhook-signature': standardSignatures(keys, id, seconds, input) };
 }
 
 /** `signStandardWebhook` on Web Crypto, for runtimes without `node:crypto`. */
@@ -191,10 +189,7 @@ interface ResolvedVerify {
 }
 
 function verifyOptions(options: VerifyStandardWebhookOptions): ResolvedVerify {
-  const tolerance = options.tolerance ?? STANDARD_WEBHOOKS_TOLERANCE;
-  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
-    throw new ConfigError(`Expected \`tolerance\` to be a number of ms >= 0, got ${typeof tolerance === 'number' ? tolerance : typeof tolerance}.`, 'tolerance');
-  }
+  const tolerance = durationOption('tolerance', options.tolerance ?? STANDARD_WEBHOOKS_TOLERANCE, 0, Number.MAX_SAFE_INTEGER);
   return { now: options.now ?? Date.now(), tolerance };
 }
 

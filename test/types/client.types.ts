@@ -14,7 +14,12 @@ analytics.track({ userId: 'u', event: 'E', integrations: { All: false, Webhooks:
   void error?.code;
   void messageId;
 });
+// Numeric ids, as other Segment-compatible SDKs send them: the same rule as the forwarder's.
+analytics.group({ userId: 42, groupId: 7 });
+analytics.alias({ userId: 2, previousId: 1 });
 
+// @ts-expect-error: an unknown option (a ConfigError at run time too)
+new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:1', enable: false });
 // @ts-expect-error: a call without userId or anonymousId
 analytics.track({ event: 'E' });
 // @ts-expect-error: identify needs userId or anonymousId

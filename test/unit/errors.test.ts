@@ -3,6 +3,9 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as errors from '../../src/errors';
+import { Analytics } from '../../src/client/analytics';
+import { FakeClock } from '../helpers/fake-clock';
+import { FakeTransport } from '../helpers/fake-transport';
 import * as main from '../../src/index';
 import * as webhooks from '../../src/webhooks/index';
 import * as forwarder from '../../src/forwarder/index';
@@ -57,6 +60,24 @@ describe('errors', () => {
     for (const [name] of classes) {
       expect(code.includes(`new ${name}(`), `${name} is never constructed`).to.equal(true);
     }
+  });
+
+  it('ERR_INTERNAL: a failure the client did not foresee reaches the callback, with the cause', async () => {
+    const boom = new Error('the random source broke');
+    const analytics = new Analytics(
+      { writeKey: 'k', endpoint: 'https://ingest.test', transport: new FakeTransport(() => 503), maxRetries: 3 },
+      {
+        clock: new FakeClock(),
+        random: () => {
+          throw boom;
+        },
+      },
+    );
+    const results: unknown[] = [];
+    analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+    await analytics.flush();
+    expect(results).to.have.length(1);
+    expect(results[0]).to.be.instanceOf(errors.EventRelayError).and.include({ code: 'ERR_INTERNAL', cause: boom });
   });
 
   it('a NetworkError carries one of the network codes, and names itself', () => {

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import { Analytics as Client } from '../../client/analytics';
-import { ConfigError, EventRelayError, ValidationError } from '../../errors';
+import { ConfigError, EventRelayError } from '../../errors';
 import { isPlainObject, showValue } from '../../internal/values';
 import type { MessageType } from '../../messages/calls';
 import type { Transport } from '../../transport/transport';
@@ -50,7 +49,7 @@ export interface AnalyticsNodeOptions {
 }
 
 /** The message a call makes, as the classic SDK builds it (a copy: the caller's object is not changed). */
-export type ClassicMessage = Record<string, unknown> & { type: MessageType; messageId: string; timestamp: Date | string };
+export type ClassicMessage = Record<string, unknown> & { type: MessageType; messageId: string; timestamp?: Date | string };
 
 /** What callbacks and `flush()` get: the classic SDK's `{ batch, timestamp, sentAt }`. */
 export interface FlushData {
@@ -86,8 +85,27 @@ const CATALOG: OptionCatalog = {
 };
 
 interface Pending {
-  readonly message: ClassicMessage;
+  readonly type: MessageType;
+  /** What went to the client: the caller's object, or a copy with its ids made strings. */
+  readonly params: unknown;
+  messageId?: string | undefined;
   error?: Error;
+}
+
+/** The message as the classic SDK showed it in `data.batch`: the caller's fields with `type` and `messageId`. */
+function messageOf(entry: Pending): ClassicMessage {
+  const base = { type: entry.type, messageId: entry.messageId ?? '' };
+  try {
+    const fields = isPlainObject(entry.params) ? entry.params : {};
+    return { ...fields, ...base } as ClassicMessage;
+  } catch {
+    // A Proxy or a throwing getter: the call was refused; its type and id are what is known.
+    return base;
+  }
+}
+
+function needsString(value: unknown): boolean {
+  return value !== undefined && value !== null && typeof value !== 'string';
 }
 
 /** `ms`-style durations of the classic `timeout` option: `500`, `"500ms"`, `"5s"`, `"1m"`, `"1h"`. */
@@ -126,7 +144,8 @@ export class Analytics {
   /** False until the first call, which is sent at once (as the classic SDK does). */
   flushed = false;
   private readonly client: Client;
-  private readonly pending = new Map<string, Pending>();
+  /** Calls accepted and not finished, for `flush()`'s answer. */
+  private readonly pending = new Set<Pending>();
   private lastReported: unknown;
 
   constructor(writeKey: string, optionsOrNothing?: AnalyticsNodeOptions | null) {
@@ -189,7 +208,7 @@ export class Analytics {
 
   /**
    * Sends everything queued. Resolves with `{ batch, timestamp, sentAt }` (the messages that
-   * were pending) when all of them are finished. When one failed it rejects with that error,
+   * were pending) when all of them are finished. When one was not delivered it rejects with that error,
    * unless an `errorHandler` is set (it already got the error) or a `callback` is given (it
    * gets the error).
    */
@@ -197,7 +216,7 @@ export class Analytics {
     const entries = [...this.pending.values()];
     const timestamp = new Date();
     await this.client.flush();
-    const data: FlushData = { batch: entries.map((e) => e.message), timestamp, sentAt: timestamp };
+    const data: FlushData = { batch: entries.map(messageOf), timestamp, sentAt: timestamp };
     const failed = entries.find((e) => e.error !== undefined)?.error;
     if (callback) {
       try {
@@ -212,17 +231,20 @@ export class Analytics {
   }
 
   private enqueue(type: MessageType, params: unknown, callback: ClassicCallback | undefined): this {
-    let message: ClassicMessage;
+    let sent = params;
     try {
-      message = this.build(type, params);
-    } catch (error) {
-      const reason = new ValidationError(`${type}() could not read its message: ${error instanceof Error ? error.message : String(error)}`);
-      queueMicrotask(() => this.done({ message: { type, messageId: '', timestamp: new Date() } }, callback, reason));
-      return this;
+      if (isPlainObject(params) && (needsString(params.userId) || needsString(params.anonymousId))) {
+        const { userId, anonymousId } = params;
+        sent = { ...params, userId: userId ? asId(userId) : userId, anonymousId: anonymousId ? asId(anonymousId) : anonymousId };
+      }
+    } catch {
+      // A throwing getter or a Proxy: the client reads the object again and refuses it with a typed error.
     }
-    const entry: Pending = { message };
-    if (this.enable) this.pending.set(message.messageId, entry);
-    this.client[type]((isPlainObject(params) ? message : params) as never, (error) => this.done(entry, callback, error));
+    const entry: Pending = { type, params: sent };
+    const held = this.client.pending;
+    this.client[type](sent as never, (error, messageId) => this.done(entry, callback, error, messageId));
+    // Only accepted calls wait for `flush()`; a refused one is reported at once (callback, errorHandler).
+    if (this.client.pending > held) this.pending.add(entry);
     if (!this.flushed) {
       this.flushed = true;
       void this.client.flush();
@@ -230,18 +252,9 @@ export class Analytics {
     return this;
   }
 
-  private build(type: MessageType, params: unknown): ClassicMessage {
-    const message = { ...(isPlainObject(params) ? params : {}) } as ClassicMessage;
-    message.type = type;
-    if (!message.timestamp) message.timestamp = new Date();
-    if (!message.messageId) message.messageId = randomUUID();
-    if (message.userId) message.userId = asId(message.userId);
-    if (message.anonymousId) message.anonymousId = asId(message.anonymousId);
-    return message;
-  }
-
-  private done(entry: Pending, callback: ClassicCallback | undefined, error: EventRelayError | undefined): void {
-    this.pending.delete(entry.message.messageId);
+  private done(entry: Pending, callback: ClassicCallback | undefined, error: EventRelayError | undefined, messageId: string | undefined): void {
+    this.pending.delete(entry);
+    entry.messageId = messageId;
     if (error) {
       entry.error = error;
       this.report(error);
@@ -249,7 +262,7 @@ export class Analytics {
     if (!callback) return;
     const now = new Date();
     try {
-      callback(error, { batch: [entry.message], timestamp: now, sentAt: now });
+      callback(error, { batch: [messageOf(entry)], timestamp: now, sentAt: now });
     } catch (thrown) {
       log('a callback threw: %s', thrown instanceof Error ? thrown.message : String(thrown));
     }

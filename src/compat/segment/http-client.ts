@@ -104,7 +104,10 @@ export class HttpClientTransport implements Transport {
       if (isAbort(error)) throw new TimeoutError(request.timeout, { cause: error });
       throw error;
     }
-    return { status: response.status, retryAfter: readHeader(response.headers, 'retry-after') };
+    const retryAfter = readHeader(response.headers, 'retry-after');
+    // The client reads a 200's body for the messages the server refused (`rejected`).
+    if (request.readBody && typeof response.text === 'function') return { status: response.status, retryAfter, body: await response.text() };
+    return { status: response.status, retryAfter };
   }
 }
 

@@ -91,11 +91,14 @@ async function main(argv: readonly string[]): Promise<void> {
   let forwarder: Forwarder;
   try {
     const config = loadConfigFile(configPath);
+    // `check` builds the forwarder as `serve` does (that opens nothing: no store, no socket), so
+    // it refuses exactly what `serve` refuses at start.
+    forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
     if (command === 'check') {
+      await forwarder.close();
       out(`${configPath}: OK (${config.sources.length} sources: ${config.sources.map((s) => s.name).join(', ')})\n`);
       return;
     }
-    forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
     const address = await forwarder.listen({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
     const store =
       config.storage.type === 'memory'

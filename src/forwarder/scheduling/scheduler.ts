@@ -172,12 +172,16 @@ export class Scheduler {
     }
   }
 
-  /** Sleeps until the earliest retry among sources with room; a completion or new work wakes it sooner. */
+  /**
+   * Sleeps until the earliest retry among sources with room; a completion or new work wakes it
+   * sooner. While attempts are in flight, their completions wake the loop (within an attempt's
+   * timeout), so the store is not asked: a retry may then start up to that much after its time.
+   */
   private async sleepUntilNextDue(): Promise<void> {
     const now = this.clock.now();
     let next: number | undefined;
     const free = this.options.concurrency - this.inFlight.size;
-    if (free > 0) {
+    if (free > 0 && this.inFlight.size === 0) {
       for (const source of this.sources) {
         if (this.room(source, free) <= 0) continue;
         const at = await this.store.nextDueAfter(source, now);

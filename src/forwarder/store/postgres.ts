@@ -23,7 +23,10 @@ const log = createDebug('analytics:forwarder');
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:5432/database`; the password never appears in errors or logs. */
   readonly url: string;
-  /** Connections in this instance's pool. Default 10. */
+  /**
+   * Connections for the writes that must be durable (ingestion, deletions, audience syncs). The
+   * delivery loop's claims and outcomes use a second pool of half as many (at least 2). Default 10.
+   */
   readonly poolSize?: number;
   /** Longest wait for a connection, in ms; at start, an unreachable server fails after it. Default 5000. */
   readonly connectTimeout?: number;
@@ -36,6 +39,8 @@ const DEFAULTS = { poolSize: 10, connectTimeout: 5000 } as const;
 const PENDING = 0;
 const DELIVERED = 1;
 const FAILED = 2;
+/** Most messages in one group commit. */
+const GROUP_MESSAGES = 5000;
 /** Rows removed per statement when pruning. */
 const PRUNE_CHUNK = 2000;
 /** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
@@ -44,9 +49,9 @@ const COUNTER_SHARDS = 16;
 type PgModule = typeof import('pg');
 
 /** `pg` is an optional peer dependency, required only when a forwarder opens this store. */
-function loadDriver(): PgModule {
+export function loadDriver(load: (id: string) => unknown = createRequire(import.meta.url)): PgModule {
   try {
-    return createRequire(import.meta.url)('pg') as PgModule;
+    return load('pg') as PgModule;
   } catch (error) {
     throw new ConfigError(
       `"storage": { "type": "postgres" } needs the pg package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +
@@ -111,14 +116,21 @@ const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, me
  */
 export class PostgresStore implements ForwarderStore {
   private readonly pool: Pool;
+  /**
+   * Claims, outcomes and reads: committed with `synchronous_commit = off`, so they do not wait for
+   * a WAL flush. A server crash may undo the last of them, which only means a delivery is attempted
+   * again (at-least-once); the next durable commit flushes them too.
+   */
+  private readonly fast: Pool;
   private readonly audienceTurns = new KeyedTurns();
   private acceptQueue: AcceptRequest[] = [];
   private committing: Promise<void> | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
 
-  private constructor(pool: Pool) {
+  private constructor(pool: Pool, fast: Pool) {
     this.pool = pool;
+    this.fast = fast;
   }
 
   /** The connection pool, for the delivery log's own tables (`PostgresDeliveryLog`). */
@@ -141,14 +153,17 @@ export class PostgresStore implements ForwarderStore {
       application_name: 'eventrelay',
     };
     const pool = new pg.Pool(config);
+    const fast = new pg.Pool({ ...config, max: Math.max(2, Math.ceil(config.max! / 2)), options: '-c synchronous_commit=off' });
     // An idle connection dropped by the server (restart, failover) is replaced on the next query.
-    pool.on('error', (error: Error) => log('postgres: idle connection failed: %s', hideSecret(error.message, options.url)));
+    for (const p of [pool, fast]) p.on('error', (error: Error) => log('postgres: idle connection failed: %s', hideSecret(error.message, options.url)));
     let client: PoolClient;
     try {
       client = await pool.connect();
     } catch (error) {
-      await pool.end().catch(() => {});
-      const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      await Promise.all([pool.end(), fast.end()]).catch(() => {});
+      // A server's answer (wrong password, unknown database) has a message worth showing; a socket error, its code.
+      const fromServer = (error as { severity?: string }).severity !== undefined;
+      const reason = fromServer ? (error as Error).message : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
       throw new StoreError(
         `Cannot connect to PostgreSQL at ${redactUrl(options.url)} (\`${field}\`): ${hideSecret(String(reason), options.url)}. ` +
           'Check that the server runs and accepts connections from here, and the user, password and database in the URL.',
@@ -166,7 +181,7 @@ export class PostgresStore implements ForwarderStore {
       client.release();
     }
     if (failure !== undefined) {
-      await pool.end().catch(() => {});
+      await Promise.all([pool.end(), fast.end()]).catch(() => {});
       if (failure instanceof StoreError) throw failure;
       throw new StoreError(
         `Cannot prepare the PostgreSQL schema at ${redactUrl(options.url)}: ${hideSecret((failure as Error).message, options.url)}`,
@@ -174,7 +189,7 @@ export class PostgresStore implements ForwarderStore {
         { field },
       );
     }
-    return new PostgresStore(pool);
+    return new PostgresStore(pool, fast);
   }
 
   /** Group commit: requests queue while a commit runs, and the next commit takes them all. */
@@ -188,8 +203,12 @@ export class PostgresStore implements ForwarderStore {
 
   private commitNext(): void {
     if (this.committing !== undefined || this.acceptQueue.length === 0) return;
-    const group = this.acceptQueue;
-    this.acceptQueue = [];
+    // Whole requests, up to GROUP_MESSAGES messages (at least one request): one statement stays bounded.
+    let take = 0;
+    for (let messages = 0; take < this.acceptQueue.length && (take === 0 || messages + this.acceptQueue[take]!.messages.length <= GROUP_MESSAGES); take++) {
+      messages += this.acceptQueue[take]!.messages.length;
+    }
+    const group = this.acceptQueue.splice(0, take);
     this.committing = this.commitGroup(group).finally(() => {
       this.committing = undefined;
       this.commitNext();
@@ -233,8 +252,10 @@ export class PostgresStore implements ForwarderStore {
     try {
       // One statement, so one round trip and one commit: the messages new to the store, their
       // deliveries, and the counters.
-      const result = await this.pool.query<{ source: string; message_id: string }>(
-        `WITH m AS (
+      const result = await this.pool.query<{ source: string; message_id: string }>({
+        // Named: prepared once per connection, so the server does not parse and plan it per commit.
+        name: 'eventrelay-accept',
+        text: `WITH m AS (
            INSERT INTO messages (source, message_id, received_at)
            SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
            ON CONFLICT DO NOTHING RETURNING source, message_id),
@@ -248,7 +269,7 @@ export class PostgresStore implements ForwarderStore {
            SELECT name, $11, value FROM (VALUES ('accepted', $12::bigint), ('duplicates', $12::bigint - (SELECT count(*) FROM m))) AS v(name, value)
            ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
          SELECT source, message_id FROM m`,
-        [
+        values: [
           sorted.map((m) => m.source),
           sorted.map((m) => m.messageId),
           sorted.map((m) => m.receivedAt),
@@ -262,7 +283,7 @@ export class PostgresStore implements ForwarderStore {
           shard(),
           total,
         ],
-      );
+      });
       stored = new Set(result.rows.map((r) => `${r.source}\u0000${r.message_id}`));
     } catch (error) {
       for (const request of group) request.reject(error);
@@ -282,13 +303,14 @@ export class PostgresStore implements ForwarderStore {
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
     this.assertOpen();
     if (deliveries.length === 0) return;
-    await this.pool.query(INSERT_DELIVERIES, deliveryArrays(deliveries));
+    await this.pool.query({ name: 'eventrelay-enqueue', text: INSERT_DELIVERIES, values: deliveryArrays(deliveries) });
   }
 
   async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
     this.assertOpen();
-    const { rows } = await this.pool.query<DeliveryRow>(
-      `WITH c AS (
+    const { rows } = await this.fast.query<DeliveryRow>({
+      name: 'eventrelay-claim',
+      text: `WITH c AS (
          SELECT id, next_attempt_at FROM deliveries
          WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2
          ORDER BY next_attempt_at, id LIMIT $3
@@ -297,8 +319,8 @@ export class PostgresStore implements ForwarderStore {
        FROM c WHERE d.id = c.id
        RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at,
          c.next_attempt_at AS due_at`,
-      [source, now, limit, lease.owner, now + lease.ms],
-    );
+      values: [source, now, limit, lease.owner, now + lease.ms],
+    });
     rows.sort((a, b) => a.due_at - b.due_at || a.id - b.id);
     return rows.map((row) => ({
       id: row.id,
@@ -317,10 +339,11 @@ export class PostgresStore implements ForwarderStore {
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {
     this.assertOpen();
-    const { rows } = await this.pool.query<{ at: number | null }>(
-      `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2`,
-      [source, now],
-    );
+    const { rows } = await this.fast.query<{ at: number | null }>({
+      name: 'eventrelay-next-due',
+      text: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2`,
+      values: [source, now],
+    });
     return rows[0]?.at ?? undefined;
   }
 
@@ -329,8 +352,9 @@ export class PostgresStore implements ForwarderStore {
     if (outcomes.length === 0) return { recorded: 0, stale: [] };
     const sorted = [...outcomes].sort((a, b) => a.id - b.id);
     const status = sorted.map((o) => (o.status === 'retry' ? PENDING : o.status === 'delivered' ? DELIVERED : FAILED));
-    const { rows } = await this.pool.query<{ id: number }>(
-      `WITH o AS (
+    const { rows } = await this.fast.query<{ id: number }>({
+      name: 'eventrelay-record',
+      text: `WITH o AS (
          SELECT * FROM unnest($1::bigint[], $2::int[], $3::smallint[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])
            AS o(id, lease, status, attempts, first_at, at, error)),
        u AS (
@@ -352,7 +376,7 @@ export class PostgresStore implements ForwarderStore {
          WHERE status <> ${PENDING} GROUP BY status
          ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
        SELECT id FROM u`,
-      [
+      values: [
         sorted.map((o) => o.id),
         sorted.map((o) => o.lease),
         status,
@@ -362,7 +386,7 @@ export class PostgresStore implements ForwarderStore {
         sorted.map((o) => (o.status === 'retry' ? (o.error ?? null) : o.status === 'failed' ? o.reason : null)),
         shard(),
       ],
-    );
+    });
     const written = new Set(rows.map((r) => r.id));
     return { recorded: written.size, stale: outcomes.filter((o) => !written.has(o.id)).map((o) => o.id) };
   }
@@ -437,8 +461,8 @@ export class PostgresStore implements ForwarderStore {
   async counts(): Promise<StoreCounts> {
     this.assertOpen();
     const [totals, queue] = await Promise.all([
-      this.pool.query<{ name: string; value: number }>('SELECT name, sum(value)::bigint AS value FROM counters GROUP BY name'),
-      this.pool.query<{ pending: number; retrying: number; oldest: number | null }>(
+      this.fast.query<{ name: string; value: number }>('SELECT name, sum(value)::bigint AS value FROM counters GROUP BY name'),
+      this.fast.query<{ pending: number; retrying: number; oldest: number | null }>(
         `SELECT count(*)::int AS pending, count(*) FILTER (WHERE attempts > 0)::int AS retrying, min(created_at) AS oldest
          FROM deliveries WHERE status = ${PENDING}`,
       ),
@@ -490,7 +514,7 @@ export class PostgresStore implements ForwarderStore {
     this.closing ??= (async () => {
       while (this.committing !== undefined) await this.committing;
       this.closed = true;
-      await this.pool.end();
+      await Promise.all([this.pool.end(), this.fast.end()]);
     })();
     return this.closing;
   }

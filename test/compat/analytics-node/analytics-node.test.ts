@@ -64,7 +64,7 @@ describe('eventrelay/analytics-node (the classic API)', () => {
     const [message] = transport.messages;
     expect(message!.type).to.equal('track');
     expect(message!.timestamp).to.equal(timestamp.toISOString());
-    expect(message!.messageId).to.be.a('string');
+    expect(message!.messageId).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(message!.context).to.deep.equal({ name: 'travis', library: { name: 'eventrelay', version: VERSION } });
   });
 
@@ -201,6 +201,44 @@ describe('eventrelay/analytics-node (the classic API)', () => {
       expect(handled[0]).to.be.instanceOf(HttpError);
       expect(callbackErrors).to.have.length(2);
       expect(callbackErrors[0]).to.equal(handled[0]);
+    });
+
+    it('gives a call’s callback { batch: [its own message], timestamp, sentAt }', async () => {
+      const { client } = createClient();
+      const data = await new Promise<{ batch: Record<string, unknown>[]; timestamp: Date; sentAt: Date }>((resolve) => {
+        client.track({ userId: 'u', event: 'mine' }, (_err, d) => resolve(d!));
+        void client.flush();
+      });
+      expect(data.batch).to.have.length(1);
+      expect(data.batch[0]).to.include({ type: 'track', userId: 'u', event: 'mine' });
+      expect(data.timestamp).to.be.instanceOf(Date);
+      expect(data.sentAt).to.be.instanceOf(Date);
+    });
+
+    it('does not reject for a refused call (it was reported at the call)', async () => {
+      const { client } = createClient();
+      const errors: unknown[] = [];
+      client.track({ userId: 'u' }, (e) => errors.push(e));
+      client.track({ userId: 'u', event: 'fine' });
+      const data = await client.flush();
+      expect(errors[0]).to.be.instanceOf(ValidationError);
+      expect(data!.batch.map((m) => m.event)).to.deep.equal(['fine']);
+    });
+
+    it('hands a refused call to errorHandler too', async () => {
+      const handled: Error[] = [];
+      const { client } = createClient({ errorHandler: (e: Error) => handled.push(e) });
+      client.track({ userId: 'u' });
+      await client.flush();
+      expect(handled).to.have.length(1);
+      expect(handled[0]).to.be.instanceOf(ValidationError);
+    });
+
+    it('sends everything queued, more than flushAt', async () => {
+      const { client, transport } = createClient({ flushAt: 2, flushInterval: 60_000, concurrency: 1 });
+      for (let i = 0; i < 5; i++) client.track({ userId: 'u', event: `E${i}` });
+      await client.flush();
+      expect(transport.messages).to.have.length(5);
     });
 
     it('with a callback, gives it the error instead of rejecting', async () => {
@@ -368,10 +406,14 @@ describe('eventrelay/analytics-node (the classic API)', () => {
 
   describe('options it does not honour', () => {
     it('warns once about axios options and unknown ones, never silently ignoring them', async () => {
-      const seen = await warningsDuring(() => createClient({ axiosInstance: {}, flushInterva: 5 }));
-      expect(seen.map((w) => (w as Error & { code: string }).code).sort()).to.deep.equal(['EVENTRELAY_UNKNOWN_OPTION', 'EVENTRELAY_UNSUPPORTED_OPTION']);
-      expect(seen.map((w) => w.message).join('\n')).to.include('axiosInstance').and.include('flushInterva');
-      const again = await warningsDuring(() => createClient({ axiosInstance: {}, flushInterva: 5 }));
+      const seen = await warningsDuring(() => createClient({ axiosInstance: {}, flushInterva: 5, maxQueueSize: 1024 }));
+      expect(seen.map((w) => (w as Error & { code: string }).code).sort()).to.deep.equal([
+        'EVENTRELAY_UNKNOWN_OPTION',
+        'EVENTRELAY_UNSUPPORTED_OPTION',
+        'EVENTRELAY_UNSUPPORTED_OPTION',
+      ]);
+      expect(seen.map((w) => w.message).join('\n')).to.include('axiosInstance').and.include('flushInterva').and.include('maxQueueSize');
+      const again = await warningsDuring(() => createClient({ axiosInstance: {}, flushInterva: 5, maxQueueSize: 1024 }));
       expect(again).to.have.length(0);
     });
 

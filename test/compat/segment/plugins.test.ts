@@ -71,7 +71,9 @@ describe('eventrelay/segment plugins', () => {
     const { analytics } = createSegmentClient();
     const { plugin, calls } = testPlugin();
     await analytics.register(plugin);
+    const deregistered = new Promise((resolve) => analytics.once('deregister', resolve));
     await analytics.deregister('Test Plugin');
+    expect(await deregistered).to.deep.equal(['Test Plugin']);
     expect(calls).to.deep.equal(['load', 'unload']);
     analytics.track({ userId: 'u', event: 'E' });
     await nextCtx(analytics, 'track');
@@ -132,6 +134,32 @@ describe('eventrelay/segment plugins', () => {
     expect(failures).to.have.length(1);
     await analytics.flush();
     expect(http.requests).to.have.length(0);
+  });
+
+  it('a before plugin that throws stops the event with that error', async () => {
+    const { analytics, http } = createSegmentClient();
+    await analytics.register({
+      name: 'thrower',
+      type: 'before',
+      isLoaded: () => true,
+      load: () => Promise.resolve(),
+      track: () => {
+        throw new Error('not this one');
+      },
+    });
+    const err = await new Promise((resolve) => analytics.track({ userId: 'u', event: 'E' }, resolve));
+    expect((err as Error).message).to.equal('not this one');
+    await analytics.flush();
+    expect(http.requests).to.have.length(0);
+  });
+
+  it('a call made before register() goes out without the plugin', async () => {
+    const { analytics } = createSegmentClient();
+    const { plugin, calls } = testPlugin();
+    analytics.track({ userId: 'u', event: 'early' });
+    await analytics.register(plugin);
+    await analytics.flush();
+    expect(calls).to.deep.equal(['load']);
   });
 
   it('a destination plugin is skipped when integrations turn it off, by name or with All: false', async () => {

@@ -1,7 +1,9 @@
 // Ported from Segment's analytics-next packages/node: settings.test.ts and the
 // "Settings / Configuration Init" block of integration.test.ts, rewritten for mocha.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { Analytics, ConfigError } from '../../../src/compat/segment';
+import { Analytics, ConfigError, QueueFullError, ValidationError } from '../../../src/compat/segment';
 import { createSegmentClient, nextCtx } from '../helpers';
 
 describe('eventrelay/segment settings', () => {
@@ -23,6 +25,46 @@ describe('eventrelay/segment settings', () => {
     analytics.track({ event: 'foo', userId: 'sup' });
     await analytics.closeAndFlush();
     expect(http.requests[0]!.url).to.equal('https://api.segment.io/v1/batch');
+  });
+
+  it('without httpClient, sends with eventrelay’s node:http transport (real server on 127.0.0.1)', async () => {
+    const bodies: string[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        bodies.push(body);
+        res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const analytics = new Analytics({ writeKey: 'foo', flushAt: 1, host: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      const err = await new Promise((resolve) => analytics.track({ userId: 'u', event: 'E' }, resolve));
+      await analytics.closeAndFlush();
+      expect(err).to.equal(undefined);
+      expect(JSON.parse(bodies[0]!).batch[0]).to.include({ type: 'track', userId: 'u', event: 'E' });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('refuses httpRequestTimeout 0 with a ConfigError (Segment times out at once)', () => {
+    expect(() => createSegmentClient({ httpRequestTimeout: 0 })).to.throw(ConfigError, /timeout/);
+  });
+
+  it('takes eventrelay’s maxQueueSize: calls past it get QueueFullError', async () => {
+    const { analytics } = createSegmentClient({ maxQueueSize: 1, flushInterval: 60_000 });
+    analytics.track({ userId: 'u', event: 'kept' });
+    const err = await new Promise((resolve) => analytics.track({ userId: 'u', event: 'refused' }, resolve));
+    expect(err).to.be.instanceOf(QueueFullError);
+    await analytics.closeAndFlush();
+  });
+
+  it('with disable, still refuses an invalid call', async () => {
+    const { analytics } = createSegmentClient({ disable: true });
+    const err = await new Promise((resolve) => analytics.track({ userId: 'u' } as never, resolve));
+    expect(err).to.be.instanceOf(ValidationError);
   });
 
   it('throws when host is not a URL', () => {

@@ -17,6 +17,8 @@ describe('eventrelay/segment unknown and unsupported settings', () => {
     expect(seen).to.have.length(1);
     expect((seen[0] as Error & { code: string }).code).to.equal('EVENTRELAY_UNSUPPORTED_OPTION');
     expect(seen[0]!.message).to.include('maxTotalBackoffDuration').and.include('maxRetries');
+    const others = await warningsDuring(() => createSegmentClient({ oauthSettings: { clientId: 'x' }, maxRateLimitDuration: 60 } as never));
+    expect(others.map((w) => w.message).join('\n')).to.include('oauthSettings').and.include('maxRateLimitDuration');
   });
 
   it('says nothing about the settings it honours, or unknown ones left undefined', async () => {

@@ -24,7 +24,7 @@ function expectEnvelope(body: { batch: Record<string, unknown>[]; sentAt: string
   expect(body.sentAt).to.match(ISO);
   expect(body.batch).to.have.length(1);
   const [message] = body.batch;
-  expect(message!.messageId).to.be.a('string');
+  expect(message!.messageId).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   expect(message!.timestamp).to.match(ISO);
   expect(message!.context).to.deep.equal({ library: { name: 'eventrelay', version: VERSION } });
   expect(message).to.deep.include(fields);
@@ -134,6 +134,22 @@ describe('eventrelay/segment on the wire', () => {
     const err = await new Promise((resolve) => analytics.track({ userId: 'u', event: 'E' }, resolve));
     expect(err).to.equal(undefined);
     expect(transport.requests).to.have.length(2);
+  });
+
+  it('fails only the calls a 200 answer lists as rejected, through a Segment httpClient too', async () => {
+    const answer = JSON.stringify({ success: true, rejected: [{ index: 1, code: 'ERR_VALIDATION', field: 'groupId', message: 'group needs groupId' }] });
+    const analytics = new Analytics({
+      writeKey: 'foo',
+      flushAt: 3,
+      httpClient: { makeRequest: async () => ({ status: 200, statusText: 'OK', text: async () => answer }) },
+    });
+    const outcomes = await Promise.all(
+      [0, 1, 2].map((i) => new Promise((resolve) => analytics.track({ userId: 'u', event: `E${i}` }, (err) => resolve(err)))),
+    );
+    expect(outcomes[0]).to.equal(undefined);
+    expect(outcomes[1]).to.be.instanceOf(Error);
+    expect((outcomes[1] as { field?: string }).field).to.equal('groupId');
+    expect(outcomes[2]).to.equal(undefined);
   });
 
   it('sends only once when maxRetries is 0', async () => {

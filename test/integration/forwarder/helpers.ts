@@ -1,7 +1,10 @@
+import { spawn } from 'node:child_process';
 import type { IncomingHttpHeaders } from 'node:http';
+import { resolve } from 'node:path';
 import { startSink } from '../../helpers/sink';
+import { waitFor } from '../../helpers/wait';
 
-export { waitFor } from '../../helpers/wait';
+export { waitFor };
 
 export interface ReceivedRequest {
   readonly path: string;
@@ -77,4 +80,36 @@ export async function post(url: string, body: unknown, headers: Record<string, s
     json = text;
   }
   return { status: response.status, json, headers: response.headers };
+}
+
+/** An `eventrelay serve` child process on the built package, listening on a free port of 127.0.0.1. */
+export interface ServedForwarder {
+  readonly url: string;
+  /** Stops it with SIGTERM and resolves with its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Spawns `dist/cli.js serve --port 0 ...args` and resolves once it printed its "listening on" line. */
+export async function serveCli(args: string[], env: Record<string, string> = {}): Promise<ServedForwarder> {
+  const child = spawn(process.execPath, [resolve('dist/cli.js'), 'serve', '--port', '0', ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let gone = false;
+  void exited.then(() => (gone = true));
+  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(out), 'the forwarder to listen', 15_000);
+  const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+  if (url === undefined) throw new Error(`the forwarder did not start:\n${out}\n${err}`);
+  return {
+    url,
+    stop: () => {
+      if (!gone) child.kill('SIGTERM');
+      return exited;
+    },
+  };
 }

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Analytics as SegmentAnalytics } from '@segment/analytics-node';
@@ -9,7 +9,7 @@ import type { EventRelayError, HttpRequest, HttpResponse, Transport } from '../.
 import { createForwarder } from '../../../src/forwarder/service';
 import type { Forwarder } from '../../../src/forwarder/service';
 import { parseWebhookMessage } from '../../../src/webhooks';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, serveCli, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 /**
@@ -102,5 +102,33 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
     expect(answers[1]!.rejected).to.have.length(1);
     expect(answers[1]!.rejected![0]).to.include({ index: 0, code: 'invalid_message' });
     await waitFor(() => tracked('Beside Deep').length === 2, 'the messages beside the deep ones');
+  });
+
+  it('the same through an `eventrelay serve` process: the good messages reach the receiver, the spoiled one\'s callback gets the reason', async function () {
+    this.timeout(30_000);
+    if (!existsSync('dist/cli.js')) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+    const configPath = join(dataDir, 'partial.config.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({ sources: [{ name: 'cli', writeKey: 'cli-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/cli` }] } } }] }),
+    );
+    const served = await serveCli(['--config', configPath, '--data', join(dataDir, 'cli-data')]);
+    try {
+      const analytics = new Analytics({ writeKey: 'cli-key', endpoint: served.url, flushAt: 3, transport: new SpoilingTransport() });
+      const results = await Promise.all(
+        ['Cli Good 1', 'Cli Spoiled', 'Cli Good 2'].map(
+          (event) => new Promise<EventRelayError | undefined>((resolve) => analytics.track({ userId: 'u1', event }, resolve)),
+        ),
+      );
+      await analytics.closeAndFlush();
+      expect(results[0]).to.equal(undefined);
+      expect(results[2]).to.equal(undefined);
+      expect(results[1]).to.be.instanceOf(ValidationError);
+      expect((results[1] as ValidationError).field).to.equal('event');
+      await waitFor(() => tracked('Cli Good 1').length === 1 && tracked('Cli Good 2').length === 1, 'the two good messages');
+      expect(tracked('Cli Spoiled')).to.have.length(0);
+    } finally {
+      expect(await served.stop()).to.equal(0);
+    }
   });
 });

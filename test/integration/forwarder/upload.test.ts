@@ -40,28 +40,31 @@ function upload(url: string, chunks: readonly Buffer[], declareLength: boolean):
 }
 
 describe('forwarder: oversized uploads (forwarder in its own process, 127.0.0.1)', () => {
-  let child: ChildProcess;
+  let child: ChildProcess | undefined;
   let url: string;
 
   before(async function () {
     this.timeout(30_000);
     // In-process, server and client share one event loop and the reset hardly ever shows.
     const config = { storage: { type: 'memory' }, sources: [{ name: 'web', writeKey: 'upload-key' }] };
-    child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/serve-in-child.ts', JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const spawned = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/serve-in-child.ts', JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    child = spawned;
     url = await new Promise<string>((resolve, reject) => {
       let out = '';
-      child.stdout!.on('data', (chunk: Buffer) => {
+      spawned.stdout.on('data', (chunk: Buffer) => {
         out += chunk.toString();
         const match = /listening on (\S+)/.exec(out);
         if (match !== null) resolve(match[1]!);
       });
-      child.once('exit', (code) => reject(new Error(`the forwarder exited with ${code}`)));
+      spawned.once('exit', (code) => reject(new Error(`the forwarder exited with ${code}`)));
     });
   });
 
   after(async () => {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
+    const running = child;
+    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGTERM');
     await exited;
   });
 

@@ -392,6 +392,19 @@ describe('Analytics', () => {
       expect(analytics.pending).to.equal(0);
     });
 
+    it('emits `error` for a refused message that has no callback', async () => {
+      const { analytics, transport } = createTestClient({ flushAt: 2 });
+      const body = JSON.stringify({ success: true, rejected: [{ index: 0, code: 'invalid_message', field: 'userId', message: 'no' }] });
+      transport.respondWith(() => ({ status: 200, body }));
+      const events: unknown[] = [];
+      analytics.on('error', (error) => events.push(error));
+      analytics.track({ userId: 'u', event: 'a' });
+      analytics.track({ userId: 'u', event: 'b' });
+      await analytics.flush();
+      expect(events).to.have.length(1);
+      expect(events[0]).to.be.instanceOf(ValidationError);
+    });
+
     it('asks the transport for the answer body, and reads a 2xx without `rejected` as all delivered', async () => {
       const { analytics, transport } = createTestClient();
       transport.respondWith(() => ({ status: 200, body: 'not json' }));

@@ -5,6 +5,9 @@ import { resolveOptions } from '../../../src/client/options';
 import { DESTINATION_DEFAULTS, resolveDestinationOptions } from '../../../src/delivery/options';
 import { CONFIG_DEFAULTS, parseConfig } from '../../../src/forwarder/config';
 import { resolveReceiverOptions } from '../../../src/webhooks/options';
+import { verifyStandardWebhook } from '../../../src/webhooks/standard-webhooks';
+import { GotTransport } from '../../../src/transport/got';
+import { NodeTransport } from '../../../src/transport/node';
 import {
   booleanOption,
   durationOption,
@@ -72,6 +75,20 @@ describe('option readers (src/internal/options)', () => {
     expect(thrown(() => urlOption('url', undefined)).message).to.match(/got nothing$/);
   });
 
+  it('check other schemes when told, with the same words', () => {
+    const rule = { example: 'postgres://user@host:5432/db', schemes: ['postgres:', 'postgresql:'] };
+    expect(urlOption('storage.url', 'postgresql://h/db', rule).protocol).to.equal('postgresql:');
+    expect(thrown(() => urlOption('storage.url', 'mysql://u:topsecret@h/db', rule)).message).to.equal(
+      'Expected `storage.url` to be an absolute postgres or postgresql URL such as "postgres://user@host:5432/db", got the scheme `"mysql:"` (string)',
+    );
+    expect(thrown(() => parseConfig({ storage: { type: 'postgres', url: 'mysql://u:topsecret@h/db' }, sources: [{ name: 'a', writeKey: 'k' }] }, {})).message).to.match(
+      /^Expected `storage.url` to be an absolute postgres or postgresql URL/,
+    );
+    expect(thrown(() => verifyStandardWebhook('{}', {}, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { tolerance: -1 })).message).to.equal(
+      `Expected \`tolerance\` to be a duration in milliseconds, an integer >= 0, got \`-1\` (number)`,
+    );
+  });
+
   it('are the one policy of the client, the destination, the config file and the receiver', () => {
     const messages = [
       thrown(() => resolveOptions({ writeKey: 'k', endpoint: 'https://x.example', concurrency: 0 })).message,
@@ -92,6 +109,12 @@ describe('option readers (src/internal/options)', () => {
       thrown(() => parseConfig({ sources: [{ name: 'a', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'ftp://x.example' }] } } }] }, {})).message,
     ];
     for (const message of schemes) expect(message).to.match(/to be an absolute http or https URL .*, got the scheme `"ftp:"` \(string\)$/);
+  });
+
+  it('check the transports\' options too', () => {
+    expect(thrown(() => new NodeTransport({ maxResponseBytes: -1 })).message).to.equal('Expected `maxResponseBytes` to be an integer >= 0, got `-1` (number)');
+    expect(thrown(() => new GotTransport({ maxSockets: 0 })).message).to.equal('Expected `maxSockets` to be an integer >= 1, got `0` (number)');
+    new NodeTransport({ maxResponseBytes: 0 }).close();
   });
 
   it('keep the delivery defaults in one place: the config file takes the destination defaults', () => {

@@ -134,6 +134,13 @@ describe('parseIngestBody', () => {
     expect(result.messages.map((m) => (m.webhook as { event?: string }).event)).to.deep.equal(['ok']);
   });
 
+  it('answers an invalid message on /v1/{type} with a rejected entry at index 0, not a 4xx', () => {
+    const result = parsed('track', { userId: 'u' });
+    expect(result.messages).to.deep.equal([]);
+    expect(result.rejected).to.have.length(1);
+    expect(result.rejected[0]).to.include({ index: 0, code: 'invalid_message', field: 'event' });
+  });
+
   it('refuses a body that is not an object with a batch array, whole', () => {
     expect(refused('batch', [1, 2])).to.include({ status: 400, code: 'invalid_body' });
     expect(refused('batch', { messages: [] })).to.include({ status: 400, code: 'invalid_body' });
