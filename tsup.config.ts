@@ -1,3 +1,4 @@
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
 
@@ -7,6 +8,8 @@ const CLASSIC_REQUIRE = `'use strict';
 const classic = require('./index.cjs');
 module.exports = Object.assign(classic.Analytics, classic);
 `;
+
+const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css'];
 
 export default defineConfig({
   entry: {
@@ -27,5 +30,8 @@ export default defineConfig({
   shims: true,
   async onSuccess() {
     await writeFile('dist/analytics-node/require.cjs', CLASSIC_REQUIRE);
+    // The debugger page's static files, served by the forwarder from dist/debugger/.
+    mkdirSync('dist/debugger', { recursive: true });
+    for (const file of DEBUGGER_FILES) copyFileSync(`src/forwarder/debugger/${file}`, `dist/debugger/${file}`);
   },
 });

@@ -48,6 +48,9 @@ const allModes = [
   { id: 'sqlite-full', name: 'SQLite, synchronous=full (default)', storage: { type: 'sqlite', synchronous: 'full' } },
   { id: 'sqlite-normal', name: 'SQLite, synchronous=normal', storage: { type: 'sqlite', synchronous: 'normal' } },
   { id: 'memory', name: 'in memory (no durability)', storage: { type: 'memory' } },
+  // The delivery log's cost: the same stores with the log off (storage.deliveryLog: false).
+  { id: 'sqlite-full-nolog', name: 'SQLite, synchronous=full, delivery log off', storage: { type: 'sqlite', synchronous: 'full', deliveryLog: false } },
+  { id: 'memory-nolog', name: 'in memory, delivery log off', storage: { type: 'memory', deliveryLog: false } },
   { id: 'pg-1', name: 'PostgreSQL, 1 instance', storage: { type: 'postgres' }, instances: 1 },
   { id: 'pg-2', name: 'PostgreSQL, 2 instances', storage: { type: 'postgres' }, instances: 2 },
   { id: 'bullmq', name: 'Express + BullMQ, Redis appendfsync always', bullmq: true },

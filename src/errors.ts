@@ -39,6 +39,7 @@ export type ErrorCode =
   | 'ERR_STORE_CLOSED'
   | 'ERR_STORE_UNAVAILABLE'
   | 'ERR_STORE_SCHEMA'
+  | 'ERR_NOT_REPLAYABLE'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED';
 export class EventRelayError extends Error {
@@ -243,5 +244,15 @@ export class StoreError extends EventRelayError {
   ) {
     super(message, code, options);
     this.field = options?.field;
+  }
+}
+
+/**
+ * A forwarder delivery cannot be replayed as asked: it is still queued, nothing was to be
+ * delivered, or its body is no longer stored. The admin API answers 409 with the message.
+ */
+export class NotReplayableError extends EventRelayError {
+  constructor(message: string) {
+    super(message, 'ERR_NOT_REPLAYABLE');
   }
 }

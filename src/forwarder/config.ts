@@ -88,6 +88,19 @@ export interface StorageConfig {
    * in ms: the window in which a client's resent batch is recognised. Default 24 h.
    */
   readonly retention?: number;
+  /**
+   * How long a delivered body stays in the delivery log (for inspection and replay), in ms.
+   * Default 0: erased when delivered, so personal data is not kept by surprise. Failed and
+   * pending bodies are kept for `retention`.
+   */
+  readonly keepDelivered?: number;
+  /** The delivery log (every call and attempt, for the admin API and the debugger). Default true. */
+  readonly deliveryLog?: boolean;
+}
+
+export interface MetricsConfig {
+  /** Path of the Prometheus endpoint. Default `/metrics`. */
+  readonly path?: string;
 }
 
 export interface ForwarderConfig {
@@ -99,6 +112,10 @@ export interface ForwarderConfig {
   readonly adminToken?: SecretValue;
   readonly storage?: StorageConfig;
   readonly delivery?: DeliveryConfig;
+  /** Prometheus metrics (`GET /metrics`); `false` turns them off. */
+  readonly metrics?: MetricsConfig | false;
+  /** The debugger page (`GET /debugger`); `false` turns it off. Default true. */
+  readonly debugger?: boolean;
   readonly sources: readonly SourceConfig[];
 }
 
@@ -131,6 +148,9 @@ export interface ResolvedStorage {
   readonly poolSize: number;
   readonly connectTimeout: number;
   readonly lease: number;
+  /** How long a delivered body stays in the delivery log, in ms; 0 erases it when delivered. */
+  readonly keepDelivered: number;
+  readonly deliveryLog: boolean;
 }
 
 /** A config with every default filled in and every secret read. */
@@ -140,6 +160,9 @@ export interface ResolvedConfig {
   readonly adminToken: string | undefined;
   readonly storage: ResolvedStorage;
   readonly delivery: { -readonly [K in keyof DeliveryConfig]-?: NonNullable<DeliveryConfig[K]> };
+  /** Path of the Prometheus endpoint; undefined when off. */
+  readonly metricsPath: string | undefined;
+  readonly debugger: boolean;
   readonly sources: readonly ResolvedSource[];
 }
 
@@ -155,7 +178,10 @@ export const CONFIG_DEFAULTS = {
     poolSize: 10,
     connectTimeout: 5000,
     lease: 30_000,
+    keepDelivered: 0,
+    deliveryLog: true,
   },
+  metricsPath: '/metrics',
   // The destination's own defaults: one place to change them.
   delivery: DESTINATION_DEFAULTS,
 } as const;
@@ -274,7 +300,7 @@ function source(value: unknown, field: string, env: Env): ResolvedSource {
  */
 export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
   if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`);
-  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'sources', '$comment']);
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', '$comment']);
   const host = stringOption('host', raw.host ?? CONFIG_DEFAULTS.host);
   const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
   const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
@@ -282,7 +308,7 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   const s =
     raw.storage === undefined
       ? {}
-      : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'url', 'poolSize', 'connectTimeout', 'lease']);
+      : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'url', 'poolSize', 'connectTimeout', 'lease', 'keepDelivered', 'deliveryLog']);
   const d = CONFIG_DEFAULTS.storage;
   const type = enumOption('storage.type', s.type ?? d.type, ['sqlite', 'postgres', 'memory']);
   const storage: ResolvedStorage = {
@@ -294,7 +320,11 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     poolSize: integerOption('storage.poolSize', s.poolSize ?? d.poolSize, 1, 1000),
     connectTimeout: durationOption('storage.connectTimeout', s.connectTimeout ?? d.connectTimeout, 1, 600_000),
     lease: durationOption('storage.lease', s.lease ?? d.lease, 1000, 3600_000),
+    keepDelivered: durationOption('storage.keepDelivered', s.keepDelivered ?? d.keepDelivered, 0, Number.MAX_SAFE_INTEGER),
+    deliveryLog: booleanOption('storage.deliveryLog', s.deliveryLog ?? d.deliveryLog),
   };
+  const metricsPath = metricsOption(raw.metrics);
+  const debuggerOn = booleanOption('debugger', raw.debugger ?? true);
 
   const r =
     raw.delivery === undefined
@@ -340,7 +370,20 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     const delivering = sources.filter((s) => s.webhooks?.enabled === true).length;
     delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
   }
-  return { host, port, adminToken, storage, delivery, sources };
+  return { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources };
+}
+
+/** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */
+function metricsOption(value: unknown): string | undefined {
+  if (value === undefined) return CONFIG_DEFAULTS.metricsPath;
+  if (value === false) return undefined;
+  const m = expectObject(value, 'metrics', ['path']);
+  if (m.path === undefined) return CONFIG_DEFAULTS.metricsPath;
+  const path = stringOption('metrics.path', m.path);
+  if (!/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/.test(path) || /^\/(v1|admin|debugger|health|stats)(\/|$)/.test(path)) {
+    throw new ConfigError(`Expected \`metrics.path\` to be a path such as "/metrics", not under /v1, /admin or /debugger, got ${describeValue(path)}`, 'metrics.path');
+  }
+  return path;
 }
 
 /** Where a JSON syntax error is, without V8's excerpt of the text (which may hold a secret). */

@@ -82,3 +82,8 @@ export type {
   RecordResult,
 } from './store/store';
 export type { AttemptReport } from './scheduling/scheduler';
+export type { MetricsConfig } from './config';
+export { DELIVERY_STATES } from './store/delivery-log';
+export type { DeliveryState, LoggedMessage, LoggedAttempt, DeliveryDetail } from './store/delivery-log';
+export type { EndpointHealth } from './metrics/health';
+export type { TimelinePoint } from './metrics/timeline';

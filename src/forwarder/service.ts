@@ -23,7 +23,16 @@ import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
 import { createRequestHandler } from './http/server';
 import { PostgresStore } from './store/postgres';
 import { SqliteStore } from './store/sqlite';
-import type { AcceptedMessage, AcceptResult, ForwarderStore } from './store/store';
+import type { AcceptedMessage, AcceptResult, ForwarderStore, NewDelivery } from './store/store';
+import { Operations } from './admin/operations';
+import { createOperationsRoutes } from './admin/api';
+import { ForwarderMetrics } from './metrics/metrics';
+import type { EndpointHealth } from './metrics/health';
+import { MemoryDeliveryLog } from './store/delivery-log';
+import type { DeliveryLog } from './store/delivery-log';
+import { SqliteDeliveryLog } from './store/sqlite-log';
+import { PostgresDeliveryLog } from './store/postgres-log';
+import type { RejectedMessage, ValidMessage } from './http/ingest';
 
 const log = createDebug('analytics:forwarder');
 
@@ -77,6 +86,8 @@ export interface ForwarderStats {
   readonly inFlight: number;
   /** Time since start, in ms. */
   readonly uptime: number;
+  /** Health of each webhook URL over the last hour, in this process (URLs redacted). */
+  readonly endpoints: readonly EndpointHealth[];
 }
 
 export interface DeletionResult {
@@ -126,6 +137,9 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private closing: Promise<void> | undefined;
   private pendingRequests = 0;
   private idle: (() => void) | undefined;
+  /** The delivery log, live stream, health and timeline: made when the store opens. */
+  private ops: Operations | undefined;
+  private readonly metrics: ForwarderMetrics | undefined;
 
   constructor(config: ResolvedConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}) {
     super();
@@ -164,12 +178,33 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     this.destinations = destinations;
     this.targets = internals.targets ?? targets;
 
+    this.metrics =
+      config.metricsPath === undefined
+        ? undefined
+        : new ForwarderMetrics({
+            queueDepth: () => this.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
+          });
+    const opsOf = async (): Promise<Operations> => {
+      await this.openStore();
+      return this.ops!;
+    };
+    const operations = createOperationsRoutes({
+      ops: opsOf,
+      metrics: this.metrics,
+      metricsPath: config.metricsPath,
+      debuggerOn: config.debugger,
+      adminToken: config.adminToken,
+      closing: () => this.closing !== undefined,
+      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart() }),
+    });
     const backend = {
       sourceForKey: (key: string) => this.byKey.get(keyDigest(key)),
-      accept: (messages: readonly AcceptedMessage[]) => this.accept(messages),
-      onRejected: (_source: string, rejected: readonly unknown[]) => {
+      accept: (messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]) => this.accept(messages, calls),
+      onRejected: (source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown) => {
         this.refused += rejected.length;
+        this.ops?.refused(source, rejected, receivedAt, body);
       },
+      operations,
       requestDeletion: (request: DeletionRequest) => this.requestDeletion(request),
       syncAudience: (request: AudienceSyncRequest) => this.syncAudience(request),
       stats: () => this.stats(),
@@ -210,8 +245,12 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         this.targets,
         this.clock,
         { concurrency, sourceConcurrency, owner: this.instanceId, leaseMs: this.config.storage.lease, onError: (error) => this.backgroundError(error) },
-        (report) => this.emit('attempt', report),
+        (report) => {
+          this.ops?.attempt(report);
+          this.emit('attempt', report);
+        },
       );
+      this.ops?.start();
       this.startedAt = this.clock.now();
       this.scheduler.start();
       this.schedulePrune();
@@ -234,12 +273,41 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         store = await PostgresStore.open({ url: storage.url!, poolSize: storage.poolSize, connectTimeout: storage.connectTimeout });
       } else store = new SqliteStore({ dataDir: this.options.dataDir ?? storage.dataDir, synchronous: storage.synchronous });
       this.store = store;
+      this.ops = new Operations(
+        {
+          enqueue: (deliveries) => this.enqueue(deliveries),
+          queueDepth: async () => {
+            const { queueDepth, oldestPendingAge, inFlight } = await this.stats();
+            return { queueDepth, oldestPendingAge, inFlight };
+          },
+          now: () => this.clock.now(),
+          sources: new Map(this.routes.map((r) => [r.name, r.webhooksOn])),
+          keepDelivered: storage.keepDelivered,
+        },
+        storage.deliveryLog ? await this.openLog(store) : undefined,
+        this.metrics,
+      );
       return store;
     })().catch((error: unknown) => {
       this.opening = undefined;
       throw error;
     });
     return this.opening;
+  }
+
+  /** The delivery log beside the store: in its database for SQLite and PostgreSQL, else in memory. */
+  private async openLog(store: ForwarderStore): Promise<DeliveryLog> {
+    const options = { keepDelivered: this.config.storage.keepDelivered };
+    if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
+    if (store instanceof PostgresStore) {
+      try {
+        return await PostgresDeliveryLog.open(store.connections, options);
+      } catch (error) {
+        // The queue works without it: keep a log in memory rather than refuse to start.
+        log('delivery log tables could not be created (%s); keeping the log in memory', (error as Error).message);
+      }
+    }
+    return new MemoryDeliveryLog(options);
   }
 
   private backgroundError(error: Error): void {
@@ -253,6 +321,10 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       this.store?.prune(before).then(
         (removed) => removed > 0 && log('pruned %d finished rows', removed),
         (error: Error) => log('prune failed: %s', error.message),
+      );
+      this.ops?.prune(before).then(
+        (removed) => removed > 0 && log('pruned %d delivery log rows', removed),
+        (error: Error) => log('delivery log prune failed: %s', error.message),
       );
     }, PRUNE_INTERVAL);
     timer.unref();
@@ -284,11 +356,20 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     return { url: `http://${shownHost}:${address.port}`, host: address.address, port: address.port };
   }
 
-  private accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+  private accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult> {
     return this.withStore(async (store) => {
       const result = await store.accept(messages);
+      this.ops?.accepted(messages, calls, result);
       if (result.stored > 0) this.scheduler?.wake();
       return result;
+    });
+  }
+
+  /** Stores deliveries made by no ingested call (replays) and wakes the delivery loop. */
+  private enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
+    return this.withStore(async (store) => {
+      await store.enqueue(deliveries);
+      this.scheduler?.wake();
     });
   }
 
@@ -300,6 +381,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     const plan = planDeletion(request, this.routes, this.clock.now());
     return this.withStore(async (store) => {
       await store.enqueue(plan.deliveries);
+      this.ops?.enqueued(plan.deliveries);
       this.scheduler?.wake();
       log('deletion request: %d sources notified', plan.notified.length);
       return { userId: plan.userId, notified: plan.notified, skipped: plan.skipped };
@@ -314,12 +396,14 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     const { source, trait, members } = checkAudienceRequest(request, this.routes);
     const now = this.clock.now();
     return this.withStore(async (store) => {
-      let sent = 0;
+      const planned: NewDelivery[] = [];
       const change = await store.syncAudience(source.name, trait, members, (c) => {
         const notices = planAudienceNotices(source, trait, c, now);
-        sent += notices.length;
+        planned.push(...notices);
         return notices;
       });
+      const sent = planned.length;
+      this.ops?.enqueued(planned);
       this.scheduler?.wake();
       log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
       return {
@@ -349,6 +433,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
         inFlight: this.scheduler?.active ?? 0,
         uptime: this.startedAt === 0 ? 0 : now - this.startedAt,
+        endpoints: this.ops?.endpoints() ?? [],
       };
     });
   }
@@ -369,6 +454,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.pruneTimer as NodeJS.Timeout);
+      // Live streams never end by themselves: end them, so that shutdown does not wait for them.
+      this.ops?.live.close();
       const server = this.server;
       const serverClosed = server === undefined ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
       server?.closeIdleConnections();
@@ -388,6 +475,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       await this.opening?.catch(() => {});
       await this.scheduler?.stop();
       await Promise.all(this.destinations.map((d) => d.close()));
+      await this.ops?.close();
       await this.store?.close();
       log('closed');
     })();

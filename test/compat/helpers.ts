@@ -36,7 +36,8 @@ export function failure(status = 404, statusText = 'Not Found'): HTTPResponse {
 
 /**
  * The Segment layer as Segment's own tests build theirs: write key `foo`, flushInterval 100,
- * a recording HTTP client; retries fast (eventrelay's `minRetryDelay`) so failures finish quickly.
+ * a recording HTTP client; retries fast (eventrelay's `minRetryDelay`) so failures finish quickly;
+ * listening for the six call events from the start.
  */
 export function createSegmentClient(settings: Partial<AnalyticsSettings> = {}, { withError = false } = {}) {
   const http = new RecordingHttpClient(() => (withError ? failure() : ok()));
@@ -48,6 +49,9 @@ export function createSegmentClient(settings: Partial<AnalyticsSettings> = {}, {
     maxRetryDelay: 5,
     ...settings,
   });
+  // Segment's tests subscribe to a call's event after making the call. eventrelay/segment keeps a
+  // call's event only while someone listens for its type, so the test client listens from the start.
+  for (const type of ['track', 'identify', 'page', 'screen', 'group', 'alias']) analytics.on(type, () => {});
   return { analytics, http };
 }
 

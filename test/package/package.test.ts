@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +64,30 @@ describe('the packed package', function () {
     expect(out.trim()).to.equal('function function function function true string');
   });
 
+  it('ships the debugger page and serves it from the installed package, with import and require', () => {
+    for (const file of ['index.html', 'app.js', 'app.css']) {
+      expect(existsSync(join(project, 'node_modules', 'eventrelay', 'dist', 'debugger', file)), file).to.equal(true);
+    }
+    const script = (load: string) => `${load}
+      const f = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 's', writeKey: 'k' }] });
+      f.listen({ port: 0 }).then(async ({ url }) => {
+        const sizes = [];
+        for (const path of ['/debugger', '/debugger/app.js', '/debugger/app.css']) {
+          const r = await fetch(url + path);
+          sizes.push(r.status + ':' + (await r.text()).length);
+        }
+        console.log(sizes.join(' '));
+        await f.close();
+      });`;
+    const expected = ['index.html', 'app.js', 'app.css']
+      .map((file) => `200:${readFileSync(join(root, 'src', 'forwarder', 'debugger', file), 'utf8').length}`)
+      .join(' ');
+    const esm = run(process.execPath, ['--input-type=module', '-e', script(`import { createForwarder } from 'eventrelay/forwarder';`)], project);
+    expect(esm.trim()).to.equal(expected);
+    const cjs = run(process.execPath, ['-e', script(`const { createForwarder } = require('eventrelay/forwarder');`)], project);
+    expect(cjs.trim()).to.equal(expected);
+  });
+
   it('loads every entry point with require', () => {
     const out = run(
       process.execPath,
@@ -105,11 +129,11 @@ describe('the packed package', function () {
          const Classic = require('eventrelay/analytics-node');
          const { Analytics } = require('eventrelay/analytics-node');
          const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
-         console.log(typeof Segment, typeof Classic, Analytics === Classic, typeof Classic.ValidationError, typeof c.track);`,
+         console.log(typeof Segment, typeof Classic, Analytics === Classic, typeof Classic.ValidationError, typeof c.track, Segment.name, Classic.name);`,
       ],
       project,
     );
-    expect(cjs.trim()).to.equal('function function true function function');
+    expect(cjs.trim()).to.equal('function function true function function Analytics Analytics');
   });
 
   it('gives a TypeScript consumer the types, for ESM and CommonJS', () => {

@@ -5,6 +5,7 @@ import { isPlainObject, showValue } from '../../internal/values';
 import type { MessageType } from '../../messages/calls';
 import type { Transport } from '../../transport/transport';
 import { warnAboutOptions, type OptionCatalog } from '../warnings';
+import { AxiosTransport, type AxiosLike } from './axios-transport';
 
 const log = createDebug('analytics');
 
@@ -38,6 +39,8 @@ export interface AnalyticsNodeOptions {
   retryCount?: number;
   /** Called with the error of every failed batch (and refused call); then `flush()` does not reject. */
   errorHandler?: (error: Error) => unknown;
+  /** Your axios instance (proxies, agents, interceptors): requests go through its `post`, with eventrelay's retry policy. */
+  axiosInstance?: AxiosLike;
   /** eventrelay extra: the `Transport` to send with (tests, proxies). */
   transport?: Transport;
   /** eventrelay extra: batches in flight at once. Default 4. */
@@ -75,11 +78,11 @@ const CATALOG: OptionCatalog = {
     'concurrency',
     'minRetryDelay',
     'maxRetryDelay',
+    'axiosInstance',
   ]),
   unsupported: {
     maxQueueSize: 'eventrelay sends a batch before it passes 500 KB by itself',
-    axiosConfig: 'eventrelay does not use axios; pass a `transport` for proxies and custom HTTP',
-    axiosInstance: 'eventrelay does not use axios; pass a `transport` for proxies and custom HTTP',
+    axiosConfig: 'eventrelay makes no axios instance of its own; pass `axiosInstance: axios.create(config)` or a `transport`',
     axiosRetryConfig: "retries follow eventrelay's policy: `retryCount`, `minRetryDelay`, `maxRetryDelay`",
   },
 };
@@ -132,6 +135,11 @@ function asId(value: unknown): unknown {
  * throws: a bad one gets a typed error in its callback (and `errorHandler`).
  */
 export class Analytics {
+  static {
+    // The bundle renames the class beside eventrelay's own `Analytics`; users see this name in logs.
+    Object.defineProperty(this, 'name', { value: 'Analytics' });
+  }
+
   readonly writeKey: string;
   readonly host: string;
   readonly path: string;
@@ -153,6 +161,10 @@ export class Analytics {
     const options = optionsOrNothing ?? {};
     if (typeof options !== 'object') throw new ConfigError('Expected `options` to be an object, e.g. { host, flushAt }', 'options');
     warnAboutOptions(options, CATALOG);
+    const axios = options.axiosInstance;
+    if (axios !== undefined && axios !== null && typeof (axios as { post?: unknown }).post !== 'function') {
+      throw new ConfigError('Expected `axiosInstance` to be an axios instance (an object with a `post` method), e.g. axios.create({ proxy })', 'axiosInstance');
+    }
     this.writeKey = writeKey;
     this.host = (options.host || CLASSIC_DEFAULTS.host).replace(/\/+$/, '');
     this.path = (options.path || CLASSIC_DEFAULTS.path).replace(/\/+$/, '');
@@ -175,7 +187,7 @@ export class Analytics {
       timeout: this.timeout,
       maxRetries: options.retryCount ?? CLASSIC_DEFAULTS.retryCount,
       disable: !this.enable,
-      transport: options.transport,
+      transport: options.axiosInstance !== undefined && options.axiosInstance !== null ? new AxiosTransport(options.axiosInstance) : options.transport,
       concurrency: options.concurrency,
       minRetryDelay: options.minRetryDelay,
       maxRetryDelay: options.maxRetryDelay,

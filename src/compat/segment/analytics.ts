@@ -106,6 +106,11 @@ function cancellationError(plugin: Plugin, outcome: Error | ContextCancelation):
  * error in its callback and an `error` event.
  */
 export class Analytics extends EventEmitter {
+  static {
+    // The bundle renames the class beside eventrelay's own `Analytics`; users see this name in logs.
+    Object.defineProperty(this, 'name', { value: 'Analytics' });
+  }
+
   /** Resolves when the plugins given so far are loaded (there are none at first). */
   readonly ready: Promise<void> = Promise.resolve();
   private readonly client: Client;
@@ -284,9 +289,10 @@ export class Analytics extends EventEmitter {
 
   /**
    * The common case at full speed: no callback and no plugins. The parameters go to
-   * eventrelay's client as they are (it validates and serializes them once); the call's
-   * context is made only if someone needs it when the call finishes (a listener for the
-   * call's event, or `error`). Answers false when the call needs the full path.
+   * eventrelay's client as they are (it validates and serializes them once). The call's event
+   * is kept for its context only while someone listens for the call's type (`track`, ...);
+   * otherwise nothing of the call stays in memory, and an `error` for it carries a context
+   * whose event holds the type and messageId. Answers false when the call needs the full path.
    */
   private sendBare(type: SegmentEventType, params: unknown): boolean {
     if (this.closed || this.plugins.length > 0 || this.registrations.size > 0) return false;
@@ -297,7 +303,9 @@ export class Analytics extends EventEmitter {
       const integrations = params.integrations as Record<string, unknown> | undefined;
       if (integrations !== undefined && (!isPlainObject(integrations) || integrations['Segment.io'] === false)) return false;
       this.pendingCalls++;
-      this.client[type](params as never, (error, messageId) => this.settleBare(type, params, error, messageId));
+      const kept = this.listenerCount(type) > 0;
+      const done = kept ? (error: EventRelayError | undefined, id: string | undefined) => this.settleBare(type, params, error, id) : this.unkept[type];
+      this.client[type](params as never, done);
       return true;
     } catch {
       // A throwing getter or a Proxy: the full path refuses the call with a typed error.
@@ -305,15 +313,30 @@ export class Analytics extends EventEmitter {
     }
   }
 
-  private settleBare(type: SegmentEventType, params: Params, error: EventRelayError | undefined, messageId: string | undefined): void {
+  /** Callbacks of calls whose event is not kept: one per type, shared, so a call costs no closure. */
+  private readonly unkept: Record<SegmentEventType, (error: EventRelayError | undefined, id: string | undefined) => void> = {
+    track: (error, id) => this.settleBare('track', undefined, error, id),
+    identify: (error, id) => this.settleBare('identify', undefined, error, id),
+    page: (error, id) => this.settleBare('page', undefined, error, id),
+    screen: (error, id) => this.settleBare('screen', undefined, error, id),
+    group: (error, id) => this.settleBare('group', undefined, error, id),
+    alias: (error, id) => this.settleBare('alias', undefined, error, id),
+  };
+
+  private settleBare(type: SegmentEventType, params: Params | undefined, error: EventRelayError | undefined, messageId: string | undefined): void {
     if (error !== undefined || this.listenerCount(type) > 0) {
       let event: SegmentEvent;
-      try {
-        event = makeEvent(type, params);
-      } catch {
-        event = makeEvent(type, {});
+      if (params === undefined) {
+        // Not kept: only what the client reported is known.
+        event = { type, messageId: messageId ?? '', timestamp: new Date(), context: {}, integrations: {} };
+      } else {
+        try {
+          event = makeEvent(type, params);
+        } catch {
+          event = makeEvent(type, {});
+        }
+        if (messageId !== undefined) event.messageId = messageId;
       }
-      if (messageId !== undefined) event.messageId = messageId;
       const ctx = new Context(event);
       if (error !== undefined) ctx.setFailedDelivery({ reason: error });
       this.finishCall(ctx, error);

@@ -107,7 +107,12 @@ async function main(argv: readonly string[]): Promise<void> {
           ? `postgres at ${redactUrl(config.storage.url!)} (instance ${forwarder.instanceId})`
           : `sqlite in ${values.data ?? config.storage.dataDir} (synchronous=${config.storage.synchronous})`;
     const sources = config.sources.map((s) => `${s.name} (Webhooks ${s.webhooks === undefined ? 'none' : s.webhooks.enabled ? `on, ${s.webhooks.webhooks.length} URL${s.webhooks.webhooks.length > 1 ? 's' : ''}` : 'off'})`);
-    out(`eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.join(', ')}\n  store: ${store}\n`);
+    const debuggerLine = !config.debugger ? 'off' : config.adminToken === undefined ? 'off until "adminToken" is set' : `${address.url}/debugger`;
+    const metricsLine = config.metricsPath === undefined ? 'off' : `${address.url}${config.metricsPath}`;
+    out(
+      `eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.join(', ')}\n  store: ${store}\n` +
+        `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
+    );
   } catch (error) {
     if (error instanceof ConfigError) fail(`config error${error.field === undefined ? '' : ` at ${error.field}`}: ${error.message}`);
     if (error instanceof EventRelayError) fail(error.message);

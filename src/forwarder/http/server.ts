@@ -6,7 +6,7 @@ import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audienc
 import type { DeletionPlan, DeletionRequest } from '../routing/deletion';
 import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from '../../messages/limits';
 import { MESSAGE_TYPES, parseIngestBody } from './ingest';
-import type { MessageType, RejectedMessage } from './ingest';
+import type { MessageType, RejectedMessage, ValidMessage } from './ingest';
 import { decodeBody, readBody } from './read-body';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
@@ -21,9 +21,15 @@ export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
 export interface HttpBackend {
   /** The source a write key belongs to. */
   sourceForKey(writeKey: string): RouteSource | undefined;
-  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult>;
-  /** Called with the messages of a batch that were refused (the others were stored), for counting. */
-  onRejected?(source: string, rejected: readonly RejectedMessage[]): void;
+  /** `calls[i]` is the parsed form of `messages[i]` (for the delivery log). */
+  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult>;
+  /**
+   * Called with the messages of a batch that were refused (the others were stored), for counting
+   * and the delivery log; `body` is the parsed request body they came in.
+   */
+  onRejected?(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
+  /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
+  readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
   requestDeletion(request: DeletionRequest): Promise<Omit<DeletionPlan, 'deliveries'>>;
   syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult>;
   stats(): Promise<object>;
@@ -49,14 +55,14 @@ const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
   '/admin/audiences/sync': { method: 'POST', route: { kind: 'audiences' } },
 };
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
 
-function fail(res: ServerResponse, status: number, code: string, message: string, extra: object = {}, headers: Record<string, string> = {}): void {
+export function fail(res: ServerResponse, status: number, code: string, message: string, extra: object = {}, headers: Record<string, string> = {}): void {
   send(res, status, { success: false, error: { code, message, ...extra } }, headers);
 }
 
@@ -108,6 +114,7 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   const entry = ROUTES[path];
   if (entry === undefined) {
+    if (backend.operations !== undefined && (await backend.operations(req, res, path))) return;
     fail(res, 404, 'not_found', `No endpoint ${path}; ingestion is POST /v1/batch or /v1/{identify,track,page,screen,group,alias}`);
     return;
   }
@@ -185,7 +192,7 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   }
   const accepted = parsed.messages.map((m) => routeMessage(source, m, receivedAt));
   // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
-  const result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted);
+  const result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages);
   log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);
   if (parsed.rejected.length === 0) {
     send(res, 200, { success: true });
@@ -193,7 +200,7 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   }
   // Not all or nothing: the valid messages are stored, the refused ones listed by index.
   log('refused %d of %d messages from source %s', parsed.rejected.length, parsed.rejected.length + accepted.length, source.name);
-  backend.onRejected?.(source.name, parsed.rejected);
+  backend.onRejected?.(source.name, parsed.rejected, receivedAt, json.value);
   send(res, 200, { success: true, rejected: parsed.rejected });
 }
 

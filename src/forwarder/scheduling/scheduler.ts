@@ -42,6 +42,8 @@ export interface AttemptReport {
   readonly source: string;
   readonly kind: PendingDelivery['kind'];
   readonly messageId: string;
+  /** When the delivery was created (accepted, or queued again by a replay), epoch ms. */
+  readonly createdAt: number;
   readonly result: AttemptResult;
 }
 
@@ -212,7 +214,14 @@ export class Scheduler {
         return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now() + BROKEN_ATTEMPT_DELAY, outcomes: [] };
       })
       .then((result) => {
-        const report: AttemptReport = { id: delivery.id, source: delivery.source, kind: delivery.kind, messageId: delivery.messageId, result };
+        const report: AttemptReport = {
+          id: delivery.id,
+          source: delivery.source,
+          kind: delivery.kind,
+          messageId: delivery.messageId,
+          createdAt: delivery.createdAt,
+          result,
+        };
         this.settle(outcomeOf(delivery, state, result, this.clock.now()), report);
       });
   }

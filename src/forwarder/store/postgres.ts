@@ -133,6 +133,11 @@ export class PostgresStore implements ForwarderStore {
     this.fast = fast;
   }
 
+  /** The connection pool, for the delivery log's own tables (`PostgresDeliveryLog`). */
+  get connections(): Pool {
+    return this.pool;
+  }
+
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const pg = loadDriver();
     const field = options.field ?? 'storage.url';

@@ -227,6 +227,11 @@ export class SqliteStore implements ForwarderStore {
     });
   }
 
+  /** The database handle, for the delivery log's own tables (`SqliteDeliveryLog`). */
+  get database(): BetterSqlite3.Database {
+    return this.db;
+  }
+
   /**
    * Group commit: the requests that arrive in the same turn of the event loop are stored in one
    * transaction (one fsync), each request whole. Resolves once that transaction committed.

@@ -404,16 +404,61 @@ describe('eventrelay/analytics-node (the classic API)', () => {
     });
   });
 
+  describe('axiosInstance', () => {
+    function recordingAxios(answer: (index: number) => unknown) {
+      const posts: { url: string; data: unknown; config: Record<string, unknown> }[] = [];
+      return {
+        posts,
+        post: async (url: string, data: unknown, config: Record<string, unknown>) => {
+          posts.push({ url, data, config });
+          const result = answer(posts.length - 1);
+          if (result instanceof Error) throw result;
+          return result as { status: number; headers?: unknown };
+        },
+      };
+    }
+
+    it('sends through your own axios instance, to host + path (ported: "we can pass our own axios instance")', async () => {
+      const axios = recordingAxios(() => ({ status: 200, headers: {} }));
+      const client = new Analytics('key', { axiosInstance: axios, host: 'https://my-dummy-host.com', path: '/test/path' });
+      client.flushed = true;
+      client.track({ userId: 'u', event: 'something' });
+      await client.flush();
+      expect(axios.posts).to.have.length(1);
+      expect(axios.posts[0]!.url).to.equal('https://my-dummy-host.com/test/path');
+      expect(JSON.parse(axios.posts[0]!.data as string).batch[0]).to.include({ event: 'something' });
+      expect((axios.posts[0]!.config.headers as Record<string, string>).authorization).to.equal(`Basic ${Buffer.from('key:').toString('base64')}`);
+    });
+
+    it('keeps eventrelay’s retry policy: a 503 answer is retried, an axios timeout is a TimeoutError', async () => {
+      const axios = recordingAxios((i) => (i === 0 ? { status: 503, headers: { 'retry-after': '0' } } : { status: 200 }));
+      const client = new Analytics('key', { axiosInstance: axios, retryCount: 2, minRetryDelay: 1, flushAt: 1 });
+      client.flushed = true;
+      await new Promise((resolve) => client.track({ userId: 'u', event: 'E' }, resolve));
+      expect(axios.posts).to.have.length(2);
+
+      const slow = recordingAxios(() => Object.assign(new Error('timeout of 5ms exceeded'), { code: 'ECONNABORTED' }));
+      const timed = new Analytics('key', { axiosInstance: slow, retryCount: 0, flushAt: 1 });
+      timed.flushed = true;
+      const err = await new Promise((resolve) => timed.track({ userId: 'u', event: 'E' }, resolve));
+      expect(err).to.be.instanceOf(TimeoutError);
+    });
+
+    it('refuses something that is not an axios instance with a ConfigError', () => {
+      expect(() => new Analytics('key', { axiosInstance: {} as never })).to.throw(ConfigError, /axiosInstance/);
+    });
+  });
+
   describe('options it does not honour', () => {
-    it('warns once about axios options and unknown ones, never silently ignoring them', async () => {
-      const seen = await warningsDuring(() => createClient({ axiosInstance: {}, flushInterva: 5, maxQueueSize: 1024 }));
+    it('warns once about options it does not honour and unknown ones, never silently ignoring them', async () => {
+      const seen = await warningsDuring(() => createClient({ axiosConfig: {}, flushInterva: 5, maxQueueSize: 1024 }));
       expect(seen.map((w) => (w as Error & { code: string }).code).sort()).to.deep.equal([
         'EVENTRELAY_UNKNOWN_OPTION',
         'EVENTRELAY_UNSUPPORTED_OPTION',
         'EVENTRELAY_UNSUPPORTED_OPTION',
       ]);
-      expect(seen.map((w) => w.message).join('\n')).to.include('axiosInstance').and.include('flushInterva').and.include('maxQueueSize');
-      const again = await warningsDuring(() => createClient({ axiosInstance: {}, flushInterva: 5, maxQueueSize: 1024 }));
+      expect(seen.map((w) => w.message).join('\n')).to.include('axiosConfig').and.include('flushInterva').and.include('maxQueueSize');
+      const again = await warningsDuring(() => createClient({ axiosConfig: {}, flushInterva: 5, maxQueueSize: 1024 }));
       expect(again).to.have.length(0);
     });
 

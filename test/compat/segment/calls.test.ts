@@ -2,9 +2,10 @@
 // messageId overrides, error handling), callback.test.ts and argument-validation.integration.test.ts,
 // rewritten for mocha. Adapted where eventrelay decides differently: a bad call does not
 // throw (its callback gets a ValidationError), and a failed request's reason is eventrelay's
-// HttpError (status 404) rather than `new Error('[404] Not Found')`.
+// HttpError (status 404) rather than `new Error('[404] Not Found')`; the test client listens
+// for the call events from the start (Segment's `resolveCtx` subscribes after the call).
 import { expect } from 'chai';
-import { Context, HttpError, ValidationError } from '../../../src/compat/segment';
+import { Analytics, Context, HttpError, ValidationError } from '../../../src/compat/segment';
 import { createSegmentClient, failure, nextCtx, RecordingHttpClient } from '../helpers';
 
 const timestamp = new Date();
@@ -96,6 +97,27 @@ describe('eventrelay/segment calls', () => {
     expect(err.ctx).to.be.instanceOf(Context);
     expect(err.ctx.event).to.deep.include({ type: 'track', event: 'foo', userId: 'sup' });
     expect(err.ctx.failedDelivery()!.reason).to.equal(err.reason);
+  });
+
+  describe('what is kept of a call', () => {
+    it('without a callback or a listener for its type, an error’s ctx holds the type and messageId only', async () => {
+      const http = new RecordingHttpClient(() => failure(400, 'Bad Request'));
+      const analytics = new Analytics({ writeKey: 'foo', flushAt: 1, httpClient: http });
+      const failed = new Promise<{ ctx: Context; reason: unknown }>((resolve) => analytics.once('error', resolve));
+      analytics.track({ userId: 'sup', event: 'foo', messageId: 'm-1' });
+      const { ctx, reason } = await failed;
+      expect(ctx.event).to.deep.include({ type: 'track', messageId: 'm-1' });
+      expect(ctx.event.userId).to.equal(undefined);
+      expect(ctx.failedDelivery()!.reason).to.equal(reason);
+    });
+
+    it('with a listener for its type attached before the call, the event is whole', async () => {
+      const analytics = new Analytics({ writeKey: 'foo', flushAt: 1, httpClient: new RecordingHttpClient() });
+      const tracked = nextCtx(analytics, 'track');
+      analytics.track({ userId: 'sup', event: 'foo', properties: { a: 1 } });
+      const ctx = await tracked;
+      expect(ctx.event).to.deep.include({ type: 'track', userId: 'sup', event: 'foo', properties: { a: 1 } });
+    });
   });
 
   describe('alias', () => {

@@ -1,3 +1,4 @@
+import createDebug from 'debug';
 import { expect } from 'chai';
 import { createSegmentClient, warningsDuring } from '../helpers';
 
@@ -19,6 +20,22 @@ describe('eventrelay/segment unknown and unsupported settings', () => {
     expect(seen[0]!.message).to.include('maxTotalBackoffDuration').and.include('maxRetries');
     const others = await warningsDuring(() => createSegmentClient({ oauthSettings: { clientId: 'x' }, maxRateLimitDuration: 60 } as never));
     expect(others.map((w) => w.message).join('\n')).to.include('oauthSettings').and.include('maxRateLimitDuration');
+  });
+
+  it('also writes the warning to the DEBUG=analytics log', async () => {
+    const lines: string[] = [];
+    const previousLog = createDebug.log;
+    const previousNamespaces = createDebug.disable();
+    createDebug.enable('analytics');
+    createDebug.log = (...args: unknown[]) => lines.push(args.map(String).join(' '));
+    try {
+      await warningsDuring(() => createSegmentClient({ flushAtDebug: 1 } as never));
+    } finally {
+      createDebug.log = previousLog;
+      createDebug.disable();
+      if (previousNamespaces) createDebug.enable(previousNamespaces);
+    }
+    expect(lines.some((line) => line.includes('flushAtDebug'))).to.equal(true);
   });
 
   it('says nothing about the settings it honours, or unknown ones left undefined', async () => {

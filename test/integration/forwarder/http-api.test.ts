@@ -281,7 +281,7 @@ describe('forwarder HTTP API (integration, 127.0.0.1)', () => {
       expect(health.status).to.equal(200);
       expect(await health.json()).to.deep.equal({ status: 'ok' });
       const stats = (await (await fetch(`${url}/stats`)).json()) as Record<string, number>;
-      expect(stats).to.have.all.keys('accepted', 'duplicates', 'refused', 'delivered', 'retrying', 'failed', 'queueDepth', 'oldestPendingAge', 'inFlight', 'uptime');
+      expect(stats).to.have.all.keys('accepted', 'duplicates', 'refused', 'delivered', 'retrying', 'failed', 'queueDepth', 'oldestPendingAge', 'inFlight', 'uptime', 'endpoints');
       expect(stats.accepted).to.be.above(0);
       expect(stats.delivered).to.be.above(0);
     });

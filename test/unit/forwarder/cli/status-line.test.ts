@@ -12,10 +12,11 @@ describe('CLI status line', () => {
 
   it('shows the counts in one line', () => {
     const line = statusLine({
-      accepted: 10, duplicates: 1, refused: 0, delivered: 7, retrying: 2, failed: 1, queueDepth: 2, oldestPendingAge: 1500, inFlight: 1, uptime: 5,
+      accepted: 10, duplicates: 1, refused: 0, delivered: 7, retrying: 2, failed: 1, queueDepth: 2, oldestPendingAge: 1500, inFlight: 1,
+      endpoints: [], uptime: 5,
     });
     expect(line).to.equal('accepted 10 | delivered 7 | retrying 2 | failed 1 | queue 2 (oldest 1.5 s) | in flight 1');
     expect(line).not.to.contain('\n');
-    expect(statusLine({ accepted: 0, duplicates: 0, refused: 0, delivered: 0, retrying: 0, failed: 0, queueDepth: 0, oldestPendingAge: null, inFlight: 0, uptime: 0 })).to.contain('queue 0 (oldest -)');
+    expect(statusLine({ accepted: 0, duplicates: 0, refused: 0, delivered: 0, retrying: 0, failed: 0, queueDepth: 0, oldestPendingAge: null, inFlight: 0, endpoints: [], uptime: 0 })).to.contain('queue 0 (oldest -)');
   });
 });

@@ -1,0 +1,493 @@
+/* The eventrelay debugger. Plain script, no framework. Every value from the server is shown with
+ * textContent, never parsed as HTML: payloads come from anyone holding a write key. The admin
+ * token lives in sessionStorage and travels only in the Authorization header. */
+/* global URLSearchParams */
+'use strict';
+
+(() => {
+  const TOKEN_KEY = 'eventrelay.adminToken';
+  const LIVE_LIMIT = 500;
+  const SVG = 'http://www.w3.org/2000/svg';
+  const $ = (id) => document.getElementById(id);
+
+  let token = sessionStorage.getItem(TOKEN_KEY);
+  let streamControl;
+  let paused = false;
+  /** Live items, newest first: { key, source, messageId, type, userId, receivedAt, state, body, reason, attempts } */
+  let liveItems = [];
+  const liveByKey = new Map();
+  let detail;
+  let searchCursor = null;
+  let refreshTimer;
+
+  function el(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (className) node.className = className;
+    return node;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  function notice(text, kind) {
+    const node = $('notice');
+    node.textContent = text || '';
+    node.className = kind === 'info' ? 'info' : '';
+    node.hidden = !text;
+  }
+
+  function time(iso) {
+    return iso ? new Date(iso).toLocaleTimeString() : '';
+  }
+
+  async function api(path, options) {
+    const init = { method: 'GET', cache: 'no-store', headers: { Authorization: `Bearer ${token}` } };
+    if (options && options.body !== undefined) {
+      init.method = 'POST';
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(options.body);
+    } else if (options && options.method) {
+      init.method = options.method;
+    }
+    const response = await fetch(path, init);
+    const text = await response.text();
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (response.status === 401) {
+      signOut('The admin token was refused: sign in again.');
+      throw new Error('unauthorized');
+    }
+    if (!response.ok) throw new Error((json && json.error && json.error.message) || `HTTP ${response.status}`);
+    return json;
+  }
+
+  // ---- views ---------------------------------------------------------------------------------
+
+  function show(next) {
+    for (const section of document.querySelectorAll('.view')) section.hidden = section.id !== `view-${next}`;
+    for (const tab of document.querySelectorAll('.tab')) tab.setAttribute('aria-selected', String(tab.dataset.view === next));
+    clearInterval(refreshTimer);
+    if (next === 'endpoints' || next === 'chart') {
+      refreshOverview();
+      refreshTimer = setInterval(refreshOverview, 5000);
+    }
+    if (next === 'search' && $('search-results').childElementCount === 0) search(false);
+  }
+
+  function fillSources(sources) {
+    for (const id of ['live-source', 'search-source', 'recover-source']) {
+      const select = $(id);
+      clear(select);
+      if (id !== 'recover-source') select.appendChild(el('option', 'all')).value = '';
+      for (const name of sources) select.appendChild(el('option', name)).value = name;
+    }
+  }
+
+  async function signIn() {
+    try {
+      const overview = await api('/admin/overview');
+      fillSources(overview.sources);
+      $('view-signin').hidden = true;
+      $('tabs').hidden = false;
+      notice('');
+      show('live');
+      startStream();
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(`Could not sign in: ${error.message}`);
+    }
+  }
+
+  function signOut(message) {
+    token = null;
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (streamControl) streamControl.abort();
+    clearInterval(refreshTimer);
+    $('tabs').hidden = true;
+    for (const section of document.querySelectorAll('.view')) section.hidden = section.id !== 'view-signin';
+    notice(message || '');
+  }
+
+  // ---- live stream (fetch streaming, so the token stays in a header) ----------------------------
+
+  function startStream() {
+    if (streamControl) streamControl.abort();
+    const control = new AbortController();
+    streamControl = control;
+    const source = $('live-source').value;
+    const path = `/admin/stream${source ? `?${new URLSearchParams({ source })}` : ''}`;
+    $('live-status').textContent = 'connecting';
+    fetch(path, { headers: { Authorization: `Bearer ${token}` }, signal: control.signal, cache: 'no-store' })
+      .then(async (response) => {
+        if (response.status === 401) return signOut('The admin token was refused: sign in again.');
+        if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+        $('live-status').textContent = 'live';
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          let end;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            parseEvent(block);
+          }
+        }
+        throw new Error('stream ended');
+      })
+      .catch((error) => {
+        if (control.signal.aborted) return;
+        $('live-status').textContent = `disconnected (${error.message}); retrying`;
+        setTimeout(() => {
+          if (streamControl === control && token) startStream();
+        }, 2000);
+      });
+  }
+
+  function parseEvent(block) {
+    let event = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith('event:')) event = line.slice(6).trim();
+      else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
+    }
+    if (data.length === 0) return;
+    let payload;
+    try {
+      payload = JSON.parse(data.join('\n'));
+    } catch {
+      return;
+    }
+    onLiveEvent(event, payload);
+  }
+
+  function onLiveEvent(event, data) {
+    const key = `${data.source}\u0000${data.messageId}`;
+    if (event === 'accepted' || event === 'refused') {
+      const item = {
+        key,
+        source: data.source,
+        messageId: data.messageId,
+        type: data.type,
+        userId: data.userId,
+        receivedAt: data.receivedAt,
+        state: event === 'refused' ? 'refused' : data.state,
+        body: data.body,
+        reason: data.reason || null,
+        attempts: [],
+      };
+      liveItems.unshift(item);
+      if (!liveByKey.has(key) || event !== 'refused') liveByKey.set(key, item);
+      if (liveItems.length > LIVE_LIMIT) {
+        for (const old of liveItems.splice(LIVE_LIMIT)) if (liveByKey.get(old.key) === old) liveByKey.delete(old.key);
+      }
+    } else if (event === 'attempt' || event === 'replayed') {
+      const item = liveByKey.get(key);
+      if (item) {
+        if (event === 'attempt') {
+          item.state = data.outcome === 'retry' ? 'retrying' : data.outcome;
+          item.attempts.push(data);
+        } else {
+          item.state = 'pending';
+        }
+      }
+      if (detail && detail.source === data.source && detail.messageId === data.messageId) openDelivery(detail.id, false);
+    }
+    if (!paused) renderLive();
+  }
+
+  function liveMatches(item) {
+    const type = $('live-type').value;
+    if (type && item.type !== type) return false;
+    const text = $('live-text').value.trim().toLowerCase();
+    if (!text) return true;
+    return [item.messageId, item.userId, item.type, item.body, item.reason].some((v) => typeof v === 'string' && v.toLowerCase().includes(text));
+  }
+
+  function renderLive() {
+    const list = $('live-list');
+    clear(list);
+    for (const item of liveItems) {
+      if (!liveMatches(item)) continue;
+      const li = el('li');
+      li.dataset.messageId = item.messageId;
+      const head = el('div', undefined, 'head');
+      head.appendChild(el('span', time(item.receivedAt), 'muted'));
+      head.appendChild(el('span', item.source));
+      head.appendChild(el('strong', item.type || '?'));
+      head.appendChild(el('span', item.userId || ''));
+      head.appendChild(el('span', item.state, `badge ${item.state}`));
+      if (item.attempts.length > 0) {
+        const last = item.attempts[item.attempts.length - 1];
+        const what = last.urls.map((u) => (u.status !== null ? `HTTP ${u.status}` : u.error)).join(', ');
+        head.appendChild(el('span', `attempt ${last.attempt}: ${what}`, 'muted'));
+      }
+      li.appendChild(head);
+      li.appendChild(el('div', item.body || item.reason || '', 'body'));
+      li.addEventListener('click', () => openMessage(item.source, item.messageId));
+      list.appendChild(li);
+    }
+  }
+
+  // ---- one message ---------------------------------------------------------------------------
+
+  async function openMessage(source, messageId) {
+    try {
+      const page = await api(`/admin/messages?${new URLSearchParams({ source, messageId, limit: '20' })}`);
+      const rows = page.items;
+      const row = rows.find((r) => r.status !== 'duplicate') || rows[0];
+      if (!row) return notice('That message is not in the delivery log (yet).', 'info');
+      await openDelivery(row.id, true);
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+    }
+  }
+
+  async function openDelivery(id, switchView) {
+    let d;
+    try {
+      d = await api(`/admin/deliveries/${encodeURIComponent(id)}`);
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+      return;
+    }
+    detail = d;
+    $('message-empty').hidden = true;
+    $('message-detail').hidden = false;
+    const fields = $('message-fields');
+    clear(fields);
+    const rows = [
+      ['delivery id', d.id],
+      ['status', d.status],
+      ['source', d.source],
+      ['type', d.type],
+      ['userId', d.userId],
+      ['messageId', d.messageId],
+      ['received', d.receivedAt],
+      ['finished', d.finishedAt],
+      ['attempts', d.attempts],
+      ['series', d.series],
+      ['reason', d.reason],
+    ];
+    for (const [name, value] of rows) {
+      fields.appendChild(el('dt', name));
+      const dd = el('dd', value === null || value === undefined ? '-' : value);
+      if (name === 'status') dd.id = 'message-status';
+      fields.appendChild(dd);
+    }
+    const attempts = $('attempts');
+    clear(attempts);
+    for (const a of d.attemptLog) {
+      const tr = el('tr');
+      for (const value of [a.series, a.attempt, a.at, a.url, a.status, a.error, a.durationMs, a.outcome]) tr.appendChild(el('td', value === null ? '-' : value));
+      attempts.appendChild(tr);
+    }
+    let body = d.body;
+    if (body) {
+      try {
+        body = JSON.stringify(JSON.parse(body), null, 2);
+      } catch {
+        // shown as stored
+      }
+    }
+    $('message-body').textContent = body || (d.hasBody ? '' : 'Not stored (erased when delivered, or never made).');
+    const replayable = d.status === 'failed' || (d.status === 'delivered' && d.hasBody);
+    $('replay').disabled = !replayable;
+    if (switchView) {
+      $('replay-result').textContent = '';
+      show('message');
+    }
+  }
+
+  async function replay() {
+    if (!detail) return;
+    $('replay').disabled = true;
+    try {
+      const result = await api(`/admin/deliveries/${encodeURIComponent(detail.id)}/replay`, { method: 'POST', body: {} });
+      $('replay-result').textContent = `queued again (series ${result.series})`;
+      for (let i = 0; i < 20; i++) {
+        await openDelivery(detail.id, false);
+        if (detail.status !== 'pending' && detail.status !== 'retrying') break;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('replay-result').textContent = error.message;
+    }
+  }
+
+  // ---- search and recover --------------------------------------------------------------------
+
+  async function search(more) {
+    const params = new URLSearchParams({ limit: '50' });
+    const add = (name, id) => {
+      const value = $(id).value.trim();
+      if (value) params.set(name, value);
+    };
+    add('source', 'search-source');
+    add('status', 'search-status');
+    add('type', 'search-type');
+    add('messageId', 'search-message-id');
+    add('userId', 'search-user-id');
+    if (more && searchCursor) params.set('cursor', searchCursor);
+    const tbody = $('search-results');
+    try {
+      const page = await api(`/admin/messages?${params}`);
+      if (!more) clear(tbody);
+      for (const row of page.items) {
+        const tr = el('tr', undefined, 'link');
+        for (const value of [row.id, row.receivedAt, row.source, row.type, row.userId, row.messageId]) tr.appendChild(el('td', value === null ? '-' : value));
+        const status = el('td');
+        status.appendChild(el('span', row.status, `badge ${row.status}`));
+        tr.appendChild(status);
+        tr.appendChild(el('td', row.attempts));
+        tr.addEventListener('click', () => openDelivery(row.id, true));
+        tbody.appendChild(tr);
+      }
+      searchCursor = page.nextCursor;
+      $('search-more').hidden = !searchCursor;
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+    }
+  }
+
+  async function recover() {
+    const since = new Date($('recover-since').value);
+    if (Number.isNaN(since.getTime())) return;
+    try {
+      const result = await api('/admin/recover', { body: { source: $('recover-source').value, since: since.toISOString() } });
+      $('recover-result').textContent = `${result.queued} failed deliveries queued again`;
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('recover-result').textContent = error.message;
+    }
+  }
+
+  // ---- endpoints and chart -------------------------------------------------------------------
+
+  async function refreshOverview() {
+    let overview;
+    try {
+      overview = await api('/admin/overview');
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+      return;
+    }
+    const tbody = $('endpoints');
+    clear(tbody);
+    for (const e of overview.stats.endpoints) {
+      const tr = el('tr');
+      const rate = e.successRate === null ? '-' : `${Math.round(e.successRate * 1000) / 10} %`;
+      for (const value of [e.source, e.url, e.lastStatus, e.lastError, e.consecutiveFailures, e.attempts, rate, e.p50Ms, e.p99Ms]) {
+        tr.appendChild(el('td', value === null ? '-' : value));
+      }
+      tbody.appendChild(tr);
+    }
+    if (overview.stats.endpoints.length === 0) {
+      const tr = el('tr');
+      const td = el('td', 'No webhook request in the last hour.', 'muted');
+      td.colSpan = 9;
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+    }
+    drawChart($('chart-rates'), overview.chart, [
+      ['accepted', '#2457c5'],
+      ['delivered', '#1f8a4c'],
+      ['failed', '#c23b22'],
+    ]);
+    drawChart($('chart-depth'), overview.chart, [['queueDepth', '#7a4cc2']]);
+    const stats = $('stats');
+    clear(stats);
+    for (const name of ['accepted', 'duplicates', 'refused', 'delivered', 'retrying', 'failed', 'queueDepth', 'oldestPendingAge', 'inFlight']) {
+      stats.appendChild(el('dt', name));
+      stats.appendChild(el('dd', overview.stats[name] === null ? '-' : overview.stats[name]));
+    }
+  }
+
+  function svg(tag, attributes, text) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
+  /** A line per series over the points, drawn by hand: no chart library. */
+  function drawChart(container, points, series) {
+    const width = 900;
+    const height = 200;
+    const left = 40;
+    const bottom = 20;
+    let max = 1;
+    for (const p of points) for (const [name] of series) if (p[name] !== null && p[name] > max) max = p[name];
+    const x = (i) => left + (i * (width - left - 10)) / Math.max(1, points.length - 1);
+    const y = (v) => height - bottom - (v * (height - bottom - 10)) / max;
+    const chart = svg('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': series.map(([n]) => n).join(', ') });
+    chart.appendChild(svg('line', { x1: left, y1: height - bottom, x2: width - 10, y2: height - bottom, stroke: '#d8dde2' }));
+    chart.appendChild(svg('line', { x1: left, y1: 10, x2: left, y2: height - bottom, stroke: '#d8dde2' }));
+    chart.appendChild(svg('text', { x: left - 4, y: 14, 'text-anchor': 'end', 'font-size': 11, fill: '#66707a' }, max));
+    chart.appendChild(svg('text', { x: left - 4, y: height - bottom, 'text-anchor': 'end', 'font-size': 11, fill: '#66707a' }, 0));
+    if (points.length > 0) {
+      chart.appendChild(svg('text', { x: left, y: height - 4, 'font-size': 11, fill: '#66707a' }, time(new Date(points[0].at).toISOString())));
+      chart.appendChild(svg('text', { x: width - 10, y: height - 4, 'text-anchor': 'end', 'font-size': 11, fill: '#66707a' }, 'now'));
+    }
+    for (const [name, color] of series) {
+      const coords = [];
+      points.forEach((p, i) => {
+        if (p[name] !== null) coords.push(`${x(i).toFixed(1)},${y(p[name]).toFixed(1)}`);
+      });
+      if (coords.length > 0) chart.appendChild(svg('polyline', { points: coords.join(' '), fill: 'none', stroke: color, 'stroke-width': 2, 'data-series': name }));
+      // A dot per minute with a value, so that a lone sample shows too.
+      for (const xy of coords) {
+        const [cx, cy] = xy.split(',');
+        chart.appendChild(svg('circle', { cx, cy, r: 2.5, fill: color }));
+      }
+    }
+    clear(container);
+    container.appendChild(chart);
+  }
+
+  // ---- wiring --------------------------------------------------------------------------------
+
+  document.addEventListener('DOMContentLoaded', () => {
+    $('signin-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      token = $('token').value.trim();
+      $('token').value = '';
+      if (!token) return;
+      sessionStorage.setItem(TOKEN_KEY, token);
+      signIn();
+    });
+    $('sign-out').addEventListener('click', () => signOut('Signed out.'));
+    for (const tab of document.querySelectorAll('.tab')) tab.addEventListener('click', () => show(tab.dataset.view));
+    $('live-source').addEventListener('change', () => {
+      liveItems = [];
+      liveByKey.clear();
+      renderLive();
+      startStream();
+    });
+    $('live-type').addEventListener('change', renderLive);
+    $('live-text').addEventListener('input', renderLive);
+    $('live-pause').addEventListener('click', () => {
+      paused = !paused;
+      $('live-pause').textContent = paused ? 'Resume' : 'Pause';
+      if (!paused) renderLive();
+    });
+    $('replay').addEventListener('click', replay);
+    $('search-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      search(false);
+    });
+    $('search-more').addEventListener('click', () => search(true));
+    $('recover-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      recover();
+    });
+    if (token) signIn();
+  });
+})();

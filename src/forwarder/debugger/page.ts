@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The debugger page: three static files shipped in the package (`dist/debugger/`), no CDN, no
+ * framework. They hold no data: the page signs in with the admin token, kept in
+ * sessionStorage, and calls the admin API with it in the Authorization header.
+ */
+
+/** Everything comes from the forwarder itself; no inline script or style is allowed. */
+export const DEBUGGER_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
+
+const FILES: Readonly<Record<string, { file: string; type: string }>> = {
+  '/debugger': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/debugger/': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/debugger/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/debugger/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+};
+
+interface Asset {
+  readonly bytes: Buffer;
+  readonly etag: string;
+}
+
+let directory: string | undefined;
+const cache = new Map<string, Asset>();
+
+/** The folder of the page's files: beside the built code in dist, or in the sources when run from them. */
+function assetDirectory(): string {
+  if (directory !== undefined) return directory;
+  const candidates = ['./debugger/', '../debugger/', './'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+  const found = candidates.find((dir) => existsSync(`${dir}index.html`));
+  if (found === undefined) throw new Error('The debugger page files are missing from the package (dist/debugger)');
+  directory = found;
+  return found;
+}
+
+function asset(file: string): Asset {
+  let cached = cache.get(file);
+  if (cached === undefined) {
+    const bytes = readFileSync(`${assetDirectory()}${file}`);
+    cached = { bytes, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 22)}"` };
+    cache.set(file, cached);
+  }
+  return cached;
+}
+
+/** Names and sizes of the page's files, in bytes. */
+export function debuggerFiles(): Array<{ file: string; bytes: number }> {
+  return ['index.html', 'app.js', 'app.css'].map((file) => ({ file, bytes: asset(file).bytes.length }));
+}
+
+/** Serves a file of the page; false for a path that is not one. */
+export function serveDebugger(path: string, req: IncomingMessage, res: ServerResponse): boolean {
+  const entry = FILES[path];
+  if (entry === undefined) return false;
+  const { bytes, etag } = asset(entry.file);
+  const headers = {
+    'Content-Type': entry.type,
+    'Content-Security-Policy': DEBUGGER_CSP,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+    'Cache-Control': 'no-cache',
+    ETag: etag,
+  };
+  if (req.headers['if-none-match'] === etag) {
+    res.writeHead(304, headers).end();
+    return true;
+  }
+  res.writeHead(200, { ...headers, 'Content-Length': bytes.length });
+  res.end(req.method === 'HEAD' ? undefined : bytes);
+  return true;
+}
