@@ -53,6 +53,7 @@ const allModes = [
   { id: 'memory-nolog', name: 'in memory, delivery log off', storage: { type: 'memory', deliveryLog: false } },
   { id: 'pg-1', name: 'PostgreSQL, 1 instance', storage: { type: 'postgres' }, instances: 1 },
   { id: 'pg-2', name: 'PostgreSQL, 2 instances', storage: { type: 'postgres' }, instances: 2 },
+  { id: 'pg-1-nolog', name: 'PostgreSQL, 1 instance, no delivery log', storage: { type: 'postgres', deliveryLog: false }, instances: 1 },
   { id: 'bullmq', name: 'Express + BullMQ, Redis appendfsync always', bullmq: true },
 ];
 // BENCH_BASE_CLI=<another build's dist/cli.js>: also runs PostgreSQL with 1 instance on that build (mode pg-1-base),
@@ -164,7 +165,7 @@ async function startForwarders(mode, receiverUrl, dir, databaseUrl) {
     return [await spawnListening([join(here, 'forwarder-bullmq.mjs'), receiverUrl, WRITE_KEY, SECRET, queue, '64'])];
   }
   const configPath = join(dir, 'config.json');
-  const storage = mode.storage.type === 'postgres' ? { type: 'postgres', url: { env: 'DATABASE_URL' }, poolSize: 10 } : mode.storage;
+  const storage = mode.storage.type === 'postgres' ? { ...mode.storage, url: { env: 'DATABASE_URL' }, poolSize: 10 } : mode.storage;
   writeFileSync(
     configPath,
     JSON.stringify({
@@ -212,7 +213,7 @@ async function tableWrites(databaseUrl, messages) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   const { rows } = await client.query(
-    "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'messages', 'counters') ORDER BY relname",
+    "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'messages', 'counters', 'log_messages', 'log_attempts') ORDER BY relname",
   );
   const xact = await client.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
   await client.end();
