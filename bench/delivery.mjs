@@ -171,7 +171,7 @@ async function main() {
   const fmt = (x) => Math.round(x).toLocaleString('en-US');
   console.log(
     `Node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), load average ${os.loadavg()[0].toFixed(1)}; ` +
-      `${count} requests per run, ${workers} deliveries in flight, median of ${rounds} alternating runs`,
+    `${count} requests per run, ${workers} deliveries in flight, median of ${rounds} alternating runs`,
   );
   console.log('');
   console.log('| URLs | floor (deliveries/s) | eventrelay (deliveries/s) | ratio | target 0.80 | floor CPU µs/delivery | eventrelay CPU µs/delivery | CPU ratio |');
@@ -180,7 +180,7 @@ async function main() {
     const ratio = row.ours / row.floor;
     console.log(
       `| ${row.n} | ${fmt(row.floor)} | ${fmt(row.ours)} | ${ratio.toFixed(2)} | ${ratio >= 0.8 ? 'met' : 'MISSED'} | ` +
-        `${row.floorCpu.toFixed(1)} | ${row.oursCpu.toFixed(1)} | ${(row.floorCpu / row.oursCpu).toFixed(2)} |`,
+      `${row.floorCpu.toFixed(1)} | ${row.oursCpu.toFixed(1)} | ${(row.floorCpu / row.oursCpu).toFixed(2)} |`,
     );
   }
   console.log('\nCPU is the sender process only (user + system); CPU ratio = floor / eventrelay, higher is better.');

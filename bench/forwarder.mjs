@@ -399,7 +399,7 @@ for (const id of ['pg-1', 'pg-2']) {
 }
 console.log(
   `\nThroughput: ${MESSAGES} track messages in batches of ${BATCH}, ${IN_FLIGHT} batch requests in flight, until the last webhook arrived ` +
-    `("acknowledged": until the last 200 from the ingestion API); CPU is user + system time over that phase from /proc. ` +
-    `Latency: ${fmt(PACED_RATE)} msg/s for ${PACED_SECONDS} s in batches of ${Math.max(1, Math.round(PACED_RATE / 50))}, ` +
-    `from sending the batch to the webhook's arrival. One receiver answering 200 at once, signing on, forwarders in their own processes; Node ${process.version}, 127.0.0.1.`,
+  `("acknowledged": until the last 200 from the ingestion API); CPU is user + system time over that phase from /proc. ` +
+  `Latency: ${fmt(PACED_RATE)} msg/s for ${PACED_SECONDS} s in batches of ${Math.max(1, Math.round(PACED_RATE / 50))}, ` +
+  `from sending the batch to the webhook's arrival. One receiver answering 200 at once, signing on, forwarders in their own processes; Node ${process.version}, 127.0.0.1.`,
 );

@@ -183,8 +183,8 @@ function report() {
   const pass = arrived === expected.length && leaked.length === 0 && rejected.length === 0;
   console.log(
     `\n${pass ? 'OK' : 'FAILED'}: ${arrived}/${expected.length} expected webhooks arrived with a valid signature` +
-      `, ${received.length} received in all, ${rejected.length} refused` +
-      `; the All:false call ${leaked.length === 0 ? 'did not arrive' : 'ARRIVED'}`,
+    `, ${received.length} received in all, ${rejected.length} refused` +
+    `; the All:false call ${leaked.length === 0 ? 'did not arrive' : 'ARRIVED'}`,
   );
   return pass;
 }

@@ -102,7 +102,7 @@ export class QueueFullError extends EventRelayError {
   constructor(maxQueueSize: number) {
     super(
       `The queue already holds ${maxQueueSize} messages (maxQueueSize); the message was refused. ` +
-        'The endpoint may be unreachable: check connectivity, or raise `maxQueueSize`.',
+      'The endpoint may be unreachable: check connectivity, or raise `maxQueueSize`.',
       'ERR_QUEUE_FULL',
     );
     this.maxQueueSize = maxQueueSize;
@@ -127,7 +127,7 @@ export class CloseTimeoutError extends EventRelayError {
   constructor(timeout: number) {
     super(
       `closeAndFlush() timed out after ${timeout} ms before this message was confirmed delivered; it is no longer retried ` +
-        'and may or may not have arrived. Give closeAndFlush a longer `timeout` to wait for retries.',
+      'and may or may not have arrived. Give closeAndFlush a longer `timeout` to wait for retries.',
       'ERR_CLOSE_TIMEOUT',
     );
     this.timeout = timeout;
@@ -194,7 +194,7 @@ export class WebhookTimestampError extends SignatureVerificationError {
     const skew = Math.round(timestamp - now / 1000);
     super(
       `The webhook-timestamp is ${Math.abs(skew)} s ${skew < 0 ? 'in the past' : 'in the future'}, outside the tolerance of ` +
-        `${tolerance / 1000} s: a replayed request, or a clock that is off on the sender or the receiver (check NTP).`,
+      `${tolerance / 1000} s: a replayed request, or a clock that is off on the sender or the receiver (check NTP).`,
       'ERR_WEBHOOK_TIMESTAMP',
     );
     this.timestamp = timestamp;

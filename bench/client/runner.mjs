@@ -51,7 +51,7 @@ function call(client, run, seq) {
 /** Calls in chunks; returns the milliseconds spent inside the chunks (the caller's blocked time). */
 async function burst(client, run, count) {
   let blocked = 0;
-  for (let seq = 0; seq < count; ) {
+  for (let seq = 0; seq < count;) {
     const t0 = performance.now();
     const end = Math.min(count, seq + BURST_CHUNK);
     for (; seq < end; seq++) call(client, run, seq);
@@ -65,7 +65,7 @@ async function burst(client, run, count) {
 async function paced(client, run, count, rate) {
   let blocked = 0;
   const start = performance.now();
-  for (let seq = 0; seq < count; ) {
+  for (let seq = 0; seq < count;) {
     const due = Math.min(count, Math.floor(((performance.now() - start) * rate) / 1000));
     const t0 = performance.now();
     for (; seq < due; seq++) call(client, run, seq);

@@ -202,7 +202,7 @@ export class Analytics extends EventEmitter {
     if (bytes > MAX_MESSAGE_BYTES) {
       return new PayloadTooLargeError(
         `The ${type} message is ${bytes} bytes once serialized; the limit is ${MAX_MESSAGE_BYTES} bytes (32 KB) per call. ` +
-          'Send fewer or smaller properties.',
+        'Send fewer or smaller properties.',
         bytes,
         MAX_MESSAGE_BYTES,
       );

@@ -45,7 +45,7 @@ export function serializeMessage(message: Record<string, unknown>): string {
       error instanceof RangeError ? 'it is nested too deeply' : error instanceof TypeError ? error.message.split('\n')[0] : 'a toJSON method or getter threw';
     throw new SerializationError(
       `The ${String(message.type)} message cannot be serialized to JSON (${reason}). ` +
-        'Remove circular references, BigInt values, toJSON methods that throw and very deep nesting.',
+      'Remove circular references, BigInt values, toJSON methods that throw and very deep nesting.',
       { cause: error },
     );
   }

@@ -344,7 +344,7 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   if (storage.lease < delivery.timeout + 1000) {
     throw new ConfigError(
       `Expected \`storage.lease\` (${storage.lease} ms) to be at least \`delivery.timeout\` + 1000 ms (${delivery.timeout + 1000} ms): ` +
-        'a lease must outlast an attempt, or another instance may take the delivery over while it runs',
+      'a lease must outlast an attempt, or another instance may take the delivery over while it runs',
       'storage.lease',
     );
   }

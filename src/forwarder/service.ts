@@ -182,8 +182,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       config.metricsPath === undefined
         ? undefined
         : new ForwarderMetrics({
-            queueDepth: () => this.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
-          });
+          queueDepth: () => this.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
+        });
     const opsOf = async (): Promise<Operations> => {
       await this.openStore();
       return this.ops!;

@@ -56,7 +56,7 @@ export function staticHeaders(field: string, headers: unknown): Record<string, s
     if (RESERVED_HEADERS.has(lower)) {
       throw new ConfigError(
         `The static header ${shown} in \`${field}\` is not allowed: Content-Type, User-Agent, X-Signature and webhook-* are set by the destination, ` +
-          'Host comes from the URL, and framing headers from HTTP',
+        'Host comes from the URL, and framing headers from HTTP',
         where,
       );
     }

@@ -17,7 +17,7 @@ export function nodeCrypto(): HmacFunctions {
   if (!module) {
     throw new EventRelayError(
       'sign() and verifySignature() need Node\'s crypto module, which this runtime does not provide. ' +
-        'Use signAsync() and verifySignatureAsync() (Web Crypto) instead.',
+      'Use signAsync() and verifySignatureAsync() (Web Crypto) instead.',
       'ERR_UNSUPPORTED_RUNTIME',
     );
   }

@@ -41,16 +41,16 @@ function rawBodyError(rawBody: unknown): InvalidArgumentError {
   if (rawBody === undefined || rawBody === null) {
     return new InvalidArgumentError(
       `${EXPECTED}, got ${String(rawBody)}. If a body parser such as express.json() ran first, ` +
-        'it consumed the body: mount the webhook route before it (or use express.raw()), or read ' +
-        'the body yourself with `await request.text()` in a Fetch handler.',
+      'it consumed the body: mount the webhook route before it (or use express.raw()), or read ' +
+      'the body yourself with `await request.text()` in a Fetch handler.',
       'rawBody',
     );
   }
   if (typeof rawBody === 'object') {
     return new InvalidArgumentError(
       `${EXPECTED}, got ${Array.isArray(rawBody) ? 'an array' : 'an object'}: pass the raw request body, not parsed JSON. ` +
-        'Serializing it again changes the bytes, so the signature cannot be checked. Read the body ' +
-        'as text or bytes before any JSON parser runs (see "Receiving webhooks" in the README).',
+      'Serializing it again changes the bytes, so the signature cannot be checked. Read the body ' +
+      'as text or bytes before any JSON parser runs (see "Receiving webhooks" in the README).',
       'rawBody',
     );
   }

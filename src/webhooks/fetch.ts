@@ -43,8 +43,8 @@ async function readFetchBody(request: Request, limit: number): Promise<Uint8Arra
   if (request.bodyUsed) {
     throw new InvalidArgumentError(
       'The Request body was already read (request.json() or request.text() was called) before the ' +
-        'webhook handler got it. Pass the request untouched, or check the text you read with ' +
-        "verifySignatureAsync(text, request.headers.get('x-signature'), secret).",
+      'webhook handler got it. Pass the request untouched, or check the text you read with ' +
+      "verifySignatureAsync(text, request.headers.get('x-signature'), secret).",
       'request',
     );
   }

@@ -16,9 +16,9 @@ export function isBodyConsumed(request: NodeRequest): boolean {
 export function consumedBodyError(): InvalidArgumentError {
   return new InvalidArgumentError(
     'The request body was read before the webhook adapter got it (a body parser such as ' +
-      'express.json() ran first), so its exact bytes are gone and the signature cannot be checked. ' +
-      'Mount the webhook route before express.json() (or leave it out of the parser), or put ' +
-      "express.raw({ type: '*/*', limit: '1mb' }) in front of the webhook middleware.",
+    'express.json() ran first), so its exact bytes are gone and the signature cannot be checked. ' +
+    'Mount the webhook route before express.json() (or leave it out of the parser), or put ' +
+    "express.raw({ type: '*/*', limit: '1mb' }) in front of the webhook middleware.",
     'rawBody',
   );
 }

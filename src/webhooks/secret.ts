@@ -39,7 +39,7 @@ function emptySecret(got: string): ConfigError {
   // An empty key still yields a valid-looking HMAC that anyone can compute.
   return new ConfigError(
     `${EXPECTED}, got ${got}. An empty secret would accept signatures anyone can compute; ` +
-      'is the environment variable that should hold it set?',
+    'is the environment variable that should hold it set?',
     'secret',
   );
 }

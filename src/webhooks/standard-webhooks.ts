@@ -63,7 +63,7 @@ export function standardWebhookKey(secret: string, field = 'secret'): Uint8Array
   if (bytes === undefined || bytes.length === 0) {
     throw new ConfigError(
       `Expected \`${field}\`, which starts with "whsec_", to continue with the base64 of the key bytes, got ` +
-        `${encoded.length} characters that are not base64 (not shown). Copy the whole secret, or leave out the prefix to use it as text.`,
+      `${encoded.length} characters that are not base64 (not shown). Copy the whole secret, or leave out the prefix to use it as text.`,
       field,
     );
   }
@@ -210,7 +210,7 @@ export function readStandardHeaders(headers: HeadersLike): ReadHeaders {
     return {
       error: new SignatureVerificationError(
         'The Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) are missing or repeated: ' +
-          'the sender did not sign the request this way (is `signing` set to "standard-webhooks" or "both" on the destination?).',
+        'the sender did not sign the request this way (is `signing` set to "standard-webhooks" or "both" on the destination?).',
       ),
     };
   }

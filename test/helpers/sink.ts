@@ -97,6 +97,6 @@ export async function startSink(handler?: SinkHandler, options: SinkOptions = {}
 /** A handler answering every request with `status`. */
 export const answer =
   (status: number, headers: http.OutgoingHttpHeaders = {}): SinkHandler =>
-  (_request, res) => {
-    res.writeHead(status, headers).end('ok');
-  };
+    (_request, res) => {
+      res.writeHead(status, headers).end('ok');
+    };

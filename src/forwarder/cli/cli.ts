@@ -111,7 +111,7 @@ async function main(argv: readonly string[]): Promise<void> {
     const metricsLine = config.metricsPath === undefined ? 'off' : `${address.url}${config.metricsPath}`;
     out(
       `eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.join(', ')}\n  store: ${store}\n` +
-        `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
+      `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
     );
   } catch (error) {
     if (error instanceof ConfigError) fail(`config error${error.field === undefined ? '' : ` at ${error.field}`}: ${error.message}`);

@@ -26,7 +26,7 @@ export function stepsAfter<Step>(store: string, migrations: readonly Migration<S
   if (current > latest) {
     throw new StoreError(
       `The ${store} schema is at version ${current}, newer than this eventrelay knows (${latest}): ` +
-        'it was upgraded by a newer release. Run that release (or newer) against it.',
+      'it was upgraded by a newer release. Run that release (or newer) against it.',
       'ERR_STORE_SCHEMA',
     );
   }

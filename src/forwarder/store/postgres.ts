@@ -55,7 +55,7 @@ export function loadDriver(load: (id: string) => unknown = createRequire(import.
   } catch (error) {
     throw new ConfigError(
       `"storage": { "type": "postgres" } needs the pg package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +
-        'Install it beside eventrelay (npm install pg), or choose another `storage.type`.',
+      'Install it beside eventrelay (npm install pg), or choose another `storage.type`.',
       'storage.type',
     );
   }
@@ -166,7 +166,7 @@ export class PostgresStore implements ForwarderStore {
       const reason = fromServer ? (error as Error).message : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
       throw new StoreError(
         `Cannot connect to PostgreSQL at ${redactUrl(options.url)} (\`${field}\`): ${hideSecret(String(reason), options.url)}. ` +
-          'Check that the server runs and accepts connections from here, and the user, password and database in the URL.',
+        'Check that the server runs and accepts connections from here, and the user, password and database in the URL.',
         'ERR_STORE_UNAVAILABLE',
         { field },
       );
@@ -419,7 +419,7 @@ export class PostgresStore implements ForwarderStore {
           let current: Set<string> | undefined;
           if (synced) {
             current = new Set();
-            for (let after = ''; ; ) {
+            for (let after = ''; ;) {
               const page = await client.query<{ user_id: string }>(
                 `SELECT user_id FROM audience_members WHERE source = $1 AND audience = $2 AND user_id > $3 ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`,
                 [source, audience, after],

@@ -65,7 +65,7 @@ function loadDriver(): DatabaseConstructor {
   } catch (error) {
     throw new ConfigError(
       `The forwarder's durable store needs the better-sqlite3 package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +
-        'Install it beside eventrelay (npm install better-sqlite3), or set "storage": { "type": "memory" } to run without durability.',
+      'Install it beside eventrelay (npm install better-sqlite3), or set "storage": { "type": "memory" } to run without durability.',
       'storage.type',
     );
   }
@@ -319,7 +319,7 @@ export class SqliteStore implements ForwarderStore {
       if (synced) {
         // Read in pages, letting requests in between: an audience may have hundreds of thousands of members.
         current = new Set();
-        for (let after = ''; ; ) {
+        for (let after = ''; ;) {
           this.assertOpen();
           const page = s.audienceMembers.all(source, audience, after) as string[];
           for (const id of page) current.add(id);

@@ -65,32 +65,32 @@ export interface PendingDelivery extends NewDelivery {
 /** What became of one attempt, written back to the store; `lease` is the claim's token. */
 export type DeliveryOutcome =
   | {
-      readonly id: number;
-      readonly lease: number;
-      readonly status: 'delivered';
-      readonly attempts: number;
-      readonly firstAttemptAt: number;
-      readonly at: number;
-    }
+    readonly id: number;
+    readonly lease: number;
+    readonly status: 'delivered';
+    readonly attempts: number;
+    readonly firstAttemptAt: number;
+    readonly at: number;
+  }
   | {
-      readonly id: number;
-      readonly lease: number;
-      readonly status: 'retry';
-      readonly attempts: number;
-      readonly firstAttemptAt: number | undefined;
-      readonly nextAttemptAt: number;
-      /** Short reason, for operators; never a body or a secret. */
-      readonly error?: string;
-    }
+    readonly id: number;
+    readonly lease: number;
+    readonly status: 'retry';
+    readonly attempts: number;
+    readonly firstAttemptAt: number | undefined;
+    readonly nextAttemptAt: number;
+    /** Short reason, for operators; never a body or a secret. */
+    readonly error?: string;
+  }
   | {
-      readonly id: number;
-      readonly lease: number;
-      readonly status: 'failed';
-      readonly attempts: number;
-      readonly firstAttemptAt: number | undefined;
-      readonly at: number;
-      readonly reason: string;
-    };
+    readonly id: number;
+    readonly lease: number;
+    readonly status: 'failed';
+    readonly attempts: number;
+    readonly firstAttemptAt: number | undefined;
+    readonly at: number;
+    readonly reason: string;
+  };
 
 /** A claim: who takes the deliveries, and for how long. */
 export interface LeaseRequest {

@@ -72,7 +72,7 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
     for (const request of receiver.delivered) expect(() => parseWebhookMessage(request.body)).not.to.throw();
   });
 
-  it("stores the valid calls of a @segment/analytics-node batch that also holds group({ userId }) without groupId", async () => {
+  it('stores the valid calls of a @segment/analytics-node batch that also holds group({ userId }) without groupId', async () => {
     const segment = new SegmentAnalytics({ writeKey: 'partial-key', host: url, flushAt: 3, maxRetries: 0 });
     const failures: unknown[] = [];
     segment.on('error', (error) => failures.push(error));

@@ -130,4 +130,3 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
     });
   });
 }
-
