@@ -1,6 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
+import { toLoggedMessage } from './sql-rows';
+import type { LogRow } from './sql-rows';
 import type {
   AttemptRecord,
   DeliveryDetail,
@@ -12,7 +14,6 @@ import type {
   LoggedMessage,
   MessageQuery,
 } from './delivery-log';
-import type { DeliveryKind } from './store';
 
 const log = createDebug('analytics:forwarder');
 
@@ -62,24 +63,6 @@ const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state
 
 const FIND_LIVE = `SELECT id, series FROM log_messages WHERE source = $1 AND message_id = $2 AND state NOT IN ('duplicate', 'refused', 'filtered')
   ORDER BY id DESC LIMIT 1`;
-
-interface Row {
-  id: number;
-  source: string;
-  kind: DeliveryKind;
-  message_id: string;
-  type: string | null;
-  user_id: string | null;
-  received_at: number;
-  state: DeliveryState;
-  attempts: number;
-  series: number;
-  updated_at: number;
-  finished_at: number | null;
-  reason: string | null;
-  has_body: boolean;
-  body?: string | null;
-}
 
 type Op =
   | { op: 'accepted'; calls: readonly LogCall[]; duplicates: number }
@@ -273,20 +256,20 @@ export class PostgresDeliveryLog implements DeliveryLog {
     if (query.until !== undefined) add('received_at', '<', query.until);
     if (query.beforeId !== undefined) add('id', '<', query.beforeId);
     params.push(query.limit);
-    const { rows } = await this.pool.query<Row>(
+    const { rows } = await this.pool.query<LogRow>(
       `SELECT ${COLUMNS} FROM log_messages ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${params.length}`,
       params,
     );
-    return rows.map(toMessage);
+    return rows.map(toLoggedMessage);
   }
 
   async get(id: number): Promise<DeliveryDetail | undefined> {
     await this.flush();
-    const { rows } = await this.pool.query<Row>(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = $1`, [id]);
+    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = $1`, [id]);
     return rows[0] === undefined ? undefined : this.detail(rows[0]);
   }
 
-  private async detail(row: Row): Promise<DeliveryDetail> {
+  private async detail(row: LogRow): Promise<DeliveryDetail> {
     const { rows } = await this.pool.query<{
       series: number;
       attempt: number;
@@ -298,7 +281,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
       outcome: LoggedAttempt['outcome'];
     }>('SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = $1 ORDER BY id', [row.id]);
     return {
-      ...toMessage(row),
+      ...toLoggedMessage(row),
       body: row.body ?? null,
       attemptLog: rows.map((a) => ({
         series: a.series,
@@ -315,7 +298,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
 
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
     await this.flush();
-    const { rows } = await this.pool.query<Row>(
+    const { rows } = await this.pool.query<LogRow>(
       `SELECT ${COLUMNS}, body FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
        ORDER BY id`,
       [source, since, until],
@@ -345,23 +328,4 @@ export class PostgresDeliveryLog implements DeliveryLog {
     await this.flush();
     this.closed = true;
   }
-}
-
-function toMessage(row: Row): LoggedMessage {
-  return {
-    id: row.id,
-    source: row.source,
-    kind: row.kind,
-    messageId: row.message_id,
-    type: row.type,
-    userId: row.user_id,
-    receivedAt: row.received_at,
-    state: row.state,
-    attempts: row.attempts,
-    series: row.series,
-    updatedAt: row.updated_at,
-    finishedAt: row.finished_at,
-    reason: row.reason,
-    hasBody: row.has_body,
-  };
 }

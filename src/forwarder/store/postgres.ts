@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { toPendingDelivery } from './sql-rows';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import createDebug from 'debug';
 import { ConfigError, StoreError } from '../../errors';
@@ -322,19 +323,7 @@ export class PostgresStore implements ForwarderStore {
       values: [source, now, limit, lease.owner, now + lease.ms],
     });
     rows.sort((a, b) => a.due_at - b.due_at || a.id - b.id);
-    return rows.map((row) => ({
-      id: row.id,
-      lease: row.lease,
-      source: row.source,
-      destination: row.destination,
-      kind: row.kind,
-      messageId: row.message_id,
-      body: row.body,
-      createdAt: row.created_at,
-      attempts: row.attempts,
-      firstAttemptAt: row.first_attempt_at ?? undefined,
-      nextAttemptAt: row.due_at,
-    }));
+    return rows.map((row) => toPendingDelivery(row, row.lease, row.due_at));
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {

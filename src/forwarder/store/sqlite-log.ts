@@ -1,6 +1,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
+import { toLoggedMessage } from './sql-rows';
+import type { LogRow } from './sql-rows';
 import type {
   AttemptRecord,
   DeliveryDetail,
@@ -12,7 +14,6 @@ import type {
   LoggedMessage,
   MessageQuery,
 } from './delivery-log';
-import type { DeliveryKind } from './store';
 
 const log = createDebug('analytics:forwarder');
 
@@ -55,24 +56,6 @@ CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 /** Buffered writes are committed after this long, in ms (or at once before a read). */
 const FLUSH_DELAY = 50;
 const PRUNE_CHUNK = 2000;
-
-interface Row {
-  id: number;
-  source: string;
-  kind: DeliveryKind;
-  message_id: string;
-  type: string | null;
-  user_id: string | null;
-  received_at: number;
-  state: DeliveryState;
-  attempts: number;
-  series: number;
-  updated_at: number;
-  finished_at: number | null;
-  reason: string | null;
-  has_body: number;
-  body?: string | null;
-}
 
 interface AttemptRow {
   series: number;
@@ -230,7 +213,7 @@ export class SqliteDeliveryLog implements DeliveryLog {
       case 'replayed': {
         const row = s.replay.get(op.at, op.id) as { series: number } | undefined;
         if (row === undefined) return;
-        const detail = s.get.get(op.id) as Row;
+        const detail = s.get.get(op.id) as LogRow;
         this.live.set(`${detail.source}\u0000${detail.message_id}`, { id: op.id, series: row.series });
         return;
       }
@@ -272,21 +255,21 @@ export class SqliteDeliveryLog implements DeliveryLog {
     if (query.until !== undefined) add('received_at < ?', query.until);
     if (query.beforeId !== undefined) add('id < ?', query.beforeId);
     const sql = `SELECT ${COLUMNS} FROM log_messages ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
-    const rows = this.db.prepare(sql).all(...params, query.limit) as Row[];
-    return rows.map(toMessage);
+    const rows = this.db.prepare(sql).all(...params, query.limit) as LogRow[];
+    return rows.map(toLoggedMessage);
   }
 
   async get(id: number): Promise<DeliveryDetail | undefined> {
     this.flush();
-    const row = this.statements.get.get(id) as Row | undefined;
+    const row = this.statements.get.get(id) as LogRow | undefined;
     if (row === undefined) return undefined;
     return this.detail(row);
   }
 
-  private detail(row: Row): DeliveryDetail {
+  private detail(row: LogRow): DeliveryDetail {
     const attempts = this.statements.attempts.all(row.id) as AttemptRow[];
     return {
-      ...toMessage(row),
+      ...toLoggedMessage(row),
       body: row.body ?? null,
       attemptLog: attempts.map((a) => ({
         series: a.series,
@@ -303,7 +286,7 @@ export class SqliteDeliveryLog implements DeliveryLog {
 
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
     this.flush();
-    return (this.statements.failed.all(source, since, until) as Row[]).map((row) => this.detail(row));
+    return (this.statements.failed.all(source, since, until) as LogRow[]).map((row) => this.detail(row));
   }
 
   async prune(before: number, now: number): Promise<number> {
@@ -335,23 +318,4 @@ export class SqliteDeliveryLog implements DeliveryLog {
     this.flush();
     this.closed = true;
   }
-}
-
-function toMessage(row: Row): LoggedMessage {
-  return {
-    id: row.id,
-    source: row.source,
-    kind: row.kind,
-    messageId: row.message_id,
-    type: row.type,
-    userId: row.user_id,
-    receivedAt: row.received_at,
-    state: row.state,
-    attempts: row.attempts,
-    series: row.series,
-    updatedAt: row.updated_at,
-    finishedAt: row.finished_at,
-    reason: row.reason,
-    hasBody: row.has_body === 1,
-  };
 }

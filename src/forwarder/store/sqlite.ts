@@ -5,6 +5,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { ConfigError, StoreError } from '../../errors';
 import { migrateSqlite } from './sqlite-schema';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from './store';
+import { toPendingDelivery } from './sql-rows';
 import type {
   AcceptedMessage,
   AcceptResult,
@@ -275,19 +276,7 @@ export class SqliteStore implements ForwarderStore {
     // Claims only write the lease: no fsync of their own (a lost lease after a power cut only
     // makes the delivery due at once).
     this.sync('NORMAL');
-    return this.claimTx(source, now, limit, lease).map((row) => ({
-      id: row.id,
-      lease: row.lease + 1,
-      source: row.source,
-      destination: row.destination,
-      kind: row.kind,
-      messageId: row.message_id,
-      body: row.body,
-      createdAt: row.created_at,
-      attempts: row.attempts,
-      firstAttemptAt: row.first_attempt_at ?? undefined,
-      nextAttemptAt: row.next_attempt_at,
-    }));
+    return this.claimTx(source, now, limit, lease).map((row) => toPendingDelivery(row, row.lease + 1, row.next_attempt_at));
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {

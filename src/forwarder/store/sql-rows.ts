@@ -1,0 +1,73 @@
+import type { DeliveryState, LoggedMessage } from './delivery-log';
+import type { DeliveryKind, PendingDelivery } from './store';
+
+/** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
+
+/** A `log_messages` row as the SQL delivery logs read it (SQLite gives `has_body` as 0/1, PostgreSQL as a boolean). */
+export interface LogRow {
+  id: number;
+  source: string;
+  kind: DeliveryKind;
+  message_id: string;
+  type: string | null;
+  user_id: string | null;
+  received_at: number;
+  state: DeliveryState;
+  attempts: number;
+  series: number;
+  updated_at: number;
+  finished_at: number | null;
+  reason: string | null;
+  has_body: number | boolean;
+  body?: string | null;
+}
+
+/** A `log_messages` row as the admin API shows it. */
+export function toLoggedMessage(row: LogRow): LoggedMessage {
+  return {
+    id: row.id,
+    source: row.source,
+    kind: row.kind,
+    messageId: row.message_id,
+    type: row.type,
+    userId: row.user_id,
+    receivedAt: row.received_at,
+    state: row.state,
+    attempts: row.attempts,
+    series: row.series,
+    updatedAt: row.updated_at,
+    finishedAt: row.finished_at,
+    reason: row.reason,
+    hasBody: row.has_body === true || row.has_body === 1,
+  };
+}
+
+/** A claimed `deliveries` row (the due time's column differs per store, so it is passed apart). */
+export interface ClaimedRow {
+  id: number;
+  source: string;
+  destination: string;
+  kind: DeliveryKind;
+  message_id: string;
+  body: string;
+  created_at: number;
+  attempts: number;
+  first_attempt_at: number | null;
+}
+
+/** A claimed row as the scheduler gets it: `lease` is the token its outcome must carry. */
+export function toPendingDelivery(row: ClaimedRow, lease: number, dueAt: number): PendingDelivery {
+  return {
+    id: row.id,
+    lease,
+    source: row.source,
+    destination: row.destination,
+    kind: row.kind,
+    messageId: row.message_id,
+    body: row.body,
+    createdAt: row.created_at,
+    attempts: row.attempts,
+    firstAttemptAt: row.first_attempt_at ?? undefined,
+    nextAttemptAt: dueAt,
+  };
+}
