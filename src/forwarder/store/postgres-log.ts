@@ -1,10 +1,11 @@
 import type { Pool, PoolClient } from 'pg';
 import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
+import { BufferedDeliveryLog } from './buffered-log';
+import type { LogOp } from './buffered-log';
 import { toLoggedMessage } from './sql-rows';
 import type { LogRow } from './sql-rows';
 import type {
-  AttemptRecord,
   DeliveryDetail,
   DeliveryLog,
   DeliveryLogOptions,
@@ -55,7 +56,6 @@ CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 
 /** Advisory lock key of the log's schema creation (instances may start together). */
 const SCHEMA_LOCK = 0x65726c67;
-const FLUSH_DELAY = 50;
 const PRUNE_CHUNK = 2000;
 
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
@@ -64,28 +64,21 @@ const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state
 const FIND_LIVE = `SELECT id, series FROM log_messages WHERE source = $1 AND message_id = $2 AND state NOT IN ('duplicate', 'refused', 'filtered')
   ORDER BY id DESC LIMIT 1`;
 
-type Op =
-  | { op: 'accepted'; calls: readonly LogCall[]; duplicates: number }
-  | { op: 'add'; calls: readonly LogCall[] }
-  | { op: 'attempt'; record: AttemptRecord }
-  | { op: 'replayed'; id: number; at: number };
-
 /**
  * The delivery log on PostgreSQL, beside the shared queue: every instance writes its calls and
  * attempts there, so any instance's admin API sees them all. Writes are buffered and committed
  * together every 50 ms; a crash may cost the last lines of the log, never a message.
  */
-export class PostgresDeliveryLog implements DeliveryLog {
-  private ops: Op[] = [];
-  private timer: NodeJS.Timeout | undefined;
+export class PostgresDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
   private flushing: Promise<void> = Promise.resolve();
-  private closed = false;
   private readonly live = new Map<string, { id: number; series: number }>();
 
   private constructor(
     private readonly pool: Pool,
     private readonly options: DeliveryLogOptions,
-  ) {}
+  ) {
+    super();
+  }
 
   static async open(pool: Pool, options: DeliveryLogOptions): Promise<PostgresDeliveryLog> {
     const client = await pool.connect();
@@ -103,37 +96,9 @@ export class PostgresDeliveryLog implements DeliveryLog {
     return new PostgresDeliveryLog(pool, options);
   }
 
-  accepted(calls: readonly LogCall[], duplicates: number): void {
-    this.queue({ op: 'accepted', calls, duplicates });
-  }
-
-  add(calls: readonly LogCall[]): void {
-    this.queue({ op: 'add', calls });
-  }
-
-  attempt(record: AttemptRecord): void {
-    this.queue({ op: 'attempt', record });
-  }
-
-  replayed(id: number, at: number): void {
-    this.queue({ op: 'replayed', id, at });
-  }
-
-  private queue(op: Op): void {
-    if (this.closed) return;
-    this.ops.push(op);
-    if (this.timer === undefined) {
-      this.timer = setTimeout(() => void this.flush(), FLUSH_DELAY);
-      this.timer.unref();
-    }
-  }
-
   /** Commits the buffered writes (after any flush in progress); failures are logged, never thrown. */
   flush(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const ops = this.ops;
-    this.ops = [];
+    const ops = this.take();
     this.flushing = this.flushing.then(async () => {
       if (ops.length === 0) return;
       let client: PoolClient | undefined;
@@ -160,7 +125,7 @@ export class PostgresDeliveryLog implements DeliveryLog {
     return this.flushing;
   }
 
-  private async applyOne(client: PoolClient, op: Op): Promise<void> {
+  private async applyOne(client: PoolClient, op: LogOp): Promise<void> {
     switch (op.op) {
       case 'accepted':
       case 'add': {

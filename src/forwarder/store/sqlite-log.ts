@@ -1,10 +1,11 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
+import { BufferedDeliveryLog } from './buffered-log';
+import type { LogOp } from './buffered-log';
 import { toLoggedMessage } from './sql-rows';
 import type { LogRow } from './sql-rows';
 import type {
-  AttemptRecord,
   DeliveryDetail,
   DeliveryLog,
   DeliveryLogOptions,
@@ -54,7 +55,6 @@ CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 `;
 
 /** Buffered writes are committed after this long, in ms (or at once before a read). */
-const FLUSH_DELAY = 50;
 const PRUNE_CHUNK = 2000;
 
 interface AttemptRow {
@@ -68,12 +68,6 @@ interface AttemptRow {
   outcome: LoggedAttempt['outcome'];
 }
 
-type Op =
-  | { op: 'accepted'; calls: readonly LogCall[]; duplicates: number }
-  | { op: 'add'; calls: readonly LogCall[] }
-  | { op: 'attempt'; record: AttemptRecord }
-  | { op: 'replayed'; id: number; at: number };
-
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
@@ -82,12 +76,9 @@ const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state
  * Writes are buffered and committed together every 50 ms without an fsync of their own: the log
  * is for looking, and a power cut may cost its last lines, never a message.
  */
-export class SqliteDeliveryLog implements DeliveryLog {
+export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
   private readonly statements;
-  private readonly apply: (ops: readonly Op[]) => void;
-  private ops: Op[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private closed = false;
+  private readonly apply: (ops: readonly LogOp[]) => void;
   /** Log ids of calls that may still get attempts, by source and messageId: saves a lookup per attempt. */
   private readonly live = new Map<string, { id: number; series: number }>();
 
@@ -95,6 +86,7 @@ export class SqliteDeliveryLog implements DeliveryLog {
     private readonly db: BetterSqlite3.Database,
     private readonly options: DeliveryLogOptions,
   ) {
+    super();
     db.exec(SCHEMA);
     this.statements = {
       insert: db.prepare(
@@ -130,43 +122,15 @@ export class SqliteDeliveryLog implements DeliveryLog {
          LIMIT ${PRUNE_CHUNK})`,
       ),
     };
-    this.apply = db.transaction((ops: readonly Op[]) => {
+    this.apply = db.transaction((ops: readonly LogOp[]) => {
       for (const op of ops) this.applyOne(op);
     });
   }
 
-  accepted(calls: readonly LogCall[], duplicates: number): void {
-    this.queue({ op: 'accepted', calls, duplicates });
-  }
-
-  add(calls: readonly LogCall[]): void {
-    this.queue({ op: 'add', calls });
-  }
-
-  attempt(record: AttemptRecord): void {
-    this.queue({ op: 'attempt', record });
-  }
-
-  replayed(id: number, at: number): void {
-    this.queue({ op: 'replayed', id, at });
-  }
-
-  private queue(op: Op): void {
-    if (this.closed) return;
-    this.ops.push(op);
-    if (this.timer === undefined) {
-      this.timer = setTimeout(() => this.flush(), FLUSH_DELAY);
-      this.timer.unref();
-    }
-  }
-
   /** Commits the buffered writes; a failure is logged and the lines are dropped (the queue is not affected). */
   flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.ops.length === 0 || this.closed) return;
-    const ops = this.ops;
-    this.ops = [];
+    const ops = this.take();
+    if (ops.length === 0 || this.closed) return;
     // The queue's own commits choose their durability; the log's never pay for an fsync.
     const previous = this.db.pragma('synchronous', { simple: true }) as number;
     try {
@@ -180,7 +144,7 @@ export class SqliteDeliveryLog implements DeliveryLog {
     }
   }
 
-  private applyOne(op: Op): void {
+  private applyOne(op: LogOp): void {
     const s = this.statements;
     switch (op.op) {
       case 'accepted':

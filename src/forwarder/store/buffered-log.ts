@@ -1,0 +1,58 @@
+import type { AttemptRecord, LogCall } from './delivery-log';
+
+/** A write the SQL delivery logs buffer, to commit in groups. */
+export type LogOp =
+  | { op: 'accepted'; calls: readonly LogCall[]; duplicates: number }
+  | { op: 'add'; calls: readonly LogCall[] }
+  | { op: 'attempt'; record: AttemptRecord }
+  | { op: 'replayed'; id: number; at: number };
+
+/** Milliseconds a log write waits for others to share its commit. */
+const FLUSH_DELAY = 50;
+
+/**
+ * What the SQLite and PostgreSQL delivery logs share: every write is buffered and committed with
+ * the others of the next 50 ms, off the ingestion and delivery paths. Each store commits its way.
+ */
+export abstract class BufferedDeliveryLog {
+  private pending: LogOp[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  protected closed = false;
+
+  accepted(calls: readonly LogCall[], duplicates: number): void {
+    this.queue({ op: 'accepted', calls, duplicates });
+  }
+
+  add(calls: readonly LogCall[]): void {
+    this.queue({ op: 'add', calls });
+  }
+
+  attempt(record: AttemptRecord): void {
+    this.queue({ op: 'attempt', record });
+  }
+
+  replayed(id: number, at: number): void {
+    this.queue({ op: 'replayed', id, at });
+  }
+
+  /** Commits the buffered writes; failures are logged, never thrown. */
+  abstract flush(): void | Promise<void>;
+
+  /** The buffered writes, handed over once (the timer is cleared). */
+  protected take(): LogOp[] {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const ops = this.pending;
+    this.pending = [];
+    return ops;
+  }
+
+  private queue(op: LogOp): void {
+    if (this.closed) return;
+    this.pending.push(op);
+    if (this.timer === undefined) {
+      this.timer = setTimeout(() => void this.flush(), FLUSH_DELAY);
+      this.timer.unref();
+    }
+  }
+}
