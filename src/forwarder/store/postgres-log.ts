@@ -3,15 +3,14 @@ import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
-import { toLoggedMessage } from './sql-rows';
-import type { LogRow } from './sql-rows';
+import { toDeliveryDetail, toLoggedMessage } from './sql-rows';
+import type { AttemptRow, LogRow } from './sql-rows';
 import type {
   DeliveryDetail,
   DeliveryLog,
   DeliveryLogOptions,
   DeliveryState,
   LogCall,
-  LoggedAttempt,
   LoggedMessage,
   MessageQuery,
 } from './delivery-log';
@@ -235,30 +234,11 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   }
 
   private async detail(row: LogRow): Promise<DeliveryDetail> {
-    const { rows } = await this.pool.query<{
-      series: number;
-      attempt: number;
-      at: number;
-      url: string;
-      status: number | null;
-      error: string | null;
-      duration_ms: number;
-      outcome: LoggedAttempt['outcome'];
-    }>('SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = $1 ORDER BY id', [row.id]);
-    return {
-      ...toLoggedMessage(row),
-      body: row.body ?? null,
-      attemptLog: rows.map((a) => ({
-        series: a.series,
-        attempt: a.attempt,
-        at: a.at,
-        url: a.url,
-        status: a.status,
-        error: a.error,
-        durationMs: a.duration_ms,
-        outcome: a.outcome,
-      })),
-    };
+    const { rows } = await this.pool.query<AttemptRow>(
+      'SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = $1 ORDER BY id',
+      [row.id],
+    );
+    return toDeliveryDetail(row, rows);
   }
 
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {

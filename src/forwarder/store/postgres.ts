@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { toPendingDelivery } from './sql-rows';
+import type { ClaimedRow } from './sql-rows';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import createDebug from 'debug';
 import { ConfigError, StoreError } from '../../errors';
@@ -9,7 +10,6 @@ import type {
   AcceptedMessage,
   AcceptResult,
   AudienceChange,
-  DeliveryKind,
   DeliveryOutcome,
   ForwarderStore,
   LeaseRequest,
@@ -82,19 +82,7 @@ function passwordOf(url: string): string | undefined {
   }
 }
 
-interface DeliveryRow {
-  id: number;
-  lease: number;
-  source: string;
-  destination: string;
-  kind: DeliveryKind;
-  message_id: string;
-  body: string;
-  created_at: number;
-  attempts: number;
-  first_attempt_at: number | null;
-  due_at: number;
-}
+type DeliveryRow = ClaimedRow & { lease: number; due_at: number };
 
 interface AcceptRequest {
   readonly messages: readonly AcceptedMessage[];

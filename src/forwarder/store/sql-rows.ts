@@ -1,4 +1,4 @@
-import type { DeliveryState, LoggedMessage } from './delivery-log';
+import type { DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage } from './delivery-log';
 import type { DeliveryKind, PendingDelivery } from './store';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
@@ -69,5 +69,35 @@ export function toPendingDelivery(row: ClaimedRow, lease: number, dueAt: number)
     attempts: row.attempts,
     firstAttemptAt: row.first_attempt_at ?? undefined,
     nextAttemptAt: dueAt,
+  };
+}
+
+/** A `log_attempts` row. */
+export interface AttemptRow {
+  series: number;
+  attempt: number;
+  at: number;
+  url: string;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  outcome: LoggedAttempt['outcome'];
+}
+
+/** A logged call with its attempts and, while kept, its body: what `GET /admin/deliveries/{id}` shows. */
+export function toDeliveryDetail(row: LogRow, attempts: readonly AttemptRow[]): DeliveryDetail {
+  return {
+    ...toLoggedMessage(row),
+    body: row.body ?? null,
+    attemptLog: attempts.map((a) => ({
+      series: a.series,
+      attempt: a.attempt,
+      at: a.at,
+      url: a.url,
+      status: a.status,
+      error: a.error,
+      durationMs: a.duration_ms,
+      outcome: a.outcome,
+    })),
   };
 }

@@ -3,15 +3,14 @@ import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
-import { toLoggedMessage } from './sql-rows';
-import type { LogRow } from './sql-rows';
+import { toDeliveryDetail, toLoggedMessage } from './sql-rows';
+import type { AttemptRow, LogRow } from './sql-rows';
 import type {
   DeliveryDetail,
   DeliveryLog,
   DeliveryLogOptions,
   DeliveryState,
   LogCall,
-  LoggedAttempt,
   LoggedMessage,
   MessageQuery,
 } from './delivery-log';
@@ -54,19 +53,8 @@ CREATE TABLE IF NOT EXISTS log_attempts (
 CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 `;
 
-/** Buffered writes are committed after this long, in ms (or at once before a read). */
+/** Rows removed per statement when pruning, so a prune never holds the database for long. */
 const PRUNE_CHUNK = 2000;
-
-interface AttemptRow {
-  series: number;
-  attempt: number;
-  at: number;
-  url: string;
-  status: number | null;
-  error: string | null;
-  duration_ms: number;
-  outcome: LoggedAttempt['outcome'];
-}
 
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
@@ -232,20 +220,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
 
   private detail(row: LogRow): DeliveryDetail {
     const attempts = this.statements.attempts.all(row.id) as AttemptRow[];
-    return {
-      ...toLoggedMessage(row),
-      body: row.body ?? null,
-      attemptLog: attempts.map((a) => ({
-        series: a.series,
-        attempt: a.attempt,
-        at: a.at,
-        url: a.url,
-        status: a.status,
-        error: a.error,
-        durationMs: a.duration_ms,
-        outcome: a.outcome,
-      })),
-    };
+    return toDeliveryDetail(row, attempts);
   }
 
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {

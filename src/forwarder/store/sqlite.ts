@@ -6,11 +6,11 @@ import { ConfigError, StoreError } from '../../errors';
 import { migrateSqlite } from './sqlite-schema';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from './store';
 import { toPendingDelivery } from './sql-rows';
+import type { ClaimedRow } from './sql-rows';
 import type {
   AcceptedMessage,
   AcceptResult,
   AudienceChange,
-  DeliveryKind,
   DeliveryOutcome,
   ForwarderStore,
   LeaseRequest,
@@ -40,19 +40,7 @@ const FAILED = 2;
 /** Rows removed per statement when pruning, so a large prune never blocks the event loop for long. */
 const PRUNE_CHUNK = 2000;
 
-interface DeliveryRow {
-  id: number;
-  lease: number;
-  source: string;
-  destination: string;
-  kind: DeliveryKind;
-  message_id: string;
-  body: string;
-  created_at: number;
-  attempts: number;
-  first_attempt_at: number | null;
-  next_attempt_at: number;
-}
+type DeliveryRow = ClaimedRow & { lease: number; next_attempt_at: number };
 
 type DatabaseConstructor = typeof BetterSqlite3;
 

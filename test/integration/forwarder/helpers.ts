@@ -1,6 +1,11 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { after, before } from 'mocha';
 import type { IncomingHttpHeaders } from 'node:http';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { createForwarder } from '../../../src/forwarder/service';
+import type { Forwarder } from '../../../src/forwarder/service';
 import { startSink } from '../../helpers/sink';
 import { waitFor } from '../../helpers/wait';
 
@@ -112,4 +117,34 @@ export async function serveCli(args: string[], env: Record<string, string> = {})
       return exited;
     },
   };
+}
+
+/** A forwarder (SQLite in a temp dir) with one source whose Webhooks destination posts to a recording receiver at `/hook`. */
+export interface ForwarderWithReceiver {
+  receiver: Receiver;
+  forwarder: Forwarder;
+  /** The forwarder's base URL. */
+  url: string;
+  /** A temp dir the suite may use; removed after it. */
+  dataDir: string;
+}
+
+/** Starts a forwarder and its receiver before the suite and stops both (and removes the data dir) after it. */
+export function useForwarderWithReceiver(source: string, writeKey: string): ForwarderWithReceiver {
+  const context = {} as ForwarderWithReceiver;
+  before(async () => {
+    context.receiver = await startReceiver();
+    context.dataDir = mkdtempSync(join(tmpdir(), 'eventrelay-fwd-'));
+    context.forwarder = createForwarder(
+      { sources: [{ name: source, writeKey, destinations: { Webhooks: { webhooks: [{ url: `${context.receiver.url}/hook` }] } } }] },
+      { dataDir: context.dataDir },
+    );
+    ({ url: context.url } = await context.forwarder.listen({ port: 0 }));
+  });
+  after(async () => {
+    await context.forwarder.close();
+    await context.receiver.close();
+    rmSync(context.dataDir, { recursive: true, force: true });
+  });
+  return context;
 }

@@ -1,16 +1,12 @@
-import { describe, it, before, after } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Analytics as SegmentAnalytics } from '@segment/analytics-node';
 import { Analytics, NodeTransport, ValidationError } from '../../../src/index';
 import type { EventRelayError, HttpRequest, HttpResponse, Transport } from '../../../src/index';
-import { createForwarder } from '../../../src/forwarder/service';
-import type { Forwarder } from '../../../src/forwarder/service';
 import { parseWebhookMessage } from '../../../src/webhooks';
-import { basic, post, serveCli, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, serveCli, useForwarderWithReceiver, waitFor } from './helpers';
 
 /**
  * A transport that removes `event` from the batch's second message before sending: the
@@ -32,30 +28,11 @@ class SpoilingTransport implements Transport {
 }
 
 describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.0.1)', () => {
-  let receiver: Receiver;
-  let forwarder: Forwarder;
-  let url: string;
-  let dataDir: string;
-  const tracked = (event: string) => receiver.delivered.filter((r) => r.json.event === event);
-
-  before(async () => {
-    receiver = await startReceiver();
-    dataDir = mkdtempSync(join(tmpdir(), 'eventrelay-partial-'));
-    forwarder = createForwarder(
-      { sources: [{ name: 'backend', writeKey: 'partial-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/hook` }] } } }] },
-      { dataDir },
-    );
-    ({ url } = await forwarder.listen({ port: 0 }));
-  });
-
-  after(async () => {
-    await forwarder.close();
-    await receiver.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const setup = useForwarderWithReceiver('backend', 'partial-key');
+  const tracked = (event: string) => setup.receiver.delivered.filter((r) => r.json.event === event);
 
   it('delivers the good messages of an eventrelay batch and fails only the refused one\'s callback, with the reason', async () => {
-    const analytics = new Analytics({ writeKey: 'partial-key', endpoint: url, flushAt: 3, transport: new SpoilingTransport() });
+    const analytics = new Analytics({ writeKey: 'partial-key', endpoint: setup.url, flushAt: 3, transport: new SpoilingTransport() });
     const results = await Promise.all(
       ['Partial Good 1', 'Partial Spoiled', 'Partial Good 2'].map(
         (event) => new Promise<EventRelayError | undefined>((resolve) => analytics.track({ userId: 'u1', event }, resolve)),
@@ -68,12 +45,12 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
     expect((results[1] as ValidationError).field).to.equal('event');
     await waitFor(() => tracked('Partial Good 1').length === 1 && tracked('Partial Good 2').length === 1, 'the two good messages');
     // The operator sees the refusal in the counts.
-    expect((await forwarder.stats()).refused).to.equal(1);
-    for (const request of receiver.delivered) expect(() => parseWebhookMessage(request.body)).not.to.throw();
+    expect((await setup.forwarder.stats()).refused).to.equal(1);
+    for (const request of setup.receiver.delivered) expect(() => parseWebhookMessage(request.body)).not.to.throw();
   });
 
   it('stores the valid calls of a @segment/analytics-node batch that also holds group({ userId }) without groupId', async () => {
-    const segment = new SegmentAnalytics({ writeKey: 'partial-key', host: url, flushAt: 3, maxRetries: 0 });
+    const segment = new SegmentAnalytics({ writeKey: 'partial-key', host: setup.url, flushAt: 3, maxRetries: 0 });
     const failures: unknown[] = [];
     segment.on('error', (error) => failures.push(error));
     segment.track({ userId: 'seg-user', event: 'Segment Before Group' });
@@ -82,7 +59,7 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
     await segment.closeAndFlush();
     expect(failures).to.deep.equal([]);
     await waitFor(() => tracked('Segment Before Group').length === 1 && tracked('Segment After Group').length === 1, 'the valid Segment calls');
-    expect(receiver.delivered.some((r) => r.json.type === 'group' && r.json.userId === 'seg-user')).to.equal(false);
+    expect(setup.receiver.delivered.some((r) => r.json.type === 'group' && r.json.userId === 'seg-user')).to.equal(false);
   });
 
   it('answers a message nested thousands of levels deep with a rejected entry, never 503 + Retry-After', async () => {
@@ -92,7 +69,7 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
     const answers: { rejected?: { index: number; code: string }[] }[] = [];
     for (const nested of [deep, deeper]) {
       const body = `{"batch":[{"type":"track","userId":"u","event":"Deep","properties":{"nested":${nested}}},{"type":"track","userId":"u","event":"Beside Deep"}]}`;
-      const response = await post(`${url}/v1/batch`, body, { Authorization: basic('partial-key') });
+      const response = await post(`${setup.url}/v1/batch`, body, { Authorization: basic('partial-key') });
       expect(response.status, JSON.stringify(response.json).slice(0, 200)).to.equal(200);
       expect(response.headers.get('retry-after')).to.equal(null);
       answers.push(response.json as { rejected?: { index: number; code: string }[] });
@@ -107,12 +84,12 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
   it('the same through an `eventrelay serve` process: the good messages reach the receiver, the spoiled one\'s callback gets the reason', async function () {
     this.timeout(30_000);
     if (!existsSync('dist/cli.js')) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
-    const configPath = join(dataDir, 'partial.config.json');
+    const configPath = join(setup.dataDir, 'partial.config.json');
     writeFileSync(
       configPath,
-      JSON.stringify({ sources: [{ name: 'cli', writeKey: 'cli-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/cli` }] } } }] }),
+      JSON.stringify({ sources: [{ name: 'cli', writeKey: 'cli-key', destinations: { Webhooks: { webhooks: [{ url: `${setup.receiver.url}/cli` }] } } }] }),
     );
-    const served = await serveCli(['--config', configPath, '--data', join(dataDir, 'cli-data')]);
+    const served = await serveCli(['--config', configPath, '--data', join(setup.dataDir, 'cli-data')]);
     try {
       const analytics = new Analytics({ writeKey: 'cli-key', endpoint: served.url, flushAt: 3, transport: new SpoilingTransport() });
       const results = await Promise.all(
