@@ -301,7 +301,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
     if (store instanceof PostgresStore) {
       try {
-        return await PostgresDeliveryLog.open(store.connections, options);
+        return await PostgresDeliveryLog.open(store.logConnections, options);
       } catch (error) {
         // The queue works without it: keep a log in memory rather than refuse to start.
         log('delivery log tables could not be created (%s); keeping the log in memory', (error as Error).message);

@@ -6,6 +6,7 @@ import type { LogOp } from './buffered-log';
 import { toDeliveryDetail, toLoggedMessage } from './sql-rows';
 import type { AttemptRow, LogRow } from './sql-rows';
 import type {
+  AttemptRecord,
   DeliveryDetail,
   DeliveryLog,
   DeliveryLogOptions,
@@ -17,51 +18,40 @@ import type {
 
 const log = createDebug('analytics:forwarder');
 
-/** Its own tables beside the queue's, shared by every forwarder on the database. */
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS log_messages (
-  id bigserial PRIMARY KEY,
-  source text NOT NULL,
-  kind text NOT NULL,
-  message_id text NOT NULL,
-  type text,
-  user_id text,
-  received_at bigint NOT NULL,
-  state text NOT NULL,
-  attempts integer NOT NULL DEFAULT 0,
-  series integer NOT NULL DEFAULT 1,
-  updated_at bigint NOT NULL,
-  finished_at bigint,
-  reason text,
-  body text
-);
-CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
-CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
-CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS log_attempts (
-  id bigserial PRIMARY KEY,
-  delivery_id bigint NOT NULL,
-  series integer NOT NULL,
-  attempt integer NOT NULL,
-  at bigint NOT NULL,
-  url text NOT NULL,
-  status integer,
-  error text,
-  duration_ms integer NOT NULL,
-  outcome text NOT NULL
-);
-CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
-`;
-
-/** Advisory lock key of the log's schema creation (instances may start together). */
-const SCHEMA_LOCK = 0x65726c67;
 const PRUNE_CHUNK = 2000;
 
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
-const FIND_LIVE = `SELECT id, series FROM log_messages WHERE source = $1 AND message_id = $2 AND state NOT IN ('duplicate', 'refused', 'filtered')
-  ORDER BY id DESC LIMIT 1`;
+/** The newest line of each (source, messageId) that attempts go to: not a duplicate, refused or filtered one. */
+const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.series, l.source, l.message_id
+  FROM log_messages l JOIN unnest($1::text[], $2::text[]) AS k(source, message_id) ON l.source = k.source AND l.message_id = k.message_id
+  WHERE l.state NOT IN ('duplicate', 'refused', 'filtered')
+  ORDER BY l.source, l.message_id, l.id DESC`;
+
+type CallsOp = Extract<LogOp, { op: 'accepted' | 'add' }>;
+type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
+type ReplayOp = Extract<LogOp, { op: 'replayed' }>;
+interface LiveLine {
+  readonly id: number;
+  readonly series: number;
+}
+
+function keyOf(source: string, messageId: string): string {
+  return `${source}\u0000${messageId}`;
+}
+
+/** Consecutive writes of one kind (calls, attempts), each replay alone: the order of the log is kept. */
+function runs(ops: readonly LogOp[]): LogOp[][] {
+  const kind = (op: LogOp) => (op.op === 'add' ? 'accepted' : op.op);
+  const out: LogOp[][] = [];
+  for (const op of ops) {
+    const last = out.at(-1);
+    if (last !== undefined && op.op !== 'replayed' && kind(last[0]!) === kind(op)) last.push(op);
+    else out.push([op]);
+  }
+  return out;
+}
 
 /**
  * The delivery log on PostgreSQL, beside the shared queue: every instance writes its calls and
@@ -70,7 +60,7 @@ const FIND_LIVE = `SELECT id, series FROM log_messages WHERE source = $1 AND mes
  */
 export class PostgresDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
   private flushing: Promise<void> = Promise.resolve();
-  private readonly live = new Map<string, { id: number; series: number }>();
+  private readonly live = new Map<string, LiveLine>();
 
   private constructor(
     private readonly pool: Pool,
@@ -79,20 +69,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     super();
   }
 
-  static async open(pool: Pool, options: DeliveryLogOptions): Promise<PostgresDeliveryLog> {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
-      await client.query(SCHEMA);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
-    return new PostgresDeliveryLog(pool, options);
+  /**
+   * A log on the store's database; its tables come with the store's schema (`PostgresStore.open`
+   * migrates them). `pool`: the store's `logConnections`.
+   */
+  static open(pool: Pool, options: DeliveryLogOptions): Promise<PostgresDeliveryLog> {
+    return Promise.resolve(new PostgresDeliveryLog(pool, options));
   }
 
   /** Commits the buffered writes (after any flush in progress); failures are logged, never thrown. */
@@ -108,7 +90,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         client = await this.pool.connect();
         client.on('error', onError);
         await client.query('BEGIN');
-        for (const op of ops) await this.applyOne(client, op);
+        // Runs of the same kind of write share a statement: a few round trips per flush, however many lines.
+        for (const run of runs(ops)) {
+          if (run[0]!.op === 'attempt') await this.writeAttempts(client, run.map((op) => (op as AttemptOp).record));
+          else if (run[0]!.op === 'replayed') await this.writeReplay(client, run[0] as ReplayOp);
+          else await this.writeCalls(client, run as CallsOp[]);
+        }
         await client.query('COMMIT');
       } catch (error) {
         failure ??= error as Error;
@@ -124,83 +111,141 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     return this.flushing;
   }
 
-  private async applyOne(client: PoolClient, op: LogOp): Promise<void> {
-    switch (op.op) {
-      case 'accepted':
-      case 'add': {
-        const calls: LogCall[] = [];
-        const seen = new Set<string>();
-        for (const call of op.calls) {
-          const key = `${call.source}\u0000${call.messageId}`;
-          let duplicate = false;
-          if (op.op === 'accepted' && op.duplicates > 0) {
-            duplicate = seen.has(key) || this.live.has(key) || (await client.query(FIND_LIVE, [call.source, call.messageId])).rowCount !== 0;
-          }
-          seen.add(key);
-          calls.push(duplicate ? { ...call, state: 'duplicate', body: undefined, reason: 'The source sent this messageId before; not forwarded again' } : call);
-        }
-        const { rows } = await client.query<{ id: number; source: string; message_id: string; state: string }>(
-          `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
-           SELECT s, k, m, t, u, r, st, r, CASE WHEN st = 'pending' THEN NULL ELSE r END, re, b
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[])
-             AS x(s, k, m, t, u, r, st, re, b)
-           RETURNING id, source, message_id, state`,
-          [
-            calls.map((c) => c.source),
-            calls.map((c) => c.kind),
-            calls.map((c) => c.messageId),
-            calls.map((c) => c.type ?? null),
-            calls.map((c) => c.userId ?? null),
-            calls.map((c) => c.receivedAt),
-            calls.map((c) => c.state),
-            calls.map((c) => c.reason ?? null),
-            calls.map((c) => (c.state === 'pending' ? (c.body ?? null) : null)),
-          ],
-        );
-        for (const row of rows) if (row.state === 'pending') this.live.set(`${row.source}\u0000${row.message_id}`, { id: row.id, series: 1 });
-        return;
-      }
-      case 'attempt': {
-        const { record } = op;
-        const key = `${record.source}\u0000${record.messageId}`;
-        const found = this.live.get(key) ?? (await client.query<{ id: number; series: number }>(FIND_LIVE, [record.source, record.messageId])).rows[0];
-        if (found === undefined) return;
-        await client.query(
-          `INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome)
-           SELECT $1, $2, $3, $4, u, s, e, d, $5 FROM unnest($6::text[], $7::int[], $8::text[], $9::int[]) AS x(u, s, e, d)`,
-          [
-            found.id,
-            found.series,
-            record.attempt,
-            record.at,
-            record.outcome,
-            record.urls.map((u) => u.url),
-            record.urls.map((u) => u.status),
-            record.urls.map((u) => u.error),
-            record.urls.map((u) => u.durationMs),
-          ],
-        );
-        const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
-        applyAttempt(next, record);
-        const erase = next.state === 'delivered' && this.options.keepDelivered === 0;
-        await client.query(
-          `UPDATE log_messages SET state = $1, attempts = attempts + 1, updated_at = $2, finished_at = $3, reason = $4,
-           body = CASE WHEN $5 THEN NULL ELSE body END WHERE id = $6`,
-          [next.state, next.updatedAt, next.finishedAt, next.reason, erase, found.id],
-        );
-        if (FINAL_STATES.has(next.state)) this.live.delete(key);
-        return;
-      }
-      case 'replayed': {
-        const { rows } = await client.query<{ series: number; source: string; message_id: string }>(
-          `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = $1, reason = NULL WHERE id = $2
-           RETURNING series, source, message_id`,
-          [op.at, op.id],
-        );
-        if (rows[0] !== undefined) this.live.set(`${rows[0].source}\u0000${rows[0].message_id}`, { id: op.id, series: rows[0].series });
-        return;
+  /** The latest live log line of each key not known here, in one query. */
+  private async findLive(client: PoolClient, keys: Iterable<{ source: string; messageId: string }>): Promise<Map<string, LiveLine>> {
+    const sources: string[] = [];
+    const ids: string[] = [];
+    for (const k of keys) {
+      sources.push(k.source);
+      ids.push(k.messageId);
+    }
+    const found = new Map<string, LiveLine>();
+    if (sources.length === 0) return found;
+    const { rows } = await client.query<{ id: number; series: number; source: string; message_id: string }>({
+      name: 'eventrelay-log-find',
+      text: FIND_LIVE,
+      values: [sources, ids],
+    });
+    for (const row of rows) found.set(keyOf(row.source, row.message_id), { id: row.id, series: row.series });
+    return found;
+  }
+
+  private async writeCalls(client: PoolClient, ops: readonly CallsOp[]): Promise<void> {
+    // Repeated messageIds of a request the store counted as duplicates: earlier in this flush, a
+    // live line of this process, or one in the table (written by any instance).
+    const unknown = new Map<string, { source: string; messageId: string }>();
+    for (const op of ops) {
+      if (op.op !== 'accepted' || op.duplicates === 0) continue;
+      for (const call of op.calls) {
+        const key = keyOf(call.source, call.messageId);
+        if (!this.live.has(key)) unknown.set(key, call);
       }
     }
+    const stored = await this.findLive(client, unknown.values());
+    const calls: LogCall[] = [];
+    const seen = new Set<string>();
+    for (const op of ops) {
+      for (const call of op.calls) {
+        const key = keyOf(call.source, call.messageId);
+        const duplicate = op.op === 'accepted' && op.duplicates > 0 && (seen.has(key) || this.live.has(key) || stored.has(key));
+        seen.add(key);
+        calls.push(duplicate ? { ...call, state: 'duplicate', body: undefined, reason: 'The source sent this messageId before; not forwarded again' } : call);
+      }
+    }
+    const { rows } = await client.query<{ id: number; source: string; message_id: string; state: string }>({
+      name: 'eventrelay-log-calls',
+      text: `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
+       SELECT s, k, m, t, u, r, st, r, CASE WHEN st = 'pending' THEN NULL ELSE r END, re, b
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[])
+         AS x(s, k, m, t, u, r, st, re, b)
+       RETURNING id, source, message_id, state`,
+      values: [
+        calls.map((c) => c.source),
+        calls.map((c) => c.kind),
+        calls.map((c) => c.messageId),
+        calls.map((c) => c.type ?? null),
+        calls.map((c) => c.userId ?? null),
+        calls.map((c) => c.receivedAt),
+        calls.map((c) => c.state),
+        calls.map((c) => c.reason ?? null),
+        calls.map((c) => (c.state === 'pending' ? (c.body ?? null) : null)),
+      ],
+    });
+    // The newest pending line of a key is the one its attempts go to.
+    for (const row of rows) {
+      if (row.state !== 'pending') continue;
+      const key = keyOf(row.source, row.message_id);
+      if ((this.live.get(key)?.id ?? 0) < row.id) this.live.set(key, { id: row.id, series: 1 });
+    }
+  }
+
+  /** Attempts in order: their rows in one statement, and each line's new state in another. */
+  private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[]): Promise<void> {
+    const unknown = new Map<string, { source: string; messageId: string }>();
+    for (const r of records) {
+      const key = keyOf(r.source, r.messageId);
+      if (!this.live.has(key)) unknown.set(key, r);
+    }
+    const stored = await this.findLive(client, unknown.values());
+    const rows = { id: [] as number[], series: [] as number[], attempt: [] as number[], at: [] as number[], outcome: [] as string[] };
+    const urls = { url: [] as string[], status: [] as (number | null)[], error: [] as (string | null)[], duration: [] as number[] };
+    // The state of each line after the last of its attempts here, and how many it had.
+    const lines = new Map<number, { count: number; state: DeliveryState; updatedAt: number; finishedAt: number | null; reason: string | null }>();
+    for (const record of records) {
+      const key = keyOf(record.source, record.messageId);
+      const found = this.live.get(key) ?? stored.get(key);
+      if (found === undefined) continue;
+      for (const u of record.urls) {
+        rows.id.push(found.id);
+        rows.series.push(found.series);
+        rows.attempt.push(record.attempt);
+        rows.at.push(record.at);
+        rows.outcome.push(record.outcome);
+        urls.url.push(u.url);
+        urls.status.push(u.status);
+        urls.error.push(u.error);
+        urls.duration.push(u.durationMs);
+      }
+      const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
+      applyAttempt(next, record);
+      lines.set(found.id, { ...next, count: (lines.get(found.id)?.count ?? 0) + 1 });
+      if (FINAL_STATES.has(next.state)) this.live.delete(key);
+    }
+    if (lines.size === 0) return;
+    await client.query({
+      name: 'eventrelay-log-attempts',
+      text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms)
+       SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[])`,
+      values: [rows.id, rows.series, rows.attempt, rows.at, rows.outcome, urls.url, urls.status, urls.error, urls.duration],
+    });
+    const ids = [...lines.keys()].sort((a, b) => a - b);
+    const of = ids.map((id) => lines.get(id)!);
+    // Only columns no index covers change, so PostgreSQL can update each line in place (HOT).
+    await client.query({
+      name: 'eventrelay-log-states',
+      text: `UPDATE log_messages l SET state = x.state, attempts = l.attempts + x.n, updated_at = x.updated_at, finished_at = x.finished_at,
+         reason = x.reason, body = CASE WHEN x.erase THEN NULL ELSE l.body END
+       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bool[]) AS x(id, n, state, updated_at, finished_at, reason, erase)
+       WHERE l.id = x.id`,
+      values: [
+        ids,
+        of.map((l) => l.count),
+        of.map((l) => l.state),
+        of.map((l) => l.updatedAt),
+        of.map((l) => l.finishedAt),
+        of.map((l) => l.reason),
+        of.map((l) => l.state === 'delivered' && this.options.keepDelivered === 0),
+      ],
+    });
+  }
+
+  private async writeReplay(client: PoolClient, op: ReplayOp): Promise<void> {
+    const { rows } = await client.query<{ series: number; source: string; message_id: string }>(
+      `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = $1, reason = NULL WHERE id = $2
+       RETURNING series, source, message_id`,
+      [op.at, op.id],
+    );
+    if (rows[0] !== undefined) this.live.set(keyOf(rows[0].source, rows[0].message_id), { id: op.id, series: rows[0].series });
   }
 
   async list(query: MessageQuery): Promise<LoggedMessage[]> {
@@ -256,14 +301,17 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     let removed = 0;
     for (;;) {
       if (this.closed) return removed;
-      const { rows } = await this.pool.query<{ id: number }>(`SELECT id FROM log_messages WHERE finished_at < $1 LIMIT ${PRUNE_CHUNK}`, [before]);
+      // received_at <= finished_at: its index (never updated) finds the candidates.
+      const { rows } = await this.pool.query<{ id: number }>(`SELECT id FROM log_messages WHERE received_at < $1 AND finished_at < $1 LIMIT ${PRUNE_CHUNK}`, [
+        before,
+      ]);
       if (rows.length === 0) break;
       const ids = rows.map((r) => r.id);
       removed += (await this.pool.query('DELETE FROM log_attempts WHERE delivery_id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
       removed += (await this.pool.query('DELETE FROM log_messages WHERE id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
       if (rows.length < PRUNE_CHUNK) break;
     }
-    await this.pool.query(`UPDATE log_messages SET body = NULL WHERE state = 'delivered' AND finished_at < $1 AND body IS NOT NULL`, [
+    await this.pool.query(`UPDATE log_messages SET body = NULL WHERE received_at < $1 AND finished_at < $1 AND state = 'delivered' AND body IS NOT NULL`, [
       now - this.options.keepDelivered,
     ]);
     return removed;

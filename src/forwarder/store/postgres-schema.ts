@@ -80,6 +80,51 @@ ALTER TABLE deliveries ADD COLUMN leased_until bigint NOT NULL DEFAULT 0;
 ALTER TABLE deliveries SET (fillfactor = 50);
 `,
   },
+  {
+    version: 3,
+    name: 'the delivery log, updated in place',
+    // The delivery log's tables (created by earlier releases outside the versioned steps, hence
+    // IF NOT EXISTS). An attempt changes only columns no index covers (state, attempts, times,
+    // reason, body), so each line is updated in place (HOT) when its page has room: pruning
+    // finds finished lines through received_at (never updated; a line finishes after it
+    // arrives) instead of an index on finished_at.
+    up: `
+CREATE TABLE IF NOT EXISTS log_messages (
+  id bigserial PRIMARY KEY,
+  source text NOT NULL,
+  kind text NOT NULL,
+  message_id text NOT NULL,
+  type text,
+  user_id text,
+  received_at bigint NOT NULL,
+  state text NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  series integer NOT NULL DEFAULT 1,
+  updated_at bigint NOT NULL,
+  finished_at bigint,
+  reason text,
+  body text
+);
+CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
+CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
+DROP INDEX IF EXISTS log_messages_finished;
+CREATE INDEX IF NOT EXISTS log_messages_received ON log_messages (received_at);
+ALTER TABLE log_messages SET (fillfactor = 50);
+CREATE TABLE IF NOT EXISTS log_attempts (
+  id bigserial PRIMARY KEY,
+  delivery_id bigint NOT NULL,
+  series integer NOT NULL,
+  attempt integer NOT NULL,
+  at bigint NOT NULL,
+  url text NOT NULL,
+  status integer,
+  error text,
+  duration_ms integer NOT NULL,
+  outcome text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -122,9 +122,12 @@ export class PostgresStore implements ForwarderStore {
     this.fast = fast;
   }
 
-  /** The connection pool, for the delivery log's own tables (`PostgresDeliveryLog`). */
-  get connections(): Pool {
-    return this.pool;
+  /**
+   * Connections for the delivery log's tables (`PostgresDeliveryLog`): those that commit without
+   * waiting for a WAL flush, since the log may lose its last lines in a server crash, never a message.
+   */
+  get logConnections(): Pool {
+    return this.fast;
   }
 
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {

@@ -2,6 +2,7 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import { PostgresStore } from '../../../src/forwarder/store/postgres';
+import { PostgresDeliveryLog } from '../../../src/forwarder/store/postgres-log';
 import { POSTGRES_MIGRATIONS } from '../../../src/forwarder/store/postgres-schema';
 import { accepted, T0 } from '../../unit/forwarder/store/contract';
 import { usePostgres } from '../../helpers/postgres';
@@ -58,6 +59,80 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(stats).to.deep.equal({ upd: 30, hot: 30, del: 30 });
+    });
+  });
+
+  describe('the delivery log', () => {
+    const db = usePostgres();
+
+    it('writes a flush of attempts (two per line) as one update per line, in place (HOT)', async () => {
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const log = await PostgresDeliveryLog.open(store.logConnections, { keepDelivered: 0 });
+      const ids = Array.from({ length: 40 }, (_, i) => `log-hot-${i}`);
+      const call = (id: string) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body: '{"x":1}', state: 'pending' as const });
+      try {
+        log.accepted(ids.slice(0, 20).map(call), 0);
+        log.accepted(ids.slice(20).map(call), 0);
+        await log.flush();
+        for (const id of ids) {
+          log.attempt({ source: 'web', messageId: id, attempt: 1, at: T0 + 1, outcome: 'retry', urls: [{ url: 'http://a/', status: 503, error: 'HTTP', durationMs: 1 }] });
+          log.attempt({ source: 'web', messageId: id, attempt: 2, at: T0 + 2, outcome: 'delivered', urls: [{ url: 'http://a/', status: 200, error: null, durationMs: 1 }] });
+        }
+        await log.flush();
+        const detail = await log.get((await log.list({ messageId: 'log-hot-7', limit: 1 }))[0]!.id);
+        expect(detail).to.deep.include({ state: 'delivered', attempts: 2, body: null, finishedAt: T0 + 2 });
+        expect(detail!.attemptLog.map((a) => [a.attempt, a.status, a.outcome])).to.deep.equal([[1, 503, 'retry'], [2, 200, 'delivered']]);
+        expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 80 }]);
+      } finally {
+        await log.close();
+        await store.close();
+      }
+      let stats: TableStats | undefined;
+      for (let i = 0; i < 100; i++) {
+        [stats] = await query<TableStats>(
+          db.url,
+          "SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot, n_tup_del::int AS del FROM pg_stat_user_tables WHERE relname = 'log_messages'",
+        );
+        if (stats !== undefined && stats.upd >= 40) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // One update per line for its two attempts. In place unless the page is full: an index on a
+      // column the update writes (as finished_at had) would make none of them HOT.
+      expect(stats).to.deep.include({ upd: 40, del: 0 });
+      expect(stats!.hot).to.be.at.least(36);
+    });
+  });
+
+  describe('upgrading from schema step 2', () => {
+    const db = usePostgres();
+
+    it('keeps the lines of a delivery log made by an earlier release, and prunes them without the old index', async () => {
+      for (const step of POSTGRES_MIGRATIONS.slice(0, 2)) await query(db.url, step.up);
+      await query(db.url, 'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+      await query(db.url, "INSERT INTO schema_migrations VALUES (1, 'one', 0), (2, 'two', 0)");
+      // The log's tables as the previous release created them, with a line.
+      await query(
+        db.url,
+        `CREATE TABLE log_messages (id bigserial PRIMARY KEY, source text NOT NULL, kind text NOT NULL, message_id text NOT NULL, type text, user_id text,
+           received_at bigint NOT NULL, state text NOT NULL, attempts integer NOT NULL DEFAULT 0, series integer NOT NULL DEFAULT 1, updated_at bigint NOT NULL,
+           finished_at bigint, reason text, body text)`,
+      );
+      await query(db.url, 'CREATE INDEX log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL');
+      await query(db.url, "INSERT INTO log_messages (source, kind, message_id, received_at, state, updated_at, finished_at) VALUES ('web', 'message', 'old-line', $1, 'delivered', $1, $1)", [T0]);
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const log = await PostgresDeliveryLog.open(store.logConnections, { keepDelivered: 0 });
+      try {
+        const versions = await query<{ version: number }>(db.url, 'SELECT version FROM schema_migrations ORDER BY version');
+        expect(versions.map((v) => v.version)).to.deep.equal(POSTGRES_MIGRATIONS.map((m) => m.version));
+        const indexes = await query<{ indexname: string }>(db.url, "SELECT indexname FROM pg_indexes WHERE tablename = 'log_messages' ORDER BY indexname");
+        expect(indexes.map((i) => i.indexname)).to.deep.equal(['log_messages_key', 'log_messages_pkey', 'log_messages_received', 'log_messages_user']);
+        expect((await log.list({ limit: 10 })).map((m) => m.messageId)).to.deep.equal(['old-line']);
+        expect(await log.prune(T0 + 1, T0 + 1)).to.equal(1);
+        expect(await log.list({ limit: 10 })).to.deep.equal([]);
+      } finally {
+        await log.close();
+        await store.close();
+      }
     });
   });
 
