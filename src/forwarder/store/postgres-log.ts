@@ -3,6 +3,7 @@ import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
+import { numberArray, pgText, textArray } from './pg-values';
 import { toDeliveryDetail, toLoggedMessage } from './sql-rows';
 import type { AttemptRow, LogRow } from './sql-rows';
 import type {
@@ -37,8 +38,9 @@ interface LiveLine {
   readonly series: number;
 }
 
+/** The key of a line, its id in the form PostgreSQL stores it (see pg-values.ts). */
 function keyOf(source: string, messageId: string): string {
-  return `${source}\u0000${messageId}`;
+  return `${source}\u0000${pgText(messageId)}`;
 }
 
 /** Consecutive writes of one kind (calls, attempts), each replay alone: the order of the log is kept. */
@@ -124,7 +126,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     const { rows } = await client.query<{ id: number; series: number; source: string; message_id: string }>({
       name: 'eventrelay-log-find',
       text: FIND_LIVE,
-      values: [sources, ids],
+      values: [textArray(sources), textArray(ids)],
     });
     for (const row of rows) found.set(keyOf(row.source, row.message_id), { id: row.id, series: row.series });
     return found;
@@ -160,15 +162,15 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
          AS x(s, k, m, t, u, r, st, re, b)
        RETURNING id, source, message_id, state`,
       values: [
-        calls.map((c) => c.source),
-        calls.map((c) => c.kind),
-        calls.map((c) => c.messageId),
-        calls.map((c) => c.type ?? null),
-        calls.map((c) => c.userId ?? null),
-        calls.map((c) => c.receivedAt),
-        calls.map((c) => c.state),
-        calls.map((c) => c.reason ?? null),
-        calls.map((c) => (c.state === 'pending' ? (c.body ?? null) : null)),
+        textArray(calls.map((c) => c.source)),
+        textArray(calls.map((c) => c.kind)),
+        textArray(calls.map((c) => c.messageId)),
+        textArray(calls.map((c) => c.type ?? null)),
+        textArray(calls.map((c) => c.userId ?? null)),
+        numberArray(calls.map((c) => c.receivedAt)),
+        textArray(calls.map((c) => c.state)),
+        textArray(calls.map((c) => c.reason ?? null)),
+        textArray(calls.map((c) => (c.state === 'pending' ? (c.body ?? null) : null))),
       ],
     });
     // The newest pending line of a key is the one its attempts go to.
@@ -216,7 +218,17 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       name: 'eventrelay-log-attempts',
       text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms)
        SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[])`,
-      values: [rows.id, rows.series, rows.attempt, rows.at, rows.outcome, urls.url, urls.status, urls.error, urls.duration],
+      values: [
+        numberArray(rows.id),
+        numberArray(rows.series),
+        numberArray(rows.attempt),
+        numberArray(rows.at),
+        textArray(rows.outcome),
+        textArray(urls.url),
+        numberArray(urls.status),
+        textArray(urls.error),
+        numberArray(urls.duration),
+      ],
     });
     const ids = [...lines.keys()].sort((a, b) => a - b);
     const of = ids.map((id) => lines.get(id)!);
@@ -228,12 +240,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
        FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bool[]) AS x(id, n, state, updated_at, finished_at, reason, erase)
        WHERE l.id = x.id`,
       values: [
-        ids,
-        of.map((l) => l.count),
-        of.map((l) => l.state),
-        of.map((l) => l.updatedAt),
-        of.map((l) => l.finishedAt),
-        of.map((l) => l.reason),
+        numberArray(ids),
+        numberArray(of.map((l) => l.count)),
+        textArray(of.map((l) => l.state)),
+        numberArray(of.map((l) => l.updatedAt)),
+        numberArray(of.map((l) => l.finishedAt)),
+        textArray(of.map((l) => l.reason)),
         of.map((l) => l.state === 'delivered' && this.options.keepDelivered === 0),
       ],
     });
@@ -253,7 +265,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     const where: string[] = [];
     const params: unknown[] = [];
     const add = (column: string, op: string, value: unknown) => {
-      params.push(value);
+      params.push(typeof value === 'string' ? pgText(value) : value);
       where.push(`${column} ${op} $${params.length}`);
     };
     if (query.source !== undefined) add('source', '=', query.source);

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { numberArray, pgText, textArray } from './pg-values';
 import { toPendingDelivery } from './sql-rows';
 import type { ClaimedRow } from './sql-rows';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
@@ -214,7 +215,7 @@ export class PostgresStore implements ForwarderStore {
     for (const request of group) {
       total += request.messages.length;
       for (const m of request.messages) {
-        const key = `${m.source}\u0000${m.messageId}`;
+        const key = `${m.source}\u0000${pgText(m.messageId)}`;
         if (!candidates.has(key)) candidates.set(key, m);
       }
     }
@@ -262,16 +263,16 @@ export class PostgresStore implements ForwarderStore {
            ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
          SELECT source, message_id FROM m`,
         values: [
-          sorted.map((m) => m.source),
-          sorted.map((m) => m.messageId),
-          sorted.map((m) => m.receivedAt),
-          d.owner,
-          d.source,
-          d.destination,
-          d.kind,
-          d.messageId,
-          d.body,
-          d.createdAt,
+          textArray(sorted.map((m) => m.source)),
+          textArray(sorted.map((m) => m.messageId)),
+          numberArray(sorted.map((m) => m.receivedAt)),
+          textArray(d.owner),
+          textArray(d.source),
+          textArray(d.destination),
+          textArray(d.kind),
+          textArray(d.messageId),
+          textArray(d.body),
+          numberArray(d.createdAt),
           shard(),
           total,
         ],
@@ -284,7 +285,7 @@ export class PostgresStore implements ForwarderStore {
     for (const request of group) {
       let count = 0;
       for (const m of request.messages) {
-        const key = `${m.source}\u0000${m.messageId}`;
+        const key = `${m.source}\u0000${pgText(m.messageId)}`;
         // Counted once: the first request of the group that carries it.
         if (stored.delete(key)) count++;
       }
@@ -367,13 +368,13 @@ export class PostgresStore implements ForwarderStore {
          ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
        SELECT id FROM w`,
       values: [
-        sorted.map((o) => o.id),
-        sorted.map((o) => o.lease),
-        status,
-        sorted.map((o) => o.attempts),
-        sorted.map((o) => o.firstAttemptAt ?? null),
-        sorted.map((o) => (o.status === 'retry' ? o.nextAttemptAt : o.at)),
-        sorted.map((o) => (o.status === 'retry' ? (o.error ?? null) : o.status === 'failed' ? o.reason : null)),
+        numberArray(sorted.map((o) => o.id)),
+        numberArray(sorted.map((o) => o.lease)),
+        numberArray(status),
+        numberArray(sorted.map((o) => o.attempts)),
+        numberArray(sorted.map((o) => o.firstAttemptAt ?? null)),
+        numberArray(sorted.map((o) => (o.status === 'retry' ? o.nextAttemptAt : o.at))),
+        textArray(sorted.map((o) => (o.status === 'retry' ? (o.error ?? null) : o.status === 'failed' ? o.reason : null))),
         shard(),
       ],
     });
@@ -383,11 +384,14 @@ export class PostgresStore implements ForwarderStore {
 
   async syncAudience(
     source: string,
-    audience: string,
-    members: readonly string[],
+    audienceName: string,
+    userIds: readonly string[],
     plan: (change: AudienceChange) => readonly NewDelivery[],
   ): Promise<AudienceChange> {
     this.assertOpen();
+    // Compared with what is stored, so in the form it is stored in.
+    const audience = pgText(audienceName);
+    const members = userIds.map(pgText);
     const key = `${source}\n${audience}`;
     return this.audienceTurns.run(key, async () => {
       const client = await this.pool.connect();
@@ -524,12 +528,12 @@ function shard(): number {
 
 function deliveryArrays(deliveries: readonly NewDelivery[]): unknown[] {
   return [
-    deliveries.map((d) => d.source),
-    deliveries.map((d) => d.destination),
-    deliveries.map((d) => d.kind),
-    deliveries.map((d) => d.messageId),
-    deliveries.map((d) => d.body),
-    deliveries.map((d) => d.createdAt),
+    textArray(deliveries.map((d) => d.source)),
+    textArray(deliveries.map((d) => d.destination)),
+    textArray(deliveries.map((d) => d.kind)),
+    textArray(deliveries.map((d) => d.messageId)),
+    textArray(deliveries.map((d) => d.body)),
+    numberArray(deliveries.map((d) => d.createdAt)),
   ];
 }
 

@@ -52,6 +52,23 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
       expect((await store.counts()).duplicates).to.equal(1);
     });
 
+    it('stores hostile messageIds (U+0000, a lone surrogate) beside others in one commit, and knows them when sent again', async () => {
+      const hostile = ['nul\u0000id', 'lone\ud800surrogate', 'low\udc00first'];
+      // The first request commits alone; the next two share a commit in stores that group them.
+      const [, first, other] = await Promise.all([
+        store.accept([accepted('warm', false)]),
+        store.accept(hostile.map((id) => accepted(id))),
+        store.accept([accepted('plain')]),
+      ]);
+      expect(first).to.deep.equal({ stored: 3, duplicates: 0 });
+      expect(other).to.deep.equal({ stored: 1, duplicates: 0 });
+      expect(await store.accept(hostile.map((id) => accepted(id)))).to.deep.equal({ stored: 0, duplicates: 3 });
+      const due = await store.claim('web', T0, 10, LEASE);
+      expect(due).to.have.length(4);
+      // The body is the exact bytes to send, whatever the store does with the id.
+      expect(due.map((d) => JSON.parse(d.body).messageId).sort()).to.deep.equal([...hostile, 'plain'].sort());
+    });
+
     it('answers each of several concurrent requests with its own result (group commit)', async () => {
       const [first, second, third] = await Promise.all([
         store.accept([accepted('g1')]),

@@ -54,6 +54,20 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
       ]);
     });
 
+    it('logs calls with hostile ids (U+0000, lone surrogates) without losing the lines written with them', async () => {
+      log = await make(0);
+      log.accepted([call('nul\u0000id', { userId: 'user\ud800' }), call('plain')], 0);
+      log.attempt(attempt('nul\u0000id', 1, 'delivered', T0 + 10));
+      log.attempt(attempt('plain', 1, 'delivered', T0 + 10));
+      const lines = await log.list({ limit: 10 });
+      expect(lines.map((l) => [l.state, l.attempts])).to.deep.equal([
+        ['delivered', 1],
+        ['delivered', 1],
+      ]);
+      // Found again by the id it was sent with (a store may keep U+FFFD in its place).
+      expect(await byMessage('nul\u0000id')).to.include({ state: 'delivered' });
+    });
+
     it('keeps a failed body, lists it for recovery, and starts a new series on replay', async () => {
       log = await make(0);
       log.accepted([call('f1'), call('f2', { receivedAt: T0 + 5000 })], 0);
