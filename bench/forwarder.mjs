@@ -9,6 +9,14 @@
 //   node bench/forwarder.mjs [messages=20000] [batch=20] [requestsInFlight=8] [paced msg/s=1000]
 //   BENCH_MODES=sqlite-full,pg-1 node bench/forwarder.mjs     (a subset; names below)
 //   BENCH_PROFILE=/tmp/prof node bench/forwarder.mjs             (CPU profiles of the forwarders)
+//   BENCH_ROUNDS=3 node bench/forwarder.mjs                      (every mode 3 times, alternating; medians)
+//
+// A shared 2-core machine's speed drifts by a third from one minute to the next, so compare modes
+// with BENCH_ROUNDS: the modes run in turn, round after round, and each ratio is taken within a
+// round (the same minutes), then the median of the rounds is shown.
+//
+// The "slow receiver" modes answer each webhook after 50 ms: an instance's attempts in flight
+// (delivery.concurrency, 64) are then its limit, not the CPU, which is when a second instance helps.
 //
 // Two phases per mode: (1) throughput: `messages` sent as fast as `requestsInFlight` batch requests
 // allow, until the last webhook arrives, with the CPU time (user + system, from /proc) of the
@@ -54,6 +62,8 @@ const allModes = [
   { id: 'pg-1', name: 'PostgreSQL, 1 instance', storage: { type: 'postgres' }, instances: 1 },
   { id: 'pg-2', name: 'PostgreSQL, 2 instances', storage: { type: 'postgres' }, instances: 2 },
   { id: 'pg-1-nolog', name: 'PostgreSQL, 1 instance, no delivery log', storage: { type: 'postgres', deliveryLog: false }, instances: 1 },
+  { id: 'pg-1-slow', name: 'PostgreSQL, 1 instance, receiver answering in 50 ms', storage: { type: 'postgres' }, instances: 1, receiverDelay: 50 },
+  { id: 'pg-2-slow', name: 'PostgreSQL, 2 instances, receiver answering in 50 ms', storage: { type: 'postgres' }, instances: 2, receiverDelay: 50 },
   { id: 'bullmq', name: 'Express + BullMQ, Redis appendfsync always', bullmq: true },
 ];
 // BENCH_BASE_CLI=<another build's dist/cli.js>: also runs PostgreSQL with 1 instance on that build (mode pg-1-base),
@@ -117,7 +127,7 @@ function redis(...args) {
   return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', ...args]).toString().trim();
 }
 
-async function startReceiver() {
+async function startReceiver(delay = 0) {
   const arrivals = new Map(); // messageId -> time of arrival (performance.now)
   let onArrival = () => {};
   const server = createServer((req, res) => {
@@ -126,8 +136,12 @@ async function startReceiver() {
     req.on('end', () => {
       const id = JSON.parse(Buffer.concat(chunks).toString()).messageId;
       if (!arrivals.has(id)) arrivals.set(id, performance.now());
-      res.writeHead(200).end();
-      onArrival();
+      const answer = () => {
+        res.writeHead(200).end();
+        onArrival();
+      };
+      if (delay > 0) setTimeout(answer, delay);
+      else answer();
     });
   });
   server.keepAliveTimeout = 10_000;
@@ -277,7 +291,7 @@ async function runMode(mode) {
       const pid = Number(/process_id:(\d+)/.exec(redis('info', 'server'))[1]);
       dbPids = async () => [pid];
     }
-    const receiver = await startReceiver();
+    const receiver = await startReceiver(mode.receiverDelay);
     cleanups.unshift(receiver.close);
     const forwarders = await startForwarders(mode, receiver.url, dir, databaseUrl);
     cleanups.unshift(() => Promise.all(forwarders.map((f) => f.stop())));
@@ -361,45 +375,68 @@ async function runMode(mode) {
   }
 }
 
-console.error(`forwarder benchmark: ${MESSAGES} track messages, batches of ${BATCH}, ${IN_FLIGHT} requests in flight, Node ${process.version}`);
-const results = [];
-for (const mode of modes) {
-  console.error(`  ${mode.name}...`);
-  results.push(await runMode(mode));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+console.error(`forwarder benchmark: ${MESSAGES} track messages, batches of ${BATCH}, ${IN_FLIGHT} requests in flight, ${ROUNDS} round(s), Node ${process.version}`);
+const rounds = [];
+for (let round = 0; round < ROUNDS; round++) {
+  const results = {};
+  for (const mode of modes) {
+    console.error(`  round ${round + 1}: ${mode.name}...`);
+    results[mode.id] = await runMode(mode);
+  }
+  rounds.push(results);
 }
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const ms = (n) => `${n.toFixed(1)} ms`;
 const us = (n) => `${Math.round(n)} µs`;
+/** The median of a figure over the rounds. */
+const med = (id, key) => median(rounds.map((r) => r[id][key]));
 console.log(
   `\n| mode | messages/s end to end | messages/s acknowledged | CPU per message: forwarder + database (= total) | p50 send → webhook at ${fmt(PACED_RATE)} msg/s | p99 |`,
 );
 console.log(`|---|---:|---:|---:|---:|---:|`);
-for (const r of results) {
-  const db = r.measuredDb ? `${us(r.cpuForwarderUs)} + ${us(r.cpuDbUs)} (= ${us(r.cpuForwarderUs + r.cpuDbUs)})` : `${us(r.cpuForwarderUs)}`;
-  console.log(`| ${r.name} | ${fmt(r.endToEnd)} | ${fmt(r.ingest)} | ${db} | ${ms(r.p50)} | ${ms(r.p99)} |`);
+for (const mode of modes) {
+  const r = rounds[0][mode.id];
+  const f = med(mode.id, 'cpuForwarderUs');
+  const d = med(mode.id, 'cpuDbUs');
+  const cpu = r.measuredDb ? `${us(f)} + ${us(d)} (= ${us(median(rounds.map((x) => x[mode.id].cpuForwarderUs + x[mode.id].cpuDbUs)))})` : `${us(f)}`;
+  console.log(`| ${r.name} | ${fmt(med(mode.id, 'endToEnd'))} | ${fmt(med(mode.id, 'ingest'))} | ${cpu} | ${ms(med(mode.id, 'p50'))} | ${ms(med(mode.id, 'p99'))} |`);
 }
-const by = Object.fromEntries(results.map((r) => [r.id, r]));
-console.log('\nRatios from this run:');
 const total = (r) => r.cpuForwarderUs + (r.measuredDb ? r.cpuDbUs : 0);
-if (by['pg-1'] && by['sqlite-full']) console.log(`- PostgreSQL (1 instance) / SQLite (full), end to end: ${(by['pg-1'].endToEnd / by['sqlite-full'].endToEnd).toFixed(2)}×`);
-if (by['pg-1'] && by.bullmq) {
-  console.log(`- PostgreSQL (1 instance) / Express + BullMQ, end to end: ${(by['pg-1'].endToEnd / by.bullmq.endToEnd).toFixed(2)}×`);
-  console.log(`- CPU per message, PostgreSQL (1 instance) / Express + BullMQ (each with its database): ${(total(by['pg-1']) / total(by.bullmq)).toFixed(2)}×`);
+/** A ratio taken within each round; the median, and each round's value when there are several. */
+function ratio(label, a, b, of) {
+  if (rounds[0][a] === undefined || rounds[0][b] === undefined) return;
+  const values = rounds.map((r) => of(r[a]) / of(r[b]));
+  const each = values.length > 1 ? ` (rounds: ${values.map((v) => v.toFixed(2)).join(', ')})` : '';
+  console.log(`- ${label}: ${median(values).toFixed(2)}×${each}`);
 }
-if (by['sqlite-full'] && by.bullmq) {
-  console.log(`- SQLite (full) / Express + BullMQ, end to end: ${(by['sqlite-full'].endToEnd / by.bullmq.endToEnd).toFixed(2)}×`);
-  console.log(`- CPU per message, SQLite (full) / Express + BullMQ with Redis: ${(total(by['sqlite-full']) / total(by.bullmq)).toFixed(2)}×`);
-}
-if (by['pg-1'] && by['pg-2']) console.log(`- PostgreSQL, 2 instances / 1 instance, end to end: ${(by['pg-2'].endToEnd / by['pg-1'].endToEnd).toFixed(2)}×`);
+console.log(`\nRatios${ROUNDS > 1 ? ', each within a round, median of the rounds' : ' from this run'}:`);
+const rate = (r) => r.endToEnd;
+ratio('PostgreSQL (1 instance) / SQLite (full), end to end', 'pg-1', 'sqlite-full', rate);
+ratio('PostgreSQL (1 instance) / Express + BullMQ, end to end', 'pg-1', 'bullmq', rate);
+ratio('CPU per message, PostgreSQL (1 instance) / Express + BullMQ (each with its database)', 'pg-1', 'bullmq', total);
+ratio('SQLite (full) / Express + BullMQ, end to end', 'sqlite-full', 'bullmq', rate);
+ratio('CPU per message, SQLite (full) / Express + BullMQ with Redis', 'sqlite-full', 'bullmq', total);
+ratio('PostgreSQL, 2 instances / 1 instance, end to end', 'pg-2', 'pg-1', rate);
+ratio('PostgreSQL with a receiver answering in 50 ms, 2 instances / 1 instance, end to end', 'pg-2-slow', 'pg-1-slow', rate);
+ratio('PostgreSQL (1 instance), delivery log on / off, end to end', 'pg-1', 'pg-1-nolog', rate);
+ratio('PostgreSQL (1 instance), this build / the base build, CPU per message', 'pg-1', 'pg-1-base', total);
 for (const id of ['pg-1', 'pg-2']) {
-  const r = by[id];
+  const r = rounds[0][id];
   if (r?.measuredDb && r.cpuDbUs > 0) {
-    console.log(`- ${r.name}: the database spent ${us(r.cpuDbUs)} of CPU per message: one core of PostgreSQL carries about ${fmt(1e6 / r.cpuDbUs)} messages/s`);
+    const db = med(id, 'cpuDbUs');
+    console.log(`- ${r.name}: the database spent ${us(db)} of CPU per message: one core of PostgreSQL carries about ${fmt(1e6 / db)} messages/s`);
   }
 }
 console.log(
   `\nThroughput: ${MESSAGES} track messages in batches of ${BATCH}, ${IN_FLIGHT} batch requests in flight, until the last webhook arrived ` +
   `("acknowledged": until the last 200 from the ingestion API); CPU is user + system time over that phase from /proc. ` +
   `Latency: ${fmt(PACED_RATE)} msg/s for ${PACED_SECONDS} s in batches of ${Math.max(1, Math.round(PACED_RATE / 50))}, ` +
-  `from sending the batch to the webhook's arrival. One receiver answering 200 at once, signing on, forwarders in their own processes; Node ${process.version}, 127.0.0.1.`,
+  `from sending the batch to the webhook's arrival. One receiver answering 200 at once (unless the mode says otherwise), signing on, ` +
+  `forwarders in their own processes; ${ROUNDS} round(s), medians; Node ${process.version}, 127.0.0.1.`,
 );

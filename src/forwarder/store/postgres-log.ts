@@ -30,7 +30,8 @@ const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.series, l
   WHERE l.state NOT IN ('duplicate', 'refused', 'filtered')
   ORDER BY l.source, l.message_id, l.id DESC`;
 
-type CallsOp = Extract<LogOp, { op: 'accepted' | 'add' }>;
+/** Calls to log, with the attempts made on them before the flush that writes them (see foldAttempts). */
+type CallsOp = Extract<LogOp, { op: 'accepted' | 'add' }> & { readonly attempts?: ReadonlyMap<LogCall, readonly AttemptRecord[]> };
 type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
 type ReplayOp = Extract<LogOp, { op: 'replayed' }>;
 interface LiveLine {
@@ -43,10 +44,118 @@ function keyOf(source: string, messageId: string): string {
   return `${source}\u0000${pgText(messageId)}`;
 }
 
+/**
+ * Attempts on calls accepted in the same flush join their call, which is then written once, in
+ * its state after them: most calls are delivered within the 50 ms a flush waits, so most lines
+ * are inserted finished (without a body to erase) and never updated. Calls of a request that
+ * may hold duplicates are left as they are (which line an attempt belongs to is decided later).
+ */
+function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
+  const open = new Map<string, { call: LogCall; attempts: Map<LogCall, AttemptRecord[]> }>();
+  const out: (LogOp | CallsOp)[] = [];
+  for (const op of ops) {
+    if (op.op === 'attempt') {
+      const fresh = open.get(keyOf(op.record.source, op.record.messageId));
+      if (fresh === undefined) out.push(op);
+      else fresh.attempts.get(fresh.call)!.push(op.record);
+      continue;
+    }
+    if ((op.op === 'accepted' && op.duplicates === 0) || op.op === 'add') {
+      const attempts = new Map<LogCall, AttemptRecord[]>();
+      for (const call of op.calls) {
+        if (call.state !== 'pending') continue;
+        attempts.set(call, []);
+        open.set(keyOf(call.source, call.messageId), { call, attempts });
+      }
+      out.push({ ...op, attempts });
+      continue;
+    }
+    out.push(op);
+  }
+  return out;
+}
+
+/** A line to insert: a call, in its state after the attempts made on it before it was written. */
+interface Line {
+  readonly call: LogCall;
+  readonly attempts: readonly AttemptRecord[];
+  readonly state: DeliveryState;
+  readonly updatedAt: number;
+  readonly finishedAt: number | null;
+  readonly reason: string | null;
+  readonly body: string | null;
+}
+
+function lineOf(call: LogCall, attempts: readonly AttemptRecord[], eraseDelivered: boolean): Line {
+  const pending = call.state === 'pending';
+  const entry = {
+    state: call.state as DeliveryState,
+    attempts: 0,
+    updatedAt: call.receivedAt,
+    finishedAt: pending ? null : call.receivedAt,
+    reason: call.reason ?? null,
+  };
+  for (const record of attempts) applyAttempt(entry, record);
+  const body = pending && !(eraseDelivered && entry.state === 'delivered') ? (call.body ?? null) : null;
+  return { call, attempts, state: entry.state, updatedAt: entry.updatedAt, finishedAt: entry.finishedAt, reason: entry.reason, body };
+}
+
+/** Rows of log_attempts, column by column. */
+interface AttemptRows {
+  readonly id: number[];
+  readonly series: number[];
+  readonly attempt: number[];
+  readonly at: number[];
+  readonly outcome: string[];
+  readonly url: string[];
+  readonly status: (number | null)[];
+  readonly error: (string | null)[];
+  readonly duration: number[];
+}
+
+function attemptRows(): AttemptRows {
+  return { id: [], series: [], attempt: [], at: [], outcome: [], url: [], status: [], error: [], duration: [] };
+}
+
+/** One row per URL of the attempt. */
+function addAttemptRows(rows: AttemptRows, id: number, series: number, record: AttemptRecord): void {
+  for (const u of record.urls) {
+    rows.id.push(id);
+    rows.series.push(series);
+    rows.attempt.push(record.attempt);
+    rows.at.push(record.at);
+    rows.outcome.push(record.outcome);
+    rows.url.push(u.url);
+    rows.status.push(u.status);
+    rows.error.push(u.error);
+    rows.duration.push(u.durationMs);
+  }
+}
+
+async function insertAttempts(client: PoolClient, rows: AttemptRows): Promise<void> {
+  if (rows.id.length === 0) return;
+  await client.query({
+    name: 'eventrelay-log-attempts',
+    text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms)
+     SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[])`,
+    values: [
+      numberArray(rows.id),
+      numberArray(rows.series),
+      numberArray(rows.attempt),
+      numberArray(rows.at),
+      textArray(rows.outcome),
+      textArray(rows.url),
+      numberArray(rows.status),
+      textArray(rows.error),
+      numberArray(rows.duration),
+    ],
+  });
+}
+
 /** Consecutive writes of one kind (calls, attempts), each replay alone: the order of the log is kept. */
-function runs(ops: readonly LogOp[]): LogOp[][] {
+function runs(ops: readonly (LogOp | CallsOp)[]): (LogOp | CallsOp)[][] {
   const kind = (op: LogOp) => (op.op === 'add' ? 'accepted' : op.op);
-  const out: LogOp[][] = [];
+  const out: (LogOp | CallsOp)[][] = [];
   for (const op of ops) {
     const last = out.at(-1);
     if (last !== undefined && op.op !== 'replayed' && kind(last[0]!) === kind(op)) last.push(op);
@@ -93,7 +202,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         client.on('error', onError);
         await client.query('BEGIN');
         // Runs of the same kind of write share a statement: a few round trips per flush, however many lines.
-        for (const run of runs(ops)) {
+        for (const run of runs(foldAttempts(ops))) {
           if (run[0]!.op === 'attempt') await this.writeAttempts(client, run.map((op) => (op as AttemptOp).record));
           else if (run[0]!.op === 'replayed') await this.writeReplay(client, run[0] as ReplayOp);
           else await this.writeCalls(client, run as CallsOp[]);
@@ -144,41 +253,52 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       }
     }
     const stored = await this.findLive(client, unknown.values());
-    const calls: LogCall[] = [];
+    const lines: Line[] = [];
     const seen = new Set<string>();
     for (const op of ops) {
       for (const call of op.calls) {
         const key = keyOf(call.source, call.messageId);
         const duplicate = op.op === 'accepted' && op.duplicates > 0 && (seen.has(key) || this.live.has(key) || stored.has(key));
         seen.add(key);
-        calls.push(duplicate ? { ...call, state: 'duplicate', body: undefined, reason: 'The source sent this messageId before; not forwarded again' } : call);
+        lines.push(
+          duplicate
+            ? lineOf({ ...call, state: 'duplicate', body: undefined, reason: 'The source sent this messageId before; not forwarded again' }, [], false)
+            : lineOf(call, op.attempts?.get(call) ?? [], this.options.keepDelivered === 0),
+        );
       }
     }
     const { rows } = await client.query<{ id: number; source: string; message_id: string; state: string }>({
-      name: 'eventrelay-log-calls',
-      text: `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
-       SELECT s, k, m, t, u, r, st, r, CASE WHEN st = 'pending' THEN NULL ELSE r END, re, b
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[])
-         AS x(s, k, m, t, u, r, st, re, b)
+      name: 'eventrelay-log-lines',
+      text: `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
+         $11::text[], $12::text[])
        RETURNING id, source, message_id, state`,
       values: [
-        textArray(calls.map((c) => c.source)),
-        textArray(calls.map((c) => c.kind)),
-        textArray(calls.map((c) => c.messageId)),
-        textArray(calls.map((c) => c.type ?? null)),
-        textArray(calls.map((c) => c.userId ?? null)),
-        numberArray(calls.map((c) => c.receivedAt)),
-        textArray(calls.map((c) => c.state)),
-        textArray(calls.map((c) => c.reason ?? null)),
-        textArray(calls.map((c) => (c.state === 'pending' ? (c.body ?? null) : null))),
+        textArray(lines.map((l) => l.call.source)),
+        textArray(lines.map((l) => l.call.kind)),
+        textArray(lines.map((l) => l.call.messageId)),
+        textArray(lines.map((l) => l.call.type ?? null)),
+        textArray(lines.map((l) => l.call.userId ?? null)),
+        numberArray(lines.map((l) => l.call.receivedAt)),
+        textArray(lines.map((l) => l.state)),
+        numberArray(lines.map((l) => l.attempts.length)),
+        numberArray(lines.map((l) => l.updatedAt)),
+        numberArray(lines.map((l) => l.finishedAt)),
+        textArray(lines.map((l) => l.reason)),
+        textArray(lines.map((l) => l.body)),
       ],
     });
-    // The newest pending line of a key is the one its attempts go to.
-    for (const row of rows) {
-      if (row.state !== 'pending') continue;
+    // Ids are taken in the order the rows were given; the newest open line of a key gets its later attempts.
+    rows.sort((a, b) => a.id - b.id);
+    const attempts = attemptRows();
+    rows.forEach((row, i) => {
+      const line = lines[i]!;
+      for (const record of line.attempts) addAttemptRows(attempts, row.id, 1, record);
+      if (FINAL_STATES.has(row.state as DeliveryState)) return;
       const key = keyOf(row.source, row.message_id);
       if ((this.live.get(key)?.id ?? 0) < row.id) this.live.set(key, { id: row.id, series: 1 });
-    }
+    });
+    await insertAttempts(client, attempts);
   }
 
   /** Attempts in order: their rows in one statement, and each line's new state in another. */
@@ -189,47 +309,21 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       if (!this.live.has(key)) unknown.set(key, r);
     }
     const stored = await this.findLive(client, unknown.values());
-    const rows = { id: [] as number[], series: [] as number[], attempt: [] as number[], at: [] as number[], outcome: [] as string[] };
-    const urls = { url: [] as string[], status: [] as (number | null)[], error: [] as (string | null)[], duration: [] as number[] };
+    const rows = attemptRows();
     // The state of each line after the last of its attempts here, and how many it had.
     const lines = new Map<number, { count: number; state: DeliveryState; updatedAt: number; finishedAt: number | null; reason: string | null }>();
     for (const record of records) {
       const key = keyOf(record.source, record.messageId);
       const found = this.live.get(key) ?? stored.get(key);
       if (found === undefined) continue;
-      for (const u of record.urls) {
-        rows.id.push(found.id);
-        rows.series.push(found.series);
-        rows.attempt.push(record.attempt);
-        rows.at.push(record.at);
-        rows.outcome.push(record.outcome);
-        urls.url.push(u.url);
-        urls.status.push(u.status);
-        urls.error.push(u.error);
-        urls.duration.push(u.durationMs);
-      }
+      addAttemptRows(rows, found.id, found.series, record);
       const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
       applyAttempt(next, record);
       lines.set(found.id, { ...next, count: (lines.get(found.id)?.count ?? 0) + 1 });
       if (FINAL_STATES.has(next.state)) this.live.delete(key);
     }
     if (lines.size === 0) return;
-    await client.query({
-      name: 'eventrelay-log-attempts',
-      text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms)
-       SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[])`,
-      values: [
-        numberArray(rows.id),
-        numberArray(rows.series),
-        numberArray(rows.attempt),
-        numberArray(rows.at),
-        textArray(rows.outcome),
-        textArray(urls.url),
-        numberArray(urls.status),
-        textArray(urls.error),
-        numberArray(urls.duration),
-      ],
-    });
+    await insertAttempts(client, rows);
     const ids = [...lines.keys()].sort((a, b) => a - b);
     const of = ids.map((id) => lines.get(id)!);
     // Only columns no index covers change, so PostgreSQL can update each line in place (HOT).

@@ -103,6 +103,39 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
     });
   });
 
+  describe('the delivery log, a call delivered before its line is written', () => {
+    const db = usePostgres();
+
+    it('inserts the line finished, without its body, and never updates it', async () => {
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const log = await PostgresDeliveryLog.open(store.logConnections, { keepDelivered: 0 });
+      const ids = Array.from({ length: 20 }, (_, i) => `log-fold-${i}`);
+      try {
+        // Accepted and delivered within one flush's 50 ms, as most calls are.
+        log.accepted(ids.map((id) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body: '{"x":1}', state: 'pending' as const })), 0);
+        for (const id of ids) {
+          log.attempt({ source: 'web', messageId: id, attempt: 1, at: T0 + 3, outcome: 'delivered', urls: [{ url: 'http://a/', status: 200, error: null, durationMs: 1 }] });
+        }
+        await log.flush();
+        expect(await query(db.url, "SELECT count(*)::int AS n FROM log_messages WHERE state = 'delivered' AND body IS NULL AND attempts = 1")).to.deep.equal([{ n: 20 }]);
+        expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 20 }]);
+      } finally {
+        await log.close();
+        await store.close();
+      }
+      let stats: TableStats | undefined;
+      for (let i = 0; i < 100; i++) {
+        [stats] = await query<TableStats & { ins: number }>(
+          db.url,
+          "SELECT n_tup_ins::int AS ins, n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot, n_tup_del::int AS del FROM pg_stat_user_tables WHERE relname = 'log_messages'",
+        );
+        if (stats !== undefined && (stats as TableStats & { ins: number }).ins >= 20) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(stats).to.deep.equal({ ins: 20, upd: 0, hot: 0, del: 0 });
+    });
+  });
+
   describe('upgrading from schema step 2', () => {
     const db = usePostgres();
 

@@ -54,6 +54,25 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
       ]);
     });
 
+    it('shows a call attempted before its line was written (one flush) like one written first', async () => {
+      log = await make(0);
+      log.accepted([call('quick'), call('slow'), call('kept')], 0);
+      log.attempt(attempt('quick', 1, 'delivered', T0 + 5));
+      log.attempt(attempt('slow', 1, 'retry', T0 + 5));
+      log.attempt(attempt('kept', 1, 'failed', T0 + 6));
+      const quick = (await log.get((await byMessage('quick')).id))!;
+      expect(quick).to.include({ state: 'delivered', attempts: 1, finishedAt: T0 + 5, updatedAt: T0 + 5, body: null, hasBody: false });
+      expect(quick.attemptLog.map((a) => [a.attempt, a.status, a.outcome])).to.deep.equal([[1, 200, 'delivered']]);
+      expect(await byMessage('slow')).to.include({ state: 'retrying', attempts: 1, finishedAt: null, hasBody: true, reason: 'HTTP 503 from http://hooks.test/in' });
+      expect(await byMessage('kept')).to.include({ state: 'failed', attempts: 1, hasBody: true, reason: 'gave up' });
+      // Later attempts go to the same lines.
+      log.attempt(attempt('slow', 2, 'delivered', T0 + 50));
+      const slow = (await log.get((await byMessage('slow')).id))!;
+      expect(slow).to.include({ state: 'delivered', attempts: 2, body: null });
+      expect(slow.attemptLog.map((a) => a.outcome)).to.deep.equal(['retry', 'delivered']);
+      expect((await log.failed('web', T0, T0 + 1)).map((d) => d.messageId)).to.deep.equal(['kept']);
+    });
+
     it('logs calls with hostile ids (U+0000, lone surrogates) without losing the lines written with them', async () => {
       log = await make(0);
       log.accepted([call('nul\u0000id', { userId: 'user\ud800' }), call('plain')], 0);
