@@ -53,6 +53,12 @@ const DEFAULTS = { idleWait: 5000, leaseMs: 30_000 } as const;
 const BROKEN_ATTEMPT_DELAY = 60_000;
 
 /**
+ * How long the store's answer to "when is this source's next delivery due" is reused while
+ * attempts are in flight, in ms: the bound on how late such a delivery can start then.
+ */
+const NEXT_DUE_MAX_AGE = 1000;
+
+/**
  * The delivery loop: claims due deliveries from the store with a lease, source by source in turn
  * (at most `concurrency` in flight, at most `sourceConcurrency` per source), makes one attempt each
  * through the source's destination, and writes the outcome back with the lease's token: done,
@@ -62,6 +68,11 @@ const BROKEN_ATTEMPT_DELAY = 60_000;
  * at once; if the process dies first, the store still has it pending and it is attempted again
  * once the lease ends (at-least-once). Deliveries of a source without a destination (removed from
  * the config, or switched off) are left pending, visible in the queue depth.
+ *
+ * A delivery that becomes due while the loop sleeps starts on time when the loop knows its time
+ * (a retry this instance scheduled, or a time the store gave), and at most `NEXT_DUE_MAX_AGE`
+ * (1 s) late otherwise (a retry another instance wrote, a lease that ran out), even while other
+ * attempts hang in flight; see `sleepUntilNextDue`.
  */
 export class Scheduler {
   private readonly inFlight = new Set<number>();
@@ -70,6 +81,8 @@ export class Scheduler {
   private readonly sourceCap: number;
   private turn = 0;
   private readonly outcomes: Array<{ outcome: DeliveryOutcome; report: AttemptReport }> = [];
+  /** Per source, the store's last answer to `nextDueAfter` (`at`) and when it was asked (`fetchedAt`). */
+  private readonly nextDue = new Map<string, { at: number | undefined; fetchedAt: number }>();
   private readonly idleWait: number;
   private readonly lease: LeaseRequest;
   private timer: TimerHandle | undefined;
@@ -173,22 +186,34 @@ export class Scheduler {
   }
 
   /**
-   * Sleeps until the earliest retry among sources with room; a completion or new work wakes it
-   * sooner. While attempts are in flight, their completions wake the loop (within an attempt's
-   * timeout), so the store is not asked: a retry may then start up to that much after its time.
+   * Sleeps until the earliest due time among sources with room; a completion or new work wakes
+   * it sooner. Idle, it asks the store each time. While attempts are in flight the loop runs after
+   * every batch of completions, so a source's answer is reused for `NEXT_DUE_MAX_AGE` (one query
+   * per source per second at most) and the loop wakes when it goes stale to ask again. Retries
+   * this instance writes meanwhile are folded into the answer (see `flush`), so they start on
+   * time; a delivery the answer cannot know of (a retry another instance wrote, a lease that ran
+   * out after the answer) starts at most `NEXT_DUE_MAX_AGE` after its time. Sources without room
+   * are not asked: a completion frees their slots and wakes the loop.
    */
   private async sleepUntilNextDue(): Promise<void> {
     const now = this.clock.now();
-    let next: number | undefined;
+    let wait = this.idleWait;
     const free = this.options.concurrency - this.inFlight.size;
-    if (free > 0 && this.inFlight.size === 0) {
+    if (free > 0) {
       for (const source of this.sources) {
         if (this.room(source, free) <= 0) continue;
-        const at = await this.store.nextDueAfter(source, now);
-        if (at !== undefined && (next === undefined || at < next)) next = at;
+        let known = this.nextDue.get(source);
+        const busy = this.inFlight.size > 0;
+        if (!busy || known === undefined || now - known.fetchedAt >= NEXT_DUE_MAX_AGE) {
+          known = { at: await this.store.nextDueAfter(source, now), fetchedAt: now };
+          this.nextDue.set(source, known);
+        }
+        // A time already past was claimed by the round that just ran: only staleness is left.
+        if (known.at !== undefined && known.at > now) wait = Math.min(wait, known.at - now);
+        if (busy) wait = Math.min(wait, known.fetchedAt + NEXT_DUE_MAX_AGE - now);
       }
     }
-    this.arm(next === undefined ? this.idleWait : Math.min(this.idleWait, Math.max(0, next - now)));
+    this.arm(Math.max(0, wait));
   }
 
   private arm(ms: number): void {
@@ -249,9 +274,15 @@ export class Scheduler {
       // Left pending in the store: attempted again once the lease ends (at-least-once), never lost.
       log('could not record %d outcomes: %s', batch.length, (error as Error).message);
     }
+    const now = this.clock.now();
     for (const { outcome, report } of batch) {
       this.inFlight.delete(outcome.id);
       this.perSource.set(report.source, (this.perSource.get(report.source) ?? 1) - 1);
+      // A retry written now may be due before the store's last answer (or that answer is past): wake for it.
+      const known = this.nextDue.get(report.source);
+      if (outcome.status === 'retry' && known !== undefined && (known.at === undefined || known.at <= now || outcome.nextAttemptAt < known.at)) {
+        known.at = outcome.nextAttemptAt;
+      }
     }
     for (const { report } of batch) {
       log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);

@@ -169,9 +169,7 @@ for (const store of ['memory', 'sqlite', 'postgres'] as const) {
         expect((await get(`${url}/admin/deliveries/abc`)).status).to.equal(400);
       });
 
-      it('recovers every failed delivery of a source since a time, and answers how many', async function () {
-        // A bound, not a timing assertion: on a loaded machine a retry can wait for the delivery loop's idle poll.
-        this.timeout(60_000);
+      it('recovers every failed delivery of a source since a time, and answers how many', async () => {
         const since = new Date(Date.now() - 1000).toISOString();
         receiver.failFirst('/flaky', 1000, 503);
         const messages = [track('Recover A'), track('Recover B'), track('Recover C')];
@@ -179,7 +177,7 @@ for (const store of ['memory', 'sqlite', 'postgres'] as const) {
         await waitFor(
           async () => (await Promise.all(messages.map((m) => stateOf('flaky', m.messageId)))).every((s) => s === 'failed'),
           'three failed deliveries',
-          45_000,
+          15_000,
         );
         receiver.failFirst('/flaky', 0);
         const answer = await post(`${url}/admin/recover`, { source: 'flaky', since }, auth);

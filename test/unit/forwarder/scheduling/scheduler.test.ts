@@ -7,6 +7,15 @@ import type { AttemptReport, DeliveryTarget } from '../../../../src/forwarder/sc
 import type { AttemptResult, AttemptState } from '../../../../src/delivery/destination';
 import type { NewDelivery } from '../../../../src/forwarder/store/store';
 
+/** A memory store that counts the scheduler's `nextDueAfter` questions. */
+class CountingStore extends MemoryStore {
+  nextDueCalls = 0;
+  override nextDueAfter(source: string, now: number): Promise<number | undefined> {
+    this.nextDueCalls++;
+    return super.nextDueAfter(source, now);
+  }
+}
+
 interface Call {
   body: string;
   state: AttemptState;
@@ -91,6 +100,65 @@ describe('Scheduler', () => {
     target.calls[1]!.resolve(delivered(2));
     await flushMicrotasks();
     expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0, retrying: 0 });
+  });
+
+  it('starts a retry on time while another attempt hangs in flight', async () => {
+    await store.enqueue([delivery('hang'), delivery('a')]);
+    create().start();
+    await flushMicrotasks();
+    const start = clock.now();
+    target.calls[1]!.resolve(retry(1, start + 500));
+    await clock.tick(499);
+    expect(target.calls).to.have.length(2);
+    await clock.tick(1);
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"hang"}', '{"id":"a"}', '{"id":"a"}']);
+    // Again, due before the store is next asked: still on time.
+    await clock.tick(100);
+    target.calls[2]!.resolve(retry(2, start + 800));
+    await clock.tick(199);
+    expect(target.calls).to.have.length(3);
+    await clock.tick(1);
+    expect(target.calls).to.have.length(4);
+    expect(target.calls[3]!.state.attempt).to.equal(3);
+  });
+
+  it('starts a delivery that another instance made due within 1 s while an attempt hangs in flight', async () => {
+    await store.enqueue([delivery('b')]);
+    // Another instance claims b, then writes a retry the scheduler was never told of.
+    const [other] = await store.claim('web', clock.now(), 1, { owner: 'other', ms: 30_000 });
+    await store.enqueue([delivery('hang')]);
+    create().start();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"hang"}']);
+    await clock.tick(500);
+    const due = clock.now() + 100;
+    await store.record([{ id: other!.id, lease: other!.lease, status: 'retry', attempts: 1, firstAttemptAt: clock.now(), nextAttemptAt: due }]);
+    while (target.calls.length < 2 && clock.now() < due + 10_000) await clock.tick(10);
+    expect(target.calls[1]?.body).to.equal('{"id":"b"}');
+    expect(clock.now() - due).to.be.at.most(1000);
+  });
+
+  it('asks the store for the next due time at most once a second per source while attempts complete steadily', async () => {
+    const counting = new CountingStore();
+    store = counting;
+    const other = new ManualTarget();
+    await store.enqueue([delivery('hang'), delivery('other-hang', 'other')]);
+    create(8, new Map<string, DeliveryTarget>([['web', target], ['other', other]])).start();
+    await flushMicrotasks();
+    const before = counting.nextDueCalls;
+    // Five seconds of a delivery every 10 ms per source, each answered in the next 10 ms: 1000 loop rounds.
+    for (let i = 0; i < 500; i++) {
+      await store.enqueue([delivery(`w${i}`), delivery(`o${i}`, 'other')]);
+      scheduler.wake();
+      await clock.tick(10);
+      for (const call of [...target.calls.slice(1), ...other.calls.slice(1)]) call.resolve(delivered(1));
+    }
+    await flushMicrotasks();
+    expect(target.calls).to.have.length(501);
+    expect(other.calls).to.have.length(501);
+    // About one question per second per source: 2 sources x 5 s, and the first round.
+    expect(counting.nextDueCalls - before).to.be.at.most(12);
+    for (const call of other.calls) call.resolve(delivered(1));
   });
 
   it('keeps at most `concurrency` attempts in flight and never the same delivery twice', async () => {
