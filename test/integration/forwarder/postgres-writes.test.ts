@@ -103,6 +103,23 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
     });
   });
 
+  describe('connections', () => {
+    const db = usePostgres();
+
+    it('the delivery log commits without waiting for the WAL; acknowledged messages do wait', async () => {
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      try {
+        const { rows } = await store.logConnections.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+        expect(rows[0]!.synchronous_commit).to.equal('off');
+        // The pool ingestion commits on keeps the server's setting (on by default).
+        const durable = (store as unknown as { pool: pg.Pool }).pool;
+        expect((await durable.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit).to.equal('on');
+      } finally {
+        await store.close();
+      }
+    });
+  });
+
   describe('the delivery log, a call delivered before its line is written', () => {
     const db = usePostgres();
 
