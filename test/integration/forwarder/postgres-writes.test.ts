@@ -20,9 +20,28 @@ async function query<T extends pg.QueryResultRow>(url: string, text: string, val
 }
 
 interface TableStats {
+  ins: number;
   upd: number;
   hot: number;
   del: number;
+}
+
+/**
+ * A table's row writes as the server counts them, once `ready` holds: the statistics of ended
+ * sessions arrive shortly after they end.
+ */
+async function tableStats(url: string, table: string, ready: (stats: TableStats) => boolean): Promise<TableStats | undefined> {
+  let stats: TableStats | undefined;
+  for (let i = 0; i < 100; i++) {
+    [stats] = await query<TableStats>(
+      url,
+      'SELECT n_tup_ins::int AS ins, n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot, n_tup_del::int AS del FROM pg_stat_user_tables WHERE relname = $1',
+      [table],
+    );
+    if (stats !== undefined && ready(stats)) return stats;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return stats;
 }
 
 describe('PostgresStore: what each delivery costs the database (real server)', function () {
@@ -48,17 +67,8 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         await store.close();
       }
       expect(await query(db.url, 'SELECT id FROM deliveries')).to.deep.equal([]);
-      // The statistics of the ended sessions arrive shortly after they end.
-      let stats: TableStats | undefined;
-      for (let i = 0; i < 100; i++) {
-        [stats] = await query<TableStats>(
-          db.url,
-          "SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot, n_tup_del::int AS del FROM pg_stat_user_tables WHERE relname = 'deliveries'",
-        );
-        if (stats !== undefined && stats.upd >= 30 && stats.del >= 30) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(stats).to.deep.equal({ upd: 30, hot: 30, del: 30 });
+      const stats = await tableStats(db.url, 'deliveries', (s) => s.upd >= 30 && s.del >= 30);
+      expect(stats).to.deep.include({ upd: 30, hot: 30, del: 30 });
     });
   });
 
@@ -87,15 +97,7 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         await log.close();
         await store.close();
       }
-      let stats: TableStats | undefined;
-      for (let i = 0; i < 100; i++) {
-        [stats] = await query<TableStats>(
-          db.url,
-          "SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot, n_tup_del::int AS del FROM pg_stat_user_tables WHERE relname = 'log_messages'",
-        );
-        if (stats !== undefined && stats.upd >= 40) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const stats = await tableStats(db.url, 'log_messages', (s) => s.upd >= 40);
       // One update per line for its two attempts. In place unless the page is full: an index on a
       // column the update writes (as finished_at had) would make none of them HOT.
       expect(stats).to.deep.include({ upd: 40, del: 0 });
@@ -140,15 +142,7 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         await log.close();
         await store.close();
       }
-      let stats: TableStats | undefined;
-      for (let i = 0; i < 100; i++) {
-        [stats] = await query<TableStats & { ins: number }>(
-          db.url,
-          "SELECT n_tup_ins::int AS ins, n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot, n_tup_del::int AS del FROM pg_stat_user_tables WHERE relname = 'log_messages'",
-        );
-        if (stats !== undefined && (stats as TableStats & { ins: number }).ins >= 20) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const stats = await tableStats(db.url, 'log_messages', (s) => s.ins >= 20);
       expect(stats).to.deep.equal({ ins: 20, upd: 0, hot: 0, del: 0 });
     });
   });
