@@ -72,7 +72,8 @@ describe('a real forwarder process signing with "both", delivering to receivers 
     writeFileSync(
       configPath,
       JSON.stringify({
-        storage: { type: 'memory' },
+        // Delivered bodies kept, so that a delivered message can be replayed.
+        storage: { type: 'memory', keepDelivered: 60_000 },
         adminToken: 'admin-token-for-the-test',
         delivery: { minRetryDelay: 50, maxRetryDelay: 100 },
         sources: [
@@ -132,6 +133,17 @@ describe('a real forwarder process signing with "both", delivering to receivers 
     expect(retries[1]!.body.equals(retries[0]!.body)).to.equal(true);
     expect(retries[1]!.headers['x-signature']).to.equal(retries[0]!.headers['x-signature']);
     expect(Number(retries[1]!.headers['webhook-timestamp'])).to.be.at.least(Number(retries[0]!.headers['webhook-timestamp']));
+
+    // An operator's replay is a resend of the same webhook: the same webhook-id (Standard Webhooks
+    // asks for that), so a receiver that deduplicates by it drops a copy it already handled.
+    const admin = { Authorization: 'Bearer admin-token-for-the-test' };
+    const listed = (await (await fetch(`${url}/admin/messages?messageId=first-1`, { headers: admin })).json()) as { items: { id: number }[] };
+    expect((await post(`${url}/admin/deliveries/${listed.items[0]!.id}/replay`, {}, admin)).status).to.equal(202);
+    await waitFor(() => handled.filter((h) => h.id === 'first-1').length === 2, 'the replay at the adapter', 20_000);
+    await waitFor(() => recorded.filter((r) => r.headers['webhook-id'] === 'first-1').length >= 2, 'the replay at the recorder', 20_000);
+    const [sent, replayed] = recorded.filter((r) => r.headers['webhook-id'] === 'first-1');
+    expect(replayed!.body.equals(sent!.body)).to.equal(true);
+    expect(verifier.verify(replayed!.body.toString('utf8'), replayed!.headers as Record<string, string>)).to.deep.include({ messageId: 'first-1' });
     expect(out).not.to.include(WHSEC);
   });
 });
