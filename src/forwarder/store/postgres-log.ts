@@ -267,12 +267,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         );
       }
     }
-    const { rows } = await client.query<{ id: number; source: string; message_id: string; state: string }>({
+    const { rows } = await client.query<{ id: number }>({
       name: 'eventrelay-log-lines',
       text: `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
          $11::text[], $12::text[])
-       RETURNING id, source, message_id, state`,
+       RETURNING id`,
       values: [
         textArray(lines.map((l) => l.call.source)),
         textArray(lines.map((l) => l.call.kind)),
@@ -294,8 +294,8 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     rows.forEach((row, i) => {
       const line = lines[i]!;
       for (const record of line.attempts) addAttemptRows(attempts, row.id, 1, record);
-      if (FINAL_STATES.has(row.state as DeliveryState)) return;
-      const key = keyOf(row.source, row.message_id);
+      if (FINAL_STATES.has(line.state)) return;
+      const key = keyOf(line.call.source, line.call.messageId);
       if ((this.live.get(key)?.id ?? 0) < row.id) this.live.set(key, { id: row.id, series: 1 });
     });
     await insertAttempts(client, attempts);

@@ -22,9 +22,15 @@ describe('PostgreSQL array literals (real server)', function () {
 
   it('reads back every string as PostgreSQL stores it, for any text (quotes, backslashes, braces, U+0000, lone surrogates)', async () => {
     const hostile = ['', 'NULL', 'null', '"', '\\', '\\"', '{}', 'a,b', ' spaced ', '\u0000', 'x\ud800y', '\udc00', '😀', '{"k":"v\\n"}'];
-    const values = [...hostile, ...fc.sample(fc.string({ unit: 'binary' }), 300)];
+    // JSON texts (webhook bodies) take the fast path (JSON.stringify of the list); the others, escaping element by element.
+    const values = [...hostile, ...fc.sample(fc.string({ unit: 'binary' }), 300), ...fc.sample(fc.json(), 300)];
     const back = await roundTrip<string>(textArray(values), 'text[]');
     expect(back).to.deep.equal(values.map(pgText));
+  });
+
+  it('writes a list of JSON texts as JSON.stringify does, but for its brackets', () => {
+    const bodies = ['{"messageId":"a","event":"Say \\"hi\\""}', '[1,2]', null];
+    expect(textArray(bodies)).to.equal(`{${JSON.stringify(bodies).slice(1, -1)}}`);
   });
 
   it('keeps NULL elements apart from the text "NULL"', async () => {
