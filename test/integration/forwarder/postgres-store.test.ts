@@ -48,6 +48,15 @@ describe('PostgresStore (real server)', function () {
       expect(await a.counts()).to.deep.include({ accepted: 5, duplicates: 3 });
     });
 
+    it('keeps U+0000 in an id as U+FFFD: ids that differ only there are one id, the body keeps the id as sent', async () => {
+      expect(await a.accept([accepted('nul-\u0000-id')])).to.deep.equal({ stored: 1, duplicates: 0 });
+      expect(await b.accept([accepted('nul-\ufffd-id'), accepted('nul-\u0000-id')])).to.deep.equal({ stored: 0, duplicates: 2 });
+      const [claimed] = await a.claim('web', T0, 10, { owner: 'a', ms: 30_000 });
+      expect(JSON.parse(claimed!.body).messageId).to.equal('nul-\u0000-id');
+      expect(claimed!.messageId).to.equal('nul-\ufffd-id');
+      await a.record([{ id: claimed!.id, lease: claimed!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 }]);
+    });
+
     it('splits due deliveries between instances claiming at once, each exactly once', async () => {
       await a.enqueue(Array.from({ length: 200 }, (_, i) => delivery(`s${i}`, T0 + 1000)));
       const rounds = await Promise.all(
