@@ -8,6 +8,8 @@
 //   floor       a bare keep-alive http.request loop: W workers, each sending one
 //               pre-serialized body to every URL at once and waiting for all answers; the
 //               same headers as eventrelay's, with the signature computed once up front
+//   undici      the same loop on undici's dispatcher (an Agent, a handler that only counts
+//               the answer), the HTTP client eventrelay's webhook transport uses
 //   eventrelay  WebhookDestination.deliver(message) from W workers (concurrency W), with a
 //               shared secret: serialize, sign (HMAC-SHA1) and the outcome rules included
 //
@@ -23,6 +25,7 @@ import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { Agent } from 'undici';
 
 if (process.argv.includes('--receiver')) {
   await receiver();
@@ -128,6 +131,36 @@ async function main() {
     }
   }
 
+  async function undiciRun(urls) {
+    const agent = new Agent();
+    const headers = [
+      'Content-Type', 'application/json',
+      'User-Agent', 'EventRelay-Webhooks/1.0',
+      'X-Source', 'bench',
+      'X-Signature', createHmac('sha1', SECRET).update(body).digest('hex'),
+    ];
+    const targets = urls.map((url) => new URL(url));
+    const post = (url) =>
+      new Promise((resolve) => {
+        let status = 0;
+        agent.dispatch(
+          { origin: url.origin, path: url.pathname, method: 'POST', headers, body },
+          {
+            onRequestStart: () => {},
+            onResponseStart: (_c, code) => (status = code),
+            onResponseData: () => {},
+            onResponseEnd: () => resolve(status === 200),
+            onResponseError: () => resolve(false),
+          },
+        );
+      });
+    try {
+      return await drive(count / urls.length, async () => (await Promise.all(targets.map(post))).some(Boolean));
+    } finally {
+      await agent.destroy();
+    }
+  }
+
   async function eventrelayRun(urls) {
     const destination = new WebhookDestination({
       webhooks: urls.map((url) => ({ url, headers: { 'X-Source': 'bench' } })),
@@ -145,23 +178,29 @@ async function main() {
   const rows = [];
   for (const n of [1, 5]) {
     const urls = allUrls.slice(0, n);
-    await floorRun(urls); // warm-up of both paths (JIT, sockets)
+    await floorRun(urls); // warm-up of every path (JIT, sockets)
+    await undiciRun(urls);
     await eventrelayRun(urls);
     const floor = [];
+    const bare = [];
     const ours = [];
     let failures = 0;
     for (let r = 0; r < rounds; r++) {
       const f = await floorRun(urls);
+      const u = await undiciRun(urls);
       const e = await eventrelayRun(urls);
       floor.push(f);
+      bare.push(u);
       ours.push(e);
-      failures += f.failed + e.failed;
+      failures += f.failed + u.failed + e.failed;
     }
     rows.push({
       n,
       floor: median(floor.map((x) => x.rate)),
+      bare: median(bare.map((x) => x.rate)),
       ours: median(ours.map((x) => x.rate)),
       floorCpu: median(floor.map((x) => x.cpuUs)),
+      bareCpu: median(bare.map((x) => x.cpuUs)),
       oursCpu: median(ours.map((x) => x.cpuUs)),
       failures,
     });
@@ -174,15 +213,18 @@ async function main() {
     `${count} requests per run, ${workers} deliveries in flight, median of ${rounds} alternating runs`,
   );
   console.log('');
-  console.log('| URLs | floor (deliveries/s) | eventrelay (deliveries/s) | ratio | target 0.80 | floor CPU µs/delivery | eventrelay CPU µs/delivery | CPU ratio |');
-  console.log('|---:|---:|---:|---:|---|---:|---:|---:|');
+  console.log(
+    '| URLs | http.request floor (deliveries/s) | undici floor | eventrelay | ratio to the http.request floor (target 0.80) | ratio to the undici floor | ' +
+    'CPU µs/delivery: http.request floor, undici floor, eventrelay |',
+  );
+  console.log('|---:|---:|---:|---:|---:|---:|---:|');
   for (const row of rows) {
     const ratio = row.ours / row.floor;
     console.log(
-      `| ${row.n} | ${fmt(row.floor)} | ${fmt(row.ours)} | ${ratio.toFixed(2)} | ${ratio >= 0.8 ? 'met' : 'MISSED'} | ` +
-      `${row.floorCpu.toFixed(1)} | ${row.oursCpu.toFixed(1)} | ${(row.floorCpu / row.oursCpu).toFixed(2)} |`,
+      `| ${row.n} | ${fmt(row.floor)} | ${fmt(row.bare)} | ${fmt(row.ours)} | ${ratio.toFixed(2)} ${ratio >= 0.8 ? 'met' : 'MISSED'} | ${(row.ours / row.bare).toFixed(2)} | ` +
+      `${row.floorCpu.toFixed(1)}, ${row.bareCpu.toFixed(1)}, ${row.oursCpu.toFixed(1)} |`,
     );
   }
-  console.log('\nCPU is the sender process only (user + system); CPU ratio = floor / eventrelay, higher is better.');
+  console.log('\nCPU is the sender process only (user + system).');
   if (rows.some((row) => row.failures > 0)) console.log(`\nfailed deliveries: ${rows.map((r) => `${r.n} URL(s): ${r.failures}`).join(', ')}`);
 }

@@ -7,7 +7,7 @@ import { parseRetryAfter } from '../transport/backoff';
 import { toNetworkError } from '../transport/network-errors';
 import { resolveDestinationOptions } from './options';
 import type { ResolvedDestinationOptions, ResolvedWebhook, WebhookDestinationOptions } from './options';
-import { NodeTransport } from '../transport/node';
+import { UndiciTransport } from '../transport/undici';
 import type { Transport } from '../transport/transport';
 import { nextAttemptAt } from './retry-schedule';
 import { bodyId, signBody, signingKey, signStandard, standardSigningKey } from './signing';
@@ -100,7 +100,8 @@ export class WebhookDestination {
     this.#options = resolveDestinationOptions(options);
     this.#clock = internals.clock ?? systemClock;
     this.#random = internals.random ?? Math.random;
-    this.#transport = options.transport ?? new NodeTransport(options.ca === undefined ? {} : { ca: options.ca });
+    this.#transport =
+      options.transport ?? new UndiciTransport({ connectTimeout: this.#options.timeout, ...(options.ca === undefined ? {} : { ca: options.ca }) });
     this.#queue = new PQueue({ concurrency: this.#options.concurrency });
     const { secrets, signing } = this.#options;
     this.#key = signing === 'standard-webhooks' || secrets.length === 0 ? undefined : signingKey(secrets[0]!);

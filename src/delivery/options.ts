@@ -39,7 +39,7 @@ export interface WebhookDestinationOptions {
   readonly maxRetryDelay?: number;
   /** Attempts in flight at once; each attempt sends to every URL. Default 32. */
   readonly concurrency?: number;
-  /** The HTTP layer. Default: a `NodeTransport` (node:http/https keep-alive). */
+  /** The HTTP layer. Default: an `UndiciTransport` (undici's HTTP/1.1 client, keep-alive). */
   readonly transport?: Transport;
   /**
    * Extra CA certificates (PEM) the default transport trusts on top of Node's roots, for a

@@ -46,6 +46,8 @@ export type {
 } from '../delivery/destination';
 export { NodeTransport } from '../transport/node';
 export type { NodeTransportOptions } from '../transport/node';
+export { UndiciTransport } from '../transport/undici';
+export type { UndiciTransportOptions } from '../transport/undici';
 export type { Transport, HttpRequest, HttpResponse } from '../transport/transport';
 export { createForwarder, Forwarder } from './service';
 export type { ForwarderOptions, ForwarderInternals, ListenOptions, ForwarderStats, DeletionResult, ForwarderEvents } from './service';

@@ -238,7 +238,7 @@ function isStaleSocketError(error: unknown): boolean {
  * Runs after Node has verified the chain: refuses a leaf that signed itself even when a
  * test CA list made it "trusted", so no configuration accepts a self-signed receiver.
  */
-function refuseSelfSignedLeaf(host: string, cert: PeerCertificate): Error | undefined {
+export function refuseSelfSignedLeaf(host: string, cert: PeerCertificate): Error | undefined {
   const identityError = tls.checkServerIdentity(host, cert);
   if (identityError) return identityError;
   const issuer = (cert as tls.DetailedPeerCertificate).issuerCertificate;

@@ -33,7 +33,7 @@ describe('the packed package', function () {
   it('installs without the forwarder-only native dependency', () => {
     expect(existsSync(join(project, 'node_modules', 'eventrelay', 'dist', 'index.js'))).to.equal(true);
     expect(existsSync(join(project, 'node_modules', 'better-sqlite3'))).to.equal(false);
-    // Optional peers: the client's install has no HTTP library besides Node's own.
+    // Optional peers: not installed with the package.
     expect(existsSync(join(project, 'node_modules', 'got'))).to.equal(false);
     expect(existsSync(join(project, 'node_modules', 'pg'))).to.equal(false);
     expect(existsSync(join(project, 'node_modules', 'eventrelay', 'src'))).to.equal(false);
@@ -45,6 +45,25 @@ describe('the packed package', function () {
     const env = { ...process.env, EVENTRELAY_ADMIN_TOKEN: 'a', WEB_WRITE_KEY: 'w', WEB_WEBHOOK_SECRET: 's', BACKUP_HOOK_AUTH: 'b', IOS_WRITE_KEY: 'i' };
     const out = execFileSync(process.execPath, [join(project, 'node_modules', '.bin', 'eventrelay'), 'check', '--config', example], { cwd: project, encoding: 'utf8', env });
     expect(out).to.match(/OK \(2 sources: web, ios\)/);
+  });
+
+  it('loads undici only with the forwarder (its webhook sender), never with the client or the receiver helpers', () => {
+    // A resolve hook that refuses undici: each entry point but the forwarder's must load without it.
+    const hook = 'export async function resolve(s, c, next) { if (s === "undici") throw new Error("undici was loaded"); return next(s, c); }';
+    const out = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { register } from 'node:module';
+         register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
+         for (const entry of ['eventrelay', 'eventrelay/webhooks', 'eventrelay/segment', 'eventrelay/analytics-node']) await import(entry);
+         const forwarder = await import('eventrelay/forwarder').then(() => 'loaded', (error) => error.message);
+         console.log('clients clean, forwarder: ' + forwarder);`,
+      ],
+      project,
+    );
+    expect(out.trim()).to.equal('clients clean, forwarder: undici was loaded');
   });
 
   it('loads every entry point with import', () => {
