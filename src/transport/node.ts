@@ -28,7 +28,8 @@ export interface NodeTransportOptions {
   readonly maxResponseBytes?: number;
 }
 
-const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+/** Bytes of an answer read before the connection is dropped, by default. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
 interface Target {
   readonly module: typeof http | typeof https;
@@ -79,7 +80,7 @@ function createNodeSender(options: NodeTransportOptions): Required<Transport> {
         module: secure ? https : http,
         display: redactUrl(url),
         host: url.host,
-        authorization: parts.auth ? `Basic ${Buffer.from(parts.auth).toString('base64')}` : undefined,
+        authorization: basicAuthorization(url),
         options: {
           protocol: parts.protocol,
           hostname: parts.hostname,
@@ -192,14 +193,27 @@ function requestOptions(options: Readonly<https.RequestOptions>, headers: string
  * Host nor the Basic auth of the URL, so they are added here.
  */
 function rawHeaders(target: Target, headers: Readonly<Record<string, string>>): string[] {
-  const raw = ['Host', target.host];
-  let authorization = false;
+  return flatHeaders(headers, target.authorization, ['Host', target.host]);
+}
+
+/**
+ * `headers` appended to `list` as [name, value, ...], then `authorization` (the Basic auth of
+ * the URL's credentials) unless a header sets Authorization. Shared with `UndiciTransport`.
+ */
+export function flatHeaders(headers: Readonly<Record<string, string>>, authorization: string | undefined, list: string[] = []): string[] {
+  let set = false;
   for (const name in headers) {
-    raw.push(name, headers[name] as string);
-    if (target.authorization !== undefined && name.toLowerCase() === 'authorization') authorization = true;
+    list.push(name, headers[name] as string);
+    if (authorization !== undefined && name.toLowerCase() === 'authorization') set = true;
   }
-  if (target.authorization !== undefined && !authorization) raw.push('Authorization', target.authorization);
-  return raw;
+  if (authorization !== undefined && !set) list.push('Authorization', authorization);
+  return list;
+}
+
+/** `Basic ...` from the credentials in a URL, if it has any. */
+export function basicAuthorization(url: URL): string | undefined {
+  const { auth } = urlToHttpOptions(url);
+  return auth ? `Basic ${Buffer.from(auth).toString('base64')}` : undefined;
 }
 
 /** Reads and discards the answer's body (spec 4.1: not used), dropping the socket past `limit` bytes. */

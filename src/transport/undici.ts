@@ -5,7 +5,7 @@ import { TimeoutError } from '../errors';
 import { integerOption } from '../internal/options';
 import { errorCode, toNetworkError } from './network-errors';
 import { redactUrl } from './redact';
-import { refuseSelfSignedLeaf } from './node';
+import { basicAuthorization, DEFAULT_MAX_RESPONSE_BYTES, flatHeaders, refuseSelfSignedLeaf } from './node';
 import type { NodeTransportOptions } from './node';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
@@ -23,7 +23,6 @@ export interface UndiciTransportOptions extends NodeTransportOptions {
   readonly connectTimeout?: number;
 }
 
-const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 const DEFAULT_CONNECT_TIMEOUT = 5000;
 
 interface Target {
@@ -70,14 +69,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
   function targetFor(url: URL): Target {
     let target = targets.get(url);
     if (target === undefined) {
-      const user = decodeURIComponent(url.username);
-      const password = decodeURIComponent(url.password);
-      target = {
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        display: redactUrl(url),
-        authorization: user !== '' || password !== '' ? `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` : undefined,
-      };
+      target = { origin: url.origin, path: `${url.pathname}${url.search}`, display: redactUrl(url), authorization: basicAuthorization(url) };
       targets.set(url, target);
     }
     return target;
@@ -85,7 +77,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
 
   function send(request: HttpRequest): Promise<HttpResponse> {
     const target = targetFor(request.url);
-    const headers = flatHeaders(target, request.headers);
+    const headers = flatHeaders(request.headers, target.authorization);
     return new Promise((resolve, reject) => {
       let answered = false;
       let retriedStaleSocket = false;
@@ -181,18 +173,6 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
       void agent.destroy().catch(() => {});
     },
   };
-}
-
-/** Headers as a flat [name, value, ...] list, with the Basic auth of the URL unless a header sets Authorization. */
-function flatHeaders(target: Target, headers: Readonly<Record<string, string>>): string[] {
-  const flat: string[] = [];
-  let authorization = false;
-  for (const name in headers) {
-    flat.push(name, headers[name] as string);
-    if (target.authorization !== undefined && name.toLowerCase() === 'authorization') authorization = true;
-  }
-  if (target.authorization !== undefined && !authorization) flat.push('Authorization', target.authorization);
-  return flat;
 }
 
 /** Closed by the peer on a connection that had answered before (undici's SocketError carries its counters). */
