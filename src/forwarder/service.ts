@@ -284,7 +284,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           sources: new Map(this.routes.map((r) => [r.name, r.webhooksOn])),
           keepDelivered: storage.keepDelivered,
         },
-        storage.deliveryLog ? await this.openLog(store) : undefined,
+        storage.deliveryLog ? this.openLog(store) : undefined,
         this.metrics,
       );
       return store;
@@ -296,17 +296,11 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   }
 
   /** The delivery log beside the store: in its database for SQLite and PostgreSQL, else in memory. */
-  private async openLog(store: ForwarderStore): Promise<DeliveryLog> {
+  private openLog(store: ForwarderStore): DeliveryLog {
     const options = { keepDelivered: this.config.storage.keepDelivered };
     if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
-    if (store instanceof PostgresStore) {
-      try {
-        return await PostgresDeliveryLog.open(store.logConnections, options);
-      } catch (error) {
-        // The queue works without it: keep a log in memory rather than refuse to start.
-        log('delivery log tables could not be created (%s); keeping the log in memory', (error as Error).message);
-      }
-    }
+    // Its tables come with the store's schema, migrated when the store opened.
+    if (store instanceof PostgresStore) return new PostgresDeliveryLog(store.logConnections, options);
     return new MemoryDeliveryLog(options);
   }
 

@@ -98,6 +98,8 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
       const start = (): void => {
         let received = 0;
         const chunks: Buffer[] = [];
+        // With `readBody`: the answer with what was read of its body (all of it, unless cut at the cap).
+        const withBody = (): HttpResponse => (request.readBody === true ? { ...headersIn!, body: Buffer.concat(chunks).toString('utf8') } : headersIn!);
         const handler: Dispatcher.DispatchHandler = {
           onRequestStart(c) {
             controller = c;
@@ -123,7 +125,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
             clearTimeout(deadline);
             if (answered) return;
             answered = true;
-            resolve({ ...headersIn!, body: Buffer.concat(chunks).toString('utf8') });
+            resolve(withBody());
           },
           onResponseError(_c, error) {
             if (answered) {
@@ -139,7 +141,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
             }
             clearTimeout(deadline);
             answered = true;
-            if (headersIn !== undefined) resolve(request.readBody === true ? { ...headersIn, body: Buffer.concat(chunks).toString('utf8') } : headersIn);
+            if (headersIn !== undefined) resolve(withBody());
             else reject(toNetworkError(error, target.display));
           },
         };

@@ -199,11 +199,11 @@ export class Scheduler {
     const now = this.clock.now();
     let wait = this.idleWait;
     const free = this.options.concurrency - this.inFlight.size;
+    const busy = this.inFlight.size > 0;
     if (free > 0) {
       for (const source of this.sources) {
         if (this.room(source, free) <= 0) continue;
         let known = this.nextDue.get(source);
-        const busy = this.inFlight.size > 0;
         if (!busy || known === undefined || now - known.fetchedAt >= NEXT_DUE_MAX_AGE) {
           known = { at: await this.store.nextDueAfter(source, now), fetchedAt: now };
           this.nextDue.set(source, known);

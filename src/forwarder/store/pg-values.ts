@@ -16,6 +16,11 @@ export function pgText(text: string): string {
   return text.includes('\u0000') || !text.isWellFormed() ? text.toWellFormed().replaceAll('\u0000', '\ufffd') : text;
 }
 
+/** A (source, messageId) key as PostgreSQL stores the id: the same in memory and in rows read back. */
+export function storedKey(source: string, messageId: string): string {
+  return `${source}\u0000${pgText(messageId)}`;
+}
+
 /** A `text[]` literal, each element escaped here: `{"a","b\"c",NULL}`. */
 function escapedTextArray(values: readonly (string | null | undefined)[]): string {
   let out = '{';

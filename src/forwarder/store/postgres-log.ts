@@ -3,7 +3,7 @@ import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
-import { numberArray, pgText, textArray } from './pg-values';
+import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { toDeliveryDetail, toLoggedMessage } from './sql-rows';
 import type { AttemptRow, LogRow } from './sql-rows';
 import type {
@@ -39,11 +39,6 @@ interface LiveLine {
   readonly series: number;
 }
 
-/** The key of a line, its id in the form PostgreSQL stores it (see pg-values.ts). */
-function keyOf(source: string, messageId: string): string {
-  return `${source}\u0000${pgText(messageId)}`;
-}
-
 /**
  * Attempts on calls accepted in the same flush join their call, which is then written once, in
  * its state after them: most calls are delivered within the 50 ms a flush waits, so most lines
@@ -55,7 +50,7 @@ function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
   const out: (LogOp | CallsOp)[] = [];
   for (const op of ops) {
     if (op.op === 'attempt') {
-      const fresh = open.get(keyOf(op.record.source, op.record.messageId));
+      const fresh = open.get(storedKey(op.record.source, op.record.messageId));
       if (fresh === undefined) out.push(op);
       else fresh.attempts.get(fresh.call)!.push(op.record);
       continue;
@@ -65,7 +60,7 @@ function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
       for (const call of op.calls) {
         if (call.state !== 'pending') continue;
         attempts.set(call, []);
-        open.set(keyOf(call.source, call.messageId), { call, attempts });
+        open.set(storedKey(call.source, call.messageId), { call, attempts });
       }
       out.push({ ...op, attempts });
       continue;
@@ -74,6 +69,8 @@ function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
   }
   return out;
 }
+
+const UNTRIED: LineState = { state: 'pending', attempts: 0, updatedAt: 0, finishedAt: null, reason: null };
 
 /** A line to insert: a call, in its state after the attempts made on it before it was written. */
 interface Line {
@@ -86,18 +83,21 @@ interface Line {
   readonly body: string | null;
 }
 
+type LineState = Parameters<typeof applyAttempt>[0];
+
+/** A line's state after `attempts`, in order, from `start` (the last attempt decides; `attempts` counts them). */
+function stateAfter(start: LineState, attempts: readonly AttemptRecord[]): LineState {
+  const entry = { ...start };
+  for (const record of attempts) applyAttempt(entry, record);
+  return entry;
+}
+
 function lineOf(call: LogCall, attempts: readonly AttemptRecord[], eraseDelivered: boolean): Line {
   const pending = call.state === 'pending';
-  const entry = {
-    state: call.state as DeliveryState,
-    attempts: 0,
-    updatedAt: call.receivedAt,
-    finishedAt: pending ? null : call.receivedAt,
-    reason: call.reason ?? null,
-  };
-  for (const record of attempts) applyAttempt(entry, record);
-  const body = pending && !(eraseDelivered && entry.state === 'delivered') ? (call.body ?? null) : null;
-  return { call, attempts, state: entry.state, updatedAt: entry.updatedAt, finishedAt: entry.finishedAt, reason: entry.reason, body };
+  const start = { state: call.state, attempts: 0, updatedAt: call.receivedAt, finishedAt: pending ? null : call.receivedAt, reason: call.reason ?? null };
+  const { state, updatedAt, finishedAt, reason } = stateAfter(start, attempts);
+  const body = pending && !(eraseDelivered && state === 'delivered') ? (call.body ?? null) : null;
+  return { call, attempts, state, updatedAt, finishedAt, reason, body };
 }
 
 /** Rows of log_attempts, column by column. */
@@ -173,19 +173,15 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   private flushing: Promise<void> = Promise.resolve();
   private readonly live = new Map<string, LiveLine>();
 
-  private constructor(
+  /**
+   * A log on the store's database: its tables come with the store's schema (`PostgresStore.open`
+   * migrates them). `pool`: the store's `logConnections`.
+   */
+  constructor(
     private readonly pool: Pool,
     private readonly options: DeliveryLogOptions,
   ) {
     super();
-  }
-
-  /**
-   * A log on the store's database; its tables come with the store's schema (`PostgresStore.open`
-   * migrates them). `pool`: the store's `logConnections`.
-   */
-  static open(pool: Pool, options: DeliveryLogOptions): Promise<PostgresDeliveryLog> {
-    return Promise.resolve(new PostgresDeliveryLog(pool, options));
   }
 
   /** Commits the buffered writes (after any flush in progress); failures are logged, never thrown. */
@@ -237,7 +233,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       text: FIND_LIVE,
       values: [textArray(sources), textArray(ids)],
     });
-    for (const row of rows) found.set(keyOf(row.source, row.message_id), { id: row.id, series: row.series });
+    for (const row of rows) found.set(storedKey(row.source, row.message_id), { id: row.id, series: row.series });
     return found;
   }
 
@@ -248,7 +244,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     for (const op of ops) {
       if (op.op !== 'accepted' || op.duplicates === 0) continue;
       for (const call of op.calls) {
-        const key = keyOf(call.source, call.messageId);
+        const key = storedKey(call.source, call.messageId);
         if (!this.live.has(key)) unknown.set(key, call);
       }
     }
@@ -257,7 +253,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     const seen = new Set<string>();
     for (const op of ops) {
       for (const call of op.calls) {
-        const key = keyOf(call.source, call.messageId);
+        const key = storedKey(call.source, call.messageId);
         const duplicate = op.op === 'accepted' && op.duplicates > 0 && (seen.has(key) || this.live.has(key) || stored.has(key));
         seen.add(key);
         lines.push(
@@ -295,7 +291,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       const line = lines[i]!;
       for (const record of line.attempts) addAttemptRows(attempts, row.id, 1, record);
       if (FINAL_STATES.has(line.state)) return;
-      const key = keyOf(line.call.source, line.call.messageId);
+      const key = storedKey(line.call.source, line.call.messageId);
       if ((this.live.get(key)?.id ?? 0) < row.id) this.live.set(key, { id: row.id, series: 1 });
     });
     await insertAttempts(client, attempts);
@@ -305,27 +301,32 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[]): Promise<void> {
     const unknown = new Map<string, { source: string; messageId: string }>();
     for (const r of records) {
-      const key = keyOf(r.source, r.messageId);
+      const key = storedKey(r.source, r.messageId);
       if (!this.live.has(key)) unknown.set(key, r);
     }
     const stored = await this.findLive(client, unknown.values());
     const rows = attemptRows();
-    // The state of each line after the last of its attempts here, and how many it had.
-    const lines = new Map<number, { count: number; state: DeliveryState; updatedAt: number; finishedAt: number | null; reason: string | null }>();
+    // Each line's attempts here, in order.
+    const byLine = new Map<number, { key: string; records: AttemptRecord[] }>();
     for (const record of records) {
-      const key = keyOf(record.source, record.messageId);
+      const key = storedKey(record.source, record.messageId);
       const found = this.live.get(key) ?? stored.get(key);
       if (found === undefined) continue;
       addAttemptRows(rows, found.id, found.series, record);
-      const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
-      applyAttempt(next, record);
-      lines.set(found.id, { ...next, count: (lines.get(found.id)?.count ?? 0) + 1 });
-      if (FINAL_STATES.has(next.state)) this.live.delete(key);
+      const line = byLine.get(found.id);
+      if (line === undefined) byLine.set(found.id, { key, records: [record] });
+      else line.records.push(record);
     }
-    if (lines.size === 0) return;
+    if (byLine.size === 0) return;
     await insertAttempts(client, rows);
-    const ids = [...lines.keys()].sort((a, b) => a - b);
-    const of = ids.map((id) => lines.get(id)!);
+    const ids = [...byLine.keys()].sort((a, b) => a - b);
+    // The state after them (the previous state does not matter: the last attempt decides).
+    const of = ids.map((id) => {
+      const { key, records: attempts } = byLine.get(id)!;
+      const after = stateAfter(UNTRIED, attempts);
+      if (FINAL_STATES.has(after.state)) this.live.delete(key);
+      return { ...after, count: attempts.length };
+    });
     // Only columns no index covers change, so PostgreSQL can update each line in place (HOT).
     await client.query({
       name: 'eventrelay-log-states',
@@ -340,7 +341,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         numberArray(of.map((l) => l.updatedAt)),
         numberArray(of.map((l) => l.finishedAt)),
         textArray(of.map((l) => l.reason)),
-        of.map((l) => l.state === 'delivered' && this.options.keepDelivered === 0),
+        of.map((l) => this.options.keepDelivered === 0 && l.state === 'delivered'),
       ],
     });
   }
@@ -351,7 +352,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
        RETURNING series, source, message_id`,
       [op.at, op.id],
     );
-    if (rows[0] !== undefined) this.live.set(keyOf(rows[0].source, rows[0].message_id), { id: op.id, series: rows[0].series });
+    if (rows[0] !== undefined) this.live.set(storedKey(rows[0].source, rows[0].message_id), { id: op.id, series: rows[0].series });
   }
 
   async list(query: MessageQuery): Promise<LoggedMessage[]> {

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { numberArray, pgText, textArray } from './pg-values';
+import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { toPendingDelivery } from './sql-rows';
 import type { ClaimedRow } from './sql-rows';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
@@ -211,14 +211,14 @@ export class PostgresStore implements ForwarderStore {
   private async commitGroup(group: readonly AcceptRequest[]): Promise<void> {
     // The first occurrence of a key in the group is the candidate; later ones are duplicates.
     const candidates = new Map<string, AcceptedMessage>();
+    const keys = group.map((request) => request.messages.map((m) => storedKey(m.source, m.messageId)));
     let total = 0;
-    for (const request of group) {
+    group.forEach((request, r) => {
       total += request.messages.length;
-      for (const m of request.messages) {
-        const key = `${m.source}\u0000${pgText(m.messageId)}`;
-        if (!candidates.has(key)) candidates.set(key, m);
-      }
-    }
+      request.messages.forEach((m, i) => {
+        if (!candidates.has(keys[r]![i]!)) candidates.set(keys[r]![i]!, m);
+      });
+    });
     // Sorted, so that two instances inserting the same ids lock them in the same order.
     const sorted = [...candidates.values()].sort((a, b) => compare(a.source, b.source) || compare(a.messageId, b.messageId));
     const d = {
@@ -277,20 +277,16 @@ export class PostgresStore implements ForwarderStore {
           total,
         ],
       });
-      stored = new Set(result.rows.map((r) => `${r.source}\u0000${r.message_id}`));
+      stored = new Set(result.rows.map((r) => storedKey(r.source, r.message_id)));
     } catch (error) {
       for (const request of group) request.reject(error);
       return;
     }
-    for (const request of group) {
-      let count = 0;
-      for (const m of request.messages) {
-        const key = `${m.source}\u0000${pgText(m.messageId)}`;
-        // Counted once: the first request of the group that carries it.
-        if (stored.delete(key)) count++;
-      }
+    group.forEach((request, r) => {
+      // Counted once: the first request of the group that carries it.
+      const count = keys[r]!.filter((key) => stored.delete(key)).length;
       request.resolve({ stored: count, duplicates: request.messages.length - count });
-    }
+    });
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {

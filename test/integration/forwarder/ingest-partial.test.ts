@@ -27,22 +27,30 @@ class SpoilingTransport implements Transport {
   }
 }
 
+/**
+ * Three tracks in one batch through the SpoilingTransport: the first and last delivered, the middle
+ * one's callback gets the forwarder's refusal (a ValidationError naming `event`).
+ */
+async function sendSpoiledBatch(endpoint: string, writeKey: string, prefix: string): Promise<void> {
+  const analytics = new Analytics({ writeKey, endpoint, flushAt: 3, transport: new SpoilingTransport() });
+  const results = await Promise.all(
+    [`${prefix} Good 1`, `${prefix} Spoiled`, `${prefix} Good 2`].map(
+      (event) => new Promise<EventRelayError | undefined>((resolve) => analytics.track({ userId: 'u1', event }, resolve)),
+    ),
+  );
+  await analytics.closeAndFlush();
+  expect(results[0]).to.equal(undefined);
+  expect(results[2]).to.equal(undefined);
+  expect(results[1]).to.be.instanceOf(ValidationError);
+  expect((results[1] as ValidationError).field).to.equal('event');
+}
+
 describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.0.1)', () => {
   const setup = useForwarderWithReceiver('backend', 'partial-key');
   const tracked = (event: string) => setup.receiver.delivered.filter((r) => r.json.event === event);
 
   it('delivers the good messages of an eventrelay batch and fails only the refused one\'s callback, with the reason', async () => {
-    const analytics = new Analytics({ writeKey: 'partial-key', endpoint: setup.url, flushAt: 3, transport: new SpoilingTransport() });
-    const results = await Promise.all(
-      ['Partial Good 1', 'Partial Spoiled', 'Partial Good 2'].map(
-        (event) => new Promise<EventRelayError | undefined>((resolve) => analytics.track({ userId: 'u1', event }, resolve)),
-      ),
-    );
-    await analytics.closeAndFlush();
-    expect(results[0]).to.equal(undefined);
-    expect(results[2]).to.equal(undefined);
-    expect(results[1]).to.be.instanceOf(ValidationError);
-    expect((results[1] as ValidationError).field).to.equal('event');
+    await sendSpoiledBatch(setup.url, 'partial-key', 'Partial');
     await waitFor(() => tracked('Partial Good 1').length === 1 && tracked('Partial Good 2').length === 1, 'the two good messages');
     // The operator sees the refusal in the counts.
     expect((await setup.forwarder.stats()).refused).to.equal(1);
@@ -91,17 +99,7 @@ describe('ingestion is not all or nothing (real forwarder and receiver on 127.0.
     );
     const served = await serveCli(['--config', configPath, '--data', join(setup.dataDir, 'cli-data')]);
     try {
-      const analytics = new Analytics({ writeKey: 'cli-key', endpoint: served.url, flushAt: 3, transport: new SpoilingTransport() });
-      const results = await Promise.all(
-        ['Cli Good 1', 'Cli Spoiled', 'Cli Good 2'].map(
-          (event) => new Promise<EventRelayError | undefined>((resolve) => analytics.track({ userId: 'u1', event }, resolve)),
-        ),
-      );
-      await analytics.closeAndFlush();
-      expect(results[0]).to.equal(undefined);
-      expect(results[2]).to.equal(undefined);
-      expect(results[1]).to.be.instanceOf(ValidationError);
-      expect((results[1] as ValidationError).field).to.equal('event');
+      await sendSpoiledBatch(served.url, 'cli-key', 'Cli');
       await waitFor(() => tracked('Cli Good 1').length === 1 && tracked('Cli Good 2').length === 1, 'the two good messages');
       expect(tracked('Cli Spoiled')).to.have.length(0);
     } finally {

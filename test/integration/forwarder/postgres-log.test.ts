@@ -25,7 +25,7 @@ describe('PostgresDeliveryLog (real server)', function () {
   deliveryLogContract('PostgresDeliveryLog', async (keepDelivered) => {
     const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
     stores.push(store);
-    const log = await PostgresDeliveryLog.open(store.logConnections, { keepDelivered });
+    const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered });
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {

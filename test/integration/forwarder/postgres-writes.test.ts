@@ -77,7 +77,7 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
 
     it('writes a flush of attempts (two per line) as one update per line, in place (HOT)', async () => {
       const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
-      const log = await PostgresDeliveryLog.open(store.logConnections, { keepDelivered: 0 });
+      const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
       const ids = Array.from({ length: 40 }, (_, i) => `log-hot-${i}`);
       const call = (id: string) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body: '{"x":1}', state: 'pending' as const });
       try {
@@ -127,7 +127,7 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
 
     it('inserts the line finished, without its body, and never updates it', async () => {
       const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
-      const log = await PostgresDeliveryLog.open(store.logConnections, { keepDelivered: 0 });
+      const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
       const ids = Array.from({ length: 20 }, (_, i) => `log-fold-${i}`);
       try {
         // Accepted and delivered within one flush's 50 ms, as most calls are.
@@ -164,7 +164,7 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
       await query(db.url, 'CREATE INDEX log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL');
       await query(db.url, "INSERT INTO log_messages (source, kind, message_id, received_at, state, updated_at, finished_at) VALUES ('web', 'message', 'old-line', $1, 'delivered', $1, $1)", [T0]);
       const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
-      const log = await PostgresDeliveryLog.open(store.logConnections, { keepDelivered: 0 });
+      const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
       try {
         const versions = await query<{ version: number }>(db.url, 'SELECT version FROM schema_migrations ORDER BY version');
         expect(versions.map((v) => v.version)).to.deep.equal(POSTGRES_MIGRATIONS.map((m) => m.version));
