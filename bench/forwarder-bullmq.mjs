@@ -3,13 +3,17 @@
 // process signs each webhook (HMAC-SHA1, X-Signature) and POSTs it, retried by BullMQ on failure.
 // Run by bench/forwarder.mjs as its own process; it prints "listening on <url>".
 //
-//   node bench/forwarder-bullmq.mjs <receiverUrl> <writeKey> <secret> <queueName> [concurrency=64]
+//   node bench/forwarder-bullmq.mjs <receiverUrl> <writeKey> <secret> <queueName> [concurrency=64] [bulk|add]
+//
+// `bulk` (default) queues a batch's jobs with one `queue.addBulk` call (one round trip, one fsync);
+// `add` calls `queue.add` once per message, all at once, as BullMQ's getting-started guide shows.
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import express from 'express';
 import { Queue, Worker } from 'bullmq';
 
-const [receiverUrl, writeKey, secret, queueName, concurrencyArg] = process.argv.slice(2);
+const [receiverUrl, writeKey, secret, queueName, concurrencyArg, addArg] = process.argv.slice(2);
+const perMessage = addArg === 'add';
 const connection = { host: '127.0.0.1', port: 6379, maxRetriesPerRequest: null };
 const queue = new Queue(queueName, { connection });
 const expected = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
@@ -42,8 +46,9 @@ app.post('/v1/batch', async (req, res) => {
     });
   }
   try {
-    // One round trip for the batch; with appendfsync always, Redis answers after its fsync.
-    await queue.addBulk(jobs);
+    // addBulk: one round trip for the batch; with appendfsync always, Redis answers after its fsync.
+    if (perMessage) await Promise.all(jobs.map((job) => queue.add(job.name, job.data, job.opts)));
+    else await queue.addBulk(jobs);
     res.json({ success: true });
   } catch {
     res.status(503).json({ success: false });

@@ -3,13 +3,16 @@
 // the latency from sending a message to its webhook arriving. Stores: SQLite (synchronous=full,
 // then normal), memory, PostgreSQL with one and with two forwarder processes on one database;
 // and what a Node team would build instead: Express + BullMQ on Redis with appendfsync always
-// (bench/forwarder-bullmq.mjs). Forwarders run as their own processes; the load generator and the
-// receiver share this one. 127.0.0.1 only; bounded in count and time.
+// (bench/forwarder-bullmq.mjs, queueing a batch with addBulk or with one queue.add per message);
+// and the floor, the least a correct durable forwarder does, written by hand on SQLite and on
+// PostgreSQL (bench/forwarder-floor.mjs). Forwarders run as their own processes; the load
+// generator and the receiver share this one. 127.0.0.1 only; bounded in count and time.
 //
 //   node bench/forwarder.mjs [messages=20000] [batch=20] [requestsInFlight=8] [paced msg/s=1000]
 //   BENCH_MODES=sqlite-full,pg-1 node bench/forwarder.mjs     (a subset; names below)
 //   BENCH_PROFILE=/tmp/prof node bench/forwarder.mjs             (CPU profiles of the forwarders)
 //   BENCH_ROUNDS=3 node bench/forwarder.mjs                      (every mode 3 times, alternating; medians)
+//   BENCH_WARMUP=5000 node bench/forwarder.mjs                   (messages sent and delivered first, not measured)
 //
 // A shared 2-core machine's speed drifts by a third from one minute to the next, so compare modes
 // with BENCH_ROUNDS: the modes run in turn, round after round, and each ratio is taken within a
@@ -46,6 +49,8 @@ const BATCH = Number(process.argv[3] ?? 20);
 const IN_FLIGHT = Number(process.argv[4] ?? 8);
 const PACED_RATE = Number(process.argv[5] ?? 1000);
 const PACED_SECONDS = 5;
+/** Messages sent and delivered before the measured phases (BENCH_WARMUP; 0 for none). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 0);
 const RUN_TIMEOUT = 180_000;
 const WRITE_KEY = 'bench-write-key';
 const SECRET = 'bench-secret';
@@ -64,7 +69,11 @@ const allModes = [
   { id: 'pg-1-nolog', name: 'PostgreSQL, 1 instance, no delivery log', storage: { type: 'postgres', deliveryLog: false }, instances: 1 },
   { id: 'pg-1-slow', name: 'PostgreSQL, 1 instance, receiver answering in 50 ms', storage: { type: 'postgres' }, instances: 1, receiverDelay: 50 },
   { id: 'pg-2-slow', name: 'PostgreSQL, 2 instances, receiver answering in 50 ms', storage: { type: 'postgres' }, instances: 2, receiverDelay: 50 },
-  { id: 'bullmq', name: 'Express + BullMQ, Redis appendfsync always', bullmq: true },
+  { id: 'bullmq', name: 'Express + BullMQ (addBulk per batch), Redis appendfsync always', bullmq: 'bulk' },
+  { id: 'bullmq-add', name: 'Express + BullMQ (queue.add per message), Redis appendfsync always', bullmq: 'add' },
+  // The floor: a hand-written durable forwarder (bench/forwarder-floor.mjs), on each database.
+  { id: 'floor-sqlite', name: 'floor (hand-written), SQLite synchronous=full', floor: 'sqlite' },
+  { id: 'floor-pg', name: 'floor (hand-written), PostgreSQL', floor: 'postgres', storage: { type: 'postgres' } },
 ];
 // BENCH_BASE_CLI=<another build's dist/cli.js>: also runs PostgreSQL with 1 instance on that build (mode pg-1-base),
 // to compare a change with the code before it in the same run.
@@ -176,7 +185,11 @@ function spawnListening(args, env = {}) {
 async function startForwarders(mode, receiverUrl, dir, databaseUrl) {
   if (mode.bullmq) {
     const queue = `eventrelay-bench-${process.pid}`;
-    return [await spawnListening([join(here, 'forwarder-bullmq.mjs'), receiverUrl, WRITE_KEY, SECRET, queue, '64'])];
+    return [await spawnListening([join(here, 'forwarder-bullmq.mjs'), receiverUrl, WRITE_KEY, SECRET, queue, '64', mode.bullmq])];
+  }
+  if (mode.floor) {
+    const store = mode.floor === 'sqlite' ? `sqlite:${join(dir, 'floor.db')}` : `postgres:${databaseUrl}`;
+    return [await spawnListening([join(here, 'forwarder-floor.mjs'), receiverUrl, WRITE_KEY, SECRET, store, '64'])];
   }
   const configPath = join(dir, 'config.json');
   const storage = mode.storage.type === 'postgres' ? { ...mode.storage, url: { env: 'DATABASE_URL' }, poolSize: 10 } : mode.storage;
@@ -313,29 +326,45 @@ async function runMode(mode) {
       process.exit(1);
     }, RUN_TIMEOUT);
 
+    /** Sends `count` messages as fast as IN_FLIGHT requests allow; resolves when all are acknowledged, with that time. */
+    async function blast(prefix, count, sentAt) {
+      const batches = [];
+      for (let i = 0; i < count; i += BATCH) batches.push(makeBatch(prefix, i, Math.min(BATCH, count - i)));
+      let next = 0;
+      let ackedAt = 0;
+      async function worker() {
+        while (next < batches.length) {
+          const batch = batches[next++];
+          const t = performance.now();
+          for (const m of batch) sentAt.set(m.messageId, t);
+          await send(batch);
+        }
+        ackedAt = Math.max(ackedAt, performance.now());
+      }
+      await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+      return ackedAt;
+    }
+
+    // Phase 0: warm-up, not measured (a service runs for days: its JIT compilation, connections
+    // and caches are in place before the figures that matter).
+    if (WARMUP > 0) {
+      await blast('warm', WARMUP, new Map());
+      await receiver.waitFor(WARMUP);
+    }
+
     // Phase 1: throughput, and CPU per message.
-    const batches = [];
-    for (let i = 0; i < MESSAGES; i += BATCH) batches.push(makeBatch('max', i, Math.min(BATCH, MESSAGES - i)));
     const sentAt = new Map();
     const forwarderCpu = await cpuMeter(async () => forwarders.map((f) => f.pid));
     const dbCpu = await cpuMeter(dbPids);
+    const ownCpu = process.cpuUsage();
     const start = performance.now();
-    let next = 0;
-    let ackedAt = 0;
-    async function worker() {
-      while (next < batches.length) {
-        const batch = batches[next++];
-        const t = performance.now();
-        for (const m of batch) sentAt.set(m.messageId, t);
-        await send(batch);
-      }
-      ackedAt = Math.max(ackedAt, performance.now());
-    }
-    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-    await receiver.waitFor(MESSAGES);
+    const ackedAt = await blast('max', MESSAGES, sentAt);
+    await receiver.waitFor(WARMUP + MESSAGES);
     const end = performance.now();
     const cpuForwarder = await forwarderCpu();
     const cpuDb = await dbCpu();
+    const own = process.cpuUsage(ownCpu);
+    console.error(`    this process (load generator and receiver): ${Math.round((own.user + own.system) / MESSAGES)} µs of CPU per message`);
     const backlog = latencies(receiver, sentAt);
 
     // Phase 2: latency at a steady rate.
@@ -343,6 +372,8 @@ async function runMode(mode) {
     const perTick = Math.max(1, Math.round(PACED_RATE / 50));
     const ticks = Math.round((PACED_RATE * PACED_SECONDS) / perTick);
     const pending = [];
+    const pacedForwarderCpu = await cpuMeter(async () => forwarders.map((f) => f.pid));
+    const pacedDbCpu = await cpuMeter(dbPids);
     const pacedStart = performance.now();
     for (let k = 0; k < ticks; k++) {
       const due = pacedStart + (k * 1000 * perTick) / PACED_RATE;
@@ -354,10 +385,12 @@ async function runMode(mode) {
       pending.push(send(batch));
     }
     await Promise.all(pending);
-    await receiver.waitFor(MESSAGES + ticks * perTick);
+    await receiver.waitFor(WARMUP + MESSAGES + ticks * perTick);
+    const pacedCpu = { forwarder: (await pacedForwarderCpu()) * 1000 / (ticks * perTick), db: (await pacedDbCpu()) * 1000 / (ticks * perTick) };
+    console.error(`    at ${PACED_RATE} msg/s: ${Math.round(pacedCpu.forwarder)} µs + ${Math.round(pacedCpu.db)} µs of CPU per message (forwarder + database)`);
     clearTimeout(timeout);
     const steady = latencies(receiver, pacedSent);
-    if (databaseUrl !== undefined) await tableWrites(databaseUrl, MESSAGES + ticks * perTick);
+    if (databaseUrl !== undefined && !mode.floor) await tableWrites(databaseUrl, WARMUP + MESSAGES + ticks * perTick);
     return {
       id: mode.id,
       name: mode.name,
@@ -368,6 +401,8 @@ async function runMode(mode) {
       p99: percentile(steady, 99),
       cpuForwarderUs: (cpuForwarder * 1000) / MESSAGES,
       cpuDbUs: (cpuDb * 1000) / MESSAGES,
+      pacedForwarderUs: pacedCpu.forwarder,
+      pacedDbUs: pacedCpu.db,
       measuredDb: (await dbPids()).length > 0,
     };
   } finally {
@@ -422,10 +457,20 @@ ratio('PostgreSQL (1 instance) / Express + BullMQ, end to end', 'pg-1', 'bullmq'
 ratio('CPU per message, PostgreSQL (1 instance) / Express + BullMQ (each with its database)', 'pg-1', 'bullmq', total);
 ratio('SQLite (full) / Express + BullMQ, end to end', 'sqlite-full', 'bullmq', rate);
 ratio('CPU per message, SQLite (full) / Express + BullMQ with Redis', 'sqlite-full', 'bullmq', total);
+ratio('PostgreSQL (1 instance) / Express + BullMQ with queue.add per message, end to end', 'pg-1', 'bullmq-add', rate);
+ratio('CPU per message, PostgreSQL (1 instance) / Express + BullMQ with queue.add per message', 'pg-1', 'bullmq-add', total);
+ratio('CPU per message, SQLite (full) / the floor on SQLite', 'sqlite-full', 'floor-sqlite', total);
+ratio('SQLite (full) / the floor on SQLite, end to end', 'sqlite-full', 'floor-sqlite', rate);
+ratio('CPU per message, PostgreSQL (1 instance) / the floor on PostgreSQL', 'pg-1', 'floor-pg', total);
+ratio('PostgreSQL (1 instance) / the floor on PostgreSQL, end to end', 'pg-1', 'floor-pg', rate);
+ratio('CPU per message, Express + BullMQ / the floor on PostgreSQL', 'bullmq', 'floor-pg', total);
 ratio('PostgreSQL, 2 instances / 1 instance, end to end', 'pg-2', 'pg-1', rate);
 ratio('PostgreSQL with a receiver answering in 50 ms, 2 instances / 1 instance, end to end', 'pg-2-slow', 'pg-1-slow', rate);
 ratio('PostgreSQL (1 instance), delivery log on / off, end to end', 'pg-1', 'pg-1-nolog', rate);
 ratio('PostgreSQL (1 instance), this build / the base build, CPU per message', 'pg-1', 'pg-1-base', total);
+const pacedTotal = (r) => r.pacedForwarderUs + (r.measuredDb ? r.pacedDbUs : 0);
+ratio(`PostgreSQL (1 instance), this build / the base build, CPU per message at ${fmt(PACED_RATE)} msg/s`, 'pg-1', 'pg-1-base', pacedTotal);
+ratio(`CPU per message at ${fmt(PACED_RATE)} msg/s, PostgreSQL (1 instance) / Express + BullMQ`, 'pg-1', 'bullmq', pacedTotal);
 for (const id of ['pg-1', 'pg-2']) {
   const r = rounds[0][id];
   if (r?.measuredDb && r.cpuDbUs > 0) {

@@ -1,0 +1,200 @@
+// The floor of the forwarder benchmark: the least a correct durable forwarder does, by hand, with
+// nothing of eventrelay. A node:http server takes the batch, checks the write key and the two
+// fields a webhook needs, writes every message with its webhook body in one transaction per
+// turn of the event loop (group commit; a repeated messageId is ignored), answers 200 once that
+// commit is done, then signs (HMAC-SHA1, X-Signature) and POSTs each body through undici, 64 in
+// flight, and deletes delivered rows in one statement per turn. A failed POST is tried again a
+// second later. No delivery log, no admin API, no metrics, one source, one URL: what it leaves out
+// is what eventrelay's CPU per message is measured against.
+// Run by bench/forwarder.mjs as its own process; it prints "listening on <url>".
+//
+//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64]
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import { Agent } from 'undici';
+
+const [receiverUrl, writeKey, secret, storeArg, concurrencyArg] = process.argv.slice(2);
+const CONCURRENCY = Number(concurrencyArg ?? 64);
+const expected = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
+const target = new URL(receiverUrl);
+const agent = new Agent({ connections: CONCURRENCY });
+
+/** The store: `left`, the rows a previous run did not deliver; `insert(ids, bodies)` resolves with the rows it kept, [id, body]; `remove(rowIds)`. */
+async function openStore(spec) {
+  if (spec.startsWith('sqlite:')) {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(spec.slice('sqlite:'.length));
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL)');
+    const add = db.prepare('INSERT OR IGNORE INTO pending (message_id, body) VALUES (?, ?)');
+    const insert = db.transaction((ids, bodies) => {
+      const kept = [];
+      for (let i = 0; i < ids.length; i++) {
+        const { changes, lastInsertRowid } = add.run(ids[i], bodies[i]);
+        if (changes === 1) kept.push([Number(lastInsertRowid), bodies[i]]);
+      }
+      return kept;
+    });
+    const removeOne = db.prepare('DELETE FROM pending WHERE id = ?');
+    const remove = db.transaction((rowIds) => {
+      for (const id of rowIds) removeOne.run(id);
+    });
+    const left = db.prepare('SELECT id, body FROM pending ORDER BY id').raw().all();
+    return { left, insert: async (ids, bodies) => insert(ids, bodies), remove: async (rowIds) => remove(rowIds) };
+  }
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({ connectionString: spec.slice('postgres:'.length), max: 4 });
+  await pool.query('CREATE TABLE IF NOT EXISTS pending (id bigserial PRIMARY KEY, message_id text NOT NULL UNIQUE, body text NOT NULL)');
+  const { rows: left } = await pool.query({ text: 'SELECT id, body FROM pending ORDER BY id', rowMode: 'array' });
+  return {
+    left,
+    async insert(ids, bodies) {
+      const { rows } = await pool.query({
+        name: 'floor-insert',
+        text: 'INSERT INTO pending (message_id, body) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (message_id) DO NOTHING RETURNING id, body',
+        values: [ids, bodies],
+      });
+      return rows.map((r) => [r.id, r.body]);
+    },
+    async remove(rowIds) {
+      await pool.query({ name: 'floor-delete', text: 'DELETE FROM pending WHERE id = ANY($1::bigint[])', values: [rowIds] });
+    },
+  };
+}
+
+const store = await openStore(storeArg);
+// Delivery: `queue` holds [rowId, body] committed and not yet sent; what a previous run left comes first.
+const queue = [...store.left];
+
+// Group commit: the requests of one turn share a transaction; each is answered after it.
+let waiting = [];
+let committing = false;
+function commitSoon() {
+  if (committing || waiting.length === 0) return;
+  committing = true;
+  setImmediate(async () => {
+    const group = waiting;
+    waiting = [];
+    const ids = [];
+    const bodies = [];
+    for (const request of group) {
+      ids.push(...request.ids);
+      bodies.push(...request.bodies);
+    }
+    try {
+      for (const row of await store.insert(ids, bodies)) queue.push(row);
+      for (const request of group) request.res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true}');
+      pump();
+    } catch {
+      for (const request of group) request.res.writeHead(503).end();
+    }
+    committing = false;
+    commitSoon();
+  });
+}
+
+const server = http.createServer((req, res) => {
+  if (req.method !== 'POST' || req.url !== '/v1/batch') return res.writeHead(404).end();
+  if (req.headers.authorization !== expected) return res.writeHead(401).end();
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let batch;
+    try {
+      batch = JSON.parse(Buffer.concat(chunks).toString('utf8')).batch;
+    } catch {
+      return res.writeHead(400).end();
+    }
+    if (!Array.isArray(batch)) return res.writeHead(400).end();
+    const receivedAt = new Date().toISOString();
+    const ids = [];
+    const bodies = [];
+    for (const m of batch) {
+      if (typeof m?.type !== 'string' || typeof m.messageId !== 'string' || (m.userId === undefined && m.anonymousId === undefined)) continue;
+      ids.push(m.messageId);
+      bodies.push(
+        JSON.stringify({
+          version: 1,
+          type: m.type,
+          userId: m.userId ?? m.anonymousId,
+          timestamp: m.timestamp ?? receivedAt,
+          event: m.event,
+          properties: m.properties,
+          context: m.context,
+          messageId: m.messageId,
+        }),
+      );
+    }
+    waiting.push({ res, ids, bodies });
+    commitSoon();
+  });
+});
+
+let inFlight = 0;
+let delivered = [];
+let removing = false;
+function pump() {
+  while (inFlight < CONCURRENCY && queue.length > 0) {
+    const row = queue.shift();
+    inFlight++;
+    post(row[1]).then((ok) => {
+      inFlight--;
+      if (ok) {
+        delivered.push(row[0]);
+        removeSoon();
+      } else {
+        setTimeout(() => (queue.push(row), pump()), 1000);
+      }
+      pump();
+    });
+  }
+}
+
+function removeSoon() {
+  if (removing || delivered.length === 0) return;
+  removing = true;
+  setImmediate(async () => {
+    const rowIds = delivered;
+    delivered = [];
+    // Not removed means sent again after a restart: at least once, never lost.
+    await store.remove(rowIds).catch(() => {});
+    removing = false;
+    removeSoon();
+  });
+}
+
+function post(body) {
+  return new Promise((resolve) => {
+    let status = 0;
+    const timer = setTimeout(() => controller?.abort(new Error('timeout')), 5000);
+    let controller;
+    agent.dispatch(
+      {
+        origin: target.origin,
+        path: target.pathname,
+        method: 'POST',
+        headers: [
+          'content-type', 'application/json',
+          'user-agent', 'Floor-Webhooks/1.0',
+          'x-signature', createHmac('sha1', secret).update(body).digest('hex'),
+        ],
+        body,
+      },
+      {
+        onRequestStart: (c) => (controller = c),
+        onResponseStart: (_c, code) => (status = code),
+        onResponseData: () => {},
+        onResponseEnd: () => (clearTimeout(timer), resolve(status >= 200 && status < 300)),
+        onResponseError: () => (clearTimeout(timer), resolve(false)),
+      },
+    );
+  });
+}
+
+pump();
+server.listen(0, '127.0.0.1', () => process.stdout.write(`listening on http://127.0.0.1:${server.address().port}\n`));
+process.on('SIGTERM', () => {
+  server.close();
+  void agent.close().finally(() => process.exit(0));
+});
