@@ -47,12 +47,16 @@ export abstract class BufferedDeliveryLog {
     return ops;
   }
 
+  /** A flush within 50 ms, even with nothing buffered (for writes a store holds back itself). */
+  protected flushSoon(): void {
+    if (this.closed || this.timer !== undefined) return;
+    this.timer = setTimeout(() => void this.flush(), FLUSH_DELAY);
+    this.timer.unref();
+  }
+
   private queue(op: LogOp): void {
     if (this.closed) return;
     this.pending.push(op);
-    if (this.timer === undefined) {
-      this.timer = setTimeout(() => void this.flush(), FLUSH_DELAY);
-      this.timer.unref();
-    }
+    this.flushSoon();
   }
 }

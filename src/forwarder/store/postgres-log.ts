@@ -21,6 +21,12 @@ const log = createDebug('analytics:forwarder');
 
 const PRUNE_CHUNK = 2000;
 
+/**
+ * How long an attempt waits for its line, in ms: another instance accepted the call and has not
+ * written it yet (its writes wait up to 50 ms for others, then take a round trip or two).
+ */
+const ORPHAN_WAIT = 10_000;
+
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
@@ -172,6 +178,8 @@ function runs(ops: readonly (LogOp | CallsOp)[]): (LogOp | CallsOp)[][] {
 export class PostgresDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
   private flushing: Promise<void> = Promise.resolve();
   private readonly live = new Map<string, LiveLine>();
+  /** Attempts whose line was not in the table yet, with when that was first seen; tried again on each flush. */
+  private orphans: { record: AttemptRecord; since: number }[] = [];
 
   /**
    * A log on the store's database: its tables come with the store's schema (`PostgresStore.open`
@@ -186,8 +194,13 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
 
   /** Commits the buffered writes (after any flush in progress); failures are logged, never thrown. */
   flush(): Promise<void> {
-    const ops = this.take();
+    const taken = this.take();
     this.flushing = this.flushing.then(async () => {
+      // Attempts still waiting for their line go first: they happened before anything taken now.
+      const waiting = this.orphans;
+      this.orphans = [];
+      const since = new Map(waiting.map((o) => [o.record, o.since]));
+      const ops: LogOp[] = [...waiting.map((o): LogOp => ({ op: 'attempt', record: o.record })), ...taken];
       if (ops.length === 0) return;
       let client: PoolClient | undefined;
       let failure: Error | undefined;
@@ -199,7 +212,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         await client.query('BEGIN');
         // Runs of the same kind of write share a statement: a few round trips per flush, however many lines.
         for (const run of runs(foldAttempts(ops))) {
-          if (run[0]!.op === 'attempt') await this.writeAttempts(client, run.map((op) => (op as AttemptOp).record));
+          if (run[0]!.op === 'attempt') await this.writeAttempts(client, run.map((op) => (op as AttemptOp).record), since);
           else if (run[0]!.op === 'replayed') await this.writeReplay(client, run[0] as ReplayOp);
           else await this.writeCalls(client, run as CallsOp[]);
         }
@@ -208,12 +221,14 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         failure ??= error as Error;
         await client?.query('ROLLBACK').catch(() => {});
         this.live.clear();
+        this.orphans = [];
         log('delivery log: could not write %d entries: %s', ops.length, failure.message);
       } finally {
         client?.off('error', onError);
         // A broken connection is dropped, not handed to the next user.
         client?.release(failure);
       }
+      if (this.orphans.length > 0) this.flushSoon();
     });
     return this.flushing;
   }
@@ -297,8 +312,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     await insertAttempts(client, attempts);
   }
 
-  /** Attempts in order: their rows in one statement, and each line's new state in another. */
-  private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[]): Promise<void> {
+  /**
+   * Attempts in order: their rows in one statement, and each line's new state in another. An
+   * attempt whose line is not there yet (another instance accepted the call and has not written
+   * it) waits for a later flush, up to `ORPHAN_WAIT`; `since` says when a waiting one first missed.
+   */
+  private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[], since: ReadonlyMap<AttemptRecord, number>): Promise<void> {
     const unknown = new Map<string, { source: string; messageId: string }>();
     for (const r of records) {
       const key = storedKey(r.source, r.messageId);
@@ -311,7 +330,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     for (const record of records) {
       const key = storedKey(record.source, record.messageId);
       const found = this.live.get(key) ?? stored.get(key);
-      if (found === undefined) continue;
+      if (found === undefined) {
+        const first = since.get(record) ?? Date.now();
+        if (Date.now() - first < ORPHAN_WAIT) this.orphans.push({ record, since: first });
+        else log('delivery log: no line for attempt %d of %s after %d ms; not logged', record.attempt, record.messageId, ORPHAN_WAIT);
+        continue;
+      }
       addAttemptRows(rows, found.id, found.series, record);
       const line = byLine.get(found.id);
       if (line === undefined) byLine.set(found.id, { key, records: [record] });
@@ -327,11 +351,15 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       if (FINAL_STATES.has(after.state)) this.live.delete(key);
       return { ...after, count: attempts.length };
     });
-    // Only columns no index covers change, so PostgreSQL can update each line in place (HOT).
+    // Only columns no index covers change, so PostgreSQL can update each line in place (HOT). The
+    // state changes only when these attempts are at least as recent as the line: one that waited
+    // for its line may come after a newer one from the instance that wrote it.
     await client.query({
       name: 'eventrelay-log-states',
-      text: `UPDATE log_messages l SET state = x.state, attempts = l.attempts + x.n, updated_at = x.updated_at, finished_at = x.finished_at,
-         reason = x.reason, body = CASE WHEN x.erase THEN NULL ELSE l.body END
+      text: `UPDATE log_messages l SET attempts = l.attempts + x.n, state = CASE WHEN x.updated_at >= l.updated_at THEN x.state ELSE l.state END,
+         updated_at = greatest(l.updated_at, x.updated_at), finished_at = CASE WHEN x.updated_at >= l.updated_at THEN x.finished_at ELSE l.finished_at END,
+         reason = CASE WHEN x.updated_at >= l.updated_at THEN x.reason ELSE l.reason END,
+         body = CASE WHEN x.erase AND x.updated_at >= l.updated_at THEN NULL ELSE l.body END
        FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bool[]) AS x(id, n, state, updated_at, finished_at, reason, erase)
        WHERE l.id = x.id`,
       values: [

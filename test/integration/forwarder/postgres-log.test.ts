@@ -5,7 +5,7 @@ import { PostgresStore } from '../../../src/forwarder/store/postgres';
 import { PostgresDeliveryLog } from '../../../src/forwarder/store/postgres-log';
 import { createForwarder } from '../../../src/forwarder/service';
 import type { Forwarder } from '../../../src/forwarder/service';
-import { deliveryLogContract } from '../../unit/forwarder/store/delivery-log-contract';
+import { attempt, call, deliveryLogContract, T0 } from '../../unit/forwarder/store/delivery-log-contract';
 import { usePostgres } from '../../helpers/postgres';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
@@ -34,6 +34,56 @@ describe('PostgresDeliveryLog (real server)', function () {
       await client.end();
     }
     return log;
+  });
+
+  describe("two instances' logs on one database", () => {
+    async function twoLogs(): Promise<[PostgresDeliveryLog, PostgresDeliveryLog]> {
+      const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
+      stores.push(store);
+      return [new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }), new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 })];
+    }
+
+    it('keeps an attempt on a line the other instance has not written yet, and applies it once the line is there', async () => {
+      const [a, b] = await twoLogs();
+      // B delivered what A accepted before A's buffered line reached the table.
+      b.attempt(attempt('cross', 1, 'delivered', T0 + 5));
+      await b.flush();
+      a.accepted([call('cross')], 0);
+      await a.flush();
+      await b.flush();
+      const [line] = await a.list({ messageId: 'cross', limit: 5 });
+      expect(line).to.include({ state: 'delivered', attempts: 1, hasBody: false, finishedAt: T0 + 5 });
+      expect((await a.get(line!.id))!.attemptLog.map((x) => [x.attempt, x.status, x.outcome])).to.deep.equal([[1, 200, 'delivered']]);
+      await a.close();
+      await b.close();
+    });
+
+    it('writes the waiting attempt without another write to start a flush', async () => {
+      const [a, b] = await twoLogs();
+      b.attempt(attempt('later', 1, 'delivered', T0 + 5));
+      await b.flush();
+      a.accepted([call('later')], 0);
+      await a.flush();
+      await waitFor(async () => (await a.list({ messageId: 'later', limit: 1 }))[0]?.state === 'delivered', 'the attempt written by its own timer');
+      await a.close();
+      await b.close();
+    });
+
+    it('an older attempt applied late does not undo a newer state', async () => {
+      const [a, b] = await twoLogs();
+      b.attempt(attempt('order', 1, 'retry', T0 + 10));
+      await b.flush();
+      // A retried it and delivered it, and wrote all that first.
+      a.accepted([call('order')], 0);
+      a.attempt(attempt('order', 2, 'delivered', T0 + 20));
+      await a.flush();
+      await b.flush();
+      const [line] = await a.list({ messageId: 'order', limit: 5 });
+      expect(line).to.include({ state: 'delivered', attempts: 2, finishedAt: T0 + 20, updatedAt: T0 + 20, reason: null });
+      expect((await a.get(line!.id))!.attemptLog.map((x) => [x.attempt, x.outcome])).to.have.deep.members([[1, 'retry'], [2, 'delivered']]);
+      await a.close();
+      await b.close();
+    });
   });
 
   describe('two forwarders on one database', () => {

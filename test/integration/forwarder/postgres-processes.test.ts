@@ -118,6 +118,26 @@ describe('several `eventrelay serve` processes on one PostgreSQL database', func
     const stats = await Promise.all(instances.map(async (i) => (await fetch(`${i.url}/stats`)).json()));
     for (const s of stats) expect(s).to.include({ accepted: 310, duplicates: 10, delivered: 300, queueDepth: 0, failed: 0 });
 
+    // The delivery log shows each message delivered with its one attempt, whichever instance
+    // accepted it and whichever delivered it.
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const lines = async () =>
+        (
+          await client.query<{ state: string; attempts: number; rows: number }>(
+            `SELECT l.state, l.attempts, (SELECT count(*)::int FROM log_attempts a WHERE a.delivery_id = l.id) AS rows
+             FROM log_messages l WHERE l.message_id LIKE 'two-%' AND l.state <> 'duplicate'`,
+          )
+        ).rows;
+      await waitFor(async () => (await lines()).every((l) => l.state === 'delivered'), 'every log line delivered', 15_000);
+      const all = await lines();
+      expect(all).to.have.length(300);
+      expect(all.filter((l) => l.attempts !== 1 || l.rows !== 1)).to.deep.equal([]);
+    } finally {
+      await client.end();
+    }
+
     for (const i of instances) i.child.kill('SIGTERM');
     for (const i of instances) expect((await i.exited).code).to.equal(0);
   });
