@@ -243,7 +243,10 @@ async function tableWrites(databaseUrl, messages) {
     "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'messages', 'counters', 'log_messages', 'log_attempts') ORDER BY relname",
   );
   const xact = await client.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
+  // Every message was delivered: a line still open would be a log that lost an attempt.
+  const open = await client.query("SELECT count(*)::int AS n FROM log_messages WHERE state IN ('pending', 'retrying')").catch(() => ({ rows: [{ n: 0 }] }));
   await client.end();
+  console.error(`    delivery log lines not finished after every message was delivered: ${open.rows[0].n}`);
   const per = (n) => (Number(n) / messages).toFixed(2);
   console.error(`    transactions (statements of the store) per message: ${per(xact.rows[0].xact_commit)}`);
   for (const r of rows) {
