@@ -31,7 +31,7 @@ const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state
   body IS NOT NULL AS has_body`;
 
 /** The newest line of each (source, messageId) that attempts go to: not a duplicate, refused or filtered one. */
-const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.series, l.source, l.message_id
+const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.source, l.message_id
   FROM log_messages l JOIN unnest($1::text[], $2::text[]) AS k(source, message_id) ON l.source = k.source AND l.message_id = k.message_id
   WHERE l.state NOT IN ('duplicate', 'refused', 'filtered')
   ORDER BY l.source, l.message_id, l.id DESC`;
@@ -40,10 +40,17 @@ const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.series, l
 type CallsOp = Extract<LogOp, { op: 'accepted' | 'add' }> & { readonly attempts?: ReadonlyMap<LogCall, readonly AttemptRecord[]> };
 type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
 type ReplayOp = Extract<LogOp, { op: 'replayed' }>;
-interface LiveLine {
-  readonly id: number;
-  readonly series: number;
-}
+/**
+ * Whether attempts (`x`) decide a line's state: always while no attempt has (state `pending`:
+ * the line's time is then its receipt or replay, perhaps on another machine's clock), else when
+ * they are at least as recent as the attempt that did. One that waited for its line may arrive
+ * after a newer one; attempts by different instances on one delivery are a retry delay or a
+ * lease apart, far more than clocks differ.
+ */
+const NEWER = `(l.state = 'pending' OR x.updated_at >= l.updated_at)`;
+
+/** Open lines remembered per instance by default (a cache: a line not remembered is looked up). */
+const OPEN_LINES = 50_000;
 
 /**
  * Attempts on calls accepted in the same flush join their call, which is then written once, in
@@ -177,7 +184,12 @@ function runs(ops: readonly (LogOp | CallsOp)[]): (LogOp | CallsOp)[][] {
  */
 export class PostgresDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
   private flushing: Promise<void> = Promise.resolve();
-  private readonly live = new Map<string, LiveLine>();
+  /**
+   * The line id of calls this instance saw open, by key, oldest first, at most `openLimit`: lines
+   * another instance finishes are never seen finished here, so the oldest are forgotten.
+   */
+  private readonly live = new Map<string, number>();
+  private readonly openLimit: number;
   /** Attempts whose line was not in the table yet, with when that was first seen; tried again on each flush. */
   private orphans: { record: AttemptRecord; since: number }[] = [];
 
@@ -188,8 +200,21 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   constructor(
     private readonly pool: Pool,
     private readonly options: DeliveryLogOptions,
+    internals: { readonly openLines?: number } = {},
   ) {
     super();
+    this.openLimit = internals.openLines ?? OPEN_LINES;
+  }
+
+  /** How many open lines this instance remembers now. */
+  get openLines(): number {
+    return this.live.size;
+  }
+
+  private remember(key: string, id: number): void {
+    this.live.delete(key);
+    this.live.set(key, id);
+    if (this.live.size > this.openLimit) this.live.delete(this.live.keys().next().value!);
   }
 
   /** Commits the buffered writes (after any flush in progress); failures are logged, never thrown. */
@@ -234,21 +259,21 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   }
 
   /** The latest live log line of each key not known here, in one query. */
-  private async findLive(client: PoolClient, keys: Iterable<{ source: string; messageId: string }>): Promise<Map<string, LiveLine>> {
+  private async findLive(client: PoolClient, keys: Iterable<{ source: string; messageId: string }>): Promise<Map<string, number>> {
     const sources: string[] = [];
     const ids: string[] = [];
     for (const k of keys) {
       sources.push(k.source);
       ids.push(k.messageId);
     }
-    const found = new Map<string, LiveLine>();
+    const found = new Map<string, number>();
     if (sources.length === 0) return found;
-    const { rows } = await client.query<{ id: number; series: number; source: string; message_id: string }>({
+    const { rows } = await client.query<{ id: number; source: string; message_id: string }>({
       name: 'eventrelay-log-find',
       text: FIND_LIVE,
       values: [textArray(sources), textArray(ids)],
     });
-    for (const row of rows) found.set(storedKey(row.source, row.message_id), { id: row.id, series: row.series });
+    for (const row of rows) found.set(storedKey(row.source, row.message_id), row.id);
     return found;
   }
 
@@ -307,7 +332,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       for (const record of line.attempts) addAttemptRows(attempts, row.id, 1, record);
       if (FINAL_STATES.has(line.state)) return;
       const key = storedKey(line.call.source, line.call.messageId);
-      if ((this.live.get(key)?.id ?? 0) < row.id) this.live.set(key, { id: row.id, series: 1 });
+      if ((this.live.get(key) ?? 0) < row.id) this.remember(key, row.id);
     });
     await insertAttempts(client, attempts);
   }
@@ -324,7 +349,6 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       if (!this.live.has(key)) unknown.set(key, r);
     }
     const stored = await this.findLive(client, unknown.values());
-    const rows = attemptRows();
     // Each line's attempts here, in order.
     const byLine = new Map<number, { key: string; records: AttemptRecord[] }>();
     for (const record of records) {
@@ -336,13 +360,11 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         else log('delivery log: no line for attempt %d of %s after %d ms; not logged', record.attempt, record.messageId, ORPHAN_WAIT);
         continue;
       }
-      addAttemptRows(rows, found.id, found.series, record);
-      const line = byLine.get(found.id);
-      if (line === undefined) byLine.set(found.id, { key, records: [record] });
+      const line = byLine.get(found);
+      if (line === undefined) byLine.set(found, { key, records: [record] });
       else line.records.push(record);
     }
     if (byLine.size === 0) return;
-    await insertAttempts(client, rows);
     const ids = [...byLine.keys()].sort((a, b) => a - b);
     // The state after them (the previous state does not matter: the last attempt decides).
     const of = ids.map((id) => {
@@ -352,16 +374,19 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       return { ...after, count: attempts.length };
     });
     // Only columns no index covers change, so PostgreSQL can update each line in place (HOT). The
-    // state changes only when these attempts are at least as recent as the line: one that waited
-    // for its line may come after a newer one from the instance that wrote it.
-    await client.query({
+    // series comes back from the line itself: another instance may have replayed it since this one
+    // saw it.
+    const updated = await client.query<{ id: number; series: number }>({
       name: 'eventrelay-log-states',
-      text: `UPDATE log_messages l SET attempts = l.attempts + x.n, state = CASE WHEN x.updated_at >= l.updated_at THEN x.state ELSE l.state END,
-         updated_at = greatest(l.updated_at, x.updated_at), finished_at = CASE WHEN x.updated_at >= l.updated_at THEN x.finished_at ELSE l.finished_at END,
-         reason = CASE WHEN x.updated_at >= l.updated_at THEN x.reason ELSE l.reason END,
-         body = CASE WHEN x.erase AND x.updated_at >= l.updated_at THEN NULL ELSE l.body END
+      text: `UPDATE log_messages l SET attempts = l.attempts + x.n,
+         state = CASE WHEN ${NEWER} THEN x.state ELSE l.state END,
+         updated_at = CASE WHEN ${NEWER} THEN x.updated_at ELSE l.updated_at END,
+         finished_at = CASE WHEN ${NEWER} THEN x.finished_at ELSE l.finished_at END,
+         reason = CASE WHEN ${NEWER} THEN x.reason ELSE l.reason END,
+         body = CASE WHEN x.erase AND ${NEWER} THEN NULL ELSE l.body END
        FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bool[]) AS x(id, n, state, updated_at, finished_at, reason, erase)
-       WHERE l.id = x.id`,
+       WHERE l.id = x.id
+       RETURNING l.id, l.series`,
       values: [
         numberArray(ids),
         numberArray(of.map((l) => l.count)),
@@ -372,15 +397,20 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         of.map((l) => this.options.keepDelivered === 0 && l.state === 'delivered'),
       ],
     });
+    const rows = attemptRows();
+    for (const { id, series } of updated.rows) {
+      for (const record of byLine.get(id)!.records) addAttemptRows(rows, id, series, record);
+    }
+    await insertAttempts(client, rows);
   }
 
   private async writeReplay(client: PoolClient, op: ReplayOp): Promise<void> {
-    const { rows } = await client.query<{ series: number; source: string; message_id: string }>(
+    const { rows } = await client.query<{ source: string; message_id: string }>(
       `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = $1, reason = NULL WHERE id = $2
-       RETURNING series, source, message_id`,
+       RETURNING source, message_id`,
       [op.at, op.id],
     );
-    if (rows[0] !== undefined) this.live.set(storedKey(rows[0].source, rows[0].message_id), { id: op.id, series: rows[0].series });
+    if (rows[0] !== undefined) this.remember(storedKey(rows[0].source, rows[0].message_id), op.id);
   }
 
   async list(query: MessageQuery): Promise<LoggedMessage[]> {

@@ -58,6 +58,18 @@ describe('PostgresDeliveryLog (real server)', function () {
       await b.close();
     });
 
+    it("applies an attempt timed before the call's receipt by another machine's clock", async () => {
+      const [a, b] = await twoLogs();
+      a.accepted([call('skew', { receivedAt: T0 + 100 })], 0);
+      await a.flush();
+      // B's clock runs 10 ms behind A's.
+      b.attempt(attempt('skew', 1, 'delivered', T0 + 90));
+      await b.flush();
+      expect((await a.list({ messageId: 'skew', limit: 1 }))[0]).to.include({ state: 'delivered', attempts: 1, finishedAt: T0 + 90 });
+      await a.close();
+      await b.close();
+    });
+
     it('writes the waiting attempt without another write to start a flush', async () => {
       const [a, b] = await twoLogs();
       b.attempt(attempt('later', 1, 'delivered', T0 + 5));
@@ -65,6 +77,48 @@ describe('PostgresDeliveryLog (real server)', function () {
       a.accepted([call('later')], 0);
       await a.flush();
       await waitFor(async () => (await a.list({ messageId: 'later', limit: 1 }))[0]?.state === 'delivered', 'the attempt written by its own timer');
+      await a.close();
+      await b.close();
+    });
+
+    it('writes an attempt in the series the line is in, after another instance replayed it', async () => {
+      const [a, b] = await twoLogs();
+      b.accepted([call('rep')], 0);
+      await b.flush();
+      // A failed it for good and replayed it; B, which accepted it, then delivers the replay.
+      a.attempt(attempt('rep', 1, 'failed', T0 + 10));
+      await a.flush();
+      const [failed] = await a.list({ messageId: 'rep', limit: 1 });
+      expect(failed).to.include({ state: 'failed', series: 1 });
+      a.replayed(failed!.id, T0 + 20);
+      await a.flush();
+      b.attempt(attempt('rep', 1, 'delivered', T0 + 30));
+      await b.flush();
+      const detail = (await b.get(failed!.id))!;
+      expect(detail).to.include({ state: 'delivered', series: 2 });
+      expect(detail.attemptLog.map((x) => [x.series, x.attempt, x.outcome])).to.deep.equal([
+        [1, 1, 'failed'],
+        [2, 1, 'delivered'],
+      ]);
+      await a.close();
+      await b.close();
+    });
+
+    it('remembers a bounded number of open lines: those another instance finished do not pile up', async () => {
+      const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
+      stores.push(store);
+      const a = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
+      const b = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }, { openLines: 3 });
+      const ids = Array.from({ length: 10 }, (_, i) => `bound-${i}`);
+      b.accepted(ids.map((id) => call(id)), 0);
+      await b.flush();
+      for (const id of ids.slice(1)) a.attempt(attempt(id, 1, 'delivered', T0 + 5));
+      await a.flush();
+      expect(b.openLines).to.be.at.most(3);
+      // One it forgot is found in the table again.
+      b.attempt(attempt('bound-0', 1, 'delivered', T0 + 6));
+      await b.flush();
+      expect((await b.list({ messageId: 'bound-0', limit: 1 }))[0]).to.include({ state: 'delivered', attempts: 1 });
       await a.close();
       await b.close();
     });
