@@ -4,6 +4,7 @@ import { applyAttempt, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
+import { LOCK_CLASS, LOCKS } from './postgres-schema';
 import { toDeliveryDetail, toLoggedMessage } from './sql-rows';
 import type { AttemptRow, LogRow } from './sql-rows';
 import type {
@@ -461,25 +462,37 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     return Promise.all(rows.map((row) => this.detail(row)));
   }
 
+  /** One pruner at a time over all instances (an advisory lock); the others return 0 at once. */
   async prune(before: number, now: number): Promise<number> {
     await this.flush();
-    let removed = 0;
-    for (;;) {
-      if (this.closed) return removed;
-      // received_at <= finished_at: its index (never updated) finds the candidates.
-      const { rows } = await this.pool.query<{ id: number }>(`SELECT id FROM log_messages WHERE received_at < $1 AND finished_at < $1 LIMIT ${PRUNE_CHUNK}`, [
-        before,
-      ]);
-      if (rows.length === 0) break;
-      const ids = rows.map((r) => r.id);
-      removed += (await this.pool.query('DELETE FROM log_attempts WHERE delivery_id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
-      removed += (await this.pool.query('DELETE FROM log_messages WHERE id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
-      if (rows.length < PRUNE_CHUNK) break;
+    const client = await this.pool.connect();
+    try {
+      const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.logPrune]);
+      if (!locked.rows[0]!.ok) return 0;
+      try {
+        let removed = 0;
+        for (;;) {
+          if (this.closed) return removed;
+          // received_at <= finished_at: its index (never updated) finds the candidates.
+          const { rows } = await client.query<{ id: number }>(`SELECT id FROM log_messages WHERE received_at < $1 AND finished_at < $1 LIMIT ${PRUNE_CHUNK}`, [
+            before,
+          ]);
+          if (rows.length === 0) break;
+          const ids = rows.map((r) => r.id);
+          removed += (await client.query('DELETE FROM log_attempts WHERE delivery_id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
+          removed += (await client.query('DELETE FROM log_messages WHERE id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
+          if (rows.length < PRUNE_CHUNK) break;
+        }
+        await client.query(`UPDATE log_messages SET body = NULL WHERE received_at < $1 AND finished_at < $1 AND state = 'delivered' AND body IS NOT NULL`, [
+          now - this.options.keepDelivered,
+        ]);
+        return removed;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCKS.logPrune]);
+      }
+    } finally {
+      client.release();
     }
-    await this.pool.query(`UPDATE log_messages SET body = NULL WHERE received_at < $1 AND finished_at < $1 AND state = 'delivered' AND body IS NOT NULL`, [
-      now - this.options.keepDelivered,
-    ]);
-    return removed;
   }
 
   async close(): Promise<void> {

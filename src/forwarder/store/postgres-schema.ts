@@ -7,7 +7,7 @@ import type { Migration } from './migrations';
  * locks never collide with an application's own on the same database.
  */
 export const LOCK_CLASS = 0x45_52_4c_59; // "ERLY"
-export const LOCKS = { migrations: 1, prune: 2, audience: 3 } as const;
+export const LOCKS = { migrations: 1, prune: 2, audience: 3, logPrune: 4 } as const;
 
 /**
  * The PostgreSQL store's schema, as ordered steps (same shape as the SQLite store's). While a

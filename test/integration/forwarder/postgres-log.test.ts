@@ -123,6 +123,27 @@ describe('PostgresDeliveryLog (real server)', function () {
       await b.close();
     });
 
+    it('lets one instance at a time prune the log', async () => {
+      const [a] = await twoLogs();
+      a.accepted([call('old')], 0);
+      a.attempt(attempt('old', 1, 'delivered', T0 + 5));
+      await a.flush();
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1, $2)', [0x45_52_4c_59, 4]);
+        // Another instance holds the log's prune lock: this one skips its round.
+        expect(await a.prune(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).to.equal(0);
+        expect(await a.list({ messageId: 'old', limit: 1 })).to.have.length(1);
+        await client.query('SELECT pg_advisory_unlock($1, $2)', [0x45_52_4c_59, 4]);
+        expect(await a.prune(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).to.be.above(0);
+        expect(await a.list({ messageId: 'old', limit: 1 })).to.have.length(0);
+      } finally {
+        await client.end();
+        await a.close();
+      }
+    });
+
     it('an older attempt applied late does not undo a newer state', async () => {
       const [a, b] = await twoLogs();
       b.attempt(attempt('order', 1, 'retry', T0 + 10));
