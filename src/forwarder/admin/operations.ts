@@ -8,7 +8,7 @@ import type { ForwarderMetrics } from '../metrics/metrics';
 import { Timeline } from '../metrics/timeline';
 import type { TimelinePoint } from '../metrics/timeline';
 import type { AttemptReport } from '../scheduling/scheduler';
-import type { AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery } from '../store/delivery-log';
+import type { AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/delivery-log';
 import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/store';
 import { LiveStream } from './stream';
 
@@ -60,7 +60,6 @@ export class Operations {
   readonly live = new LiveStream();
   readonly health = new HealthTracker();
   readonly timeline = new Timeline();
-  private readonly replaying = new Set<number>();
   private sampler: NodeJS.Timeout | undefined;
 
   constructor(
@@ -260,17 +259,23 @@ export class Operations {
     const entry = await this.delivery(id);
     if (entry === undefined) return undefined;
     this.checkReplayable(entry);
-    if (this.replaying.has(id)) throw new NotReplayableError(`Delivery ${id} is being replayed already`);
-    this.replaying.add(id);
+    const now = this.host.now();
+    // Marked first, atomically: of several replays at once (on any instance) one goes on.
+    const [line] = await this.requireLog().replay([id], now);
+    if (line === undefined) throw new NotReplayableError(`Delivery ${id} cannot be replayed: it was replayed a moment ago and is pending again`);
+    await this.queueAgain([line], [{ source: entry.source, destination: 'Webhooks', kind: entry.kind, messageId: entry.messageId, body: entry.body!, createdAt: now }]);
+    this.live.publish('replayed', entry.source, { source: entry.source, messageId: entry.messageId, id, series: line.series });
+    log('delivery %d of source %s replayed', id, entry.source);
+    return { id, series: line.series, state: 'pending' };
+  }
+
+  /** Queues the deliveries of lines just marked replayed; if that fails, the lines are put back and the error thrown. */
+  private async queueAgain(lines: readonly ReplayedLine[], deliveries: readonly NewDelivery[]): Promise<void> {
     try {
-      const now = this.host.now();
-      await this.host.enqueue([{ source: entry.source, destination: 'Webhooks', kind: entry.kind, messageId: entry.messageId, body: entry.body!, createdAt: now }]);
-      this.requireLog().replayed(id, now);
-      this.live.publish('replayed', entry.source, { source: entry.source, messageId: entry.messageId, id, series: entry.series + 1 });
-      log('delivery %d of source %s replayed', id, entry.source);
-      return { id, series: entry.series + 1, state: 'pending' };
-    } finally {
-      this.replaying.delete(id);
+      await this.host.enqueue(deliveries);
+    } catch (error) {
+      await this.log!.unreplay(lines).catch((undo: Error) => log('could not put back %d replayed log lines: %s', lines.length, undo.message));
+      throw error;
     }
   }
 
@@ -298,18 +303,21 @@ export class Operations {
   async recover(source: string, since: number, until: number): Promise<RecoverResult> {
     if (!this.host.sources.has(source)) throw new ValidationError(`Unknown source ${JSON.stringify(source)}`, 'source');
     if (this.host.sources.get(source) !== true) throw new NotReplayableError(`The source ${JSON.stringify(source)} has no Webhooks destination switched on`);
-    const failed = (await this.requireLog().failed(source, since, until)).filter((d) => !this.replaying.has(d.id));
+    const failed = await this.requireLog().failed(source, since, until);
     if (failed.length === 0) return { source, since, until, queued: 0 };
-    for (const d of failed) this.replaying.add(d.id);
-    try {
-      const now = this.host.now();
-      await this.host.enqueue(failed.map((d) => ({ source, destination: 'Webhooks', kind: d.kind, messageId: d.messageId, body: d.body!, createdAt: now })));
-      for (const d of failed) this.log!.replayed(d.id, now);
-      log('recovered %d failed deliveries of source %s', failed.length, source);
-      return { source, since, until, queued: failed.length };
-    } finally {
-      for (const d of failed) this.replaying.delete(d.id);
-    }
+    const now = this.host.now();
+    // Marked first, atomically: a line another recovery or replay took at the same time is left out.
+    const lines = await this.requireLog().replay(
+      failed.map((d) => d.id),
+      now,
+    );
+    const taken = new Set(lines.map((l) => l.id));
+    const deliveries = failed
+      .filter((d) => taken.has(d.id))
+      .map((d): NewDelivery => ({ source, destination: 'Webhooks', kind: d.kind, messageId: d.messageId, body: d.body!, createdAt: now }));
+    if (deliveries.length > 0) await this.queueAgain(lines, deliveries);
+    log('recovered %d failed deliveries of source %s', deliveries.length, source);
+    return { source, since, until, queued: deliveries.length };
   }
 
   hasSource(name: string): boolean {

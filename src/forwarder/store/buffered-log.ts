@@ -4,8 +4,7 @@ import type { AttemptRecord, LogCall } from './delivery-log';
 export type LogOp =
   | { op: 'accepted'; calls: readonly LogCall[]; duplicates: number }
   | { op: 'add'; calls: readonly LogCall[] }
-  | { op: 'attempt'; record: AttemptRecord }
-  | { op: 'replayed'; id: number; at: number };
+  | { op: 'attempt'; record: AttemptRecord };
 
 /** Milliseconds a log write waits for others to share its commit. */
 const FLUSH_DELAY = 50;
@@ -29,10 +28,6 @@ export abstract class BufferedDeliveryLog {
 
   attempt(record: AttemptRecord): void {
     this.queue({ op: 'attempt', record });
-  }
-
-  replayed(id: number, at: number): void {
-    this.queue({ op: 'replayed', id, at });
   }
 
   /** Commits the buffered writes; failures are logged, never thrown. */

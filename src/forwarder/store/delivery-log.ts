@@ -117,8 +117,15 @@ export interface DeliveryLog {
   /** Refused calls, and deliveries made by no call (deletion notices, audience identifies). */
   add(calls: readonly LogCall[]): void;
   attempt(record: AttemptRecord): void;
-  /** A replay was queued: a new series starts, pending again. */
-  replayed(id: number, at: number): void;
+  /**
+   * Starts the next attempt series of each line in `ids` that is failed, or delivered with its
+   * body kept: pending again at `at`, written at once, and atomically (on PostgreSQL, across
+   * instances). Resolves with the lines it changed; a line replayed first by another caller is
+   * left out, so that a call is queued again once however many replay it at the same time.
+   */
+  replay(ids: readonly number[], at: number): Promise<ReplayedLine[]>;
+  /** Puts lines back as `replay` found them, when their delivery could not be queued. */
+  unreplay(lines: readonly ReplayedLine[]): Promise<void>;
   /** Newest first. */
   list(query: MessageQuery): Promise<LoggedMessage[]>;
   get(id: number): Promise<DeliveryDetail | undefined>;
@@ -131,6 +138,16 @@ export interface DeliveryLog {
   prune(before: number, now: number): Promise<number>;
   close(): Promise<void>;
 }
+
+/** A line `replay` changed: the series it started, and what it was before (for `unreplay`). */
+export interface ReplayedLine {
+  readonly id: number;
+  readonly series: number;
+  readonly before: { readonly state: DeliveryState; readonly updatedAt: number; readonly finishedAt: number | null; readonly reason: string | null };
+}
+
+/** States a replay starts from (with a body still stored). */
+export const REPLAYABLE_STATES: ReadonlySet<DeliveryState> = new Set(['failed', 'delivered']);
 
 /** Most calls the in-memory log keeps; the oldest go first. */
 export const MEMORY_LOG_LIMIT = 100_000;
@@ -279,15 +296,30 @@ export class MemoryDeliveryLog implements DeliveryLog {
     if (entry.state === 'delivered' && this.options.keepDelivered === 0) entry.body = undefined;
   }
 
-  replayed(id: number, at: number): void {
-    const entry = this.find(id);
-    if (entry === undefined) return;
-    entry.series++;
-    entry.state = 'pending';
-    entry.finishedAt = null;
-    entry.updatedAt = at;
-    entry.reason = null;
-    this.live.set(keyOf(entry.source, entry.messageId), entry);
+  async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
+    const changed: ReplayedLine[] = [];
+    for (const id of ids) {
+      const entry = this.find(id);
+      if (entry === undefined || !REPLAYABLE_STATES.has(entry.state) || entry.body === undefined) continue;
+      const before = { state: entry.state, updatedAt: entry.updatedAt, finishedAt: entry.finishedAt, reason: entry.reason };
+      entry.series++;
+      entry.state = 'pending';
+      entry.finishedAt = null;
+      entry.updatedAt = at;
+      entry.reason = null;
+      this.live.set(keyOf(entry.source, entry.messageId), entry);
+      changed.push({ id, series: entry.series, before });
+    }
+    return changed;
+  }
+
+  async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
+    for (const line of lines) {
+      const entry = this.find(line.id);
+      if (entry === undefined || entry.series !== line.series || entry.state !== 'pending') continue;
+      entry.series--;
+      Object.assign(entry, line.before);
+    }
   }
 
   private find(id: number): Entry | undefined {

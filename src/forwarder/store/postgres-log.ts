@@ -16,6 +16,7 @@ import type {
   LogCall,
   LoggedMessage,
   MessageQuery,
+  ReplayedLine,
 } from './delivery-log';
 
 const log = createDebug('analytics:forwarder');
@@ -26,7 +27,9 @@ const PRUNE_CHUNK = 2000;
  * How long an attempt waits for its line, in ms: another instance accepted the call and has not
  * written it yet (its writes wait up to 50 ms for others, then take a round trip or two).
  */
-const ORPHAN_WAIT = 10_000;
+// A minute: enough for a database or a machine that stalls for seconds, and a waiting attempt only
+// costs a lookup per flush.
+const ORPHAN_WAIT = 60_000;
 
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
@@ -40,7 +43,6 @@ const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.source, l
 /** Calls to log, with the attempts made on them before the flush that writes them (see foldAttempts). */
 type CallsOp = Extract<LogOp, { op: 'accepted' | 'add' }> & { readonly attempts?: ReadonlyMap<LogCall, readonly AttemptRecord[]> };
 type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
-type ReplayOp = Extract<LogOp, { op: 'replayed' }>;
 /**
  * Whether attempts (`x`) decide a line's state: always while no attempt has (state `pending`:
  * the line's time is then its receipt or replay, perhaps on another machine's clock), else when
@@ -172,7 +174,7 @@ function runs(ops: readonly (LogOp | CallsOp)[]): (LogOp | CallsOp)[][] {
   const out: (LogOp | CallsOp)[][] = [];
   for (const op of ops) {
     const last = out.at(-1);
-    if (last !== undefined && op.op !== 'replayed' && kind(last[0]!) === kind(op)) last.push(op);
+    if (last !== undefined && kind(last[0]!) === kind(op)) last.push(op);
     else out.push([op]);
   }
   return out;
@@ -239,7 +241,6 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         // Runs of the same kind of write share a statement: a few round trips per flush, however many lines.
         for (const run of runs(foldAttempts(ops))) {
           if (run[0]!.op === 'attempt') await this.writeAttempts(client, run.map((op) => (op as AttemptOp).record), since);
-          else if (run[0]!.op === 'replayed') await this.writeReplay(client, run[0] as ReplayOp);
           else await this.writeCalls(client, run as CallsOp[]);
         }
         await client.query('COMMIT');
@@ -405,13 +406,52 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     await insertAttempts(client, rows);
   }
 
-  private async writeReplay(client: PoolClient, op: ReplayOp): Promise<void> {
-    const { rows } = await client.query<{ source: string; message_id: string }>(
-      `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = $1, reason = NULL WHERE id = $2
-       RETURNING source, message_id`,
-      [op.at, op.id],
+  async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
+    await this.flush();
+    if (ids.length === 0) return [];
+    // One statement: a line another instance replays at the same moment is locked by the first
+    // update, and no longer matches for the second once it commits.
+    const { rows } = await this.pool.query<{
+      id: number;
+      series: number;
+      source: string;
+      message_id: string;
+      state: DeliveryState;
+      updated_at: number;
+      finished_at: number | null;
+      reason: string | null;
+    }>(
+      `WITH old AS (
+         SELECT id, state, updated_at, finished_at, reason FROM log_messages
+         WHERE id = ANY($2::bigint[]) AND state IN ('failed', 'delivered') AND body IS NOT NULL FOR UPDATE)
+       UPDATE log_messages l SET series = l.series + 1, state = 'pending', finished_at = NULL, updated_at = $1, reason = NULL
+       FROM old WHERE l.id = old.id AND l.state IN ('failed', 'delivered')
+       RETURNING l.id, l.series, l.source, l.message_id, old.state, old.updated_at, old.finished_at, old.reason`,
+      [at, numberArray(ids)],
     );
-    if (rows[0] !== undefined) this.remember(storedKey(rows[0].source, rows[0].message_id), op.id);
+    return rows.map((row) => {
+      this.remember(storedKey(row.source, row.message_id), row.id);
+      return { id: row.id, series: row.series, before: { state: row.state, updatedAt: row.updated_at, finishedAt: row.finished_at, reason: row.reason } };
+    });
+  }
+
+  async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
+    if (lines.length === 0) return;
+    const { rows } = await this.pool.query<{ source: string; message_id: string }>(
+      `UPDATE log_messages l SET series = l.series - 1, state = x.state, updated_at = x.updated_at, finished_at = x.finished_at, reason = x.reason
+       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) AS x(id, series, state, updated_at, finished_at, reason)
+       WHERE l.id = x.id AND l.series = x.series AND l.state = 'pending'
+       RETURNING l.source, l.message_id`,
+      [
+        numberArray(lines.map((l) => l.id)),
+        numberArray(lines.map((l) => l.series)),
+        textArray(lines.map((l) => l.before.state)),
+        numberArray(lines.map((l) => l.before.updatedAt)),
+        numberArray(lines.map((l) => l.before.finishedAt)),
+        textArray(lines.map((l) => l.before.reason)),
+      ],
+    );
+    for (const row of rows) this.live.delete(storedKey(row.source, row.message_id));
   }
 
   async list(query: MessageQuery): Promise<LoggedMessage[]> {

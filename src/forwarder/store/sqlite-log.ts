@@ -13,6 +13,7 @@ import type {
   LogCall,
   LoggedMessage,
   MessageQuery,
+  ReplayedLine,
 } from './delivery-log';
 
 const log = createDebug('analytics:forwarder');
@@ -94,7 +95,11 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
         'INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       replay: db.prepare(
-        `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL WHERE id = ? RETURNING series`,
+        `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL
+         WHERE id = ? AND state IN ('failed', 'delivered') AND body IS NOT NULL RETURNING series, source, message_id`,
+      ),
+      unreplay: db.prepare(
+        `UPDATE log_messages SET series = series - 1, state = ?, updated_at = ?, finished_at = ?, reason = ? WHERE id = ? AND series = ? AND state = 'pending'`,
       ),
       get: db.prepare(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = ?`),
       attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
@@ -162,13 +167,6 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
         if (FINAL_STATES.has(next.state)) this.live.delete(key);
         return;
       }
-      case 'replayed': {
-        const row = s.replay.get(op.at, op.id) as { series: number } | undefined;
-        if (row === undefined) return;
-        const detail = s.get.get(op.id) as LogRow;
-        this.live.set(`${detail.source}\u0000${detail.message_id}`, { id: op.id, series: row.series });
-        return;
-      }
     }
   }
 
@@ -226,6 +224,33 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
     this.flush();
     return (this.statements.failed.all(source, since, until) as LogRow[]).map((row) => this.detail(row));
+  }
+
+  async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
+    this.flush();
+    return this.db.transaction(() => {
+      const changed: ReplayedLine[] = [];
+      for (const id of ids) {
+        const row = this.statements.get.get(id) as LogRow | undefined;
+        if (row === undefined) continue;
+        const replayed = this.statements.replay.get(at, id) as { series: number; source: string; message_id: string } | undefined;
+        if (replayed === undefined) continue;
+        this.live.set(`${replayed.source}\u0000${replayed.message_id}`, { id, series: replayed.series });
+        changed.push({ id, series: replayed.series, before: { state: row.state, updatedAt: row.updated_at, finishedAt: row.finished_at, reason: row.reason } });
+      }
+      return changed;
+    })();
+  }
+
+  async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
+    this.db.transaction(() => {
+      for (const { id, series, before } of lines) {
+        if (this.statements.unreplay.run(before.state, before.updatedAt, before.finishedAt, before.reason, id, series).changes > 0) {
+          const row = this.statements.get.get(id) as LogRow;
+          this.live.delete(`${row.source}\u0000${row.message_id}`);
+        }
+      }
+    })();
   }
 
   async prune(before: number, now: number): Promise<number> {

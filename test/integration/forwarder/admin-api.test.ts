@@ -7,6 +7,8 @@ import { createForwarder } from '../../../src/forwarder/service';
 import type { Forwarder } from '../../../src/forwarder/service';
 import type { ForwarderConfig } from '../../../src/forwarder/config';
 import { usePostgres } from '../../helpers/postgres';
+import { MemoryStore } from '../../../src/forwarder/store/memory';
+import { StoreError } from '../../../src/errors';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
@@ -336,6 +338,47 @@ describe('forwarder operations options (integration, 127.0.0.1)', () => {
       expect((await post(`${url}/admin/deliveries/${row.id}/replay`, {}, auth)).status).to.equal(202);
       await waitFor(() => receiver.delivered.length === 2, 'the replayed delivery');
       expect(receiver.delivered[1]!.json.messageId).to.equal('kept-1');
+    } finally {
+      await forwarder.close();
+      await receiver.close();
+    }
+  });
+
+  it('puts a replayed line back as it was when its delivery cannot be queued, so it can be replayed later', async () => {
+    const receiver = await startReceiver();
+    // A store that refuses to queue while `broken` is set.
+    const store = new (class extends MemoryStore {
+      broken = false;
+      override async enqueue(deliveries: Parameters<MemoryStore['enqueue']>[0]): Promise<void> {
+        if (this.broken) throw new StoreError('The store is unavailable (test)', 'ERR_STORE_UNAVAILABLE');
+        return super.enqueue(deliveries);
+      }
+    })();
+    const forwarder = createForwarder(
+      {
+        adminToken: ADMIN,
+        delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
+        sources: [{ name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/undo` }] } } }],
+      },
+      { store },
+    );
+    try {
+      const { url } = await forwarder.listen({ port: 0 });
+      receiver.failFirst('/undo', 1000, 500);
+      await post(`${url}/v1/track`, { userId: 'u1', event: 'Undo', messageId: 'undo-1' }, { Authorization: basic('key-web') });
+      let row: any;
+      await waitFor(async () => {
+        row = (await get(`${url}/admin/messages?messageId=undo-1`)).json.items[0];
+        return row?.status === 'failed';
+      }, 'the failed delivery');
+      receiver.failFirst('/undo', 0);
+      store.broken = true;
+      const refused = await post(`${url}/admin/deliveries/${row.id}/replay`, {}, auth);
+      expect(refused.status).to.equal(503);
+      expect((await get(`${url}/admin/deliveries/${row.id}`)).json).to.include({ status: 'failed', series: 1 });
+      store.broken = false;
+      expect((await post(`${url}/admin/deliveries/${row.id}/replay`, {}, auth)).status).to.equal(202);
+      await waitFor(() => receiver.delivered.some((r) => r.json.messageId === 'undo-1'), 'the replayed delivery');
     } finally {
       await forwarder.close();
       await receiver.close();

@@ -90,8 +90,7 @@ describe('PostgresDeliveryLog (real server)', function () {
       await a.flush();
       const [failed] = await a.list({ messageId: 'rep', limit: 1 });
       expect(failed).to.include({ state: 'failed', series: 1 });
-      a.replayed(failed!.id, T0 + 20);
-      await a.flush();
+      await a.replay([failed!.id], T0 + 20);
       b.attempt(attempt('rep', 1, 'delivered', T0 + 30));
       await b.flush();
       const detail = (await b.get(failed!.id))!;
@@ -207,6 +206,43 @@ describe('PostgresDeliveryLog (real server)', function () {
         const response = await fetch(`${urlA}/admin/deliveries/${row.id}`, { headers: auth });
         return ((await response.json()) as any).status === 'delivered';
       }, 'the log to show it delivered');
+    });
+
+    /** Sends a call that fails for good (the receiver answers 500), and returns its log line once it shows failed. */
+    async function failedCall(messageId: string): Promise<any> {
+      receiver.failFirst('/pg', 1000, 500);
+      await post(`${urlA}/v1/track`, { userId: 'pg-user', event: 'Replay Race', messageId }, { Authorization: basic('pg-key') });
+      let row: any;
+      await waitFor(async () => {
+        const response = await fetch(`${urlB}/admin/messages?messageId=${messageId}`, { headers: auth });
+        row = ((await response.json()) as any).items[0];
+        return row?.status === 'failed';
+      }, `${messageId} failed`);
+      receiver.failFirst('/pg', 0);
+      return row;
+    }
+
+    const deliveredCount = (messageId: string) => receiver.delivered.filter((r) => r.json.messageId === messageId).length;
+
+    it('queues a delivery replayed on two instances at once only once', async () => {
+      const row = await failedCall('pg-replay-race');
+      const answers = await Promise.all([urlA, urlB].map((url) => post(`${url}/admin/deliveries/${row.id}/replay`, {}, auth)));
+      expect(answers.map((a) => a.status).sort()).to.deep.equal([202, 409]);
+      expect(answers.find((a) => a.status === 409)!.json.error.message).to.contain('pending');
+      await waitFor(() => deliveredCount('pg-replay-race') === 1, 'the replayed delivery');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(deliveredCount('pg-replay-race')).to.equal(1);
+    });
+
+    it('recovers a failed delivery once when two instances recover the same window at once', async () => {
+      const row = await failedCall('pg-recover-race');
+      const window = { source: 'web', since: new Date(row.receivedAt).toISOString() };
+      const answers = await Promise.all([urlA, urlB].map((url) => post(`${url}/admin/recover`, window, auth)));
+      expect(answers.map((a) => a.status)).to.deep.equal([202, 202]);
+      expect(answers.map((a) => a.json.queued).reduce((x: number, y: number) => x + y)).to.equal(1);
+      await waitFor(() => deliveredCount('pg-recover-race') === 1, 'the recovered delivery');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(deliveredCount('pg-recover-race')).to.equal(1);
     });
   });
 });

@@ -130,7 +130,10 @@ describe('several `eventrelay serve` processes on one PostgreSQL database', func
              FROM log_messages l WHERE l.message_id LIKE 'two-%' AND l.state <> 'duplicate'`,
           )
         ).rows;
-      await waitFor(async () => (await lines()).every((l) => l.state === 'delivered'), 'every log line delivered', 15_000);
+      const open = async () => (await lines()).filter((l) => l.state !== 'delivered');
+      await waitFor(async () => (await open()).length === 0, 'every log line delivered', 15_000).catch(async (error: Error) => {
+        throw new Error(`${error.message}; lines not delivered: ${JSON.stringify(await open())}`);
+      });
       const all = await lines();
       expect(all).to.have.length(300);
       expect(all.filter((l) => l.attempts !== 1 || l.rows !== 1)).to.deep.equal([]);

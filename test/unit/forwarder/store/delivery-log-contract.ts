@@ -97,8 +97,11 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
       expect(failed[0]!.body).to.equal('{"messageId":"f1"}');
       expect(await log.failed('other', T0, T0 + 10_000)).to.deep.equal([]);
 
-      log.replayed(failed[0]!.id, T0 + 100);
+      const [replayed] = await log.replay([failed[0]!.id], T0 + 100);
+      expect(replayed).to.deep.equal({ id: failed[0]!.id, series: 2, before: { state: 'failed', updatedAt: T0 + 10, finishedAt: T0 + 10, reason: 'gave up' } });
       expect(await byMessage('f1')).to.include({ state: 'pending', series: 2, finishedAt: null });
+      // Pending again: a second replay changes nothing.
+      expect(await log.replay([failed[0]!.id], T0 + 101)).to.deep.equal([]);
       log.attempt(attempt('f1', 1, 'delivered', T0 + 110));
       const detail = (await log.get(failed[0]!.id))!;
       expect(detail).to.include({ state: 'delivered', attempts: 2, series: 2 });
@@ -106,6 +109,22 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
         [1, 1],
         [2, 1],
       ]);
+    });
+
+    it('replays only failed lines, and delivered ones with a body; unreplay puts a line back as it was', async () => {
+      log = await make(60_000);
+      log.accepted([call('r-failed'), call('r-delivered'), call('r-pending'), call('r-filtered', { state: 'filtered', body: undefined, reason: 'off' })], 0);
+      log.attempt(attempt('r-failed', 1, 'failed', T0 + 10));
+      log.attempt(attempt('r-delivered', 1, 'delivered', T0 + 20));
+      const ids = new Map((await log.list({ source: 'web', limit: 10 })).map((row) => [row.messageId, row.id]));
+      const lines = await log.replay([...ids.values()], T0 + 100);
+      expect(lines.map((l) => l.id).sort()).to.deep.equal([ids.get('r-failed'), ids.get('r-delivered')].sort());
+      expect(await byMessage('r-delivered')).to.include({ state: 'pending', series: 2 });
+      await log.unreplay(lines);
+      expect(await byMessage('r-failed')).to.include({ state: 'failed', series: 1, finishedAt: T0 + 10, updatedAt: T0 + 10, reason: 'gave up' });
+      expect(await byMessage('r-delivered')).to.include({ state: 'delivered', series: 1, finishedAt: T0 + 20 });
+      expect(await byMessage('r-pending')).to.include({ state: 'pending', series: 1 });
+      expect(await byMessage('r-filtered')).to.include({ state: 'filtered', series: 1 });
     });
 
     it('marks repeated messageIds as duplicates only when the store counted some', async () => {
