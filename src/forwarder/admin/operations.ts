@@ -307,10 +307,7 @@ export class Operations {
     if (failed.length === 0) return { source, since, until, queued: 0 };
     const now = this.host.now();
     // Marked first, atomically: a line another recovery or replay took at the same time is left out.
-    const lines = await this.requireLog().replay(
-      failed.map((d) => d.id),
-      now,
-    );
+    const lines = await this.requireLog().replay(failed.map((d) => d.id), now);
     const taken = new Set(lines.map((l) => l.id));
     const deliveries = failed
       .filter((d) => taken.has(d.id))
