@@ -8,6 +8,7 @@ import type { ForwarderMetrics } from '../metrics/metrics';
 import { Timeline } from '../metrics/timeline';
 import type { TimelinePoint } from '../metrics/timeline';
 import type { AttemptReport } from '../scheduling/scheduler';
+import { DUPLICATE_REASON } from '../store/delivery-log';
 import type { AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/delivery-log';
 import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/store';
 import { LiveStream } from './stream';
@@ -92,24 +93,28 @@ export class Operations {
     this.timeline.accepted(at, accepted.length);
     if (this.log === undefined && !this.live.active) return;
     const webhooksOn = this.host.sources.get(source) === true;
+    // Which messages were repeats, when the store says (a log cannot always tell: the first call
+    // may be on another instance, not written yet).
+    const { repeated } = result;
     const entries: LogCall[] = accepted.map((m, i) => {
       const call = calls?.[i];
-      const body = m.deliveries[0]?.body;
-      return {
+      const common = {
         source: m.source,
-        kind: 'message',
+        kind: 'message' as const,
         messageId: m.messageId,
         type: call?.type,
         userId: call === undefined ? undefined : userIdOf(call),
         receivedAt: m.receivedAt,
-        body,
-        state: body === undefined ? 'filtered' : 'pending',
-        ...(body === undefined
-          ? { reason: webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on' }
-          : {}),
       };
+      if (repeated?.[i] === true) return { ...common, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON };
+      const body = m.deliveries[0]?.body;
+      if (body === undefined) {
+        const reason = webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on';
+        return { ...common, body, state: 'filtered', reason };
+      }
+      return { ...common, body, state: 'pending' };
     });
-    this.log?.accepted(entries, result.duplicates);
+    this.log?.accepted(entries, repeated === undefined ? result.duplicates : 0);
     if (this.live.active) {
       for (const e of entries) {
         this.live.publish('accepted', source, {

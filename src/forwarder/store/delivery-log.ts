@@ -146,6 +146,9 @@ export interface ReplayedLine {
   readonly before: { readonly state: DeliveryState; readonly updatedAt: number; readonly finishedAt: number | null; readonly reason: string | null };
 }
 
+/** Why a call is logged `duplicate`. */
+export const DUPLICATE_REASON = 'The source sent this messageId before; not forwarded again';
+
 /** States a replay starts from (with a body still stored). */
 export const REPLAYABLE_STATES: ReadonlySet<DeliveryState> = new Set(['failed', 'delivered']);
 
@@ -235,10 +238,11 @@ export class MemoryDeliveryLog implements DeliveryLog {
       const key = keyOf(call.source, call.messageId);
       // The store counted duplicates; which ones they were is only looked up when there are some.
       if (duplicates > 0 && this.live.has(key)) {
-        this.push({ ...call, state: 'duplicate', body: undefined, reason: 'The source sent this messageId before; not forwarded again' });
+        this.push({ ...call, state: 'duplicate', body: undefined, reason: DUPLICATE_REASON });
         continue;
       }
-      this.live.set(key, this.push(call));
+      const entry = this.push(call);
+      if (call.state !== 'duplicate') this.live.set(key, entry);
     }
     this.trim();
   }

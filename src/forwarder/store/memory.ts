@@ -44,16 +44,17 @@ export class MemoryStore implements ForwarderStore {
 
   async accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
     let stored = 0;
-    for (const message of messages) {
+    const repeated = messages.map((message) => {
       const key = `${message.source}\u0000${message.messageId}`;
-      if (this.seen.has(key)) continue;
+      if (this.seen.has(key)) return true;
       this.seen.set(key, message.receivedAt);
       stored++;
       this.insert(message.deliveries);
-    }
+      return false;
+    });
     this.totals.accepted += messages.length;
     this.totals.duplicates += messages.length - stored;
-    return { stored, duplicates: messages.length - stored };
+    return { stored, duplicates: messages.length - stored, repeated };
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {

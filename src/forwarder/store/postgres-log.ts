@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import createDebug from 'debug';
-import { applyAttempt, FINAL_STATES } from './delivery-log';
+import { applyAttempt, DUPLICATE_REASON, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
@@ -300,7 +300,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         seen.add(key);
         lines.push(
           duplicate
-            ? lineOf({ ...call, state: 'duplicate', body: undefined, reason: 'The source sent this messageId before; not forwarded again' }, [], false)
+            ? lineOf({ ...call, state: 'duplicate', body: undefined, reason: DUPLICATE_REASON }, [], false)
             : lineOf(call, op.attempts?.get(call) ?? [], this.options.keepDelivered === 0),
         );
       }

@@ -284,8 +284,9 @@ export class PostgresStore implements ForwarderStore {
     }
     group.forEach((request, r) => {
       // Counted once: the first request of the group that carries it.
-      const count = keys[r]!.filter((key) => stored.delete(key)).length;
-      request.resolve({ stored: count, duplicates: request.messages.length - count });
+      const repeated = keys[r]!.map((key) => !stored.delete(key));
+      const count = repeated.filter((x) => !x).length;
+      request.resolve({ stored: count, duplicates: request.messages.length - count, repeated });
     });
   }
 

@@ -170,14 +170,15 @@ export class SqliteStore implements ForwarderStore {
       let duplicates = 0;
       const results = requests.map((messages) => {
         let stored = 0;
-        for (const m of messages) {
-          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) continue;
+        const repeated = messages.map((m) => {
+          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) return true;
           stored++;
           for (const d of m.deliveries) insert(d);
-        }
+          return false;
+        });
         total += messages.length;
         duplicates += messages.length - stored;
-        return { stored, duplicates: messages.length - stored };
+        return { stored, duplicates: messages.length - stored, repeated };
       });
       s.addCounter.run(total, 'accepted');
       if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');

@@ -45,6 +45,11 @@ export interface AcceptResult {
    * client retrying a batch whose answer it never got: acknowledged again, not routed again.
    */
   readonly duplicates: number;
+  /**
+   * Per message of the request, in order: true for a repeated messageId (one of the `duplicates`).
+   * Optional for custom stores; without it the delivery log tells duplicates by what it has seen.
+   */
+  readonly repeated?: readonly boolean[];
 }
 
 /** A delivery waiting for its next attempt, as `claim()` hands it out. */

@@ -224,6 +224,24 @@ describe('PostgresDeliveryLog (real server)', function () {
 
     const deliveredCount = (messageId: string) => receiver.delivered.filter((r) => r.json.messageId === messageId).length;
 
+    it('logs a messageId sent to both instances at once as one delivery and one duplicate', async () => {
+      const ids = Array.from({ length: 8 }, (_, i) => `pg-dup-race-${i}`);
+      await Promise.all(
+        ids.flatMap((messageId) =>
+          [urlA, urlB].map(async (url) => {
+            const answer = await post(`${url}/v1/track`, { userId: 'pg-user', event: 'Both', messageId }, { Authorization: basic('pg-key') });
+            expect(answer.status).to.equal(200);
+          }),
+        ),
+      );
+      const lines = async (messageId: string) => ((await (await fetch(`${urlA}/admin/messages?messageId=${messageId}`, { headers: auth })).json()) as any).items;
+      await waitFor(async () => (await Promise.all(ids.map(lines))).every((items) => items.length === 2 && items.some((i: any) => i.status === 'delivered')), 'two lines each');
+      for (const messageId of ids) {
+        expect((await lines(messageId)).map((i: any) => i.status).sort(), messageId).to.deep.equal(['delivered', 'duplicate']);
+        expect(deliveredCount(messageId), messageId).to.equal(1);
+      }
+    });
+
     it('queues a delivery replayed on two instances at once only once', async () => {
       const row = await failedCall('pg-replay-race');
       const answers = await Promise.all([urlA, urlB].map((url) => post(`${url}/admin/deliveries/${row.id}/replay`, {}, auth)));
