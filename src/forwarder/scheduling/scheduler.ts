@@ -81,6 +81,11 @@ export class Scheduler {
   private readonly sourceCap: number;
   private turn = 0;
   private readonly outcomes: Array<{ outcome: DeliveryOutcome; report: AttemptReport }> = [];
+  /**
+   * Per source, the time its last claim looked for due deliveries: one that fell due after it
+   * (while the store answered, on a slow machine) was not claimed, and must not be waited for.
+   */
+  private readonly claimedAt = new Map<string, number>();
   /** Per source, the store's last answer to `nextDueAfter` (`at`) and when it was asked (`fetchedAt`). */
   private readonly nextDue = new Map<string, { at: number | undefined; fetchedAt: number }>();
   private readonly idleWait: number;
@@ -166,6 +171,7 @@ export class Scheduler {
           // A fair share per round when several sources wait; the next round hands out the rest.
           const share = Math.max(1, Math.min(room, Math.ceil(free / (this.sources.length - k))));
           const now = this.clock.now();
+          this.claimedAt.set(source, now);
           const due = await this.store.claim(source, now, share, this.lease);
           for (const delivery of due) {
             // Claimed again while its attempt still runs here (an attempt longer than the lease):
@@ -203,13 +209,14 @@ export class Scheduler {
     if (free > 0) {
       for (const source of this.sources) {
         if (this.room(source, free) <= 0) continue;
+        // Anything due by the source's last claim was claimed then; what fell due after it was not.
+        const claimed = this.claimedAt.get(source) ?? now;
         let known = this.nextDue.get(source);
         if (!busy || known === undefined || now - known.fetchedAt >= NEXT_DUE_MAX_AGE) {
-          known = { at: await this.store.nextDueAfter(source, now), fetchedAt: now };
+          known = { at: await this.store.nextDueAfter(source, claimed), fetchedAt: now };
           this.nextDue.set(source, known);
         }
-        // A time already past was claimed by the round that just ran: only staleness is left.
-        if (known.at !== undefined && known.at > now) wait = Math.min(wait, known.at - now);
+        if (known.at !== undefined && known.at > claimed) wait = Math.min(wait, Math.max(0, known.at - now));
         if (busy) wait = Math.min(wait, known.fetchedAt + NEXT_DUE_MAX_AGE - now);
       }
     }

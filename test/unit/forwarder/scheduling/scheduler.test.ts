@@ -122,6 +122,27 @@ describe('Scheduler', () => {
     expect(target.calls[3]!.state.attempt).to.equal(3);
   });
 
+  it('starts a retry that fell due while the store was answering a claim, without waiting for the idle poll', async () => {
+    // The machine is slow: 30 ms pass while the store answers the claim that finds nothing due.
+    store = new (class extends MemoryStore {
+      override async claim(...args: Parameters<MemoryStore['claim']>) {
+        const due = await super.claim(...args);
+        if (due.length === 0) clock.skip(30);
+        return due;
+      }
+    })();
+    await store.enqueue([delivery('a')]);
+    create().start();
+    await flushMicrotasks();
+    const retryAt = clock.now() + 10;
+    target.calls[0]!.resolve(retry(1, retryAt));
+    await flushMicrotasks();
+    // Due during that claim: attempted at once, not after idleWait (60 s here).
+    while (target.calls.length < 2 && clock.now() < retryAt + 60_000) await clock.tick(10);
+    expect(target.calls).to.have.length(2);
+    expect(clock.now() - retryAt).to.be.at.most(100);
+  });
+
   it('starts a delivery that another instance made due within 1 s while an attempt hangs in flight', async () => {
     await store.enqueue([delivery('b')]);
     // Another instance claims b, then writes a retry the scheduler was never told of.
