@@ -67,32 +67,45 @@ const store = await openStore(storeArg);
 // Delivery: `queue` holds [rowId, body] committed and not yet sent; what a previous run left comes first.
 const queue = [...store.left];
 
-// Group commit: the requests of one turn share a transaction; each is answered after it.
-let waiting = [];
-let committing = false;
-function commitSoon() {
-  if (committing || waiting.length === 0) return;
-  committing = true;
-  setImmediate(async () => {
-    const group = waiting;
-    waiting = [];
-    const ids = [];
-    const bodies = [];
-    for (const request of group) {
-      ids.push(...request.ids);
-      bodies.push(...request.bodies);
-    }
-    try {
-      for (const row of await store.insert(ids, bodies)) queue.push(row);
-      for (const request of group) request.res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true}');
-      pump();
-    } catch {
-      for (const request of group) request.res.writeHead(503).end();
-    }
-    committing = false;
-    commitSoon();
-  });
+/**
+ * Batches of one turn: items added while a batch runs wait for the next one, which takes them all.
+ * Returns `add(item)`; `run(items)` handles a batch and never rejects.
+ */
+function batches(run) {
+  let items = [];
+  let running = false;
+  const next = () => {
+    if (running || items.length === 0) return;
+    running = true;
+    setImmediate(async () => {
+      const batch = items;
+      items = [];
+      await run(batch);
+      running = false;
+      next();
+    });
+  };
+  return (item) => {
+    items.push(item);
+    next();
+  };
 }
+
+// Group commit: the requests of one turn share a transaction; each is answered after it.
+const commit = batches(async (group) => {
+  try {
+    const kept = await store.insert(group.flatMap((r) => r.ids), group.flatMap((r) => r.bodies));
+    for (const row of kept) queue.push(row);
+    for (const request of group) request.res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true}');
+    pump();
+  } catch {
+    for (const request of group) request.res.writeHead(503).end();
+  }
+});
+
+// Delivered rows are deleted in one statement per batch. Not removed means sent again after a
+// restart: at least once, never lost.
+const remove = batches((rowIds) => store.remove(rowIds).catch(() => {}));
 
 const server = http.createServer((req, res) => {
   if (req.method !== 'POST' || req.url !== '/v1/batch') return res.writeHead(404).end();
@@ -126,14 +139,11 @@ const server = http.createServer((req, res) => {
         }),
       );
     }
-    waiting.push({ res, ids, bodies });
-    commitSoon();
+    commit({ res, ids, bodies });
   });
 });
 
 let inFlight = 0;
-let delivered = [];
-let removing = false;
 function pump() {
   while (inFlight < CONCURRENCY && queue.length > 0) {
     const row = queue.shift();
@@ -141,27 +151,13 @@ function pump() {
     post(row[1]).then((ok) => {
       inFlight--;
       if (ok) {
-        delivered.push(row[0]);
-        removeSoon();
+        remove(row[0]);
       } else {
         setTimeout(() => (queue.push(row), pump()), 1000);
       }
       pump();
     });
   }
-}
-
-function removeSoon() {
-  if (removing || delivered.length === 0) return;
-  removing = true;
-  setImmediate(async () => {
-    const rowIds = delivered;
-    delivered = [];
-    // Not removed means sent again after a restart: at least once, never lost.
-    await store.remove(rowIds).catch(() => {});
-    removing = false;
-    removeSoon();
-  });
 }
 
 function post(body) {
