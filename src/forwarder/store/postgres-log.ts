@@ -52,6 +52,12 @@ type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
  */
 const NEWER = `(l.state = 'pending' OR x.updated_at >= l.updated_at)`;
 
+/**
+ * Most attempts waiting for their line at once, by default; past it the oldest are not logged. A
+ * peer whose log is off or failing would otherwise make every attempt on its calls wait.
+ */
+const WAITING_ATTEMPTS = 10_000;
+
 /** Open lines remembered per instance by default (a cache: a line not remembered is looked up). */
 const OPEN_LINES = 50_000;
 
@@ -193,6 +199,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
    */
   private readonly live = new Map<string, number>();
   private readonly openLimit: number;
+  private readonly waitingLimit: number;
   /** Attempts whose line was not in the table yet, with when that was first seen; tried again on each flush. */
   private orphans: { record: AttemptRecord; since: number }[] = [];
 
@@ -203,10 +210,16 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   constructor(
     private readonly pool: Pool,
     private readonly options: DeliveryLogOptions,
-    internals: { readonly openLines?: number } = {},
+    internals: { readonly openLines?: number; readonly waitingAttempts?: number } = {},
   ) {
     super();
     this.openLimit = internals.openLines ?? OPEN_LINES;
+    this.waitingLimit = internals.waitingAttempts ?? WAITING_ATTEMPTS;
+  }
+
+  /** Attempts waiting for a line another instance has not written yet. */
+  get waitingAttempts(): number {
+    return this.orphans.length;
   }
 
   /** How many open lines this instance remembers now. */
@@ -254,6 +267,10 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
         client?.off('error', onError);
         // A broken connection is dropped, not handed to the next user.
         client?.release(failure);
+      }
+      if (this.orphans.length > this.waitingLimit) {
+        const dropped = this.orphans.splice(0, this.orphans.length - this.waitingLimit);
+        log('delivery log: %d attempts waited for lines that never came; the oldest are not logged', dropped.length);
       }
       if (this.orphans.length > 0) this.flushSoon();
     });

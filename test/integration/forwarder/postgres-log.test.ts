@@ -122,6 +122,25 @@ describe('PostgresDeliveryLog (real server)', function () {
       await b.close();
     });
 
+    it('keeps a bounded number of attempts waiting for lines, the newest', async () => {
+      const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
+      stores.push(store);
+      const a = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
+      const b = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }, { waitingAttempts: 2 });
+      const ids = ['wait-0', 'wait-1', 'wait-2', 'wait-3'];
+      for (const id of ids) b.attempt(attempt(id, 1, 'delivered', T0 + 5));
+      await b.flush();
+      expect(b.waitingAttempts).to.equal(2);
+      a.accepted(ids.map((id) => call(id)), 0);
+      await a.flush();
+      await b.flush();
+      expect(b.waitingAttempts).to.equal(0);
+      const states = await Promise.all(ids.map(async (id) => (await a.list({ messageId: id, limit: 1 }))[0]!.state));
+      expect(states).to.deep.equal(['pending', 'pending', 'delivered', 'delivered']);
+      await a.close();
+      await b.close();
+    });
+
     it('lets one instance at a time prune the log', async () => {
       const [a] = await twoLogs();
       a.accepted([call('old')], 0);
