@@ -1,4 +1,4 @@
-import { describe, it, before, after } from 'mocha';
+import { describe, it, before, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import { PostgresStore } from '../../../src/forwarder/store/postgres';
@@ -37,10 +37,21 @@ describe('PostgresDeliveryLog (real server)', function () {
   });
 
   describe("two instances' logs on one database", () => {
-    async function twoLogs(): Promise<[PostgresDeliveryLog, PostgresDeliveryLog]> {
+    const opened: PostgresDeliveryLog[] = [];
+    afterEach(async () => {
+      for (const log of opened.splice(0)) await log.close();
+    });
+
+    /** Two logs on one store's connections, as two instances have; `internals` for the second. */
+    async function twoLogs(internals: ConstructorParameters<typeof PostgresDeliveryLog>[2] = {}): Promise<[PostgresDeliveryLog, PostgresDeliveryLog]> {
       const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
       stores.push(store);
-      return [new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }), new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 })];
+      const logs: [PostgresDeliveryLog, PostgresDeliveryLog] = [
+        new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }),
+        new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }, internals),
+      ];
+      opened.push(...logs);
+      return logs;
     }
 
     it('keeps an attempt on a line the other instance has not written yet, and applies it once the line is there', async () => {
@@ -54,8 +65,6 @@ describe('PostgresDeliveryLog (real server)', function () {
       const [line] = await a.list({ messageId: 'cross', limit: 5 });
       expect(line).to.include({ state: 'delivered', attempts: 1, hasBody: false, finishedAt: T0 + 5 });
       expect((await a.get(line!.id))!.attemptLog.map((x) => [x.attempt, x.status, x.outcome])).to.deep.equal([[1, 200, 'delivered']]);
-      await a.close();
-      await b.close();
     });
 
     it("applies an attempt timed before the call's receipt by another machine's clock", async () => {
@@ -66,8 +75,6 @@ describe('PostgresDeliveryLog (real server)', function () {
       b.attempt(attempt('skew', 1, 'delivered', T0 + 90));
       await b.flush();
       expect((await a.list({ messageId: 'skew', limit: 1 }))[0]).to.include({ state: 'delivered', attempts: 1, finishedAt: T0 + 90 });
-      await a.close();
-      await b.close();
     });
 
     it('writes the waiting attempt without another write to start a flush', async () => {
@@ -77,8 +84,6 @@ describe('PostgresDeliveryLog (real server)', function () {
       a.accepted([call('later')], 0);
       await a.flush();
       await waitFor(async () => (await a.list({ messageId: 'later', limit: 1 }))[0]?.state === 'delivered', 'the attempt written by its own timer');
-      await a.close();
-      await b.close();
     });
 
     it('writes an attempt in the series the line is in, after another instance replayed it', async () => {
@@ -99,15 +104,10 @@ describe('PostgresDeliveryLog (real server)', function () {
         [1, 1, 'failed'],
         [2, 1, 'delivered'],
       ]);
-      await a.close();
-      await b.close();
     });
 
     it('remembers a bounded number of open lines: those another instance finished do not pile up', async () => {
-      const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
-      stores.push(store);
-      const a = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
-      const b = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }, { openLines: 3 });
+      const [a, b] = await twoLogs({ openLines: 3 });
       const ids = Array.from({ length: 10 }, (_, i) => `bound-${i}`);
       b.accepted(ids.map((id) => call(id)), 0);
       await b.flush();
@@ -118,15 +118,10 @@ describe('PostgresDeliveryLog (real server)', function () {
       b.attempt(attempt('bound-0', 1, 'delivered', T0 + 6));
       await b.flush();
       expect((await b.list({ messageId: 'bound-0', limit: 1 }))[0]).to.include({ state: 'delivered', attempts: 1 });
-      await a.close();
-      await b.close();
     });
 
     it('keeps a bounded number of attempts waiting for lines, the newest', async () => {
-      const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
-      stores.push(store);
-      const a = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
-      const b = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }, { waitingAttempts: 2 });
+      const [a, b] = await twoLogs({ waitingAttempts: 2 });
       const ids = ['wait-0', 'wait-1', 'wait-2', 'wait-3'];
       for (const id of ids) b.attempt(attempt(id, 1, 'delivered', T0 + 5));
       await b.flush();
@@ -137,8 +132,6 @@ describe('PostgresDeliveryLog (real server)', function () {
       expect(b.waitingAttempts).to.equal(0);
       const states = await Promise.all(ids.map(async (id) => (await a.list({ messageId: id, limit: 1 }))[0]!.state));
       expect(states).to.deep.equal(['pending', 'pending', 'delivered', 'delivered']);
-      await a.close();
-      await b.close();
     });
 
     it('lets one instance at a time prune the log', async () => {
@@ -158,7 +151,6 @@ describe('PostgresDeliveryLog (real server)', function () {
         expect(await a.list({ messageId: 'old', limit: 1 })).to.have.length(0);
       } finally {
         await client.end();
-        await a.close();
       }
     });
 
@@ -174,8 +166,6 @@ describe('PostgresDeliveryLog (real server)', function () {
       const [line] = await a.list({ messageId: 'order', limit: 5 });
       expect(line).to.include({ state: 'delivered', attempts: 2, finishedAt: T0 + 20, updatedAt: T0 + 20, reason: null });
       expect((await a.get(line!.id))!.attemptLog.map((x) => [x.attempt, x.outcome])).to.have.deep.members([[1, 'retry'], [2, 'delivered']]);
-      await a.close();
-      await b.close();
     });
   });
 
