@@ -11,6 +11,7 @@ import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import express from 'express';
 import { Queue, Worker } from 'bullmq';
+import { webhookBody } from './webhook-body.mjs';
 
 const [receiverUrl, writeKey, secret, queueName, concurrencyArg, addArg] = process.argv.slice(2);
 const perMessage = addArg === 'add';
@@ -32,16 +33,7 @@ app.post('/v1/batch', async (req, res) => {
     if (typeof m?.type !== 'string' || (m.userId === undefined && m.anonymousId === undefined)) continue;
     jobs.push({
       name: m.type,
-      data: {
-        version: 1,
-        type: m.type,
-        userId: m.userId ?? m.anonymousId,
-        timestamp: m.timestamp ?? receivedAt,
-        event: m.event,
-        properties: m.properties,
-        context: m.context,
-        messageId: m.messageId,
-      },
+      data: webhookBody(m, receivedAt),
       opts: { jobId: m.messageId, attempts: 10, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 },
     });
   }

@@ -12,6 +12,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { Agent } from 'undici';
+import { webhookBody } from './webhook-body.mjs';
 
 const [receiverUrl, writeKey, secret, storeArg, concurrencyArg] = process.argv.slice(2);
 const CONCURRENCY = Number(concurrencyArg ?? 64);
@@ -126,18 +127,7 @@ const server = http.createServer((req, res) => {
     for (const m of batch) {
       if (typeof m?.type !== 'string' || typeof m.messageId !== 'string' || (m.userId === undefined && m.anonymousId === undefined)) continue;
       ids.push(m.messageId);
-      bodies.push(
-        JSON.stringify({
-          version: 1,
-          type: m.type,
-          userId: m.userId ?? m.anonymousId,
-          timestamp: m.timestamp ?? receivedAt,
-          event: m.event,
-          properties: m.properties,
-          context: m.context,
-          messageId: m.messageId,
-        }),
-      );
+      bodies.push(JSON.stringify(webhookBody(m, receivedAt)));
     }
     commit({ res, ids, bodies });
   });
