@@ -7,6 +7,7 @@ import { TimeoutError } from '../errors';
 import { errorCode, toNetworkError } from './network-errors';
 import { integerOption } from '../internal/options';
 import { redactUrl } from './redact';
+import { SenderTransport } from './transport';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
 /*
@@ -46,14 +47,9 @@ interface Target {
  * with keep-alive, one deadline per request, a capped drain of the answer, certificates always
  * verified and self-signed receivers refused, whatever `NODE_TLS_REJECT_UNAUTHORIZED` says.
  */
-export class NodeTransport implements Transport {
-  readonly send: (request: HttpRequest) => Promise<HttpResponse>;
-  readonly close: () => void;
-
+export class NodeTransport extends SenderTransport {
   constructor(options: NodeTransportOptions = {}) {
-    const { send, close } = createNodeSender(options);
-    this.send = send;
-    this.close = close;
+    super(createNodeSender(options));
   }
 }
 

@@ -3,7 +3,8 @@
  * forwarder's webhook deliveries both go through it; the callers keep the policy (which
  * statuses count, retries, signing), a transport only moves bytes. Pass your own as the
  * client's `transport` option or `WebhookDestination`'s `transport` option (a proxy, a
- * recording fake in tests); the default is `NodeTransport`.
+ * recording fake in tests); the client's default is `NodeTransport`, the destination's
+ * `UndiciTransport`.
  */
 export interface HttpRequest {
   /** Target, parsed once by the caller. Credentials in it become Basic auth. */
@@ -35,4 +36,15 @@ export interface Transport {
   send(request: HttpRequest): Promise<HttpResponse>;
   /** Releases kept-alive sockets. Called once nothing is in flight. */
   close?(): void;
+}
+
+/** A transport made of a `send` and a `close` function: the shape of the built-in transports. */
+export class SenderTransport implements Transport {
+  readonly send: (request: HttpRequest) => Promise<HttpResponse>;
+  readonly close: () => void;
+
+  constructor(sender: Required<Transport>) {
+    this.send = sender.send;
+    this.close = sender.close;
+  }
 }

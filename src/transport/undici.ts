@@ -7,6 +7,7 @@ import { errorCode, toNetworkError } from './network-errors';
 import { redactUrl } from './redact';
 import { basicAuthorization, DEFAULT_MAX_RESPONSE_BYTES, flatHeaders, refuseSelfSignedLeaf } from './node';
 import type { NodeTransportOptions } from './node';
+import { SenderTransport } from './transport';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
 /*
@@ -41,14 +42,9 @@ interface Target {
  * `NODE_TLS_REJECT_UNAUTHORIZED` says. A request on a kept-alive connection the receiver had
  * closed is sent once more on a new one (not a retry of the delivery).
  */
-export class UndiciTransport implements Transport {
-  readonly send: (request: HttpRequest) => Promise<HttpResponse>;
-  readonly close: () => void;
-
+export class UndiciTransport extends SenderTransport {
   constructor(options: UndiciTransportOptions = {}) {
-    const { send, close } = createUndiciSender(options);
-    this.send = send;
-    this.close = close;
+    super(createUndiciSender(options));
   }
 }
 

@@ -93,7 +93,7 @@ export class Operations {
     this.timeline.accepted(at, accepted.length);
     if (this.log === undefined && !this.live.active) return;
     const webhooksOn = this.host.sources.get(source) === true;
-    // Which messages were repeats, when the store says (a log cannot always tell: the first call
+    // Which messages were repeats: the store says (a log could not always tell: the first call
     // may be on another instance, not written yet).
     const { repeated } = result;
     const entries: LogCall[] = accepted.map((m, i) => {
@@ -106,7 +106,7 @@ export class Operations {
         userId: call === undefined ? undefined : userIdOf(call),
         receivedAt: m.receivedAt,
       };
-      if (repeated?.[i] === true) return { ...common, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON };
+      if (repeated[i] === true) return { ...common, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON };
       const body = m.deliveries[0]?.body;
       if (body === undefined) {
         const reason = webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on';
@@ -114,7 +114,7 @@ export class Operations {
       }
       return { ...common, body, state: 'pending' };
     });
-    this.log?.accepted(entries, repeated === undefined ? result.duplicates : 0);
+    this.log?.add(entries);
     if (this.live.active) {
       for (const e of entries) {
         this.live.publish('accepted', source, {

@@ -2,8 +2,7 @@ import type { AttemptRecord, LogCall } from './delivery-log';
 
 /** A write the SQL delivery logs buffer, to commit in groups. */
 export type LogOp =
-  | { op: 'accepted'; calls: readonly LogCall[]; duplicates: number }
-  | { op: 'add'; calls: readonly LogCall[] }
+  | { op: 'calls'; calls: readonly LogCall[] }
   | { op: 'attempt'; record: AttemptRecord };
 
 /** Milliseconds a log write waits for others to share its commit. */
@@ -18,12 +17,8 @@ export abstract class BufferedDeliveryLog {
   private timer: NodeJS.Timeout | undefined;
   protected closed = false;
 
-  accepted(calls: readonly LogCall[], duplicates: number): void {
-    this.queue({ op: 'accepted', calls, duplicates });
-  }
-
   add(calls: readonly LogCall[]): void {
-    this.queue({ op: 'add', calls });
+    this.queue({ op: 'calls', calls });
   }
 
   attempt(record: AttemptRecord): void {

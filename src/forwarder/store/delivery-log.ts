@@ -112,9 +112,11 @@ export interface DeliveryLogOptions {
 }
 
 export interface DeliveryLog {
-  /** Calls accepted by one request, in order; `duplicates` is the store's count of repeated messageIds among them. */
-  accepted(calls: readonly LogCall[], duplicates: number): void;
-  /** Refused calls, and deliveries made by no call (deletion notices, audience identifies). */
+  /**
+   * Calls, in order, each in the state it is logged in: accepted ones `pending` (a later attempt
+   * goes to the newest of its key), `filtered` or `duplicate`; refused ones; deletion notices and
+   * audience identifies.
+   */
   add(calls: readonly LogCall[]): void;
   attempt(record: AttemptRecord): void;
   /**
@@ -232,20 +234,6 @@ export class MemoryDeliveryLog implements DeliveryLog {
     private readonly options: DeliveryLogOptions,
     private readonly limit = MEMORY_LOG_LIMIT,
   ) {}
-
-  accepted(calls: readonly LogCall[], duplicates: number): void {
-    for (const call of calls) {
-      const key = keyOf(call.source, call.messageId);
-      // The store counted duplicates; which ones they were is only looked up when there are some.
-      if (duplicates > 0 && this.live.has(key)) {
-        this.push({ ...call, state: 'duplicate', body: undefined, reason: DUPLICATE_REASON });
-        continue;
-      }
-      const entry = this.push(call);
-      if (call.state !== 'duplicate') this.live.set(key, entry);
-    }
-    this.trim();
-  }
 
   add(calls: readonly LogCall[]): void {
     for (const call of calls) {

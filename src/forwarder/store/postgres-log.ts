@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import createDebug from 'debug';
-import { applyAttempt, DUPLICATE_REASON, FINAL_STATES } from './delivery-log';
+import { applyAttempt, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
@@ -25,10 +25,10 @@ const PRUNE_CHUNK = 2000;
 
 /**
  * How long an attempt waits for its line, in ms: another instance accepted the call and has not
- * written it yet (its writes wait up to 50 ms for others, then take a round trip or two).
+ * written it yet (its writes wait up to 50 ms for others, then take a round trip or two). A
+ * minute covers a database or a machine that stalls for seconds; a waiting attempt only costs a
+ * lookup per flush.
  */
-// A minute: enough for a database or a machine that stalls for seconds, and a waiting attempt only
-// costs a lookup per flush.
 const ORPHAN_WAIT = 60_000;
 
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
@@ -41,7 +41,7 @@ const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.source, l
   ORDER BY l.source, l.message_id, l.id DESC`;
 
 /** Calls to log, with the attempts made on them before the flush that writes them (see foldAttempts). */
-type CallsOp = Extract<LogOp, { op: 'accepted' | 'add' }> & { readonly attempts?: ReadonlyMap<LogCall, readonly AttemptRecord[]> };
+type CallsOp = Extract<LogOp, { op: 'calls' }> & { readonly attempts?: ReadonlyMap<LogCall, readonly AttemptRecord[]> };
 type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
 /**
  * Whether attempts (`x`) decide a line's state: always while no attempt has (state `pending`:
@@ -64,8 +64,7 @@ const OPEN_LINES = 50_000;
 /**
  * Attempts on calls accepted in the same flush join their call, which is then written once, in
  * its state after them: most calls are delivered within the 50 ms a flush waits, so most lines
- * are inserted finished (without a body to erase) and never updated. Calls of a request that
- * may hold duplicates are left as they are (which line an attempt belongs to is decided later).
+ * are inserted finished (without a body to erase) and never updated.
  */
 function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
   const open = new Map<string, { call: LogCall; attempts: Map<LogCall, AttemptRecord[]> }>();
@@ -77,7 +76,7 @@ function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
       else fresh.attempts.get(fresh.call)!.push(op.record);
       continue;
     }
-    if ((op.op === 'accepted' && op.duplicates === 0) || op.op === 'add') {
+    if (op.op === 'calls') {
       const attempts = new Map<LogCall, AttemptRecord[]>();
       for (const call of op.calls) {
         if (call.state !== 'pending') continue;
@@ -174,13 +173,12 @@ async function insertAttempts(client: PoolClient, rows: AttemptRows): Promise<vo
   });
 }
 
-/** Consecutive writes of one kind (calls, attempts), each replay alone: the order of the log is kept. */
+/** Consecutive writes of one kind (calls, attempts): the order of the log is kept. */
 function runs(ops: readonly (LogOp | CallsOp)[]): (LogOp | CallsOp)[][] {
-  const kind = (op: LogOp) => (op.op === 'add' ? 'accepted' : op.op);
   const out: (LogOp | CallsOp)[][] = [];
   for (const op of ops) {
     const last = out.at(-1);
-    if (last !== undefined && kind(last[0]!) === kind(op)) last.push(op);
+    if (last !== undefined && last[0]!.op === op.op) last.push(op);
     else out.push([op]);
   }
   return out;
@@ -297,31 +295,8 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   }
 
   private async writeCalls(client: PoolClient, ops: readonly CallsOp[]): Promise<void> {
-    // Repeated messageIds of a request the store counted as duplicates: earlier in this flush, a
-    // live line of this process, or one in the table (written by any instance).
-    const unknown = new Map<string, { source: string; messageId: string }>();
-    for (const op of ops) {
-      if (op.op !== 'accepted' || op.duplicates === 0) continue;
-      for (const call of op.calls) {
-        const key = storedKey(call.source, call.messageId);
-        if (!this.live.has(key)) unknown.set(key, call);
-      }
-    }
-    const stored = await this.findLive(client, unknown.values());
-    const lines: Line[] = [];
-    const seen = new Set<string>();
-    for (const op of ops) {
-      for (const call of op.calls) {
-        const key = storedKey(call.source, call.messageId);
-        const duplicate = op.op === 'accepted' && op.duplicates > 0 && (seen.has(key) || this.live.has(key) || stored.has(key));
-        seen.add(key);
-        lines.push(
-          duplicate
-            ? lineOf({ ...call, state: 'duplicate', body: undefined, reason: DUPLICATE_REASON }, [], false)
-            : lineOf(call, op.attempts?.get(call) ?? [], this.options.keepDelivered === 0),
-        );
-      }
-    }
+    const eraseDelivered = this.options.keepDelivered === 0;
+    const lines = ops.flatMap((op) => op.calls.map((call) => lineOf(call, op.attempts?.get(call) ?? [], eraseDelivered)));
     const { rows } = await client.query<{ id: number }>({
       name: 'eventrelay-log-lines',
       text: `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body)

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import createDebug from 'debug';
-import { applyAttempt, DUPLICATE_REASON, FINAL_STATES } from './delivery-log';
+import { applyAttempt, FINAL_STATES } from './delivery-log';
 import { BufferedDeliveryLog } from './buffered-log';
 import type { LogOp } from './buffered-log';
 import { toDeliveryDetail, toLoggedMessage } from './sql-rows';
@@ -140,16 +140,10 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   private applyOne(op: LogOp): void {
     const s = this.statements;
     switch (op.op) {
-      case 'accepted':
-      case 'add':
+      case 'calls':
         for (const call of op.calls) {
-          const key = `${call.source}\u0000${call.messageId}`;
-          if (op.op === 'accepted' && op.duplicates > 0 && (this.live.has(key) || s.findLive.get(call.source, call.messageId) !== undefined)) {
-            this.insert({ ...call, state: 'duplicate', body: undefined, reason: DUPLICATE_REASON });
-            continue;
-          }
           const id = this.insert(call);
-          if (call.state === 'pending') this.live.set(key, { id, series: 1 });
+          if (call.state === 'pending') this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
         }
         return;
       case 'attempt': {

@@ -46,10 +46,10 @@ export interface AcceptResult {
    */
   readonly duplicates: number;
   /**
-   * Per message of the request, in order: true for a repeated messageId (one of the `duplicates`).
-   * Optional for custom stores; without it the delivery log tells duplicates by what it has seen.
+   * Per message of the request, in order: true for a repeated messageId (one of the `duplicates`),
+   * as the store found it; the delivery log logs those `duplicate`.
    */
-  readonly repeated?: readonly boolean[];
+  readonly repeated: readonly boolean[];
 }
 
 /** A delivery waiting for its next attempt, as `claim()` hands it out. */

@@ -59,7 +59,7 @@ describe('PostgresDeliveryLog (real server)', function () {
       // B delivered what A accepted before A's buffered line reached the table.
       b.attempt(attempt('cross', 1, 'delivered', T0 + 5));
       await b.flush();
-      a.accepted([call('cross')], 0);
+      a.add([call('cross')]);
       await a.flush();
       await b.flush();
       const [line] = await a.list({ messageId: 'cross', limit: 5 });
@@ -69,7 +69,7 @@ describe('PostgresDeliveryLog (real server)', function () {
 
     it("applies an attempt timed before the call's receipt by another machine's clock", async () => {
       const [a, b] = await twoLogs();
-      a.accepted([call('skew', { receivedAt: T0 + 100 })], 0);
+      a.add([call('skew', { receivedAt: T0 + 100 })]);
       await a.flush();
       // B's clock runs 10 ms behind A's.
       b.attempt(attempt('skew', 1, 'delivered', T0 + 90));
@@ -81,14 +81,14 @@ describe('PostgresDeliveryLog (real server)', function () {
       const [a, b] = await twoLogs();
       b.attempt(attempt('later', 1, 'delivered', T0 + 5));
       await b.flush();
-      a.accepted([call('later')], 0);
+      a.add([call('later')]);
       await a.flush();
       await waitFor(async () => (await a.list({ messageId: 'later', limit: 1 }))[0]?.state === 'delivered', 'the attempt written by its own timer');
     });
 
     it('writes an attempt in the series the line is in, after another instance replayed it', async () => {
       const [a, b] = await twoLogs();
-      b.accepted([call('rep')], 0);
+      b.add([call('rep')]);
       await b.flush();
       // A failed it for good and replayed it; B, which accepted it, then delivers the replay.
       a.attempt(attempt('rep', 1, 'failed', T0 + 10));
@@ -109,7 +109,7 @@ describe('PostgresDeliveryLog (real server)', function () {
     it('remembers a bounded number of open lines: those another instance finished do not pile up', async () => {
       const [a, b] = await twoLogs({ openLines: 3 });
       const ids = Array.from({ length: 10 }, (_, i) => `bound-${i}`);
-      b.accepted(ids.map((id) => call(id)), 0);
+      b.add(ids.map((id) => call(id)));
       await b.flush();
       for (const id of ids.slice(1)) a.attempt(attempt(id, 1, 'delivered', T0 + 5));
       await a.flush();
@@ -126,7 +126,7 @@ describe('PostgresDeliveryLog (real server)', function () {
       for (const id of ids) b.attempt(attempt(id, 1, 'delivered', T0 + 5));
       await b.flush();
       expect(b.waitingAttempts).to.equal(2);
-      a.accepted(ids.map((id) => call(id)), 0);
+      a.add(ids.map((id) => call(id)));
       await a.flush();
       await b.flush();
       expect(b.waitingAttempts).to.equal(0);
@@ -136,7 +136,7 @@ describe('PostgresDeliveryLog (real server)', function () {
 
     it('lets one instance at a time prune the log', async () => {
       const [a] = await twoLogs();
-      a.accepted([call('old')], 0);
+      a.add([call('old')]);
       a.attempt(attempt('old', 1, 'delivered', T0 + 5));
       await a.flush();
       const client = new pg.Client({ connectionString: db.url });
@@ -159,7 +159,7 @@ describe('PostgresDeliveryLog (real server)', function () {
       b.attempt(attempt('order', 1, 'retry', T0 + 10));
       await b.flush();
       // A retried it and delivered it, and wrote all that first.
-      a.accepted([call('order')], 0);
+      a.add([call('order')]);
       a.attempt(attempt('order', 2, 'delivered', T0 + 20));
       await a.flush();
       await b.flush();

@@ -81,8 +81,8 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
       const ids = Array.from({ length: 40 }, (_, i) => `log-hot-${i}`);
       const call = (id: string) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body: '{"x":1}', state: 'pending' as const });
       try {
-        log.accepted(ids.slice(0, 20).map(call), 0);
-        log.accepted(ids.slice(20).map(call), 0);
+        log.add(ids.slice(0, 20).map(call));
+        log.add(ids.slice(20).map(call));
         await log.flush();
         for (const id of ids) {
           log.attempt({ source: 'web', messageId: id, attempt: 1, at: T0 + 1, outcome: 'retry', urls: [{ url: 'http://a/', status: 503, error: 'HTTP', durationMs: 1 }] });
@@ -131,7 +131,7 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
       const ids = Array.from({ length: 20 }, (_, i) => `log-fold-${i}`);
       try {
         // Accepted and delivered within one flush's 50 ms, as most calls are.
-        log.accepted(ids.map((id) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body: '{"x":1}', state: 'pending' as const })), 0);
+        log.add(ids.map((id) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body: '{"x":1}', state: 'pending' as const })));
         for (const id of ids) {
           log.attempt({ source: 'web', messageId: id, attempt: 1, at: T0 + 3, outcome: 'delivered', urls: [{ url: 'http://a/', status: 200, error: null, durationMs: 1 }] });
         }

@@ -1,5 +1,6 @@
 import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
+import { DUPLICATE_REASON } from '../../../../src/forwarder/store/delivery-log';
 import type { AttemptRecord, DeliveryLog, LogCall } from '../../../../src/forwarder/store/delivery-log';
 
 export const T0 = Date.UTC(2026, 0, 1);
@@ -40,7 +41,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('follows a call from pending through a retry to delivered, erasing the body once delivered', async () => {
       log = await make(0);
-      log.accepted([call('m1')], 0);
+      log.add([call('m1')]);
       expect(await byMessage('m1')).to.include({ state: 'pending', attempts: 0, series: 1, hasBody: true, finishedAt: null });
       log.attempt(attempt('m1', 1, 'retry', T0 + 10));
       const retrying = await byMessage('m1');
@@ -56,7 +57,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('shows a call attempted before its line was written (one flush) like one written first', async () => {
       log = await make(0);
-      log.accepted([call('quick'), call('slow'), call('kept')], 0);
+      log.add([call('quick'), call('slow'), call('kept')]);
       log.attempt(attempt('quick', 1, 'delivered', T0 + 5));
       log.attempt(attempt('slow', 1, 'retry', T0 + 5));
       log.attempt(attempt('kept', 1, 'failed', T0 + 6));
@@ -75,7 +76,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('logs calls with hostile ids (U+0000, lone surrogates) without losing the lines written with them', async () => {
       log = await make(0);
-      log.accepted([call('nul\u0000id', { userId: 'user\ud800' }), call('plain')], 0);
+      log.add([call('nul\u0000id', { userId: 'user\ud800' }), call('plain')]);
       log.attempt(attempt('nul\u0000id', 1, 'delivered', T0 + 10));
       log.attempt(attempt('plain', 1, 'delivered', T0 + 10));
       const lines = await log.list({ limit: 10 });
@@ -89,7 +90,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('keeps a failed body, lists it for recovery, and starts a new series on replay', async () => {
       log = await make(0);
-      log.accepted([call('f1'), call('f2', { receivedAt: T0 + 5000 })], 0);
+      log.add([call('f1'), call('f2', { receivedAt: T0 + 5000 })]);
       log.attempt(attempt('f1', 1, 'failed', T0 + 10));
       log.attempt(attempt('f2', 1, 'failed', T0 + 5010));
       const failed = await log.failed('web', T0, T0 + 1000);
@@ -113,7 +114,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('replays only failed lines, and delivered ones with a body; unreplay puts a line back as it was', async () => {
       log = await make(60_000);
-      log.accepted([call('r-failed'), call('r-delivered'), call('r-pending'), call('r-filtered', { state: 'filtered', body: undefined, reason: 'off' })], 0);
+      log.add([call('r-failed'), call('r-delivered'), call('r-pending'), call('r-filtered', { state: 'filtered', body: undefined, reason: 'off' })]);
       log.attempt(attempt('r-failed', 1, 'failed', T0 + 10));
       log.attempt(attempt('r-delivered', 1, 'delivered', T0 + 20));
       const ids = new Map((await log.list({ source: 'web', limit: 10 })).map((row) => [row.messageId, row.id]));
@@ -127,16 +128,17 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
       expect(await byMessage('r-filtered')).to.include({ state: 'filtered', series: 1 });
     });
 
-    it('marks repeated messageIds as duplicates only when the store counted some', async () => {
+    it('logs a duplicate call finished, and sends a later attempt to the call that was routed', async () => {
       log = await make(0);
-      log.accepted([call('d1')], 0);
-      log.accepted([call('d1'), call('d2')], 1);
+      log.add([call('d1')]);
+      log.add([call('d1', { state: 'duplicate', body: undefined, reason: DUPLICATE_REASON }), call('d2')]);
       const rows = await log.list({ source: 'web', limit: 10 });
       expect(rows.map((r) => [r.messageId, r.state])).to.deep.equal([
         ['d2', 'pending'],
         ['d1', 'duplicate'],
         ['d1', 'pending'],
       ]);
+      expect(rows[1]).to.include({ hasBody: false, reason: DUPLICATE_REASON, finishedAt: T0 });
       // The attempt goes to the call that was routed, not to its duplicate.
       log.attempt(attempt('d1', 1, 'delivered', T0 + 1));
       expect((await log.list({ messageId: 'd1', limit: 10 })).map((r) => r.state)).to.deep.equal(['duplicate', 'delivered']);
@@ -144,7 +146,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('stores filtered and refused calls as finished, with why and without a body', async () => {
       log = await make(0);
-      log.accepted([call('x1', { state: 'filtered', body: undefined, reason: 'integrations' })], 0);
+      log.add([call('x1', { state: 'filtered', body: undefined, reason: 'integrations' })]);
       log.add([call('r1', { state: 'refused', body: undefined, type: undefined, reason: 'invalid_message (userId): no user' })]);
       expect(await byMessage('x1')).to.include({ state: 'filtered', hasBody: false, finishedAt: T0, reason: 'integrations' });
       expect(await byMessage('r1')).to.include({ state: 'refused', type: null, reason: 'invalid_message (userId): no user' });
@@ -152,10 +154,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('filters and pages newest first with a cursor', async () => {
       log = await make(0);
-      log.accepted(
-        Array.from({ length: 7 }, (_, i) => call(`p${i}`, { receivedAt: T0 + i * 1000, userId: i % 2 === 0 ? 'even' : 'odd', type: i < 5 ? 'track' : 'page' })),
-        0,
-      );
+      log.add(Array.from({ length: 7 }, (_, i) => call(`p${i}`, { receivedAt: T0 + i * 1000, userId: i % 2 === 0 ? 'even' : 'odd', type: i < 5 ? 'track' : 'page' })));
       const page1 = await log.list({ limit: 3 });
       expect(page1.map((r) => r.messageId)).to.deep.equal(['p6', 'p5', 'p4']);
       const page2 = await log.list({ limit: 3, beforeId: page1.at(-1)!.id });
@@ -167,7 +166,7 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
 
     it('prunes what finished before the retention and erases delivered bodies after keepDelivered', async () => {
       log = await make(60_000);
-      log.accepted([call('old'), call('kept'), call('open')], 0);
+      log.add([call('old'), call('kept'), call('open')]);
       log.attempt(attempt('old', 1, 'failed', T0 + 10));
       log.attempt(attempt('kept', 1, 'delivered', T0 + 100_000));
       expect(await byMessage('kept')).to.include({ hasBody: true });

@@ -15,7 +15,7 @@ describe('MemoryDeliveryLog limit', () => {
 
   it('keeps the newest calls when it holds more than its limit', async () => {
     const log = new MemoryDeliveryLog({ keepDelivered: 0 }, 10);
-    log.accepted(Array.from({ length: 25 }, (_, i) => call(`n${i}`)), 0);
+    log.add(Array.from({ length: 25 }, (_, i) => call(`n${i}`)));
     const rows = await log.list({ limit: 100 });
     expect(rows.length).to.be.at.most(11).and.at.least(10);
     expect(rows[0]!.messageId).to.equal('n24');
@@ -35,7 +35,7 @@ describe('SqliteDeliveryLog durability', () => {
       pragmas.push(source);
       return pragma(source, options);
     }) as typeof db.pragma;
-    log.accepted([call('s1')], 0);
+    log.add([call('s1')]);
     expect((await log.list({ limit: 1 }))[0]!.messageId).to.equal('s1');
     expect(pragmas).to.deep.equal(['synchronous', 'synchronous = NORMAL', 'synchronous = 2']);
     expect(pragma('synchronous', { simple: true })).to.equal(2);
