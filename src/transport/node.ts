@@ -32,20 +32,32 @@ export interface NodeTransportOptions {
 /** Bytes of an answer read before the connection is dropped, by default. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
-interface Target {
-  readonly module: typeof http | typeof https;
-  readonly options: Readonly<https.RequestOptions>;
+/** What both built-in transports keep of a target URL, worked out once per URL. */
+export interface UrlTarget {
+  /** The URL as errors show it: no credentials, no query. */
   readonly display: string;
-  /** `host[:port]` as the Host header wants it. */
-  readonly host: string;
   /** `Basic ...` from credentials in the URL, unless a static header sets Authorization. */
   readonly authorization: string | undefined;
 }
 
+/** The display form and the Basic authorization of a URL. */
+export function urlTarget(url: URL): UrlTarget {
+  const { auth } = urlToHttpOptions(url);
+  return { display: redactUrl(url), authorization: auth ? `Basic ${Buffer.from(auth).toString('base64')}` : undefined };
+}
+
+interface Target extends UrlTarget {
+  readonly module: typeof http | typeof https;
+  readonly options: Readonly<https.RequestOptions>;
+  /** `host[:port]` as the Host header wants it. */
+  readonly host: string;
+}
+
 /**
- * The default transport of the client and of the webhook destination: `node:http`/`node:https`
- * with keep-alive, one deadline per request, a capped drain of the answer, certificates always
- * verified and self-signed receivers refused, whatever `NODE_TLS_REJECT_UNAUTHORIZED` says.
+ * The client's default transport (the webhook destination's is `UndiciTransport`):
+ * `node:http`/`node:https` with keep-alive, one deadline per request, a capped drain of the
+ * answer, certificates always verified and self-signed receivers refused, whatever
+ * `NODE_TLS_REJECT_UNAUTHORIZED` says.
  */
 export class NodeTransport extends SenderTransport {
   constructor(options: NodeTransportOptions = {}) {
@@ -74,9 +86,8 @@ function createNodeSender(options: NodeTransportOptions): Required<Transport> {
       const secure = url.protocol === 'https:';
       target = {
         module: secure ? https : http,
-        display: redactUrl(url),
+        ...urlTarget(url),
         host: url.host,
-        authorization: basicAuthorization(url),
         options: {
           protocol: parts.protocol,
           hostname: parts.hostname,
@@ -204,12 +215,6 @@ export function flatHeaders(headers: Readonly<Record<string, string>>, authoriza
   }
   if (authorization !== undefined && !set) list.push('Authorization', authorization);
   return list;
-}
-
-/** `Basic ...` from the credentials in a URL, if it has any. */
-export function basicAuthorization(url: URL): string | undefined {
-  const { auth } = urlToHttpOptions(url);
-  return auth ? `Basic ${Buffer.from(auth).toString('base64')}` : undefined;
 }
 
 /** Reads and discards the answer's body (spec 4.1: not used), dropping the socket past `limit` bytes. */

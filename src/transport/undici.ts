@@ -4,9 +4,8 @@ import type { Dispatcher } from 'undici';
 import { TimeoutError } from '../errors';
 import { integerOption } from '../internal/options';
 import { errorCode, toNetworkError } from './network-errors';
-import { redactUrl } from './redact';
-import { basicAuthorization, DEFAULT_MAX_RESPONSE_BYTES, flatHeaders, refuseSelfSignedLeaf } from './node';
-import type { NodeTransportOptions } from './node';
+import { DEFAULT_MAX_RESPONSE_BYTES, flatHeaders, refuseSelfSignedLeaf, urlTarget } from './node';
+import type { NodeTransportOptions, UrlTarget } from './node';
 import { SenderTransport } from './transport';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
@@ -26,12 +25,9 @@ export interface UndiciTransportOptions extends NodeTransportOptions {
 
 const DEFAULT_CONNECT_TIMEOUT = 5000;
 
-interface Target {
+interface Target extends UrlTarget {
   readonly origin: string;
   readonly path: string;
-  readonly display: string;
-  /** `Basic ...` from credentials in the URL, unless a static header sets Authorization. */
-  readonly authorization: string | undefined;
 }
 
 /**
@@ -65,7 +61,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
   function targetFor(url: URL): Target {
     let target = targets.get(url);
     if (target === undefined) {
-      target = { origin: url.origin, path: `${url.pathname}${url.search}`, display: redactUrl(url), authorization: basicAuthorization(url) };
+      target = { origin: url.origin, path: `${url.pathname}${url.search}`, ...urlTarget(url) };
       targets.set(url, target);
     }
     return target;
