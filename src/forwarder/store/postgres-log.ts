@@ -198,6 +198,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   private readonly live = new Map<string, number>();
   private readonly openLimit: number;
   private readonly waitingLimit: number;
+  private readonly waitMs: number;
   /** Attempts whose line was not in the table yet, with when that was first seen; tried again on each flush. */
   private orphans: { record: AttemptRecord; since: number }[] = [];
 
@@ -208,11 +209,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   constructor(
     private readonly pool: Pool,
     private readonly options: DeliveryLogOptions,
-    internals: { readonly openLines?: number; readonly waitingAttempts?: number } = {},
+    internals: { readonly openLines?: number; readonly waitingAttempts?: number; readonly waitMs?: number } = {},
   ) {
     super();
     this.openLimit = internals.openLines ?? OPEN_LINES;
     this.waitingLimit = internals.waitingAttempts ?? WAITING_ATTEMPTS;
+    this.waitMs = internals.waitMs ?? ORPHAN_WAIT;
   }
 
   /** Attempts waiting for a line another instance has not written yet. */
@@ -334,7 +336,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   /**
    * Attempts in order: their rows in one statement, and each line's new state in another. An
    * attempt whose line is not there yet (another instance accepted the call and has not written
-   * it) waits for a later flush, up to `ORPHAN_WAIT`; `since` says when a waiting one first missed.
+   * it) waits for a later flush, up to `waitMs` (a minute); `since` says when a waiting one first missed.
    */
   private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[], since: ReadonlyMap<AttemptRecord, number>): Promise<void> {
     const unknown = new Map<string, { source: string; messageId: string }>();
@@ -350,8 +352,8 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       const found = this.live.get(key) ?? stored.get(key);
       if (found === undefined) {
         const first = since.get(record) ?? Date.now();
-        if (Date.now() - first < ORPHAN_WAIT) this.orphans.push({ record, since: first });
-        else log('delivery log: no line for attempt %d of %s after %d ms; not logged', record.attempt, record.messageId, ORPHAN_WAIT);
+        if (Date.now() - first < this.waitMs) this.orphans.push({ record, since: first });
+        else log('delivery log: no line for attempt %d of %s after %d ms; not logged', record.attempt, record.messageId, this.waitMs);
         continue;
       }
       const line = byLine.get(found);

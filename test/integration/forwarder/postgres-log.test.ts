@@ -120,6 +120,20 @@ describe('PostgresDeliveryLog (real server)', function () {
       expect((await b.list({ messageId: 'bound-0', limit: 1 }))[0]).to.include({ state: 'delivered', attempts: 1 });
     });
 
+    it('stops waiting for a line after the wait (a minute by default)', async () => {
+      const [a, b] = await twoLogs({ waitMs: 100 });
+      b.attempt(attempt('gone', 1, 'delivered', T0 + 5));
+      await b.flush();
+      expect(b.waitingAttempts).to.equal(1);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await b.flush();
+      expect(b.waitingAttempts).to.equal(0);
+      a.add([call('gone')]);
+      await a.flush();
+      await b.flush();
+      expect((await a.list({ messageId: 'gone', limit: 1 }))[0]).to.include({ state: 'pending', attempts: 0 });
+    });
+
     it('keeps a bounded number of attempts waiting for lines, the newest', async () => {
       const [a, b] = await twoLogs({ waitingAttempts: 2 });
       const ids = ['wait-0', 'wait-1', 'wait-2', 'wait-3'];
