@@ -3,7 +3,7 @@ import stylistic from '@stylistic/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'bench/node_modules/', 'bench/results/', 'coverage/', '.tmp/'] },
+  { ignores: ['**/dist/', 'node_modules/', 'bench/node_modules/', 'bench/results/', 'coverage/', '.tmp/'] },
   js.configs.recommended,
   // The formatter: ESLint Stylistic, fixed with `npm run format` and checked by `npm test`.
   stylistic.configs.customize({ indent: 2, quotes: 'single', semi: true, commaDangle: 'always-multiline', braceStyle: '1tbs', arrowParens: true, quoteProps: 'as-needed' }),
@@ -29,7 +29,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts'],
+    files: ['test/**/*.ts', 'packages/*/test/**/*.ts'],
     rules: { '@typescript-eslint/no-unused-expressions': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
 );

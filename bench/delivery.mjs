@@ -65,7 +65,7 @@ async function main() {
   const rounds = Number(values.rounds);
   const maxMs = Number(values['max-seconds']) * 1000;
 
-  const { WebhookDestination, toWebhookMessage } = await import('../dist/forwarder/index.js');
+  const { WebhookDestination, toWebhookMessage } = await import('../packages/forwarder/dist/index.js');
   const SECRET = 'bench-shared-secret';
 
   const child = fork(new URL(import.meta.url), ['--receiver'], { stdio: 'inherit' });

@@ -43,7 +43,7 @@ import pg from 'pg';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
-const CLI = join(root, 'dist', 'cli.js');
+const CLI = join(root, 'packages', 'forwarder', 'dist', 'cli.js');
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const BATCH = Number(process.argv[3] ?? 20);
 const IN_FLIGHT = Number(process.argv[4] ?? 8);

@@ -263,7 +263,7 @@ async function labelOf(client) {
 /** eventrelay is measured from its build; say so plainly when there is none yet. */
 async function eventrelayBuilt() {
   try {
-    const built = await import('../dist/index.js');
+    const built = await import('../packages/eventrelay/dist/index.js');
     return typeof built.Analytics === 'function';
   } catch {
     return false;

@@ -9,7 +9,7 @@
 // Run: npm run build && node bench/webhooks-verify.mjs   (uses only the root node_modules)
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { signStandardWebhook, verifySignature, verifySignatureAsync, verifyStandardWebhook, verifyStandardWebhookAsync } from '../dist/webhooks/index.js';
+import { signStandardWebhook, verifySignature, verifySignatureAsync, verifyStandardWebhook, verifyStandardWebhookAsync } from '../packages/eventrelay/dist/webhooks/index.js';
 
 const SECRET = 'whsec-bench-0123456789';
 const ROUNDS = Number(process.env.ROUNDS ?? 15);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Analytics } from 'eventrelay';
 import { createWebhookHandler } from 'eventrelay/webhooks';
-import { createForwarder } from 'eventrelay/forwarder';
+import { createForwarder } from '@eventrelay/forwarder';
 
 const TIMEOUT_MS = 20_000;
 const SECRETS = { web: 'demo-web-shared-secret', ios: 'demo-ios-shared-secret' };

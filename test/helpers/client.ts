@@ -1,5 +1,5 @@
-import { Analytics } from '../../src/client/analytics';
-import type { AnalyticsOptions } from '../../src/client/options';
+import { Analytics } from '../../packages/eventrelay/src/client/analytics';
+import type { AnalyticsOptions } from '../../packages/eventrelay/src/client/options';
 import { FakeClock } from './fake-clock';
 import { FakeTransport } from './fake-transport';
 

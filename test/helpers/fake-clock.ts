@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from '../../src/clock';
+import type { Clock, TimerHandle } from '../../packages/eventrelay/src/clock';
 
 interface Timer {
   id: number;

@@ -1,6 +1,6 @@
 import { gunzipSync } from 'node:zlib';
-import { NetworkError } from '../../src/errors';
-import type { HttpRequest, HttpResponse, Transport } from '../../src/transport/transport';
+import { NetworkError } from '../../packages/eventrelay/src/errors';
+import type { HttpRequest, HttpResponse, Transport } from '../../packages/eventrelay/src/transport/transport';
 
 /** A status, a whole response, or an error to reject with (a `NetworkError`, say). */
 export type Answer = number | HttpResponse | Error;

@@ -1,7 +1,7 @@
 // Adapter: eventrelay/analytics-node, the classic analytics-node 6 API on eventrelay's engine,
 // from the package's build. Written as code for the classic SDK would be: only the import
 // differs from ./classic.mjs (retryCount 20 as there).
-import { Analytics } from '../../../dist/analytics-node/index.js';
+import { Analytics } from '../../../packages/eventrelay/dist/analytics-node/index.js';
 
 export const label = 'eventrelay/analytics-node';
 

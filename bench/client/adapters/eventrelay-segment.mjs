@@ -1,7 +1,7 @@
 // Adapter: eventrelay/segment, the @segment/analytics-node 3 API on eventrelay's engine, from
 // the package's build (`npm run build` -> dist/). Written as code for Segment's SDK would be:
 // only the import differs from ./segment.mjs.
-import { Analytics } from '../../../dist/segment/index.js';
+import { Analytics } from '../../../packages/eventrelay/dist/segment/index.js';
 
 export const label = 'eventrelay/segment';
 

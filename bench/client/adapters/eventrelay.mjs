@@ -1,5 +1,5 @@
 // Adapter: eventrelay's Analytics, from the package's build (`npm run build` -> dist/).
-import { Analytics } from '../../../dist/index.js';
+import { Analytics } from '../../../packages/eventrelay/dist/index.js';
 
 export const label = 'eventrelay';
 

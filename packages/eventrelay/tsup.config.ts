@@ -1,0 +1,31 @@
+import { writeFile } from 'node:fs/promises';
+import { defineConfig } from 'tsup';
+
+// `require('analytics-node')` returns the class itself; so does `require('eventrelay/analytics-node')`,
+// with the named exports (`Analytics`, `default`, the errors) as its properties.
+const CLASSIC_REQUIRE = `'use strict';
+const classic = require('./index.cjs');
+module.exports = Object.assign(classic.Analytics, classic);
+`;
+
+export default defineConfig({
+  entry: {
+    index: 'src/index.ts',
+    'webhooks/index': 'src/webhooks/index.ts',
+    'segment/index': 'src/compat/segment/index.ts',
+    'analytics-node/index': 'src/compat/analytics-node/index.ts',
+    // What @eventrelay/forwarder loads from the SDK (messages, rules, signing, errors): one copy.
+    'internal/index': 'src/internal/index.ts',
+  },
+  format: ['esm', 'cjs'],
+  dts: true,
+  target: 'node20',
+  platform: 'node',
+  clean: true,
+  sourcemap: true,
+  splitting: true,
+  shims: true,
+  async onSuccess() {
+    await writeFile('dist/analytics-node/require.cjs', CLASSIC_REQUIRE);
+  },
+});

@@ -1,0 +1,269 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { NotReplayableError, ValidationError } from 'eventrelay/internal';
+import { isPlainObject, showValue } from 'eventrelay/internal';
+import { fail, send, tokenMatches } from '../http/server';
+import { readBody } from '../http/read-body';
+import type { ForwarderMetrics } from '../metrics/metrics';
+import { DELIVERY_STATES } from '../store/delivery-log';
+import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/delivery-log';
+import { serveDebugger } from '../debugger/page';
+import type { Operations } from './operations';
+
+/** Rows per page of `GET /admin/messages`: default and most. */
+export const DEFAULT_PAGE = 50;
+export const MAX_PAGE = 500;
+
+const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
+
+export interface OperationsRoutesOptions {
+  /** The operations layer (opens the store when needed). */
+  readonly ops: () => Promise<Operations>;
+  readonly metrics: ForwarderMetrics | undefined;
+  /** Path of the Prometheus endpoint; undefined when off. */
+  readonly metricsPath: string | undefined;
+  /** Whether `/debugger` is served. */
+  readonly debuggerOn: boolean;
+  readonly adminToken: string | undefined;
+  readonly closing: () => boolean;
+  /** `/stats` and more for the page's overview. */
+  readonly overview: () => Promise<object>;
+}
+
+/**
+ * The operations routes the forwarder's server hands over: `GET /metrics`, `GET /debugger` and
+ * its files, and the admin API of the delivery log (`/admin/messages`, `/admin/deliveries/{id}`,
+ * `/admin/deliveries/{id}/replay`, `/admin/recover`, `/admin/stream`, `/admin/overview`).
+ * Resolves false for a path it does not know.
+ */
+export function createOperationsRoutes(options: OperationsRoutesOptions): (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean> {
+  return async (req, res, path) => {
+    if (options.metricsPath !== undefined && options.metrics !== undefined && path === options.metricsPath) {
+      if (!method(req, res, 'GET')) return true;
+      const { contentType, text } = await options.metrics.render();
+      res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : text);
+      return true;
+    }
+    if (options.debuggerOn && (path === '/debugger' || path.startsWith('/debugger/'))) {
+      if (!method(req, res, 'GET')) return true;
+      return serveDebugger(path, req, res);
+    }
+    const route = adminRoute(path);
+    if (route === undefined) return false;
+    if (!method(req, res, route.method)) return true;
+    if (options.closing()) {
+      fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
+      return true;
+    }
+    if (!authorized(options.adminToken, req, res)) return true;
+    try {
+      await route.handle(options, req, res);
+    } catch (error) {
+      if (error instanceof ValidationError) {
+        fail(res, 400, 'invalid_request', error.message, error.field === undefined ? {} : { field: error.field });
+      } else if (error instanceof NotReplayableError) {
+        fail(res, 409, 'not_replayable', error.message);
+      } else {
+        throw error;
+      }
+    }
+    return true;
+  };
+}
+
+function method(req: IncomingMessage, res: ServerResponse, expected: 'GET' | 'POST'): boolean {
+  if (req.method === expected || (expected === 'GET' && req.method === 'HEAD')) return true;
+  fail(res, 405, 'method_not_allowed', `This endpoint takes ${expected}`, {}, { Allow: expected });
+  return false;
+}
+
+/** `Authorization: Bearer <adminToken>`, as the other admin endpoints. */
+function authorized(token: string | undefined, req: IncomingMessage, res: ServerResponse): boolean {
+  if (token === undefined) {
+    fail(res, 403, 'admin_disabled', 'Admin endpoints are off: set `adminToken` in the config');
+    return false;
+  }
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  if (match === null || !tokenMatches(match[1]!, token)) {
+    fail(res, 401, 'unauthorized', 'Missing or wrong admin token: send `Authorization: Bearer <adminToken>`', {}, { 'WWW-Authenticate': 'Bearer realm="eventrelay-admin"' });
+    return false;
+  }
+  return true;
+}
+
+type Handler = (options: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+function adminRoute(path: string): { method: 'GET' | 'POST'; handle: Handler } | undefined {
+  switch (path) {
+    case '/admin/messages':
+      return { method: 'GET', handle: listMessages };
+    case '/admin/recover':
+      return { method: 'POST', handle: recover };
+    case '/admin/stream':
+      return { method: 'GET', handle: stream };
+    case '/admin/overview':
+      return { method: 'GET', handle: async (o, _req, res) => send(res, 200, await o.overview()) };
+  }
+  const match = /^\/admin\/deliveries\/([^/]+)(\/replay)?$/.exec(path);
+  if (match === null) return undefined;
+  const id = match[1]!;
+  if (match[2] !== undefined) return { method: 'POST', handle: (o, _req, res) => replay(o, res, id) };
+  return { method: 'GET', handle: (o, _req, res) => getDelivery(o, res, id) };
+}
+
+function query(req: IncomingMessage): URLSearchParams {
+  return new URL(req.url ?? '/', 'http://localhost').searchParams;
+}
+
+/** An instant as ISO 8601 or epoch milliseconds. */
+export function parseInstant(value: string, field: string): number {
+  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(ms)) {
+    throw new ValidationError(`Expected \`${field}\` to be an ISO 8601 time or epoch milliseconds, got ${showValue(value)}`, field);
+  }
+  return ms;
+}
+
+function parseId(value: string, field = 'id'): number {
+  if (!/^\d{1,15}$/.test(value)) throw new ValidationError(`Expected \`${field}\` to be a delivery id (a positive integer), got ${showValue(value)}`, field);
+  return Number(value);
+}
+
+/** The filters of `GET /admin/messages`; ValidationError for an unknown or bad one. */
+export function parseMessageQuery(params: URLSearchParams): MessageQuery {
+  for (const key of params.keys()) {
+    if (!(MESSAGE_FILTERS as readonly string[]).includes(key)) {
+      throw new ValidationError(`Unknown filter \`${key}\`; expected ${MESSAGE_FILTERS.map((f) => `\`${f}\``).join(', ')}`, key);
+    }
+  }
+  const text = (name: (typeof MESSAGE_FILTERS)[number]) => {
+    const value = params.get(name);
+    return value === null || value === '' ? undefined : value;
+  };
+  const status = text('status');
+  if (status !== undefined && !(DELIVERY_STATES as readonly string[]).includes(status)) {
+    throw new ValidationError(`Expected \`status\` to be one of ${DELIVERY_STATES.join(', ')}, got ${showValue(status)}`, 'status');
+  }
+  const limitText = text('limit');
+  const limit = limitText === undefined ? DEFAULT_PAGE : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+    throw new ValidationError(`Expected \`limit\` to be an integer from 1 to ${MAX_PAGE}, got ${showValue(limitText)}`, 'limit');
+  }
+  const since = text('since');
+  const until = text('until');
+  const cursor = text('cursor');
+  const q: { -readonly [K in keyof MessageQuery]: MessageQuery[K] } = { limit };
+  if (text('source') !== undefined) q.source = text('source');
+  if (status !== undefined) q.state = status as DeliveryState;
+  if (text('type') !== undefined) q.type = text('type');
+  if (text('messageId') !== undefined) q.messageId = text('messageId');
+  if (text('userId') !== undefined) q.userId = text('userId');
+  if (since !== undefined) q.since = parseInstant(since, 'since');
+  if (until !== undefined) q.until = parseInstant(until, 'until');
+  if (cursor !== undefined) q.beforeId = parseId(cursor, 'cursor');
+  return q;
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** A log row as the API shows it: times in ISO 8601, the log's `state` named `status` as in the filter. */
+function showMessage(m: LoggedMessage): object {
+  return {
+    id: m.id,
+    source: m.source,
+    kind: m.kind,
+    messageId: m.messageId,
+    type: m.type,
+    userId: m.userId,
+    status: m.state,
+    receivedAt: iso(m.receivedAt),
+    updatedAt: iso(m.updatedAt),
+    finishedAt: iso(m.finishedAt),
+    attempts: m.attempts,
+    series: m.series,
+    reason: m.reason,
+    hasBody: m.hasBody,
+  };
+}
+
+function showDetail(d: DeliveryDetail): object {
+  return {
+    ...showMessage(d),
+    body: d.body,
+    attemptLog: d.attemptLog.map((a) => ({ ...a, at: iso(a.at) })),
+  };
+}
+
+async function listMessages(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const q = parseMessageQuery(query(req));
+  // One more than asked tells whether there is a next page.
+  const rows = await (await o.ops()).messages({ ...q, limit: q.limit + 1 });
+  const page = rows.slice(0, q.limit);
+  const nextCursor = rows.length > q.limit ? String(page.at(-1)!.id) : null;
+  send(res, 200, { items: page.map(showMessage), nextCursor });
+}
+
+async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
+  const id = parseId(idText);
+  const delivery = await (await o.ops()).delivery(id);
+  if (delivery === undefined) {
+    fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
+    return;
+  }
+  send(res, 200, showDetail(delivery));
+}
+
+async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
+  const id = parseId(idText);
+  const result = await (await o.ops()).replay(id);
+  if (result === undefined) {
+    fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
+    return;
+  }
+  send(res, 202, result);
+}
+
+async function recover(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const read = await readBody(req, 64 * 1024);
+  if (!read.ok) {
+    fail(res, 413, 'body_too_large', 'The request body is larger than 64 KB', {}, { Connection: 'close' });
+    return;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(read.body.toString('utf8'));
+  } catch {
+    body = undefined;
+  }
+  if (!isPlainObject(body)) {
+    fail(res, 400, 'invalid_json', 'Expected a JSON object body: { "source", "since", "until"? }');
+    return;
+  }
+  for (const key of Object.keys(body)) {
+    if (!['source', 'since', 'until'].includes(key)) throw new ValidationError(`Unknown field \`${key}\`; expected \`source\`, \`since\`, \`until\``, key);
+  }
+  if (typeof body.source !== 'string' || body.source === '') throw new ValidationError('Expected `source` to be a source name', 'source');
+  const instant = (value: unknown, field: string): number => {
+    if (typeof value === 'number' && Number.isFinite(value)) return value;
+    if (typeof value === 'string') return parseInstant(value, field);
+    throw new ValidationError(`Expected \`${field}\` to be an ISO 8601 time or epoch milliseconds, got ${showValue(value)}`, field);
+  };
+  const since = instant(body.since, 'since');
+  const until = body.until === undefined ? Number.MAX_SAFE_INTEGER : instant(body.until, 'until');
+  if (until <= since) throw new ValidationError('Expected `until` to be after `since`', 'until');
+  const result = await (await o.ops()).recover(body.source, since, until);
+  send(res, 202, { source: result.source, since: iso(result.since), until: body.until === undefined ? null : iso(result.until), queued: result.queued });
+}
+
+async function stream(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const params = query(req);
+  for (const key of params.keys()) {
+    if (key !== 'source') throw new ValidationError(`Unknown parameter \`${key}\`; expected \`source\``, key);
+  }
+  const source = params.get('source') ?? '';
+  const ops = await o.ops();
+  if (source !== '' && !ops.hasSource(source)) throw new ValidationError(`Unknown source ${showValue(source)}`, 'source');
+  ops.live.subscribe(req, res, source === '' ? undefined : source);
+}

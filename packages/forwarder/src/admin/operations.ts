@@ -1,0 +1,347 @@
+import createDebug from 'debug';
+import { NotReplayableError, ValidationError } from 'eventrelay/internal';
+import type { RejectedMessage, ValidMessage } from '../http/ingest';
+import { isPlainObject } from 'eventrelay/internal';
+import { HealthTracker } from '../metrics/health';
+import type { EndpointHealth } from '../metrics/health';
+import type { ForwarderMetrics } from '../metrics/metrics';
+import { Timeline } from '../metrics/timeline';
+import type { TimelinePoint } from '../metrics/timeline';
+import type { AttemptReport } from '../scheduling/scheduler';
+import { DUPLICATE_REASON } from '../store/delivery-log';
+import type { AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/delivery-log';
+import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/store';
+import { LiveStream } from './stream';
+
+const log = createDebug('analytics:forwarder');
+
+/** How often the queue depth is sampled for the chart, in ms. */
+const SAMPLE_INTERVAL = 15_000;
+
+/** What the operations layer needs of the forwarder. */
+export interface OperationsHost {
+  /** Stores deliveries and wakes the delivery loop. */
+  enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
+  queueDepth(): Promise<{ queueDepth: number; oldestPendingAge: number | null; inFlight: number }>;
+  now(): number;
+  /** Source names, with whether their Webhooks destination is on. */
+  readonly sources: ReadonlyMap<string, boolean>;
+  /** How long a delivered body is kept, in ms (0: erased when delivered). */
+  readonly keepDelivered: number;
+}
+
+export interface ReplayResult {
+  readonly id: number;
+  /** The new attempt series. */
+  readonly series: number;
+  readonly state: 'pending';
+}
+
+export interface RecoverResult {
+  readonly source: string;
+  readonly since: number;
+  readonly until: number;
+  /** Failed deliveries queued again. */
+  readonly queued: number;
+}
+
+function userIdOf(message: ValidMessage): string | undefined {
+  const webhook = message.webhook as unknown as Record<string, unknown>;
+  const id = webhook.userId ?? webhook['User ID'];
+  return typeof id === 'string' ? id : undefined;
+}
+
+/**
+ * Operating the forwarder: the delivery log, the live stream, endpoint health, the per-minute
+ * timeline and the Prometheus metrics, fed by the ingestion path and the delivery loop; replay and
+ * recovery through the queue. Every hook is cheap when nobody looks: the live stream builds
+ * nothing without subscribers, and the log buffers its writes.
+ */
+export class Operations {
+  readonly live = new LiveStream();
+  readonly health = new HealthTracker();
+  readonly timeline = new Timeline();
+  private sampler: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly host: OperationsHost,
+    /** Undefined when the log is off (`storage.deliveryLog: false`). */
+    readonly log: DeliveryLog | undefined,
+    readonly metrics: ForwarderMetrics | undefined,
+  ) {}
+
+  start(): void {
+    this.sampler = setInterval(() => void this.sample(), SAMPLE_INTERVAL);
+    this.sampler.unref();
+  }
+
+  private async sample(): Promise<void> {
+    try {
+      const { queueDepth } = await this.host.queueDepth();
+      this.timeline.queueDepth(this.host.now(), queueDepth);
+    } catch (error) {
+      log('queue depth sample failed: %s', (error as Error).message);
+    }
+  }
+
+  /** Calls one ingestion request stored; `calls[i]` is the parsed form of `accepted[i]` when known. */
+  accepted(accepted: readonly AcceptedMessage[], calls: readonly ValidMessage[] | undefined, result: AcceptResult): void {
+    if (accepted.length === 0) return;
+    const source = accepted[0]!.source;
+    const at = accepted[0]!.receivedAt;
+    this.metrics?.accepted(source, accepted.length, result.duplicates);
+    this.timeline.accepted(at, accepted.length);
+    if (this.log === undefined && !this.live.active) return;
+    const webhooksOn = this.host.sources.get(source) === true;
+    // Which messages were repeats: the store says (a log could not always tell: the first call
+    // may be on another instance, not written yet).
+    const { repeated } = result;
+    const entries: LogCall[] = accepted.map((m, i) => {
+      const call = calls?.[i];
+      const common = {
+        source: m.source,
+        kind: 'message' as const,
+        messageId: m.messageId,
+        type: call?.type,
+        userId: call === undefined ? undefined : userIdOf(call),
+        receivedAt: m.receivedAt,
+      };
+      if (repeated[i] === true) return { ...common, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON };
+      const body = m.deliveries[0]?.body;
+      if (body === undefined) {
+        const reason = webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on';
+        return { ...common, body, state: 'filtered', reason };
+      }
+      return { ...common, body, state: 'pending' };
+    });
+    this.log?.add(entries);
+    if (this.live.active) {
+      for (const e of entries) {
+        this.live.publish('accepted', source, {
+          source,
+          messageId: e.messageId,
+          type: e.type ?? null,
+          userId: e.userId ?? null,
+          receivedAt: new Date(e.receivedAt).toISOString(),
+          state: e.state,
+          body: e.body ?? null,
+        });
+      }
+    }
+  }
+
+  /** Calls the ingestion API refused, with why; `body` is the request body they came in. */
+  refused(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body?: unknown): void {
+    if (rejected.length === 0) return;
+    this.metrics?.refused(source, rejected.length);
+    if (this.log === undefined && !this.live.active) return;
+    const entries: LogCall[] = rejected.map((r) => {
+      // What the refused message says of itself, when it is there and plain: for finding it later.
+      const raw = isPlainObject(body) && Array.isArray(body.batch) ? body.batch[r.index] : body;
+      const own = (field: string) => {
+        const value = isPlainObject(raw) ? raw[field] : undefined;
+        return typeof value === 'string' && value !== '' && value.length <= 200 ? value : undefined;
+      };
+      return {
+        source,
+        kind: 'message',
+        messageId: own('messageId') ?? `refused:${receivedAt}:${r.index}`,
+        type: own('type'),
+        userId: own('userId') ?? own('anonymousId'),
+        receivedAt,
+        body: undefined,
+        state: 'refused',
+        reason: `${r.code}${r.field === undefined ? '' : ` (${r.field})`}: ${r.message}`,
+      };
+    });
+    this.log?.add(entries);
+    for (const e of entries) {
+      this.live.publish('refused', source, { source, messageId: e.messageId, type: e.type ?? null, receivedAt: new Date(receivedAt).toISOString(), reason: e.reason });
+    }
+  }
+
+  /** Deliveries made by no ingested call: deletion notices and audience identifies. */
+  enqueued(deliveries: readonly NewDelivery[]): void {
+    if (this.log === undefined || deliveries.length === 0) return;
+    this.log.add(
+      deliveries.map((d) => {
+        let userId: string | undefined;
+        try {
+          const parsed = JSON.parse(d.body) as { userId?: unknown };
+          if (typeof parsed.userId === 'string') userId = parsed.userId;
+        } catch {
+          // our own serialization: always JSON
+        }
+        return {
+          source: d.source,
+          kind: d.kind,
+          messageId: d.messageId,
+          type: d.kind === 'delete' ? 'delete' : 'identify',
+          userId,
+          receivedAt: d.createdAt,
+          body: d.body,
+          state: 'pending' as const,
+        };
+      }),
+    );
+  }
+
+  /** One finished attempt from the delivery loop. */
+  attempt(report: AttemptReport & { readonly createdAt?: number }): void {
+    const { result } = report;
+    // Nothing was sent (the destination was closing): not an attempt.
+    if (result.outcomes.length === 0) return;
+    const at = this.host.now();
+    const record: AttemptRecord = {
+      source: report.source,
+      messageId: report.messageId,
+      attempt: result.attempt,
+      at,
+      outcome: result.status,
+      ...(result.status === 'failed' ? { reason: result.reason } : {}),
+      urls: result.outcomes.map((o) => ({
+        url: o.url,
+        status: o.status ?? null,
+        error: o.status === undefined ? (o.error?.code ?? 'error') : null,
+        durationMs: o.durationMs,
+      })),
+    };
+    this.log?.attempt(record);
+    for (const u of record.urls) {
+      this.health.record(report.source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
+    }
+    this.metrics?.attempt(
+      report.source,
+      result.status,
+      record.urls.map((u) => u.durationMs),
+      report.createdAt,
+      at,
+    );
+    if (result.status !== 'retry') this.timeline.finished(at, result.status);
+    if (this.live.active) {
+      this.live.publish('attempt', report.source, {
+        source: report.source,
+        messageId: report.messageId,
+        kind: report.kind,
+        attempt: result.attempt,
+        outcome: result.status,
+        at: new Date(at).toISOString(),
+        urls: record.urls,
+        ...(result.status === 'failed' ? { reason: result.reason } : {}),
+      });
+    }
+  }
+
+  private requireLog(): DeliveryLog {
+    if (this.log === undefined) {
+      throw new NotReplayableError('The delivery log is off (`storage.deliveryLog: false`): there is nothing to look up or replay');
+    }
+    return this.log;
+  }
+
+  async messages(query: MessageQuery): Promise<LoggedMessage[]> {
+    const rows = await this.requireLog().list(query);
+    return rows.map((row) => this.visible(row));
+  }
+
+  async delivery(id: number): Promise<DeliveryDetail | undefined> {
+    const entry = await this.requireLog().get(id);
+    return entry === undefined ? undefined : this.visible(entry);
+  }
+
+  /** A delivered body past `keepDelivered` is no longer shown, even before the next prune erases it. */
+  private visible<T extends LoggedMessage>(entry: T): T {
+    if (entry.state !== 'delivered' || !entry.hasBody || entry.finishedAt === null) return entry;
+    if (entry.finishedAt >= this.host.now() - this.host.keepDelivered) return entry;
+    return 'body' in entry ? { ...entry, hasBody: false, body: null } : { ...entry, hasBody: false };
+  }
+
+  /**
+   * Queues a delivery again: failed, or delivered while its body is kept. A new attempt series
+   * with a new retry window, the same messageId (receivers that deduplicate drop a delivered one).
+   */
+  async replay(id: number): Promise<ReplayResult | undefined> {
+    const entry = await this.delivery(id);
+    if (entry === undefined) return undefined;
+    this.checkReplayable(entry);
+    const now = this.host.now();
+    // Marked first, atomically: of several replays at once (on any instance) one goes on.
+    const [line] = await this.requireLog().replay([id], now);
+    if (line === undefined) throw new NotReplayableError(`Delivery ${id} cannot be replayed: it was replayed a moment ago and is pending again`);
+    await this.queueAgain([line], [{ source: entry.source, destination: 'Webhooks', kind: entry.kind, messageId: entry.messageId, body: entry.body!, createdAt: now }]);
+    this.live.publish('replayed', entry.source, { source: entry.source, messageId: entry.messageId, id, series: line.series });
+    log('delivery %d of source %s replayed', id, entry.source);
+    return { id, series: line.series, state: 'pending' };
+  }
+
+  /** Queues the deliveries of lines just marked replayed; if that fails, the lines are put back and the error thrown. */
+  private async queueAgain(lines: readonly ReplayedLine[], deliveries: readonly NewDelivery[]): Promise<void> {
+    try {
+      await this.host.enqueue(deliveries);
+    } catch (error) {
+      await this.log!.unreplay(lines).catch((undo: Error) => log('could not put back %d replayed log lines: %s', lines.length, undo.message));
+      throw error;
+    }
+  }
+
+  private checkReplayable(entry: DeliveryDetail): void {
+    const why = (text: string) => new NotReplayableError(`Delivery ${entry.id} cannot be replayed: ${text}`);
+    switch (entry.state) {
+      case 'pending':
+      case 'retrying':
+        throw why(`it is ${entry.state} (queued already)`);
+      case 'filtered':
+      case 'duplicate':
+      case 'refused':
+        throw why(`it was ${entry.state}, nothing was to be delivered`);
+      case 'delivered':
+        if (entry.body === null) throw why('it was delivered and its body erased; set `storage.keepDelivered` to keep delivered bodies for a while');
+        break;
+      case 'failed':
+        if (entry.body === null) throw why('its body is no longer stored');
+        break;
+    }
+    if (this.host.sources.get(entry.source) !== true) throw why(`the source ${JSON.stringify(entry.source)} has no Webhooks destination switched on now`);
+  }
+
+  /** Queues again every failed delivery of `source` received in [since, until). */
+  async recover(source: string, since: number, until: number): Promise<RecoverResult> {
+    if (!this.host.sources.has(source)) throw new ValidationError(`Unknown source ${JSON.stringify(source)}`, 'source');
+    if (this.host.sources.get(source) !== true) throw new NotReplayableError(`The source ${JSON.stringify(source)} has no Webhooks destination switched on`);
+    const failed = await this.requireLog().failed(source, since, until);
+    if (failed.length === 0) return { source, since, until, queued: 0 };
+    const now = this.host.now();
+    // Marked first, atomically: a line another recovery or replay took at the same time is left out.
+    const lines = await this.requireLog().replay(failed.map((d) => d.id), now);
+    const taken = new Set(lines.map((l) => l.id));
+    const deliveries = failed
+      .filter((d) => taken.has(d.id))
+      .map((d): NewDelivery => ({ source, destination: 'Webhooks', kind: d.kind, messageId: d.messageId, body: d.body!, createdAt: now }));
+    if (deliveries.length > 0) await this.queueAgain(lines, deliveries);
+    log('recovered %d failed deliveries of source %s', deliveries.length, source);
+    return { source, since, until, queued: deliveries.length };
+  }
+
+  hasSource(name: string): boolean {
+    return this.host.sources.has(name);
+  }
+
+  endpoints(): EndpointHealth[] {
+    return this.health.snapshot(this.host.now());
+  }
+
+  async chart(): Promise<TimelinePoint[]> {
+    await this.sample();
+    return this.timeline.points(this.host.now());
+  }
+
+  async prune(before: number): Promise<number> {
+    return this.log === undefined ? 0 : this.log.prune(before, this.host.now());
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sampler);
+    this.live.close();
+    await this.log?.close();
+  }
+}

@@ -1,0 +1,413 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError } from 'eventrelay/internal';
+import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from './delivery/options';
+import type { SigningScheme } from './delivery/options';
+import { standardSigningKey } from './delivery/signing';
+import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
+import { describeType, describeValue, isPlainObject } from 'eventrelay/internal';
+
+/**
+ * A secret written inline, or `{ "env": "NAME" }` to read it from the environment variable
+ * NAME when the config is loaded (so the file can be committed without secrets).
+ */
+export type SecretValue = string | { readonly env: string };
+
+export interface WebhookEntryConfig {
+  /** Full URL with the http or https scheme. May be a SecretValue (URLs often carry tokens). */
+  readonly url: SecretValue;
+  /** Static headers added to every request sent to this URL; values may be SecretValues. */
+  readonly headers?: Readonly<Record<string, SecretValue>>;
+}
+
+export interface WebhooksDestinationConfig {
+  /** Whether messages of this source are forwarded. Default true; `false` pauses the destination. */
+  readonly enabled?: boolean;
+  /** 1 to 5 URLs; each message goes to all of them until one answers 2xx. */
+  readonly webhooks: readonly WebhookEntryConfig[];
+  /** When set, each body is signed as `signing` says. A list while rotating, current first. */
+  readonly sharedSecret?: SecretValue | readonly SecretValue[];
+  /** `x-signature` (default, the spec's), `standard-webhooks` or `both`; the latter two need `sharedSecret`. */
+  readonly signing?: SigningScheme;
+}
+
+export interface SourceConfig {
+  /** Unique name; used by the admin endpoints and in logs. */
+  readonly name: string;
+  /** The key clients send with Basic auth (or `writeKey` in the body). Unique across sources. */
+  readonly writeKey: SecretValue;
+  /** Destinations of this source; the forwarder has one kind, `Webhooks` (spec 4.3 key). */
+  readonly destinations?: { readonly Webhooks?: WebhooksDestinationConfig };
+}
+
+export interface DeliveryConfig {
+  /** Webhook attempts in flight at once, over all sources. Default 32. */
+  readonly concurrency?: number;
+  /**
+   * Attempts in flight at once for one source, so that one receiver that hangs until the timeout
+   * cannot hold every slot. Default: `concurrency` with one delivering source, else half of it.
+   */
+  readonly sourceConcurrency?: number;
+  /** Time a receiver has to answer, in ms. Default 5000 (spec 8). */
+  readonly timeout?: number;
+  /** How long a message is retried after its first attempt, in ms. Default 4 h (spec 7). */
+  readonly retryWindow?: number;
+  /** Base delay before the first retry, in ms. Default 1000. */
+  readonly minRetryDelay?: number;
+  /** Longest delay between two attempts, in ms. Default 600000 (10 min). */
+  readonly maxRetryDelay?: number;
+}
+
+export interface StorageConfig {
+  /**
+   * `sqlite` (durable, one process, default), `postgres` (durable, shared by any number of
+   * forwarder processes) or `memory` (nothing survives a restart: tests, benchmarks).
+   */
+  readonly type?: 'sqlite' | 'postgres' | 'memory';
+  /** PostgreSQL connection URL (`postgres://user:password@host:5432/db`), or `{ "env": "DATABASE_URL" }`. Required for `postgres`. */
+  readonly url?: SecretValue;
+  /** PostgreSQL connections per forwarder process. Default 10. */
+  readonly poolSize?: number;
+  /** Longest wait for a PostgreSQL connection, in ms; an unreachable server fails the start after it. Default 5000. */
+  readonly connectTimeout?: number;
+  /**
+   * How long a claimed delivery stays reserved for the instance that claimed it, in ms; if that
+   * instance dies, another takes the delivery over after it. Default 30000; at least
+   * `delivery.timeout` + 1000.
+   */
+  readonly lease?: number;
+  /** Directory of the SQLite database. Default `./eventrelay-data`; the CLI's `--data` wins. */
+  readonly dataDir?: string;
+  /**
+   * SQLite `synchronous` in WAL mode. `full` (default): an acknowledged message survives a power
+   * loss (one fsync per request). `normal`: it survives a crash or kill of the process, not a
+   * power loss, for more throughput.
+   */
+  readonly synchronous?: 'full' | 'normal';
+  /**
+   * How long finished deliveries (without the body once delivered) and seen messageIds are kept,
+   * in ms: the window in which a client's resent batch is recognised. Default 24 h.
+   */
+  readonly retention?: number;
+  /**
+   * How long a delivered body stays in the delivery log (for inspection and replay), in ms.
+   * Default 0: erased when delivered, so personal data is not kept by surprise. Failed and
+   * pending bodies are kept for `retention`.
+   */
+  readonly keepDelivered?: number;
+  /** The delivery log (every call and attempt, for the admin API and the debugger). Default true. */
+  readonly deliveryLog?: boolean;
+}
+
+export interface MetricsConfig {
+  /** Path of the Prometheus endpoint. Default `/metrics`. */
+  readonly path?: string;
+}
+
+export interface ForwarderConfig {
+  /** Interface the HTTP server binds. Default `127.0.0.1`; use `0.0.0.0` in a container. */
+  readonly host?: string;
+  /** TCP port. Default 8787; 0 picks a free one. */
+  readonly port?: number;
+  /** Bearer token for `/admin/*`. Without it the admin endpoints answer 403. */
+  readonly adminToken?: SecretValue;
+  readonly storage?: StorageConfig;
+  readonly delivery?: DeliveryConfig;
+  /** Prometheus metrics (`GET /metrics`); `false` turns them off. */
+  readonly metrics?: MetricsConfig | false;
+  /** The debugger page (`GET /debugger`); `false` turns it off. Default true. */
+  readonly debugger?: boolean;
+  readonly sources: readonly SourceConfig[];
+}
+
+export interface ResolvedWebhookEntry {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface ResolvedWebhooks {
+  readonly enabled: boolean;
+  readonly webhooks: readonly ResolvedWebhookEntry[];
+  readonly sharedSecret: string | readonly string[] | undefined;
+  readonly signing: SigningScheme;
+}
+
+export interface ResolvedSource {
+  readonly name: string;
+  readonly writeKey: string;
+  /** Undefined when the source has no Webhooks destination. */
+  readonly webhooks: ResolvedWebhooks | undefined;
+}
+
+export interface ResolvedStorage {
+  readonly type: 'sqlite' | 'postgres' | 'memory';
+  readonly dataDir: string;
+  readonly synchronous: 'full' | 'normal';
+  readonly retention: number;
+  /** Set for `postgres` only. */
+  readonly url: string | undefined;
+  readonly poolSize: number;
+  readonly connectTimeout: number;
+  readonly lease: number;
+  /** How long a delivered body stays in the delivery log, in ms; 0 erases it when delivered. */
+  readonly keepDelivered: number;
+  readonly deliveryLog: boolean;
+}
+
+/** A config with every default filled in and every secret read. */
+export interface ResolvedConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly adminToken: string | undefined;
+  readonly storage: ResolvedStorage;
+  readonly delivery: { -readonly [K in keyof DeliveryConfig]-?: NonNullable<DeliveryConfig[K]> };
+  /** Path of the Prometheus endpoint; undefined when off. */
+  readonly metricsPath: string | undefined;
+  readonly debugger: boolean;
+  readonly sources: readonly ResolvedSource[];
+}
+
+export const CONFIG_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8787,
+  storage: {
+    type: 'sqlite',
+    dataDir: './eventrelay-data',
+    synchronous: 'full',
+    retention: 24 * 3600_000,
+    url: undefined,
+    poolSize: 10,
+    connectTimeout: 5000,
+    lease: 30_000,
+    keepDelivered: 0,
+    deliveryLog: true,
+  },
+  metricsPath: '/metrics',
+  // The destination's own defaults: one place to change them.
+  delivery: DESTINATION_DEFAULTS,
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** An object with only the listed keys: a typo is an error, not a silently ignored field. */
+function expectObject(value: unknown, field: string, allowed: readonly string[]): Record<string, unknown> {
+  const object = objectOption(field, value);
+  for (const key of Object.keys(object)) {
+    if (!allowed.includes(key)) {
+      const path = join(field, key);
+      throw new ConfigError(`Unknown field \`${path}\`; expected one of ${allowed.map((k) => `\`${k}\``).join(', ')}`, path);
+    }
+  }
+  return object;
+}
+
+function join(base: string, key: string): string {
+  return base === '' ? key : `${base}.${key}`;
+}
+
+/** Reads a SecretValue. Error messages name the field and the variable, never the value. */
+function secret(value: unknown, field: string, env: Env): string {
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value);
+    if (keys.length !== 1 || keys[0] !== 'env' || typeof value.env !== 'string' || value.env === '') {
+      throw new ConfigError(`Expected \`${field}\` to be a string or { "env": "VARIABLE_NAME" }, got an object with keys ${JSON.stringify(keys)}`, field);
+    }
+    const resolved = env[value.env];
+    if (resolved === undefined || resolved === '') {
+      throw new ConfigError(`\`${field}\` reads the environment variable ${value.env}, which is not set or empty`, field);
+    }
+    return resolved;
+  }
+  if (typeof value !== 'string' || value === '') {
+    throw new ConfigError(`Expected \`${field}\` to be a non-empty string or { "env": "VARIABLE_NAME" }, got ${describeType(value)}`, field);
+  }
+  return value;
+}
+
+/** Resolves the secrets of one webhook entry, then checks it with the destination's own rules. */
+function webhookEntry(value: unknown, index: number, field: string, env: Env): ResolvedWebhookEntry {
+  const entry = expectObject(value, field, ['url', 'headers']);
+  const url = secret(entry.url, join(field, 'url'), env);
+  const headersField = join(field, 'headers');
+  const rawHeaders = entry.headers === undefined ? {} : objectOption(headersField, entry.headers, 'an object of header names to values');
+  // Secrets are read first, so that the checks see the values the destination will send.
+  const headers = Object.fromEntries(Object.entries(rawHeaders).map(([name, raw]) => [name, secret(raw, `${headersField}[${JSON.stringify(name)}]`, env)]));
+  resolveWebhook({ url, headers }, index, field);
+  return { url, headers };
+}
+
+/** `storage.url`: required for postgres, refused for the others; never echoed (it may hold a password). */
+function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): string | undefined {
+  if (type !== 'postgres') {
+    if (value !== undefined) throw new ConfigError(`\`storage.url\` applies to "type": "postgres" only; the storage type is "${type}"`, 'storage.url');
+    return undefined;
+  }
+  if (value === undefined) {
+    throw new ConfigError('`storage.url` is required with "type": "postgres": a URL such as postgres://user@host:5432/db, or { "env": "DATABASE_URL" }', 'storage.url');
+  }
+  const text = secret(value, 'storage.url', env);
+  urlOption('storage.url', text, { example: 'postgres://user@host:5432/db', schemes: ['postgres:', 'postgresql:'] });
+  return text;
+}
+
+function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
+  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing']);
+  const enabled = booleanOption(join(field, 'enabled'), raw.enabled ?? true);
+  const listField = join(field, 'webhooks');
+  const list = raw.webhooks;
+  if (!Array.isArray(list) || list.length < 1 || list.length > MAX_WEBHOOKS) {
+    throw new ConfigError(
+      `Expected \`${listField}\` to be a list of 1 to ${MAX_WEBHOOKS} entries ({ "url": ..., "headers": ... }), got ${Array.isArray(list) ? `${list.length} entries` : describeValue(list)}`,
+      listField,
+    );
+  }
+  const webhooks = list.map((entry, i) => webhookEntry(entry, i, `${listField}[${i}]`, env));
+  const secretField = join(field, 'sharedSecret');
+  const sharedSecret =
+    raw.sharedSecret === undefined
+      ? undefined
+      : Array.isArray(raw.sharedSecret) && raw.sharedSecret.length > 0
+        ? raw.sharedSecret.map((item: unknown, i) => secret(item, `${secretField}[${i}]`, env))
+        : secret(raw.sharedSecret, secretField, env);
+  const signing = enumOption(join(field, 'signing'), raw.signing ?? 'x-signature', SIGNING_SCHEMES);
+  if (signing !== 'x-signature' && sharedSecret === undefined) {
+    throw new ConfigError(`\`${join(field, 'signing')}\` is "${signing}", which needs \`${secretField}\` to sign with`, secretField);
+  }
+  // The destination decodes a whsec_ secret at start; checked here too, so that `check` refuses what `serve` would.
+  if (signing !== 'x-signature' && sharedSecret !== undefined) {
+    const all = typeof sharedSecret === 'string' ? [sharedSecret] : sharedSecret;
+    all.forEach((one, i) => standardSigningKey(one, typeof sharedSecret === 'string' ? secretField : `${secretField}[${i}]`));
+  }
+  return { enabled, webhooks, sharedSecret, signing };
+}
+
+function source(value: unknown, field: string, env: Env): ResolvedSource {
+  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations']);
+  const name = stringOption(join(field, 'name'), raw.name);
+  const writeKey = secret(raw.writeKey, join(field, 'writeKey'), env);
+  let webhooks: ResolvedWebhooks | undefined;
+  if (raw.destinations !== undefined) {
+    const destField = join(field, 'destinations');
+    const destinations = expectObject(raw.destinations, destField, ['Webhooks']);
+    if (destinations.Webhooks !== undefined) webhooks = webhooksDestination(destinations.Webhooks, join(destField, 'Webhooks'), env);
+  }
+  return { name, writeKey, webhooks };
+}
+
+/**
+ * Checks a forwarder config and fills in its defaults. Throws a ConfigError whose `field` is the
+ * path of the first problem (e.g. `sources[1].destinations.Webhooks.webhooks[0].url`) and whose
+ * message says what was expected; secrets are never part of a message.
+ */
+export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
+  if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`);
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', '$comment']);
+  const host = stringOption('host', raw.host ?? CONFIG_DEFAULTS.host);
+  const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
+  const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
+
+  const s =
+    raw.storage === undefined
+      ? {}
+      : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'url', 'poolSize', 'connectTimeout', 'lease', 'keepDelivered', 'deliveryLog']);
+  const d = CONFIG_DEFAULTS.storage;
+  const type = enumOption('storage.type', s.type ?? d.type, ['sqlite', 'postgres', 'memory']);
+  const storage: ResolvedStorage = {
+    type,
+    dataDir: stringOption('storage.dataDir', s.dataDir ?? d.dataDir),
+    synchronous: enumOption('storage.synchronous', s.synchronous ?? d.synchronous, ['full', 'normal']),
+    retention: durationOption('storage.retention', s.retention ?? d.retention, 1000, Number.MAX_SAFE_INTEGER),
+    url: storageUrl(type, s.url, env),
+    poolSize: integerOption('storage.poolSize', s.poolSize ?? d.poolSize, 1, 1000),
+    connectTimeout: durationOption('storage.connectTimeout', s.connectTimeout ?? d.connectTimeout, 1, 600_000),
+    lease: durationOption('storage.lease', s.lease ?? d.lease, 1000, 3600_000),
+    keepDelivered: durationOption('storage.keepDelivered', s.keepDelivered ?? d.keepDelivered, 0, Number.MAX_SAFE_INTEGER),
+    deliveryLog: booleanOption('storage.deliveryLog', s.deliveryLog ?? d.deliveryLog),
+  };
+  const metricsPath = metricsOption(raw.metrics);
+  const debuggerOn = booleanOption('debugger', raw.debugger ?? true);
+
+  const r =
+    raw.delivery === undefined
+      ? {}
+      : expectObject(raw.delivery, 'delivery', ['concurrency', 'sourceConcurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay']);
+  const dd = CONFIG_DEFAULTS.delivery;
+  const concurrency = integerOption('delivery.concurrency', r.concurrency ?? dd.concurrency, 1, 1024);
+  const delivery: ResolvedConfig['delivery'] = {
+    concurrency,
+    // 0 until the sources are known: filled in below.
+    sourceConcurrency: r.sourceConcurrency === undefined ? 0 : integerOption('delivery.sourceConcurrency', r.sourceConcurrency, 1, concurrency),
+    timeout: durationOption('delivery.timeout', r.timeout ?? dd.timeout, 1, 60_000),
+    retryWindow: durationOption('delivery.retryWindow', r.retryWindow ?? dd.retryWindow, 0, 30 * 24 * 3600_000),
+    minRetryDelay: durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000),
+    maxRetryDelay: durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000),
+  };
+  if (storage.lease < delivery.timeout + 1000) {
+    throw new ConfigError(
+      `Expected \`storage.lease\` (${storage.lease} ms) to be at least \`delivery.timeout\` + 1000 ms (${delivery.timeout + 1000} ms): ` +
+      'a lease must outlast an attempt, or another instance may take the delivery over while it runs',
+      'storage.lease',
+    );
+  }
+  if (delivery.minRetryDelay > delivery.maxRetryDelay) {
+    throw new ConfigError(
+      `Expected \`delivery.minRetryDelay\` (${delivery.minRetryDelay} ms) to be at most \`delivery.maxRetryDelay\` (${delivery.maxRetryDelay} ms)`,
+      'delivery.minRetryDelay',
+    );
+  }
+
+  if (!Array.isArray(raw.sources) || raw.sources.length === 0) {
+    throw new ConfigError(`Expected \`sources\` to be a list of at least one source ({ "name", "writeKey", "destinations" }), got ${describeValue(raw.sources)}`, 'sources');
+  }
+  const sources = raw.sources.map((value, i) => source(value, `sources[${i}]`, env));
+  sources.forEach((s, i) => {
+    const earlier = sources.findIndex((o) => o.name === s.name);
+    if (earlier !== i) throw new ConfigError(`\`sources[${i}].name\` repeats the name of sources[${earlier}]; names must be unique`, `sources[${i}].name`);
+    const sameKey = sources.findIndex((o) => o.writeKey === s.writeKey);
+    if (sameKey !== i) throw new ConfigError(`\`sources[${i}].writeKey\` is the same as the write key of sources[${sameKey}]; write keys must be unique`, `sources[${i}].writeKey`);
+  });
+
+  if (delivery.sourceConcurrency === 0) {
+    const delivering = sources.filter((s) => s.webhooks?.enabled === true).length;
+    delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
+  }
+  return { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources };
+}
+
+/** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */
+function metricsOption(value: unknown): string | undefined {
+  if (value === undefined) return CONFIG_DEFAULTS.metricsPath;
+  if (value === false) return undefined;
+  const m = expectObject(value, 'metrics', ['path']);
+  if (m.path === undefined) return CONFIG_DEFAULTS.metricsPath;
+  const path = stringOption('metrics.path', m.path);
+  if (!/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/.test(path) || /^\/(v1|admin|debugger|health|stats)(\/|$)/.test(path)) {
+    throw new ConfigError(`Expected \`metrics.path\` to be a path such as "/metrics", not under /v1, /admin or /debugger, got ${describeValue(path)}`, 'metrics.path');
+  }
+  return path;
+}
+
+/** Where a JSON syntax error is, without V8's excerpt of the text (which may hold a secret). */
+function jsonErrorWhere(text: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  const position = /at position (\d+)/.exec(message)?.[1];
+  if (position === undefined) return /end of JSON input/.test(message) ? 'it ends too early' : 'an unexpected token';
+  const before = text.slice(0, Number(position)).split('\n');
+  return `syntax error at line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`;
+}
+
+/** Reads and checks a JSON config file; a syntax error is a ConfigError that names the file. */
+export function loadConfigFile(path: string, env: Env = process.env): ResolvedConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`Cannot read the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`The config file ${path} is not valid JSON (${jsonErrorWhere(text, error)}); check quotes, commas and braces`);
+  }
+  return parseConfig(json, env);
+}

@@ -1,0 +1,151 @@
+import { ConfigError } from 'eventrelay/internal';
+import { staticHeaders } from 'eventrelay/internal';
+import { durationOption, enumOption, integerOption, objectOption, secretOption, urlOption } from 'eventrelay/internal';
+import { describeType, describeValue } from 'eventrelay/internal';
+import { redactUrl } from 'eventrelay/internal';
+import type { Transport } from 'eventrelay/internal';
+
+/** One configured webhook (spec 2.1). */
+export interface WebhookEntry {
+  /** Full http or https URL. `user:password@` in it is sent as Basic auth and never logged. */
+  readonly url: string;
+  /** Static headers added to every request to this URL (not Content-Type, User-Agent, X-Signature, Host or framing headers). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface WebhookDestinationOptions {
+  /** 1 to 5 webhooks (spec 8); every message goes to all of them at once. */
+  readonly webhooks: readonly WebhookEntry[];
+  /**
+   * When set (non-empty), each request is signed as `signing` says. An array while rotating: the
+   * first is the current secret (the only one `X-Signature` uses); Standard Webhooks sends one
+   * signature per secret. A `whsec_` secret is base64 after the prefix for Standard Webhooks.
+   * Default: none (unsigned).
+   */
+  readonly sharedSecret?: string | readonly string[];
+  /**
+   * `x-signature` (the spec's hex HMAC-SHA1 of the body, default), `standard-webhooks`
+   * (`webhook-id`, `webhook-timestamp`, `webhook-signature`) or `both`. Needs `sharedSecret`
+   * unless `x-signature`.
+   */
+  readonly signing?: SigningScheme;
+  /** Time a receiver has to answer with a status, in milliseconds. Default 5000 (spec 8). */
+  readonly timeout?: number;
+  /** How long after the first attempt retries may happen, in milliseconds. Default 4 h (spec 8). */
+  readonly retryWindow?: number;
+  /** Base delay of the first retry, in milliseconds; grows x2 per attempt with jitter. Default 1000. */
+  readonly minRetryDelay?: number;
+  /** Largest delay between two attempts, in milliseconds. Default 600 000 (10 min). */
+  readonly maxRetryDelay?: number;
+  /** Attempts in flight at once; each attempt sends to every URL. Default 32. */
+  readonly concurrency?: number;
+  /** The HTTP layer. Default: an `UndiciTransport` (undici's HTTP/1.1 client, keep-alive). */
+  readonly transport?: Transport;
+  /**
+   * Extra CA certificates (PEM) the default transport trusts on top of Node's roots, for a
+   * private CA. It never disables verification, and a self-signed leaf stays refused.
+   */
+  readonly ca?: string | Buffer | readonly (string | Buffer)[];
+}
+
+/** How a destination signs its requests. */
+export type SigningScheme = 'x-signature' | 'standard-webhooks' | 'both';
+
+export const SIGNING_SCHEMES: readonly SigningScheme[] = ['x-signature', 'standard-webhooks', 'both'];
+
+export const DESTINATION_DEFAULTS = {
+  timeout: 5000,
+  retryWindow: 4 * 60 * 60 * 1000,
+  minRetryDelay: 1000,
+  maxRetryDelay: 10 * 60 * 1000,
+  concurrency: 32,
+} as const;
+
+/** The spec's limit of URLs per destination. */
+export const MAX_WEBHOOKS = 5;
+
+export const USER_AGENT = 'EventRelay-Webhooks/1.0';
+
+export interface ResolvedWebhook {
+  readonly index: number;
+  readonly url: URL;
+  /** The URL for logs, errors and results: no credentials, no query. */
+  readonly display: string;
+  /** Content-Type, User-Agent and the static headers; per body the sender adds length and signature. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface ResolvedDestinationOptions {
+  readonly webhooks: readonly ResolvedWebhook[];
+  /** The secrets, current first; empty when requests go unsigned. */
+  readonly secrets: readonly string[];
+  readonly signing: SigningScheme;
+  readonly timeout: number;
+  readonly retryWindow: number;
+  readonly minRetryDelay: number;
+  readonly maxRetryDelay: number;
+  readonly concurrency: number;
+}
+
+/**
+ * Validates once, at construction. Messages name the field and what was expected; they never
+ * repeat the secret, a header value or a URL that failed to parse (any may hold credentials).
+ */
+export function resolveDestinationOptions(options: WebhookDestinationOptions): ResolvedDestinationOptions {
+  objectOption('', options, 'an object with at least `webhooks`');
+  const list: unknown = options.webhooks;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigError(
+      `Expected \`webhooks\` to be a list of 1 to ${MAX_WEBHOOKS} { url, headers } entries, got ${Array.isArray(list) ? 'an empty list' : describeValue(list)}`,
+      'webhooks',
+    );
+  }
+  if (list.length > MAX_WEBHOOKS) {
+    throw new ConfigError(`Expected at most ${MAX_WEBHOOKS} webhooks per destination (spec limit), got ${list.length}`, 'webhooks');
+  }
+
+  const secrets = resolveSecrets(options.sharedSecret);
+  const signing = enumOption('signing', options.signing ?? 'x-signature', SIGNING_SCHEMES);
+  if (signing !== 'x-signature' && secrets.length === 0) {
+    throw new ConfigError(`\`signing: "${signing}"\` needs a \`sharedSecret\` to sign with; set one, or use "x-signature" to send unsigned`, 'sharedSecret');
+  }
+
+  const defaults = DESTINATION_DEFAULTS;
+  const minRetryDelay = durationOption('minRetryDelay', options.minRetryDelay ?? defaults.minRetryDelay, 1);
+  return {
+    webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index)),
+    secrets,
+    signing,
+    timeout: durationOption('timeout', options.timeout ?? defaults.timeout, 1),
+    retryWindow: durationOption('retryWindow', options.retryWindow ?? defaults.retryWindow, 0, Number.MAX_SAFE_INTEGER),
+    minRetryDelay,
+    maxRetryDelay: durationOption('maxRetryDelay', options.maxRetryDelay ?? defaults.maxRetryDelay, minRetryDelay),
+    concurrency: integerOption('concurrency', options.concurrency ?? defaults.concurrency, 1),
+  };
+}
+
+/** One secret or a rotation list, current first; `''` (and an unset variable) means unsigned. */
+function resolveSecrets(secret: unknown): string[] {
+  if (secret === undefined || secret === '') return [];
+  if (typeof secret === 'string') return [secret];
+  if (!Array.isArray(secret) || secret.length === 0) {
+    throw new ConfigError(
+      `Expected \`sharedSecret\` to be a string, or a non-empty list of strings while rotating (current first), got ${describeType(secret)}`,
+      'sharedSecret',
+    );
+  }
+  secret.forEach((item: unknown, i) => secretOption(`sharedSecret[${i}]`, item, 'a shared secret'));
+  return secret as string[];
+}
+
+/** One `webhooks` entry: its URL (http or https, with a host) and static headers. */
+export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`): ResolvedWebhook {
+  const { url: raw, headers } = objectOption(field, entry, 'an object { url, headers }');
+  const url = urlOption(`${field}.url`, raw);
+  return {
+    index,
+    url,
+    display: redactUrl(url),
+    headers: { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...staticHeaders(`${field}.headers`, headers) },
+  };
+}

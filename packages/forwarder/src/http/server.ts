@@ -1,0 +1,253 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import createDebug from 'debug';
+import { ValidationError } from 'eventrelay/internal';
+import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audiences';
+import type { DeletionPlan, DeletionRequest } from '../routing/deletion';
+import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from 'eventrelay/internal';
+import { MESSAGE_TYPES, parseIngestBody } from './ingest';
+import type { MessageType, RejectedMessage, ValidMessage } from './ingest';
+import { decodeBody, readBody } from './read-body';
+import { routeMessage } from '../routing/router';
+import type { RouteSource } from '../routing/router';
+import type { AcceptedMessage, AcceptResult } from '../store/store';
+
+const log = createDebug('analytics:forwarder');
+
+/** Largest admin request body, in bytes: an audience sync lists every member. */
+export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
+
+/** What the HTTP layer needs from the service. */
+export interface HttpBackend {
+  /** The source a write key belongs to. */
+  sourceForKey(writeKey: string): RouteSource | undefined;
+  /** `calls[i]` is the parsed form of `messages[i]` (for the delivery log). */
+  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult>;
+  /**
+   * Called with the messages of a batch that were refused (the others were stored), for counting
+   * and the delivery log; `body` is the parsed request body they came in.
+   */
+  onRejected?(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
+  /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
+  readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
+  requestDeletion(request: DeletionRequest): Promise<Omit<DeletionPlan, 'deliveries'>>;
+  syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult>;
+  stats(): Promise<object>;
+  /** Token for /admin/*, undefined when admin endpoints are off. */
+  readonly adminToken: string | undefined;
+  /** True once shutdown started: new requests get 503. */
+  readonly closing: boolean;
+  now(): number;
+}
+
+type Route =
+  | { kind: 'ingest'; endpoint: 'batch' | MessageType }
+  | { kind: 'health' | 'stats' | 'deletions' | 'audiences' };
+
+const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
+  '/v1/batch': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
+  // Segment's name for the same endpoint, used by its bulk import tools.
+  '/v1/import': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
+  ...Object.fromEntries(MESSAGE_TYPES.map((type) => [`/v1/${type}`, { method: 'POST', route: { kind: 'ingest', endpoint: type } }])),
+  '/health': { method: 'GET', route: { kind: 'health' } },
+  '/stats': { method: 'GET', route: { kind: 'stats' } },
+  '/admin/deletions': { method: 'POST', route: { kind: 'deletions' } },
+  '/admin/audiences/sync': { method: 'POST', route: { kind: 'audiences' } },
+};
+
+export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+export function fail(res: ServerResponse, status: number, code: string, message: string, extra: object = {}, headers: Record<string, string> = {}): void {
+  send(res, status, { success: false, error: { code, message, ...extra } }, headers);
+}
+
+/** The write key from `Authorization: Basic base64(writeKey:)`, as Segment's clients send it. */
+function basicAuthKey(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
+  if (match === null) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const user = colon < 0 ? decoded : decoded.slice(0, colon);
+  // Some clients put the key in the password part instead.
+  return user !== '' ? user : colon >= 0 && decoded.length > colon + 1 ? decoded.slice(colon + 1) : undefined;
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** Constant-time comparison of a presented token with the configured one. */
+export function tokenMatches(presented: string, expected: string): boolean {
+  return timingSafeEqual(digest(presented), digest(expected));
+}
+
+function parseJson(body: Buffer): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(body.toString('utf8')) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/**
+ * The forwarder's HTTP API on node:http: ingestion (`/v1/*`, Segment-compatible), operations
+ * (`/health`, `/stats`) and admin (`/admin/*`, Bearer token). Status codes are listed in the
+ * README. Logs carry statuses, counts and source names; never keys, tokens or bodies.
+ */
+export function createRequestHandler(backend: HttpBackend): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(backend, req, res).catch((error: unknown) => {
+      log('request failed: %s', (error as Error).message);
+      if (!res.headersSent) fail(res, 503, 'unavailable', 'The forwarder could not store the request; try again', {}, { 'Retry-After': '1' });
+      else res.destroy();
+    });
+  };
+}
+
+async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
+  const entry = ROUTES[path];
+  if (entry === undefined) {
+    if (backend.operations !== undefined && (await backend.operations(req, res, path))) return;
+    fail(res, 404, 'not_found', `No endpoint ${path}; ingestion is POST /v1/batch or /v1/{identify,track,page,screen,group,alias}`);
+    return;
+  }
+  if (req.method !== entry.method && !(entry.method === 'GET' && req.method === 'HEAD')) {
+    fail(res, 405, 'method_not_allowed', `${path} takes ${entry.method}`, {}, { Allow: entry.method });
+    return;
+  }
+  if (backend.closing) {
+    fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
+    return;
+  }
+  const route = entry.route;
+  switch (route.kind) {
+    case 'health':
+      send(res, 200, { status: 'ok' });
+      return;
+    case 'stats':
+      send(res, 200, await backend.stats());
+      return;
+    case 'ingest':
+      await ingest(backend, route.endpoint, req, res);
+      return;
+    case 'deletions':
+    case 'audiences':
+      await admin(backend, route.kind, req, res);
+      return;
+  }
+}
+
+async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const receivedAt = backend.now();
+  const headerKey = basicAuthKey(req.headers.authorization);
+  // A key in the header is checked before the body is read: no upload for an unknown key.
+  let source = headerKey === undefined ? undefined : backend.sourceForKey(headerKey);
+  if (headerKey !== undefined && source === undefined) {
+    unauthorized(res);
+    return;
+  }
+  const read = await readBody(req, MAX_BODY_BYTES);
+  if (!read.ok) {
+    log('413: body of %d bytes', read.size);
+    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
+    return;
+  }
+  const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
+  if (!decoded.ok) {
+    if (decoded.reason === 'too_large') {
+      fail(res, 413, 'body_too_large', `The decompressed request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
+    } else if (decoded.reason === 'unsupported') {
+      fail(res, 415, 'unsupported_encoding', 'Content-Encoding must be gzip, deflate or none');
+    } else {
+      fail(res, 400, 'invalid_body', 'The request body could not be decompressed (Content-Encoding)');
+    }
+    return;
+  }
+  const json = parseJson(decoded.body);
+  if (source === undefined) {
+    // Segment also accepts the write key in the body.
+    const bodyKey = json.ok && typeof json.value === 'object' && json.value !== null ? (json.value as { writeKey?: unknown }).writeKey : undefined;
+    source = typeof bodyKey === 'string' && bodyKey !== '' ? backend.sourceForKey(bodyKey) : undefined;
+    if (source === undefined) {
+      unauthorized(res);
+      return;
+    }
+  }
+  if (!json.ok) {
+    fail(res, 400, 'invalid_json', 'The request body is not valid JSON');
+    return;
+  }
+  const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length);
+  if (!parsed.ok) {
+    log('%d from source %s: %s', parsed.status, source.name, parsed.code);
+    fail(res, parsed.status, parsed.code, parsed.message);
+    return;
+  }
+  const accepted = parsed.messages.map((m) => routeMessage(source, m, receivedAt));
+  // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
+  const result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages);
+  log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);
+  if (parsed.rejected.length === 0) {
+    send(res, 200, { success: true });
+    return;
+  }
+  // Not all or nothing: the valid messages are stored, the refused ones listed by index.
+  log('refused %d of %d messages from source %s', parsed.rejected.length, parsed.rejected.length + accepted.length, source.name);
+  backend.onRejected?.(source.name, parsed.rejected, receivedAt, json.value);
+  send(res, 200, { success: true, rejected: parsed.rejected });
+}
+
+function unauthorized(res: ServerResponse): void {
+  fail(
+    res,
+    401,
+    'unauthorized',
+    'Missing or unknown write key: send it as Basic auth (base64 of "<writeKey>:") or as `writeKey` in the body',
+    {},
+    { 'WWW-Authenticate': 'Basic realm="eventrelay"' },
+  );
+}
+
+async function admin(backend: HttpBackend, kind: 'deletions' | 'audiences', req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (backend.adminToken === undefined) {
+    fail(res, 403, 'admin_disabled', 'Admin endpoints are off: set `adminToken` in the config');
+    return;
+  }
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  if (match === null || !tokenMatches(match[1]!, backend.adminToken)) {
+    fail(res, 401, 'unauthorized', 'Missing or wrong admin token: send `Authorization: Bearer <adminToken>`', {}, { 'WWW-Authenticate': 'Bearer realm="eventrelay-admin"' });
+    return;
+  }
+  const read = await readBody(req, MAX_ADMIN_BODY_BYTES);
+  if (!read.ok) {
+    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
+    return;
+  }
+  const json = parseJson(read.body);
+  if (!json.ok || typeof json.value !== 'object' || json.value === null || Array.isArray(json.value)) {
+    fail(res, 400, 'invalid_json', 'Expected a JSON object body');
+    return;
+  }
+  try {
+    if (kind === 'deletions') {
+      const result = await backend.requestDeletion(json.value as DeletionRequest);
+      send(res, 202, result);
+    } else {
+      const result = await backend.syncAudience(json.value as AudienceSyncRequest);
+      send(res, 200, result);
+    }
+  } catch (error) {
+    if (error instanceof ValidationError) {
+      fail(res, 400, 'invalid_request', error.message, error.field === undefined ? {} : { field: error.field });
+      return;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,111 @@
+// Every error class, the very classes `eventrelay` exports (loaded from it, never copied):
+// `instanceof` works whichever package you import them from.
+export {
+  ClientClosedError,
+  CloseTimeoutError,
+  ConfigError,
+  EventRelayError,
+  HttpError,
+  InvalidArgumentError,
+  NetworkError,
+  NotReplayableError,
+  PayloadTooLargeError,
+  QueueFullError,
+  SerializationError,
+  SignatureVerificationError,
+  StoreError,
+  TimeoutError,
+  ValidationError,
+  WebhookMessageError,
+  WebhookTimestampError,
+} from 'eventrelay/internal';
+export type { ErrorCode } from 'eventrelay/internal';
+export { isDestinationEnabled } from './delivery/integrations';
+export { serializeWebhookMessage, toWebhookMessage, WEBHOOK_MESSAGE_TYPES } from 'eventrelay/internal';
+export type {
+  // The same types as `eventrelay/webhooks` exports: one definition of the outbound shapes.
+  WebhookMessage,
+  WebhookMessageType,
+  WebhookPageMessage,
+  WebhookScreenMessage,
+  WebhookIdentifyMessage,
+  WebhookTrackMessage,
+  WebhookAliasMessage,
+  WebhookGroupMessage,
+  WebhookDeleteMessage,
+  WebhookContext,
+  WebhookProperties,
+  WebhookPageProperties,
+  WebhookTraits,
+  // Deprecated aliases of the names above.
+  PageWebhook,
+  ScreenWebhook,
+  IdentifyWebhook,
+  TrackWebhook,
+  AliasWebhook,
+  GroupWebhook,
+  DeleteWebhook,
+  InboundMessage,
+  DeletionNotice,
+  ToWebhookMessageOptions,
+  JsonObject,
+} from 'eventrelay/internal';
+export { checkMessage, MAX_MESSAGE_ID_LENGTH } from 'eventrelay/internal';
+export type { RejectedMessage } from './http/ingest';
+export { nextAttemptAt } from './delivery/retry-schedule';
+export type { RetryScheduleInput } from './delivery/retry-schedule';
+export { WebhookDestination } from './delivery/destination';
+export type {
+  WebhookEntry,
+  WebhookDestinationOptions,
+  DestinationInternals,
+  UrlOutcome,
+  AttemptResult,
+  DeliveryResult,
+  AttemptState,
+} from './delivery/destination';
+export { NodeTransport } from 'eventrelay/internal';
+export type { NodeTransportOptions } from 'eventrelay/internal';
+export { UndiciTransport } from './delivery/undici-transport';
+export type { UndiciTransportOptions } from './delivery/undici-transport';
+export type { Transport, HttpRequest, HttpResponse } from 'eventrelay/internal';
+export { createForwarder, Forwarder } from './service';
+export type { ForwarderOptions, ForwarderInternals, ListenOptions, ForwarderStats, DeletionResult, ForwarderEvents } from './service';
+export { parseConfig, loadConfigFile } from './config';
+export type {
+  ForwarderConfig,
+  SourceConfig,
+  WebhooksDestinationConfig,
+  WebhookEntryConfig,
+  DeliveryConfig,
+  StorageConfig,
+  SecretValue,
+  ResolvedConfig,
+} from './config';
+export type { DeletionRequest } from './routing/deletion';
+export type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
+export { snakeCase } from './routing/snake-case';
+export { MemoryStore } from './store/memory';
+export { SqliteStore } from './store/sqlite/sqlite';
+export type { SqliteStoreOptions } from './store/sqlite/sqlite';
+export { PostgresStore } from './store/postgres/postgres';
+export type { PostgresStoreOptions } from './store/postgres/postgres';
+export type {
+  ForwarderStore,
+  NewDelivery,
+  AcceptedMessage,
+  AcceptResult,
+  PendingDelivery,
+  DeliveryOutcome,
+  DeliveryKind,
+  StoreCounts,
+  AudienceChange,
+  LeaseRequest,
+  RecordResult,
+} from './store/store';
+export type { AttemptReport } from './scheduling/scheduler';
+export type { MetricsConfig } from './config';
+export { DELIVERY_STATES } from './store/delivery-log';
+export type { DeliveryState, LoggedMessage, LoggedAttempt, DeliveryDetail } from './store/delivery-log';
+export type { EndpointHealth } from './metrics/health';
+export type { TimelinePoint } from './metrics/timeline';

@@ -1,0 +1,33 @@
+import type { ValidMessage } from '../http/ingest';
+import { isDestinationEnabled } from '../delivery/integrations';
+import type { AcceptedMessage, NewDelivery } from '../store/store';
+
+/** The destination key of spec 4.3, and the only destination kind of the forwarder. */
+export const WEBHOOKS = 'Webhooks';
+
+/** What routing needs to know about a source. */
+export interface RouteSource {
+  readonly name: string;
+  /** True when the source has a Webhooks destination switched on. */
+  readonly webhooksOn: boolean;
+}
+
+/**
+ * Routes a valid message of a source: one delivery to the source's Webhooks destination when it
+ * is on and the message's `integrations` do not turn it off (spec 4.3). The webhook body was
+ * serialized once by ingestion; the store keeps that string and every attempt sends it as is.
+ */
+export function routeMessage(source: RouteSource, message: ValidMessage, receivedAt: number): AcceptedMessage {
+  const deliveries: NewDelivery[] = [];
+  if (source.webhooksOn && isDestinationEnabled(message.integrations, WEBHOOKS)) {
+    deliveries.push({
+      source: source.name,
+      destination: WEBHOOKS,
+      kind: 'message',
+      messageId: message.messageId,
+      body: message.body,
+      createdAt: receivedAt,
+    });
+  }
+  return { source: source.name, messageId: message.messageId, receivedAt, deliveries };
+}

@@ -1,0 +1,492 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { createServer } from 'node:http';
+import { hostname } from 'node:os';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import createDebug from 'debug';
+import { systemClock } from 'eventrelay/internal';
+import type { Clock } from 'eventrelay/internal';
+import { ConfigError, EventRelayError } from 'eventrelay/internal';
+import { checkAudienceRequest, planAudienceNotices } from './routing/audiences';
+import type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
+import { parseConfig } from './config';
+import type { ForwarderConfig, ResolvedConfig } from './config';
+import { planDeletion } from './routing/deletion';
+import type { DeletionRequest } from './routing/deletion';
+import { WebhookDestination } from './delivery/destination';
+import type { DestinationInternals } from './delivery/destination';
+import { MemoryStore } from './store/memory';
+import type { RouteSource } from './routing/router';
+import { Scheduler } from './scheduling/scheduler';
+import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
+import { createRequestHandler } from './http/server';
+import { PostgresStore } from './store/postgres/postgres';
+import { SqliteStore } from './store/sqlite/sqlite';
+import type { AcceptedMessage, AcceptResult, ForwarderStore, NewDelivery } from './store/store';
+import { Operations } from './admin/operations';
+import { createOperationsRoutes } from './admin/api';
+import { ForwarderMetrics } from './metrics/metrics';
+import type { EndpointHealth } from './metrics/health';
+import { MemoryDeliveryLog } from './store/delivery-log';
+import type { DeliveryLog } from './store/delivery-log';
+import { SqliteDeliveryLog } from './store/sqlite/sqlite-log';
+import { PostgresDeliveryLog } from './store/postgres/postgres-log';
+import type { RejectedMessage, ValidMessage } from './http/ingest';
+
+const log = createDebug('analytics:forwarder');
+
+/** How often finished deliveries past the retention are removed, in ms. */
+const PRUNE_INTERVAL = 10 * 60_000;
+/** Longest wait for requests in progress at shutdown, in ms. */
+const DRAIN_TIMEOUT = 10_000;
+
+export interface ForwarderOptions {
+  /** Data directory of the SQLite store; overrides `storage.dataDir` (the CLI's `--data`). */
+  readonly dataDir?: string;
+  /** A store to use instead of the configured one (e.g. a shared queue). The forwarder closes it. */
+  readonly store?: ForwarderStore;
+  /** Environment for `{ "env": NAME }` secrets. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Test seams; not for application code. */
+export interface ForwarderInternals {
+  readonly clock?: Clock;
+  readonly destination?: DestinationInternals;
+  /** Replaces the destinations (by source name): a fake for scheduler tests. */
+  readonly targets?: ReadonlyMap<string, DeliveryTarget>;
+}
+
+export interface ListenOptions {
+  /** Default: the config's `port` (8787). 0 picks a free port. */
+  readonly port?: number;
+  /** Default: the config's `host` (127.0.0.1). */
+  readonly host?: string;
+}
+
+export interface ForwarderStats {
+  /** Messages acknowledged by the ingestion API, duplicates included. */
+  readonly accepted: number;
+  /** Acknowledged messages whose messageId the source had sent before: not forwarded again. */
+  readonly duplicates: number;
+  /** Messages the ingestion API refused (listed in an answer's `rejected`) since this process started. */
+  readonly refused: number;
+  /** Deliveries (messages, deletions, audience identifies) a webhook accepted. */
+  readonly delivered: number;
+  /** Deliveries waiting for a retry after a failed attempt. */
+  readonly retrying: number;
+  /** Deliveries given up: a final status, or the retry window ran out. */
+  readonly failed: number;
+  /** Deliveries not finished yet (never tried, or waiting for a retry). */
+  readonly queueDepth: number;
+  /** Age of the oldest unfinished delivery, in ms; null when the queue is empty. */
+  readonly oldestPendingAge: number | null;
+  /** Attempts in flight now. */
+  readonly inFlight: number;
+  /** Time since start, in ms. */
+  readonly uptime: number;
+  /** Health of each webhook URL over the last hour, in this process (URLs redacted). */
+  readonly endpoints: readonly EndpointHealth[];
+}
+
+export interface DeletionResult {
+  readonly userId: string;
+  /** Sources that will get a `delete` notification. */
+  readonly notified: readonly string[];
+  /** Affected sources without a Webhooks destination switched on. */
+  readonly skipped: readonly string[];
+}
+
+export interface ForwarderEvents {
+  /** One attempt finished (delivered, retry or failed). */
+  attempt: [report: AttemptReport];
+  /**
+   * A failure in the background that is not a delivery's: an `attempt` listener that threw.
+   * Delivery goes on. Without an `error` listener it is only logged (`DEBUG=analytics:forwarder`).
+   */
+  error: [error: Error];
+}
+
+/**
+ * The forwarding service: ingestion API, durable queue, routing, delivery, deletions and
+ * audiences. Create it with `createForwarder(config)`, then `listen()`; `close()` stops it
+ * gracefully. Events: `attempt` (one per finished webhook attempt, without the body).
+ */
+export class Forwarder extends EventEmitter<ForwarderEvents> {
+  /** Request handler for a node:http server of your own (call `start()` first). */
+  readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  private readonly config: ResolvedConfig;
+  private readonly options: ForwarderOptions;
+  private readonly clock: Clock;
+  private readonly routes: readonly RouteSource[];
+  private readonly byKey: ReadonlyMap<string, RouteSource>;
+  private readonly targets: ReadonlyMap<string, DeliveryTarget>;
+  private readonly destinations: readonly WebhookDestination[];
+  /** This process among the instances sharing a store: host, pid and a random part. */
+  readonly instanceId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  private store: ForwarderStore | undefined;
+  private opening: Promise<ForwarderStore> | undefined;
+  private scheduler: Scheduler | undefined;
+  private server: Server | undefined;
+  private pruneTimer: unknown;
+  private startedAt = 0;
+  /** Messages refused by the ingestion API since start (not stored, so counted here). */
+  private refused = 0;
+  private starting: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private pendingRequests = 0;
+  private idle: (() => void) | undefined;
+  /** The delivery log, live stream, health and timeline: made when the store opens. */
+  private ops: Operations | undefined;
+  private readonly metrics: ForwarderMetrics | undefined;
+
+  constructor(config: ResolvedConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}) {
+    super();
+    this.config = config;
+    this.options = options;
+    this.clock = internals.clock ?? systemClock;
+    this.routes = config.sources.map((s) => ({ name: s.name, webhooksOn: s.webhooks?.enabled === true }));
+    this.byKey = new Map(config.sources.map((s, i) => [keyDigest(s.writeKey), this.routes[i]!]));
+
+    const targets = new Map<string, DeliveryTarget>();
+    const destinations: WebhookDestination[] = [];
+    config.sources.forEach((s, i) => {
+      if (s.webhooks === undefined || !s.webhooks.enabled) return;
+      const field = `sources[${i}].destinations.Webhooks`;
+      try {
+        const destination = new WebhookDestination(
+          {
+            webhooks: s.webhooks.webhooks,
+            sharedSecret: s.webhooks.sharedSecret,
+            signing: s.webhooks.signing,
+            timeout: config.delivery.timeout,
+            retryWindow: config.delivery.retryWindow,
+            minRetryDelay: config.delivery.minRetryDelay,
+            maxRetryDelay: config.delivery.maxRetryDelay,
+            concurrency: config.delivery.sourceConcurrency,
+          },
+          { clock: this.clock, ...internals.destination },
+        );
+        destinations.push(destination);
+        targets.set(s.name, destination);
+      } catch (error) {
+        if (error instanceof ConfigError) throw new ConfigError(`In \`${field}\`: ${error.message}`, error.field === undefined ? field : `${field}.${error.field}`);
+        throw error;
+      }
+    });
+    this.destinations = destinations;
+    this.targets = internals.targets ?? targets;
+
+    this.metrics =
+      config.metricsPath === undefined
+        ? undefined
+        : new ForwarderMetrics({
+          queueDepth: () => this.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
+        });
+    const opsOf = async (): Promise<Operations> => {
+      await this.openStore();
+      return this.ops!;
+    };
+    const operations = createOperationsRoutes({
+      ops: opsOf,
+      metrics: this.metrics,
+      metricsPath: config.metricsPath,
+      debuggerOn: config.debugger,
+      adminToken: config.adminToken,
+      closing: () => this.closing !== undefined,
+      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart() }),
+    });
+    const backend = {
+      sourceForKey: (key: string) => this.byKey.get(keyDigest(key)),
+      accept: (messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]) => this.accept(messages, calls),
+      onRejected: (source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown) => {
+        this.refused += rejected.length;
+        this.ops?.refused(source, rejected, receivedAt, body);
+      },
+      operations,
+      requestDeletion: (request: DeletionRequest) => this.requestDeletion(request),
+      syncAudience: (request: AudienceSyncRequest) => this.syncAudience(request),
+      stats: () => this.stats(),
+      adminToken: config.adminToken,
+      get closing() {
+        return closingFlag();
+      },
+      now: () => this.clock.now(),
+    };
+    const closingFlag = () => this.closing !== undefined;
+    const handle = createRequestHandler(backend);
+    this.handler = (req, res) => {
+      this.pendingRequests++;
+      res.once('close', () => {
+        this.pendingRequests--;
+        if (this.pendingRequests === 0) this.idle?.();
+      });
+      handle(req, res);
+    };
+  }
+
+  /** Names of the configured sources. */
+  get sources(): readonly string[] {
+    return this.routes.map((r) => r.name);
+  }
+
+  /**
+   * Opens the store and starts delivering what it holds. Idempotent; after a failure (the database
+   * unreachable, ...) it may be called again, and `close()` still works.
+   */
+  start(): Promise<void> {
+    if (this.closing !== undefined) return Promise.reject(new EventRelayError('The forwarder is closed; create a new one', 'ERR_FORWARDER_CLOSED'));
+    this.starting ??= (async () => {
+      const store = await this.openStore();
+      const { concurrency, sourceConcurrency } = this.config.delivery;
+      this.scheduler = new Scheduler(
+        store,
+        this.targets,
+        this.clock,
+        { concurrency, sourceConcurrency, owner: this.instanceId, leaseMs: this.config.storage.lease, onError: (error) => this.backgroundError(error) },
+        (report) => {
+          this.ops?.attempt(report);
+          this.emit('attempt', report);
+        },
+      );
+      this.ops?.start();
+      this.startedAt = this.clock.now();
+      this.scheduler.start();
+      this.schedulePrune();
+      log('started: %d sources, store %s', this.routes.length, this.options.store ? 'custom' : this.config.storage.type);
+    })().catch((error: unknown) => {
+      this.starting = undefined;
+      throw error;
+    });
+    return this.starting;
+  }
+
+  /** Opens the store once (not cached when it fails), without starting delivery. */
+  private openStore(): Promise<ForwarderStore> {
+    this.opening ??= (async () => {
+      const storage = this.config.storage;
+      let store: ForwarderStore;
+      if (this.options.store !== undefined) store = this.options.store;
+      else if (storage.type === 'memory') store = new MemoryStore();
+      else if (storage.type === 'postgres') {
+        store = await PostgresStore.open({ url: storage.url!, poolSize: storage.poolSize, connectTimeout: storage.connectTimeout });
+      } else store = new SqliteStore({ dataDir: this.options.dataDir ?? storage.dataDir, synchronous: storage.synchronous });
+      this.store = store;
+      this.ops = new Operations(
+        {
+          enqueue: (deliveries) => this.enqueue(deliveries),
+          queueDepth: async () => {
+            const { queueDepth, oldestPendingAge, inFlight } = await this.stats();
+            return { queueDepth, oldestPendingAge, inFlight };
+          },
+          now: () => this.clock.now(),
+          sources: new Map(this.routes.map((r) => [r.name, r.webhooksOn])),
+          keepDelivered: storage.keepDelivered,
+        },
+        storage.deliveryLog ? this.openLog(store) : undefined,
+        this.metrics,
+      );
+      return store;
+    })().catch((error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
+  }
+
+  /** The delivery log beside the store: in its database for SQLite and PostgreSQL, else in memory. */
+  private openLog(store: ForwarderStore): DeliveryLog {
+    const options = { keepDelivered: this.config.storage.keepDelivered };
+    if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
+    // Its tables come with the store's schema, migrated when the store opened.
+    if (store instanceof PostgresStore) return new PostgresDeliveryLog(store.logConnections, options);
+    return new MemoryDeliveryLog(options);
+  }
+
+  private backgroundError(error: Error): void {
+    log('background error: %s', error.message);
+    if (this.listenerCount('error') > 0) this.emit('error', error);
+  }
+
+  private schedulePrune(): void {
+    const timer = setInterval(() => {
+      const before = this.clock.now() - this.config.storage.retention;
+      this.store?.prune(before).then(
+        (removed) => removed > 0 && log('pruned %d finished rows', removed),
+        (error: Error) => log('prune failed: %s', error.message),
+      );
+      this.ops?.prune(before).then(
+        (removed) => removed > 0 && log('pruned %d delivery log rows', removed),
+        (error: Error) => log('delivery log prune failed: %s', error.message),
+      );
+    }, PRUNE_INTERVAL);
+    timer.unref();
+    this.pruneTimer = timer;
+  }
+
+  /** Starts the HTTP server. Resolves with the address it listens on. */
+  async listen(options: ListenOptions = {}): Promise<{ url: string; host: string; port: number }> {
+    if (this.closing !== undefined) throw new EventRelayError('The forwarder is closed; create a new one', 'ERR_FORWARDER_CLOSED');
+    if (this.server !== undefined) throw new EventRelayError('The forwarder is already listening; call listen() once', 'ERR_ALREADY_LISTENING');
+    const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000 }, this.handler);
+    this.server = server;
+    try {
+      await this.start();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.port ?? this.config.port, options.host ?? this.config.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (error) {
+      // Not listening (port in use, ...): listen() may be called again.
+      this.server = undefined;
+      throw error;
+    }
+    const address = server.address() as AddressInfo;
+    const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return { url: `http://${shownHost}:${address.port}`, host: address.address, port: address.port };
+  }
+
+  private accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult> {
+    return this.withStore(async (store) => {
+      const result = await store.accept(messages);
+      this.ops?.accepted(messages, calls, result);
+      if (result.stored > 0) this.scheduler?.wake();
+      return result;
+    });
+  }
+
+  /** Stores deliveries made by no ingested call (replays) and wakes the delivery loop. */
+  private enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
+    return this.withStore(async (store) => {
+      await store.enqueue(deliveries);
+      this.scheduler?.wake();
+    });
+  }
+
+  /**
+   * Sends a `delete` notification (spec 2.3) to every affected source whose Webhooks destination
+   * is on: all sources, or those named. ValidationError for a missing userId or an unknown source.
+   */
+  async requestDeletion(request: DeletionRequest): Promise<DeletionResult> {
+    const plan = planDeletion(request, this.routes, this.clock.now());
+    return this.withStore(async (store) => {
+      await store.enqueue(plan.deliveries);
+      this.ops?.enqueued(plan.deliveries);
+      this.scheduler?.wake();
+      log('deletion request: %d sources notified', plan.notified.length);
+      return { userId: plan.userId, notified: plan.notified, skipped: plan.skipped };
+    });
+  }
+
+  /**
+   * Replaces an audience's membership (spec 6): an identify with `traits: { <trait>: true }` for
+   * each member added (every member on the first sync) and `false` for each member removed.
+   */
+  async syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult> {
+    const { source, trait, members } = checkAudienceRequest(request, this.routes);
+    const now = this.clock.now();
+    return this.withStore(async (store) => {
+      const planned: NewDelivery[] = [];
+      const change = await store.syncAudience(source.name, trait, members, (c) => {
+        const notices = planAudienceNotices(source, trait, c, now);
+        planned.push(...notices);
+        return notices;
+      });
+      const sent = planned.length;
+      this.ops?.enqueued(planned);
+      this.scheduler?.wake();
+      log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
+      return {
+        source: source.name,
+        audience: request.audience,
+        trait,
+        firstSync: change.firstSync,
+        added: change.added.length,
+        removed: change.removed.length,
+        sent,
+      };
+    });
+  }
+
+  async stats(): Promise<ForwarderStats> {
+    return this.withStore(async (store) => {
+      const counts = await store.counts();
+      const now = this.clock.now();
+      return {
+        accepted: counts.accepted,
+        duplicates: counts.duplicates,
+        refused: this.refused,
+        delivered: counts.delivered,
+        retrying: counts.retrying,
+        failed: counts.failed,
+        queueDepth: counts.pending,
+        oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
+        inFlight: this.scheduler?.active ?? 0,
+        uptime: this.startedAt === 0 ? 0 : now - this.startedAt,
+        endpoints: this.ops?.endpoints() ?? [],
+      };
+    });
+  }
+
+  /**
+   * Opens the store if needed, but does not start delivering: that is `start()`/`listen()`'s job
+   * (a deletion or audience sync before it is stored, and sent once the forwarder starts).
+   */
+  private async withStore<T>(fn: (store: ForwarderStore) => Promise<T>): Promise<T> {
+    return fn(await this.openStore());
+  }
+
+  /**
+   * Graceful shutdown: stops accepting (new requests get 503, idle connections close), lets
+   * requests being stored finish, waits for the webhook attempts in flight and writes their
+   * outcomes, then closes the destinations and the store. Returns the same promise when called again.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.pruneTimer as NodeJS.Timeout);
+      // Live streams never end by themselves: end them, so that shutdown does not wait for them.
+      this.ops?.live.close();
+      const server = this.server;
+      const serverClosed = server === undefined ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
+      server?.closeIdleConnections();
+      if (this.pendingRequests > 0) {
+        // Requests being read or stored may finish; a stalled upload gets 10 s, then its socket is closed.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          new Promise<void>((resolve) => (this.idle = resolve)),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_TIMEOUT))),
+        ]);
+        clearTimeout(timer);
+      }
+      server?.closeAllConnections();
+      await serverClosed;
+      // A start or open that failed left nothing to stop.
+      await this.starting?.catch(() => {});
+      await this.opening?.catch(() => {});
+      await this.scheduler?.stop();
+      await Promise.all(this.destinations.map((d) => d.close()));
+      await this.ops?.close();
+      await this.store?.close();
+      log('closed');
+    })();
+    return this.closing;
+  }
+}
+
+function keyDigest(key: string): string {
+  // Looking keys up by their hash keeps the lookup time independent of how much of a guess matches.
+  return createHash('sha256').update(key).digest('base64');
+}
+
+/**
+ * Creates a forwarder from a config object (see the README for the format); checks it at once
+ * (ConfigError with `field`), reading `{ "env": NAME }` secrets. Nothing is opened until
+ * `listen()` or `start()`.
+ */
+export function createForwarder(config: ForwarderConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}): Forwarder {
+  return new Forwarder(parseConfig(config, options.env ?? process.env), options, internals);
+}

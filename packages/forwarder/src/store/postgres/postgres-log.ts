@@ -1,0 +1,536 @@
+import type { Pool, PoolClient } from 'pg';
+import createDebug from 'debug';
+import { applyAttempt, FINAL_STATES } from '../delivery-log';
+import { BufferedDeliveryLog } from '../buffered-log';
+import type { LogOp } from '../buffered-log';
+import { numberArray, pgText, storedKey, textArray } from './pg-values';
+import { LOCK_CLASS, LOCKS } from './postgres-schema';
+import { toDeliveryDetail, toLoggedMessage } from '../sql-rows';
+import type { AttemptRow, LogRow } from '../sql-rows';
+import type {
+  AttemptRecord,
+  DeliveryDetail,
+  DeliveryLog,
+  DeliveryLogOptions,
+  DeliveryState,
+  LogCall,
+  LoggedMessage,
+  MessageQuery,
+  ReplayedLine,
+} from '../delivery-log';
+
+const log = createDebug('analytics:forwarder');
+
+const PRUNE_CHUNK = 2000;
+
+/**
+ * How long an attempt waits for its line, in ms: another instance accepted the call and has not
+ * written it yet (its writes wait up to 50 ms for others, then take a round trip or two). A
+ * minute covers a database or a machine that stalls for seconds; a waiting attempt only costs a
+ * lookup per flush.
+ */
+const ORPHAN_WAIT = 60_000;
+
+const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
+  body IS NOT NULL AS has_body`;
+
+/** The newest line of each (source, messageId) that attempts go to: not a duplicate, refused or filtered one. */
+const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.source, l.message_id
+  FROM log_messages l JOIN unnest($1::text[], $2::text[]) AS k(source, message_id) ON l.source = k.source AND l.message_id = k.message_id
+  WHERE l.state NOT IN ('duplicate', 'refused', 'filtered')
+  ORDER BY l.source, l.message_id, l.id DESC`;
+
+/** Calls to log, with the attempts made on them before the flush that writes them (see foldAttempts). */
+type CallsOp = Extract<LogOp, { op: 'calls' }> & { readonly attempts?: ReadonlyMap<LogCall, readonly AttemptRecord[]> };
+type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
+/**
+ * Whether attempts (`x`) decide a line's state: always while no attempt has (state `pending`:
+ * the line's time is then its receipt or replay, perhaps on another machine's clock), else when
+ * they are at least as recent as the attempt that did. One that waited for its line may arrive
+ * after a newer one; attempts by different instances on one delivery are a retry delay or a
+ * lease apart, far more than clocks differ.
+ */
+const NEWER = `(l.state = 'pending' OR x.updated_at >= l.updated_at)`;
+
+/**
+ * Most attempts waiting for their line at once, by default; past it the oldest are not logged. A
+ * peer whose log is off or failing would otherwise make every attempt on its calls wait.
+ */
+const WAITING_ATTEMPTS = 10_000;
+
+/** Open lines remembered per instance by default (a cache: a line not remembered is looked up). */
+const OPEN_LINES = 50_000;
+
+/**
+ * Attempts on calls accepted in the same flush join their call, which is then written once, in
+ * its state after them: most calls are delivered within the 50 ms a flush waits, so most lines
+ * are inserted finished (without a body to erase) and never updated.
+ */
+function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
+  const open = new Map<string, { call: LogCall; attempts: Map<LogCall, AttemptRecord[]> }>();
+  const out: (LogOp | CallsOp)[] = [];
+  for (const op of ops) {
+    if (op.op === 'attempt') {
+      const fresh = open.get(storedKey(op.record.source, op.record.messageId));
+      if (fresh === undefined) out.push(op);
+      else fresh.attempts.get(fresh.call)!.push(op.record);
+      continue;
+    }
+    if (op.op === 'calls') {
+      const attempts = new Map<LogCall, AttemptRecord[]>();
+      for (const call of op.calls) {
+        if (call.state !== 'pending') continue;
+        attempts.set(call, []);
+        open.set(storedKey(call.source, call.messageId), { call, attempts });
+      }
+      out.push({ ...op, attempts });
+      continue;
+    }
+    out.push(op);
+  }
+  return out;
+}
+
+const UNTRIED: LineState = { state: 'pending', attempts: 0, updatedAt: 0, finishedAt: null, reason: null };
+
+/** A line to insert: a call, in its state after the attempts made on it before it was written. */
+interface Line {
+  readonly call: LogCall;
+  readonly attempts: readonly AttemptRecord[];
+  readonly state: DeliveryState;
+  readonly updatedAt: number;
+  readonly finishedAt: number | null;
+  readonly reason: string | null;
+  readonly body: string | null;
+}
+
+type LineState = Parameters<typeof applyAttempt>[0];
+
+/** A line's state after `attempts`, in order, from `start` (the last attempt decides; `attempts` counts them). */
+function stateAfter(start: LineState, attempts: readonly AttemptRecord[]): LineState {
+  const entry = { ...start };
+  for (const record of attempts) applyAttempt(entry, record);
+  return entry;
+}
+
+function lineOf(call: LogCall, attempts: readonly AttemptRecord[], eraseDelivered: boolean): Line {
+  const pending = call.state === 'pending';
+  const start = { state: call.state, attempts: 0, updatedAt: call.receivedAt, finishedAt: pending ? null : call.receivedAt, reason: call.reason ?? null };
+  const { state, updatedAt, finishedAt, reason } = stateAfter(start, attempts);
+  const body = pending && !(eraseDelivered && state === 'delivered') ? (call.body ?? null) : null;
+  return { call, attempts, state, updatedAt, finishedAt, reason, body };
+}
+
+/** Rows of log_attempts, column by column. */
+interface AttemptRows {
+  readonly id: number[];
+  readonly series: number[];
+  readonly attempt: number[];
+  readonly at: number[];
+  readonly outcome: string[];
+  readonly url: string[];
+  readonly status: (number | null)[];
+  readonly error: (string | null)[];
+  readonly duration: number[];
+}
+
+function attemptRows(): AttemptRows {
+  return { id: [], series: [], attempt: [], at: [], outcome: [], url: [], status: [], error: [], duration: [] };
+}
+
+/** One row per URL of the attempt. */
+function addAttemptRows(rows: AttemptRows, id: number, series: number, record: AttemptRecord): void {
+  for (const u of record.urls) {
+    rows.id.push(id);
+    rows.series.push(series);
+    rows.attempt.push(record.attempt);
+    rows.at.push(record.at);
+    rows.outcome.push(record.outcome);
+    rows.url.push(u.url);
+    rows.status.push(u.status);
+    rows.error.push(u.error);
+    rows.duration.push(u.durationMs);
+  }
+}
+
+async function insertAttempts(client: PoolClient, rows: AttemptRows): Promise<void> {
+  if (rows.id.length === 0) return;
+  await client.query({
+    name: 'eventrelay-log-attempts',
+    text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms)
+     SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[])`,
+    values: [
+      numberArray(rows.id),
+      numberArray(rows.series),
+      numberArray(rows.attempt),
+      numberArray(rows.at),
+      textArray(rows.outcome),
+      textArray(rows.url),
+      numberArray(rows.status),
+      textArray(rows.error),
+      numberArray(rows.duration),
+    ],
+  });
+}
+
+/** Consecutive writes of one kind (calls, attempts): the order of the log is kept. */
+function runs(ops: readonly (LogOp | CallsOp)[]): (LogOp | CallsOp)[][] {
+  const out: (LogOp | CallsOp)[][] = [];
+  for (const op of ops) {
+    const last = out.at(-1);
+    if (last !== undefined && last[0]!.op === op.op) last.push(op);
+    else out.push([op]);
+  }
+  return out;
+}
+
+/**
+ * The delivery log on PostgreSQL, beside the shared queue: every instance writes its calls and
+ * attempts there, so any instance's admin API sees them all. Writes are buffered and committed
+ * together every 50 ms; a crash may cost the last lines of the log, never a message.
+ */
+export class PostgresDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
+  private flushing: Promise<void> = Promise.resolve();
+  /**
+   * The line id of calls this instance saw open, by key, oldest first, at most `openLimit`: lines
+   * another instance finishes are never seen finished here, so the oldest are forgotten.
+   */
+  private readonly live = new Map<string, number>();
+  private readonly openLimit: number;
+  private readonly waitingLimit: number;
+  private readonly waitMs: number;
+  /** Attempts whose line was not in the table yet, with when that was first seen; tried again on each flush. */
+  private orphans: { record: AttemptRecord; since: number }[] = [];
+
+  /**
+   * A log on the store's database: its tables come with the store's schema (`PostgresStore.open`
+   * migrates them). `pool`: the store's `logConnections`.
+   */
+  constructor(
+    private readonly pool: Pool,
+    private readonly options: DeliveryLogOptions,
+    internals: { readonly openLines?: number; readonly waitingAttempts?: number; readonly waitMs?: number } = {},
+  ) {
+    super();
+    this.openLimit = internals.openLines ?? OPEN_LINES;
+    this.waitingLimit = internals.waitingAttempts ?? WAITING_ATTEMPTS;
+    this.waitMs = internals.waitMs ?? ORPHAN_WAIT;
+  }
+
+  /** Attempts waiting for a line another instance has not written yet. */
+  get waitingAttempts(): number {
+    return this.orphans.length;
+  }
+
+  /** How many open lines this instance remembers now. */
+  get openLines(): number {
+    return this.live.size;
+  }
+
+  private remember(key: string, id: number): void {
+    this.live.delete(key);
+    this.live.set(key, id);
+    if (this.live.size > this.openLimit) this.live.delete(this.live.keys().next().value!);
+  }
+
+  /** Commits the buffered writes (after any flush in progress); failures are logged, never thrown. */
+  flush(): Promise<void> {
+    const taken = this.take();
+    this.flushing = this.flushing.then(async () => {
+      // Attempts still waiting for their line go first: they happened before anything taken now.
+      const waiting = this.orphans;
+      this.orphans = [];
+      const since = new Map(waiting.map((o) => [o.record, o.since]));
+      const ops: LogOp[] = [...waiting.map((o): LogOp => ({ op: 'attempt', record: o.record })), ...taken];
+      if (ops.length === 0) return;
+      let client: PoolClient | undefined;
+      let failure: Error | undefined;
+      // A connection that breaks between two queries reports here, not as an uncaught 'error'.
+      const onError = (error: Error) => (failure ??= error);
+      try {
+        client = await this.pool.connect();
+        client.on('error', onError);
+        await client.query('BEGIN');
+        // Runs of the same kind of write share a statement: a few round trips per flush, however many lines.
+        for (const run of runs(foldAttempts(ops))) {
+          if (run[0]!.op === 'attempt') await this.writeAttempts(client, run.map((op) => (op as AttemptOp).record), since);
+          else await this.writeCalls(client, run as CallsOp[]);
+        }
+        await client.query('COMMIT');
+      } catch (error) {
+        failure ??= error as Error;
+        await client?.query('ROLLBACK').catch(() => {});
+        this.live.clear();
+        this.orphans = [];
+        log('delivery log: could not write %d entries: %s', ops.length, failure.message);
+      } finally {
+        client?.off('error', onError);
+        // A broken connection is dropped, not handed to the next user.
+        client?.release(failure);
+      }
+      if (this.orphans.length > this.waitingLimit) {
+        const dropped = this.orphans.splice(0, this.orphans.length - this.waitingLimit);
+        log('delivery log: %d attempts waited for lines that never came; the oldest are not logged', dropped.length);
+      }
+      if (this.orphans.length > 0) this.flushSoon();
+    });
+    return this.flushing;
+  }
+
+  /** The latest live log line of each key not known here, in one query. */
+  private async findLive(client: PoolClient, keys: Iterable<{ source: string; messageId: string }>): Promise<Map<string, number>> {
+    const sources: string[] = [];
+    const ids: string[] = [];
+    for (const k of keys) {
+      sources.push(k.source);
+      ids.push(k.messageId);
+    }
+    const found = new Map<string, number>();
+    if (sources.length === 0) return found;
+    const { rows } = await client.query<{ id: number; source: string; message_id: string }>({
+      name: 'eventrelay-log-find',
+      text: FIND_LIVE,
+      values: [textArray(sources), textArray(ids)],
+    });
+    for (const row of rows) found.set(storedKey(row.source, row.message_id), row.id);
+    return found;
+  }
+
+  private async writeCalls(client: PoolClient, ops: readonly CallsOp[]): Promise<void> {
+    const eraseDelivered = this.options.keepDelivered === 0;
+    const lines = ops.flatMap((op) => op.calls.map((call) => lineOf(call, op.attempts?.get(call) ?? [], eraseDelivered)));
+    const { rows } = await client.query<{ id: number }>({
+      name: 'eventrelay-log-lines',
+      text: `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
+         $11::text[], $12::text[])
+       RETURNING id`,
+      values: [
+        textArray(lines.map((l) => l.call.source)),
+        textArray(lines.map((l) => l.call.kind)),
+        textArray(lines.map((l) => l.call.messageId)),
+        textArray(lines.map((l) => l.call.type ?? null)),
+        textArray(lines.map((l) => l.call.userId ?? null)),
+        numberArray(lines.map((l) => l.call.receivedAt)),
+        textArray(lines.map((l) => l.state)),
+        numberArray(lines.map((l) => l.attempts.length)),
+        numberArray(lines.map((l) => l.updatedAt)),
+        numberArray(lines.map((l) => l.finishedAt)),
+        textArray(lines.map((l) => l.reason)),
+        textArray(lines.map((l) => l.body)),
+      ],
+    });
+    // Ids are taken in the order the rows were given; the newest open line of a key gets its later attempts.
+    rows.sort((a, b) => a.id - b.id);
+    const attempts = attemptRows();
+    rows.forEach((row, i) => {
+      const line = lines[i]!;
+      for (const record of line.attempts) addAttemptRows(attempts, row.id, 1, record);
+      if (FINAL_STATES.has(line.state)) return;
+      const key = storedKey(line.call.source, line.call.messageId);
+      if ((this.live.get(key) ?? 0) < row.id) this.remember(key, row.id);
+    });
+    await insertAttempts(client, attempts);
+  }
+
+  /**
+   * Attempts in order: their rows in one statement, and each line's new state in another. An
+   * attempt whose line is not there yet (another instance accepted the call and has not written
+   * it) waits for a later flush, up to `waitMs` (a minute); `since` says when a waiting one first missed.
+   */
+  private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[], since: ReadonlyMap<AttemptRecord, number>): Promise<void> {
+    const unknown = new Map<string, { source: string; messageId: string }>();
+    for (const r of records) {
+      const key = storedKey(r.source, r.messageId);
+      if (!this.live.has(key)) unknown.set(key, r);
+    }
+    const stored = await this.findLive(client, unknown.values());
+    // Each line's attempts here, in order.
+    const byLine = new Map<number, { key: string; records: AttemptRecord[] }>();
+    for (const record of records) {
+      const key = storedKey(record.source, record.messageId);
+      const found = this.live.get(key) ?? stored.get(key);
+      if (found === undefined) {
+        const first = since.get(record) ?? Date.now();
+        if (Date.now() - first < this.waitMs) this.orphans.push({ record, since: first });
+        else log('delivery log: no line for attempt %d of %s after %d ms; not logged', record.attempt, record.messageId, this.waitMs);
+        continue;
+      }
+      const line = byLine.get(found);
+      if (line === undefined) byLine.set(found, { key, records: [record] });
+      else line.records.push(record);
+    }
+    if (byLine.size === 0) return;
+    const ids = [...byLine.keys()].sort((a, b) => a - b);
+    // The state after them (the previous state does not matter: the last attempt decides).
+    const of = ids.map((id) => {
+      const { key, records: attempts } = byLine.get(id)!;
+      const after = stateAfter(UNTRIED, attempts);
+      if (FINAL_STATES.has(after.state)) this.live.delete(key);
+      return { ...after, count: attempts.length };
+    });
+    // Only columns no index covers change, so PostgreSQL can update each line in place (HOT). The
+    // series comes back from the line itself: another instance may have replayed it since this one
+    // saw it.
+    const updated = await client.query<{ id: number; series: number }>({
+      name: 'eventrelay-log-states',
+      text: `UPDATE log_messages l SET attempts = l.attempts + x.n,
+         state = CASE WHEN ${NEWER} THEN x.state ELSE l.state END,
+         updated_at = CASE WHEN ${NEWER} THEN x.updated_at ELSE l.updated_at END,
+         finished_at = CASE WHEN ${NEWER} THEN x.finished_at ELSE l.finished_at END,
+         reason = CASE WHEN ${NEWER} THEN x.reason ELSE l.reason END,
+         body = CASE WHEN x.erase AND ${NEWER} THEN NULL ELSE l.body END
+       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bool[]) AS x(id, n, state, updated_at, finished_at, reason, erase)
+       WHERE l.id = x.id
+       RETURNING l.id, l.series`,
+      values: [
+        numberArray(ids),
+        numberArray(of.map((l) => l.count)),
+        textArray(of.map((l) => l.state)),
+        numberArray(of.map((l) => l.updatedAt)),
+        numberArray(of.map((l) => l.finishedAt)),
+        textArray(of.map((l) => l.reason)),
+        of.map((l) => this.options.keepDelivered === 0 && l.state === 'delivered'),
+      ],
+    });
+    const rows = attemptRows();
+    for (const { id, series } of updated.rows) {
+      for (const record of byLine.get(id)!.records) addAttemptRows(rows, id, series, record);
+    }
+    await insertAttempts(client, rows);
+  }
+
+  async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
+    await this.flush();
+    if (ids.length === 0) return [];
+    // One statement: a line another instance replays at the same moment is locked by the first
+    // update, and no longer matches for the second once it commits.
+    const { rows } = await this.pool.query<{
+      id: number;
+      series: number;
+      source: string;
+      message_id: string;
+      state: DeliveryState;
+      updated_at: number;
+      finished_at: number | null;
+      reason: string | null;
+    }>(
+      `WITH old AS (
+         SELECT id, state, updated_at, finished_at, reason FROM log_messages
+         WHERE id = ANY($2::bigint[]) AND state IN ('failed', 'delivered') AND body IS NOT NULL FOR UPDATE)
+       UPDATE log_messages l SET series = l.series + 1, state = 'pending', finished_at = NULL, updated_at = $1, reason = NULL
+       FROM old WHERE l.id = old.id AND l.state IN ('failed', 'delivered')
+       RETURNING l.id, l.series, l.source, l.message_id, old.state, old.updated_at, old.finished_at, old.reason`,
+      [at, numberArray(ids)],
+    );
+    return rows.map((row) => {
+      this.remember(storedKey(row.source, row.message_id), row.id);
+      return { id: row.id, series: row.series, before: { state: row.state, updatedAt: row.updated_at, finishedAt: row.finished_at, reason: row.reason } };
+    });
+  }
+
+  async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
+    if (lines.length === 0) return;
+    const { rows } = await this.pool.query<{ source: string; message_id: string }>(
+      `UPDATE log_messages l SET series = l.series - 1, state = x.state, updated_at = x.updated_at, finished_at = x.finished_at, reason = x.reason
+       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) AS x(id, series, state, updated_at, finished_at, reason)
+       WHERE l.id = x.id AND l.series = x.series AND l.state = 'pending'
+       RETURNING l.source, l.message_id`,
+      [
+        numberArray(lines.map((l) => l.id)),
+        numberArray(lines.map((l) => l.series)),
+        textArray(lines.map((l) => l.before.state)),
+        numberArray(lines.map((l) => l.before.updatedAt)),
+        numberArray(lines.map((l) => l.before.finishedAt)),
+        textArray(lines.map((l) => l.before.reason)),
+      ],
+    );
+    for (const row of rows) this.live.delete(storedKey(row.source, row.message_id));
+  }
+
+  async list(query: MessageQuery): Promise<LoggedMessage[]> {
+    await this.flush();
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (column: string, op: string, value: unknown) => {
+      params.push(typeof value === 'string' ? pgText(value) : value);
+      where.push(`${column} ${op} $${params.length}`);
+    };
+    if (query.source !== undefined) add('source', '=', query.source);
+    if (query.state !== undefined) add('state', '=', query.state);
+    if (query.type !== undefined) add('type', '=', query.type);
+    if (query.messageId !== undefined) add('message_id', '=', query.messageId);
+    if (query.userId !== undefined) add('user_id', '=', query.userId);
+    if (query.since !== undefined) add('received_at', '>=', query.since);
+    if (query.until !== undefined) add('received_at', '<', query.until);
+    if (query.beforeId !== undefined) add('id', '<', query.beforeId);
+    params.push(query.limit);
+    const { rows } = await this.pool.query<LogRow>(
+      `SELECT ${COLUMNS} FROM log_messages ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map(toLoggedMessage);
+  }
+
+  async get(id: number): Promise<DeliveryDetail | undefined> {
+    await this.flush();
+    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = $1`, [id]);
+    return rows[0] === undefined ? undefined : this.detail(rows[0]);
+  }
+
+  private async detail(row: LogRow): Promise<DeliveryDetail> {
+    const { rows } = await this.pool.query<AttemptRow>(
+      'SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = $1 ORDER BY id',
+      [row.id],
+    );
+    return toDeliveryDetail(row, rows);
+  }
+
+  async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
+    await this.flush();
+    const { rows } = await this.pool.query<LogRow>(
+      `SELECT ${COLUMNS}, body FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
+       ORDER BY id`,
+      [source, since, until],
+    );
+    return Promise.all(rows.map((row) => this.detail(row)));
+  }
+
+  /** One pruner at a time over all instances (an advisory lock); the others return 0 at once. */
+  async prune(before: number, now: number): Promise<number> {
+    await this.flush();
+    const client = await this.pool.connect();
+    try {
+      const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.logPrune]);
+      if (!locked.rows[0]!.ok) return 0;
+      try {
+        let removed = 0;
+        for (;;) {
+          if (this.closed) return removed;
+          // received_at <= finished_at: its index (never updated) finds the candidates.
+          const { rows } = await client.query<{ id: number }>(`SELECT id FROM log_messages WHERE received_at < $1 AND finished_at < $1 LIMIT ${PRUNE_CHUNK}`, [
+            before,
+          ]);
+          if (rows.length === 0) break;
+          const ids = rows.map((r) => r.id);
+          removed += (await client.query('DELETE FROM log_attempts WHERE delivery_id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
+          removed += (await client.query('DELETE FROM log_messages WHERE id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
+          if (rows.length < PRUNE_CHUNK) break;
+        }
+        await client.query(`UPDATE log_messages SET body = NULL WHERE received_at < $1 AND finished_at < $1 AND state = 'delivered' AND body IS NOT NULL`, [
+          now - this.options.keepDelivered,
+        ]);
+        return removed;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCKS.logPrune]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+  }
+}

@@ -1,0 +1,162 @@
+import type { PoolClient } from 'pg';
+import { stepsAfter, VERSION_TABLE } from '../migrations';
+import type { Migration } from '../migrations';
+
+/**
+ * Advisory lock keys (the two-integer form: this class id, then the purpose), so eventrelay's
+ * locks never collide with an application's own on the same database.
+ */
+export const LOCK_CLASS = 0x45_52_4c_59; // "ERLY"
+export const LOCKS = { migrations: 1, prune: 2, audience: 3, logPrune: 4 } as const;
+
+/**
+ * The PostgreSQL store's schema, as ordered steps (same shape as the SQLite store's). While a
+ * delivery is claimed, `leased_until` holds the end of its lease (step 1 kept it in
+ * `next_attempt_at`). Counters are kept in shards
+ * (a row per name and shard) so that instances committing at once do not queue on one row.
+ */
+export const POSTGRES_MIGRATIONS: readonly Migration<string>[] = [
+  {
+    version: 1,
+    name: 'messages, deliveries with leases, audiences, sharded counters',
+    up: `
+CREATE TABLE messages (
+  source text NOT NULL,
+  message_id text NOT NULL,
+  received_at bigint NOT NULL,
+  PRIMARY KEY (source, message_id)
+);
+-- Rows arrive in time order: a BRIN index is tiny and nearly free to maintain, and enough for pruning.
+CREATE INDEX messages_by_time ON messages USING brin (received_at);
+CREATE TABLE deliveries (
+  id bigserial PRIMARY KEY,
+  source text NOT NULL,
+  destination text NOT NULL,
+  kind text NOT NULL,
+  message_id text NOT NULL,
+  body text NOT NULL,
+  created_at bigint NOT NULL,
+  status smallint NOT NULL DEFAULT 0,
+  attempts integer NOT NULL DEFAULT 0,
+  first_attempt_at bigint,
+  next_attempt_at bigint NOT NULL,
+  finished_at bigint,
+  last_error text,
+  lease integer NOT NULL DEFAULT 0,
+  lease_owner text
+);
+CREATE INDEX deliveries_pending ON deliveries (source, next_attempt_at, id) WHERE status = 0;
+CREATE INDEX deliveries_finished ON deliveries (finished_at) WHERE status <> 0;
+CREATE TABLE audiences (
+  source text NOT NULL,
+  audience text NOT NULL,
+  synced_at bigint NOT NULL,
+  PRIMARY KEY (source, audience)
+);
+CREATE TABLE audience_members (
+  source text NOT NULL,
+  audience text NOT NULL,
+  user_id text NOT NULL,
+  PRIMARY KEY (source, audience, user_id)
+);
+CREATE TABLE counters (
+  name text NOT NULL,
+  shard smallint NOT NULL,
+  value bigint NOT NULL,
+  PRIMARY KEY (name, shard)
+);
+`,
+  },
+  {
+    version: 2,
+    name: 'leases in a column of their own, so that claims are HOT updates',
+    // A claim writes only columns no index covers (lease, lease_owner, leased_until), so PostgreSQL
+    // updates the row in place on its page (a HOT update: no new index entries) when the page has
+    // room, which a fillfactor of 50 keeps; the table is a queue (delivered rows are deleted), so the
+    // space costs little. Rows claimed under step 1 carry their lease end in next_attempt_at, which
+    // step 2's claims still honour.
+    up: `
+ALTER TABLE deliveries ADD COLUMN leased_until bigint NOT NULL DEFAULT 0;
+ALTER TABLE deliveries SET (fillfactor = 50);
+`,
+  },
+  {
+    version: 3,
+    name: 'the delivery log, updated in place',
+    // The delivery log's tables (created by earlier releases outside the versioned steps, hence
+    // IF NOT EXISTS). An attempt changes only columns no index covers (state, attempts, times,
+    // reason, body), so each line is updated in place (HOT) when its page has room: pruning
+    // finds finished lines through received_at (never updated; a line finishes after it
+    // arrives) instead of an index on finished_at.
+    up: `
+CREATE TABLE IF NOT EXISTS log_messages (
+  id bigserial PRIMARY KEY,
+  source text NOT NULL,
+  kind text NOT NULL,
+  message_id text NOT NULL,
+  type text,
+  user_id text,
+  received_at bigint NOT NULL,
+  state text NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  series integer NOT NULL DEFAULT 1,
+  updated_at bigint NOT NULL,
+  finished_at bigint,
+  reason text,
+  body text
+);
+CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
+CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
+DROP INDEX IF EXISTS log_messages_finished;
+CREATE INDEX IF NOT EXISTS log_messages_received ON log_messages (received_at);
+ALTER TABLE log_messages SET (fillfactor = 50);
+CREATE TABLE IF NOT EXISTS log_attempts (
+  id bigserial PRIMARY KEY,
+  delivery_id bigint NOT NULL,
+  series integer NOT NULL,
+  attempt integer NOT NULL,
+  at bigint NOT NULL,
+  url text NOT NULL,
+  status integer,
+  error text,
+  duration_ms integer NOT NULL,
+  outcome text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
+`,
+  },
+];
+
+/** The version the database is at (0: empty). */
+export async function postgresSchemaVersion(client: PoolClient): Promise<number> {
+  const table = await client.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [VERSION_TABLE]);
+  if (table.rows[0]?.found == null) return 0;
+  const row = await client.query<{ version: number }>(`SELECT coalesce(max(version), 0)::int AS version FROM ${VERSION_TABLE}`);
+  return row.rows[0]!.version;
+}
+
+/**
+ * Brings the schema to the latest version under an advisory lock, so that instances starting
+ * together apply each step once; each step is one transaction. Returns the versions applied.
+ */
+export async function migratePostgres(client: PoolClient, now = Date.now()): Promise<number[]> {
+  await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LOCKS.migrations]);
+  try {
+    await client.query(`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
+    const steps = stepsAfter('PostgreSQL', POSTGRES_MIGRATIONS, await postgresSchemaVersion(client));
+    for (const step of steps) {
+      await client.query('BEGIN');
+      try {
+        await client.query(step.up);
+        await client.query(`INSERT INTO ${VERSION_TABLE} (version, name, applied_at) VALUES ($1, $2, $3)`, [step.version, step.name, now]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
+      }
+    }
+    return steps.map((s) => s.version);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCKS.migrations]);
+  }
+}

@@ -1,0 +1,541 @@
+import { createRequire } from 'node:module';
+import { numberArray, pgText, storedKey, textArray } from './pg-values';
+import { toPendingDelivery } from '../sql-rows';
+import type { ClaimedRow } from '../sql-rows';
+import type { Pool, PoolClient, PoolConfig } from 'pg';
+import createDebug from 'debug';
+import { ConfigError, StoreError } from 'eventrelay/internal';
+import { LOCK_CLASS, LOCKS, migratePostgres } from './postgres-schema';
+import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../store';
+import type {
+  AcceptedMessage,
+  AcceptResult,
+  AudienceChange,
+  DeliveryOutcome,
+  ForwarderStore,
+  LeaseRequest,
+  NewDelivery,
+  PendingDelivery,
+  RecordResult,
+  StoreCounts,
+} from '../store';
+
+const log = createDebug('analytics:forwarder');
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:5432/database`; the password never appears in errors or logs. */
+  readonly url: string;
+  /**
+   * Connections for the writes that must be durable (ingestion, deletions, audience syncs). The
+   * delivery loop's claims and outcomes use a second pool of half as many (at least 2). Default 10.
+   */
+  readonly poolSize?: number;
+  /** Longest wait for a connection, in ms; at start, an unreachable server fails after it. Default 5000. */
+  readonly connectTimeout?: number;
+  /** The config field named in errors. Default `storage.url`. */
+  readonly field?: string;
+}
+
+const DEFAULTS = { poolSize: 10, connectTimeout: 5000 } as const;
+
+const PENDING = 0;
+const DELIVERED = 1;
+const FAILED = 2;
+/** Most messages in one group commit. */
+const GROUP_MESSAGES = 5000;
+/** Rows removed per statement when pruning. */
+const PRUNE_CHUNK = 2000;
+/** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
+const COUNTER_SHARDS = 16;
+
+type PgModule = typeof import('pg');
+
+/** `pg` is an optional peer dependency, required only when a forwarder opens this store. */
+export function loadDriver(load: (id: string) => unknown = createRequire(import.meta.url)): PgModule {
+  try {
+    return load('pg') as PgModule;
+  } catch (error) {
+    throw new ConfigError(
+      `"storage": { "type": "postgres" } needs the pg package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +
+      'Install it beside eventrelay (npm install pg), or choose another `storage.type`.',
+      'storage.type',
+    );
+  }
+}
+
+/** The URL as it may be shown: the password replaced by `***`. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'a URL that does not parse';
+  }
+}
+
+function passwordOf(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
+}
+
+type DeliveryRow = ClaimedRow & { lease: number; due_at: number };
+
+interface AcceptRequest {
+  readonly messages: readonly AcceptedMessage[];
+  readonly resolve: (result: AcceptResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at)
+  SELECT s, d, k, m, b, c, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS x(s, d, k, m, b, c)`;
+
+/**
+ * A ForwarderStore on PostgreSQL, shared by any number of forwarder processes. Deliveries are
+ * claimed with `FOR UPDATE SKIP LOCKED` and a lease; messageIds are unique per source across
+ * instances (primary key); an audience's syncs take an advisory lock; one pruner runs at a time.
+ * Accepted messages of the requests that arrive while a commit runs share the next transaction
+ * (group commit per instance); `accept()` resolves once PostgreSQL committed it, so its
+ * durability is the server's `synchronous_commit` (on by default: flushed to the WAL on disk).
+ *
+ * Open it with `PostgresStore.open(options)`: it connects, checks the server, and migrates the schema.
+ */
+export class PostgresStore implements ForwarderStore {
+  private readonly pool: Pool;
+  /**
+   * Claims, outcomes and reads: committed with `synchronous_commit = off`, so they do not wait for
+   * a WAL flush. A server crash may undo the last of them, which only means a delivery is attempted
+   * again (at-least-once); the next durable commit flushes them too.
+   */
+  private readonly fast: Pool;
+  private readonly audienceTurns = new KeyedTurns();
+  private acceptQueue: AcceptRequest[] = [];
+  private committing: Promise<void> | undefined;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+
+  private constructor(pool: Pool, fast: Pool) {
+    this.pool = pool;
+    this.fast = fast;
+  }
+
+  /**
+   * Connections for the delivery log's tables (`PostgresDeliveryLog`): those that commit without
+   * waiting for a WAL flush, since the log may lose its last lines in a server crash, never a message.
+   */
+  get logConnections(): Pool {
+    return this.fast;
+  }
+
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const pg = loadDriver();
+    const field = options.field ?? 'storage.url';
+    const config: PoolConfig = {
+      connectionString: options.url,
+      max: options.poolSize ?? DEFAULTS.poolSize,
+      connectionTimeoutMillis: options.connectTimeout ?? DEFAULTS.connectTimeout,
+      // bigint columns hold epoch ms and ids: numbers, exact up to 2^53.
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as never,
+      },
+      application_name: 'eventrelay',
+    };
+    const pool = new pg.Pool(config);
+    const fast = new pg.Pool({ ...config, max: Math.max(2, Math.ceil(config.max! / 2)), options: '-c synchronous_commit=off' });
+    // An idle connection dropped by the server (restart, failover) is replaced on the next query.
+    for (const p of [pool, fast]) p.on('error', (error: Error) => log('postgres: idle connection failed: %s', hideSecret(error.message, options.url)));
+    let client: PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      await Promise.all([pool.end(), fast.end()]).catch(() => {});
+      // A server's answer (wrong password, unknown database) has a message worth showing; a socket error, its code.
+      const fromServer = (error as { severity?: string }).severity !== undefined;
+      const reason = fromServer ? (error as Error).message : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
+      throw new StoreError(
+        `Cannot connect to PostgreSQL at ${redactUrl(options.url)} (\`${field}\`): ${hideSecret(String(reason), options.url)}. ` +
+        'Check that the server runs and accepts connections from here, and the user, password and database in the URL.',
+        'ERR_STORE_UNAVAILABLE',
+        { field },
+      );
+    }
+    let failure: unknown;
+    try {
+      const applied = await migratePostgres(client);
+      if (applied.length > 0) log('postgres: schema migrated to version %d', applied.at(-1));
+    } catch (error) {
+      failure = error;
+    } finally {
+      client.release();
+    }
+    if (failure !== undefined) {
+      await Promise.all([pool.end(), fast.end()]).catch(() => {});
+      if (failure instanceof StoreError) throw failure;
+      throw new StoreError(
+        `Cannot prepare the PostgreSQL schema at ${redactUrl(options.url)}: ${hideSecret((failure as Error).message, options.url)}`,
+        'ERR_STORE_UNAVAILABLE',
+        { field },
+      );
+    }
+    return new PostgresStore(pool, fast);
+  }
+
+  /** Group commit: requests queue while a commit runs, and the next commit takes them all. */
+  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+    return new Promise((resolve, reject) => {
+      this.assertOpen();
+      this.acceptQueue.push({ messages, resolve, reject });
+      this.commitNext();
+    });
+  }
+
+  private commitNext(): void {
+    if (this.committing !== undefined || this.acceptQueue.length === 0) return;
+    // Whole requests, up to GROUP_MESSAGES messages (at least one request): one statement stays bounded.
+    let take = 0;
+    for (let messages = 0; take < this.acceptQueue.length && (take === 0 || messages + this.acceptQueue[take]!.messages.length <= GROUP_MESSAGES); take++) {
+      messages += this.acceptQueue[take]!.messages.length;
+    }
+    const group = this.acceptQueue.splice(0, take);
+    this.committing = this.commitGroup(group).finally(() => {
+      this.committing = undefined;
+      this.commitNext();
+    });
+  }
+
+  private async commitGroup(group: readonly AcceptRequest[]): Promise<void> {
+    // The first occurrence of a key in the group is the candidate; later ones are duplicates.
+    const candidates = new Map<string, AcceptedMessage>();
+    const keys = group.map((request) => request.messages.map((m) => storedKey(m.source, m.messageId)));
+    let total = 0;
+    group.forEach((request, r) => {
+      total += request.messages.length;
+      request.messages.forEach((m, i) => {
+        if (!candidates.has(keys[r]![i]!)) candidates.set(keys[r]![i]!, m);
+      });
+    });
+    // Sorted, so that two instances inserting the same ids lock them in the same order.
+    const sorted = [...candidates.values()].sort((a, b) => compare(a.source, b.source) || compare(a.messageId, b.messageId));
+    const d = {
+      owner: [] as string[],
+      source: [] as string[],
+      destination: [] as string[],
+      kind: [] as string[],
+      messageId: [] as string[],
+      body: [] as string[],
+      createdAt: [] as number[],
+    };
+    for (const m of sorted) {
+      for (const x of m.deliveries) {
+        d.owner.push(m.messageId);
+        d.source.push(m.source);
+        d.destination.push(x.destination);
+        d.kind.push(x.kind);
+        d.messageId.push(x.messageId);
+        d.body.push(x.body);
+        d.createdAt.push(x.createdAt);
+      }
+    }
+    let stored: Set<string>;
+    try {
+      // One statement, so one round trip and one commit: the messages new to the store, their
+      // deliveries, and the counters.
+      const result = await this.pool.query<{ source: string; message_id: string }>({
+        // Named: prepared once per connection, so the server does not parse and plan it per commit.
+        name: 'eventrelay-accept',
+        text: `WITH m AS (
+           INSERT INTO messages (source, message_id, received_at)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+           ON CONFLICT DO NOTHING RETURNING source, message_id),
+         d AS (
+           INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at)
+           SELECT x.s, x.d, x.k, x.m, x.b, x.c, x.c
+           FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[]) AS x(o, s, d, k, m, b, c)
+           JOIN m ON m.source = x.s AND m.message_id = x.o),
+         c AS (
+           INSERT INTO counters (name, shard, value)
+           SELECT name, $11, value FROM (VALUES ('accepted', $12::bigint), ('duplicates', $12::bigint - (SELECT count(*) FROM m))) AS v(name, value)
+           ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+         SELECT source, message_id FROM m`,
+        values: [
+          textArray(sorted.map((m) => m.source)),
+          textArray(sorted.map((m) => m.messageId)),
+          numberArray(sorted.map((m) => m.receivedAt)),
+          textArray(d.owner),
+          textArray(d.source),
+          textArray(d.destination),
+          textArray(d.kind),
+          textArray(d.messageId),
+          textArray(d.body),
+          numberArray(d.createdAt),
+          shard(),
+          total,
+        ],
+      });
+      stored = new Set(result.rows.map((r) => storedKey(r.source, r.message_id)));
+    } catch (error) {
+      for (const request of group) request.reject(error);
+      return;
+    }
+    group.forEach((request, r) => {
+      // Counted once: the first request of the group that carries it.
+      const repeated = keys[r]!.map((key) => !stored.delete(key));
+      const count = repeated.filter((x) => !x).length;
+      request.resolve({ stored: count, duplicates: request.messages.length - count, repeated });
+    });
+  }
+
+  async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
+    this.assertOpen();
+    if (deliveries.length === 0) return;
+    await this.pool.query({ name: 'eventrelay-enqueue', text: INSERT_DELIVERIES, values: deliveryArrays(deliveries) });
+  }
+
+  async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
+    this.assertOpen();
+    // The claim writes only columns no index covers: a HOT update, in place on the row's page.
+    const { rows } = await this.fast.query<DeliveryRow>({
+      name: 'eventrelay-claim',
+      text: `WITH c AS (
+         SELECT id, greatest(next_attempt_at, leased_until) AS due_at FROM deliveries
+         WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2 AND leased_until <= $2
+         ORDER BY next_attempt_at, id LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       UPDATE deliveries d SET lease = d.lease + 1, lease_owner = $4, leased_until = $5
+       FROM c WHERE d.id = c.id
+       RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at, c.due_at`,
+      values: [source, now, limit, lease.owner, now + lease.ms],
+    });
+    rows.sort((a, b) => a.due_at - b.due_at || a.id - b.id);
+    return rows.map((row) => toPendingDelivery(row, row.lease, row.due_at));
+  }
+
+  async nextDueAfter(source: string, now: number): Promise<number | undefined> {
+    this.assertOpen();
+    const { rows } = await this.fast.query<{ at: number | null }>({
+      name: 'eventrelay-next-due',
+      // Two index range scans: retries due later, and the leases of deliveries due already.
+      text: `SELECT least(
+         (SELECT min(next_attempt_at) FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2),
+         (SELECT min(leased_until) FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2 AND leased_until > $2)) AS at`,
+      values: [source, now],
+    });
+    return rows[0]?.at ?? undefined;
+  }
+
+  async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
+    this.assertOpen();
+    if (outcomes.length === 0) return { recorded: 0, stale: [] };
+    const sorted = [...outcomes].sort((a, b) => a.id - b.id);
+    const status = sorted.map((o) => (o.status === 'retry' ? PENDING : o.status === 'delivered' ? DELIVERED : FAILED));
+    const { rows } = await this.fast.query<{ id: number }>({
+      name: 'eventrelay-record',
+      // A delivered delivery's row is deleted (its count is kept): one row version less than an
+      // update, and no index entries. Retries and failures are updated, each only with its lease.
+      text: `WITH o AS (
+         SELECT * FROM unnest($1::bigint[], $2::int[], $3::smallint[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])
+           AS o(id, lease, status, attempts, first_at, at, error)),
+       x AS (
+         DELETE FROM deliveries d USING o
+         WHERE d.id = o.id AND o.status = ${DELIVERED} AND d.status = ${PENDING}
+         RETURNING d.id, o.status),
+       u AS (
+         UPDATE deliveries d SET
+           status = o.status,
+           attempts = o.attempts,
+           first_attempt_at = o.first_at,
+           next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
+           finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
+           last_error = o.error,
+           leased_until = 0,
+           lease_owner = NULL
+         FROM o
+         WHERE d.id = o.id AND o.status <> ${DELIVERED} AND d.status = ${PENDING} AND d.lease = o.lease
+         RETURNING d.id, o.status),
+       w AS (SELECT * FROM x UNION ALL SELECT * FROM u),
+       c AS (
+         INSERT INTO counters (name, shard, value)
+         SELECT CASE WHEN status = ${DELIVERED} THEN 'delivered' ELSE 'failed' END, $8, count(*) FROM w
+         WHERE status <> ${PENDING} GROUP BY status
+         ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+       SELECT id FROM w`,
+      values: [
+        numberArray(sorted.map((o) => o.id)),
+        numberArray(sorted.map((o) => o.lease)),
+        numberArray(status),
+        numberArray(sorted.map((o) => o.attempts)),
+        numberArray(sorted.map((o) => o.firstAttemptAt ?? null)),
+        numberArray(sorted.map((o) => (o.status === 'retry' ? o.nextAttemptAt : o.at))),
+        textArray(sorted.map((o) => (o.status === 'retry' ? (o.error ?? null) : o.status === 'failed' ? o.reason : null))),
+        shard(),
+      ],
+    });
+    const written = new Set(rows.map((r) => r.id));
+    return { recorded: written.size, stale: outcomes.filter((o) => !written.has(o.id)).map((o) => o.id) };
+  }
+
+  async syncAudience(
+    source: string,
+    audienceName: string,
+    userIds: readonly string[],
+    plan: (change: AudienceChange) => readonly NewDelivery[],
+  ): Promise<AudienceChange> {
+    this.assertOpen();
+    // Compared with what is stored, so in the form it is stored in.
+    const audience = pgText(audienceName);
+    const members = userIds.map(pgText);
+    const key = `${source}\n${audience}`;
+    return this.audienceTurns.run(key, async () => {
+      const client = await this.pool.connect();
+      try {
+        // Serialized across instances: the lock is held for the whole sync, on this connection.
+        await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_CLASS + LOCKS.audience, key]);
+        try {
+          const synced = (await client.query('SELECT 1 FROM audiences WHERE source = $1 AND audience = $2', [source, audience])).rowCount! > 0;
+          let current: Set<string> | undefined;
+          if (synced) {
+            current = new Set();
+            for (let after = ''; ;) {
+              const page = await client.query<{ user_id: string }>(
+                `SELECT user_id FROM audience_members WHERE source = $1 AND audience = $2 AND user_id > $3 ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`,
+                [source, audience, after],
+              );
+              for (const row of page.rows) current.add(row.user_id);
+              if (page.rows.length < AUDIENCE_CHUNK) break;
+              after = page.rows[page.rows.length - 1]!.user_id;
+            }
+          }
+          const change = audienceChange(current, members);
+          const chunks = audienceChunks(change);
+          if (chunks.length === 0) chunks.push({ firstSync: change.firstSync, added: [], removed: [] });
+          // One transaction per chunk, each with its notices.
+          for (const chunk of chunks) {
+            this.assertOpen();
+            const deliveries = plan(chunk);
+            await client.query('BEGIN');
+            try {
+              if (chunk.added.length > 0) {
+                await client.query(
+                  'INSERT INTO audience_members (source, audience, user_id) SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING',
+                  [source, audience, chunk.added],
+                );
+              }
+              if (chunk.removed.length > 0) {
+                await client.query('DELETE FROM audience_members WHERE source = $1 AND audience = $2 AND user_id = ANY($3::text[])', [source, audience, chunk.removed]);
+              }
+              await client.query(
+                'INSERT INTO audiences (source, audience, synced_at) VALUES ($1, $2, $3) ON CONFLICT (source, audience) DO UPDATE SET synced_at = EXCLUDED.synced_at',
+                [source, audience, Date.now()],
+              );
+              if (deliveries.length > 0) await client.query(INSERT_DELIVERIES, deliveryArrays(deliveries));
+              await client.query('COMMIT');
+            } catch (error) {
+              await client.query('ROLLBACK').catch(() => {});
+              throw error;
+            }
+          }
+          return change;
+        } finally {
+          await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS + LOCKS.audience, key]).catch(() => {});
+        }
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  async counts(): Promise<StoreCounts> {
+    this.assertOpen();
+    const [totals, queue] = await Promise.all([
+      this.fast.query<{ name: string; value: number }>('SELECT name, sum(value)::bigint AS value FROM counters GROUP BY name'),
+      this.fast.query<{ pending: number; retrying: number; oldest: number | null }>(
+        `SELECT count(*)::int AS pending, count(*) FILTER (WHERE attempts > 0)::int AS retrying, min(created_at) AS oldest
+         FROM deliveries WHERE status = ${PENDING}`,
+      ),
+    ]);
+    const byName = new Map(totals.rows.map((r) => [r.name, r.value]));
+    const q = queue.rows[0]!;
+    return {
+      accepted: byName.get('accepted') ?? 0,
+      duplicates: byName.get('duplicates') ?? 0,
+      delivered: byName.get('delivered') ?? 0,
+      failed: byName.get('failed') ?? 0,
+      pending: q.pending,
+      retrying: q.retrying,
+      oldestPendingAt: q.oldest ?? undefined,
+    };
+  }
+
+  /** One pruner at a time over all instances (an advisory lock); the others return 0 at once. */
+  async prune(before: number): Promise<number> {
+    this.assertOpen();
+    const client = await this.pool.connect();
+    try {
+      const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.prune]);
+      if (!locked.rows[0]!.ok) return 0;
+      let removed = 0;
+      try {
+        for (const statement of [
+          `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE status <> ${PENDING} AND finished_at < $1 LIMIT ${PRUNE_CHUNK})`,
+          `DELETE FROM messages WHERE (source, message_id) IN (SELECT source, message_id FROM messages WHERE received_at < $1 LIMIT ${PRUNE_CHUNK})`,
+        ]) {
+          for (;;) {
+            if (this.closed) return removed;
+            const changes = (await client.query(statement, [before])).rowCount ?? 0;
+            removed += changes;
+            if (changes < PRUNE_CHUNK) break;
+          }
+        }
+        return removed;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCKS.prune]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Commits what was accepted already, then closes the pool. Returns the same promise when called again. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      while (this.committing !== undefined) await this.committing;
+      this.closed = true;
+      await Promise.all([this.pool.end(), this.fast.end()]);
+    })();
+    return this.closing;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StoreError('The store is closed', 'ERR_STORE_CLOSED');
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function shard(): number {
+  return Math.floor(Math.random() * COUNTER_SHARDS);
+}
+
+function deliveryArrays(deliveries: readonly NewDelivery[]): unknown[] {
+  return [
+    textArray(deliveries.map((d) => d.source)),
+    textArray(deliveries.map((d) => d.destination)),
+    textArray(deliveries.map((d) => d.kind)),
+    textArray(deliveries.map((d) => d.messageId)),
+    textArray(deliveries.map((d) => d.body)),
+    numberArray(deliveries.map((d) => d.createdAt)),
+  ];
+}
+
+/** Removes the URL's password from a driver message, should one ever echo it. */
+function hideSecret(text: string, url: string): string {
+  const password = passwordOf(url);
+  return password === undefined ? text : text.split(password).join('***');
+}

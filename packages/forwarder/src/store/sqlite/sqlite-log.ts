@@ -1,0 +1,279 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import createDebug from 'debug';
+import { applyAttempt, FINAL_STATES } from '../delivery-log';
+import { BufferedDeliveryLog } from '../buffered-log';
+import type { LogOp } from '../buffered-log';
+import { toDeliveryDetail, toLoggedMessage } from '../sql-rows';
+import type { AttemptRow, LogRow } from '../sql-rows';
+import type {
+  DeliveryDetail,
+  DeliveryLog,
+  DeliveryLogOptions,
+  DeliveryState,
+  LogCall,
+  LoggedMessage,
+  MessageQuery,
+  ReplayedLine,
+} from '../delivery-log';
+
+const log = createDebug('analytics:forwarder');
+
+/** Its own tables in the queue's database, named `log_*` so they never meet the queue's schema. */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS log_messages (
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  type TEXT,
+  user_id TEXT,
+  received_at INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  series INTEGER NOT NULL DEFAULT 1,
+  updated_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  reason TEXT,
+  body TEXT
+);
+CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
+CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
+CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS log_attempts (
+  id INTEGER PRIMARY KEY,
+  delivery_id INTEGER NOT NULL,
+  series INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  url TEXT NOT NULL,
+  status INTEGER,
+  error TEXT,
+  duration_ms INTEGER NOT NULL,
+  outcome TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
+`;
+
+/** Rows removed per statement when pruning, so a prune never holds the database for long. */
+const PRUNE_CHUNK = 2000;
+
+const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
+  body IS NOT NULL AS has_body`;
+
+/**
+ * The delivery log in the SQLite store's database (its own `log_*` tables, the same handle).
+ * Writes are buffered and committed together every 50 ms without an fsync of their own: the log
+ * is for looking, and a power cut may cost its last lines, never a message.
+ */
+export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
+  private readonly statements;
+  private readonly apply: (ops: readonly LogOp[]) => void;
+  /** Log ids of calls that may still get attempts, by source and messageId: saves a lookup per attempt. */
+  private readonly live = new Map<string, { id: number; series: number }>();
+
+  constructor(
+    private readonly db: BetterSqlite3.Database,
+    private readonly options: DeliveryLogOptions,
+  ) {
+    super();
+    db.exec(SCHEMA);
+    this.statements = {
+      insert: db.prepare(
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      findLive: db.prepare(
+        `SELECT id, series FROM log_messages WHERE source = ? AND message_id = ? AND state NOT IN ('duplicate', 'refused', 'filtered')
+         ORDER BY id DESC LIMIT 1`,
+      ),
+      // One statement per attempt: the new state follows from the outcome alone.
+      update: db.prepare(
+        `UPDATE log_messages SET state = ?, attempts = attempts + 1, updated_at = ?, finished_at = ?, reason = ?,
+         body = CASE WHEN ? THEN NULL ELSE body END WHERE id = ?`,
+      ),
+      insertAttempt: db.prepare(
+        'INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      replay: db.prepare(
+        `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL
+         WHERE id = ? AND state IN ('failed', 'delivered') AND body IS NOT NULL RETURNING series, source, message_id`,
+      ),
+      unreplay: db.prepare(
+        `UPDATE log_messages SET series = series - 1, state = ?, updated_at = ?, finished_at = ?, reason = ? WHERE id = ? AND series = ? AND state = 'pending'`,
+      ),
+      get: db.prepare(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = ?`),
+      attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
+      failed: db.prepare(
+        `SELECT ${COLUMNS}, body FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
+         ORDER BY id`,
+      ),
+      pruneIds: db.prepare(`SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
+      pruneMessages: db.prepare('DELETE FROM log_messages WHERE id IN (SELECT value FROM json_each(?))'),
+      pruneAttempts: db.prepare('DELETE FROM log_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))'),
+      eraseDelivered: db.prepare(
+        `UPDATE log_messages SET body = NULL WHERE id IN (SELECT id FROM log_messages WHERE state = 'delivered' AND finished_at < ? AND body IS NOT NULL
+         LIMIT ${PRUNE_CHUNK})`,
+      ),
+    };
+    this.apply = db.transaction((ops: readonly LogOp[]) => {
+      for (const op of ops) this.applyOne(op);
+    });
+  }
+
+  /** Commits the buffered writes; a failure is logged and the lines are dropped (the queue is not affected). */
+  flush(): void {
+    const ops = this.take();
+    if (ops.length === 0 || this.closed) return;
+    // The queue's own commits choose their durability; the log's never pay for an fsync.
+    const previous = this.db.pragma('synchronous', { simple: true }) as number;
+    try {
+      if (previous !== 1) this.db.pragma('synchronous = NORMAL');
+      this.apply(ops);
+    } catch (error) {
+      this.live.clear();
+      log('delivery log: could not write %d entries: %s', ops.length, (error as Error).message);
+    } finally {
+      if (previous !== 1) this.db.pragma(`synchronous = ${previous}`);
+    }
+  }
+
+  private applyOne(op: LogOp): void {
+    const s = this.statements;
+    switch (op.op) {
+      case 'calls':
+        for (const call of op.calls) {
+          const id = this.insert(call);
+          if (call.state === 'pending') this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
+        }
+        return;
+      case 'attempt': {
+        const { record } = op;
+        const key = `${record.source}\u0000${record.messageId}`;
+        const found = this.live.get(key) ?? (s.findLive.get(record.source, record.messageId) as { id: number; series: number } | undefined);
+        if (found === undefined) return;
+        for (const u of record.urls) {
+          s.insertAttempt.run(found.id, found.series, record.attempt, record.at, u.url, u.status, u.error, u.durationMs, record.outcome);
+        }
+        const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
+        applyAttempt(next, record);
+        const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
+        if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, found.id).changes === 0) return;
+        if (FINAL_STATES.has(next.state)) this.live.delete(key);
+        return;
+      }
+    }
+  }
+
+  private insert(call: LogCall): number {
+    const pending = call.state === 'pending';
+    const result = this.statements.insert.run(
+      call.source,
+      call.kind,
+      call.messageId,
+      call.type ?? null,
+      call.userId ?? null,
+      call.receivedAt,
+      call.state,
+      call.receivedAt,
+      pending ? null : call.receivedAt,
+      call.reason ?? null,
+      pending ? (call.body ?? null) : null,
+    );
+    return Number(result.lastInsertRowid);
+  }
+
+  async list(query: MessageQuery): Promise<LoggedMessage[]> {
+    this.flush();
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (clause: string, value: unknown) => {
+      where.push(clause);
+      params.push(value);
+    };
+    if (query.source !== undefined) add('source = ?', query.source);
+    if (query.state !== undefined) add('state = ?', query.state);
+    if (query.type !== undefined) add('type = ?', query.type);
+    if (query.messageId !== undefined) add('message_id = ?', query.messageId);
+    if (query.userId !== undefined) add('user_id = ?', query.userId);
+    if (query.since !== undefined) add('received_at >= ?', query.since);
+    if (query.until !== undefined) add('received_at < ?', query.until);
+    if (query.beforeId !== undefined) add('id < ?', query.beforeId);
+    const sql = `SELECT ${COLUMNS} FROM log_messages ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    const rows = this.db.prepare(sql).all(...params, query.limit) as LogRow[];
+    return rows.map(toLoggedMessage);
+  }
+
+  async get(id: number): Promise<DeliveryDetail | undefined> {
+    this.flush();
+    const row = this.statements.get.get(id) as LogRow | undefined;
+    if (row === undefined) return undefined;
+    return this.detail(row);
+  }
+
+  private detail(row: LogRow): DeliveryDetail {
+    const attempts = this.statements.attempts.all(row.id) as AttemptRow[];
+    return toDeliveryDetail(row, attempts);
+  }
+
+  async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
+    this.flush();
+    return (this.statements.failed.all(source, since, until) as LogRow[]).map((row) => this.detail(row));
+  }
+
+  async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
+    this.flush();
+    return this.db.transaction(() => {
+      const changed: ReplayedLine[] = [];
+      for (const id of ids) {
+        const row = this.statements.get.get(id) as LogRow | undefined;
+        if (row === undefined) continue;
+        const replayed = this.statements.replay.get(at, id) as { series: number; source: string; message_id: string } | undefined;
+        if (replayed === undefined) continue;
+        this.live.set(`${replayed.source}\u0000${replayed.message_id}`, { id, series: replayed.series });
+        changed.push({ id, series: replayed.series, before: { state: row.state, updatedAt: row.updated_at, finishedAt: row.finished_at, reason: row.reason } });
+      }
+      return changed;
+    })();
+  }
+
+  async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
+    this.db.transaction(() => {
+      for (const { id, series, before } of lines) {
+        if (this.statements.unreplay.run(before.state, before.updatedAt, before.finishedAt, before.reason, id, series).changes > 0) {
+          const row = this.statements.get.get(id) as LogRow;
+          this.live.delete(`${row.source}\u0000${row.message_id}`);
+        }
+      }
+    })();
+  }
+
+  async prune(before: number, now: number): Promise<number> {
+    this.flush();
+    let removed = 0;
+    const s = this.statements;
+    // A call and its attempts go together, a chunk at a time, letting requests in between.
+    for (;;) {
+      if (this.closed) return removed;
+      const ids = s.pruneIds.all(before) as number[];
+      if (ids.length === 0) break;
+      const list = JSON.stringify(ids);
+      this.db.transaction(() => {
+        removed += s.pruneAttempts.run(list).changes;
+        removed += s.pruneMessages.run(list).changes;
+      })();
+      if (ids.length < PRUNE_CHUNK) break;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    for (;;) {
+      if (this.closed) return removed;
+      if (s.eraseDelivered.run(now - this.options.keepDelivered).changes < PRUNE_CHUNK) break;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return removed;
+  }
+
+  async close(): Promise<void> {
+    this.flush();
+    this.closed = true;
+  }
+}

@@ -1,0 +1,87 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import { stepsAfter, VERSION_TABLE } from '../migrations';
+import type { Migration } from '../migrations';
+
+/**
+ * The SQLite store's schema, as ordered steps. Step 1 is the schema of the releases before
+ * versioning, written so that it is a no-op on a data directory they created (`IF NOT EXISTS`,
+ * `OR IGNORE`): such a directory has no version table, counts as version 0, and upgrades.
+ */
+export const SQLITE_MIGRATIONS: readonly Migration<string>[] = [
+  {
+    version: 1,
+    name: 'messages, deliveries, audiences, counters',
+    up: `
+CREATE TABLE IF NOT EXISTS messages (
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  received_at INTEGER NOT NULL,
+  UNIQUE (source, message_id)
+);
+CREATE TABLE IF NOT EXISTS deliveries (
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  status INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  first_attempt_at INTEGER,
+  next_attempt_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  last_error TEXT
+);
+CREATE INDEX IF NOT EXISTS pending_by_source ON deliveries (source, next_attempt_at, id) WHERE status = 0;
+CREATE TABLE IF NOT EXISTS audiences (
+  source TEXT NOT NULL,
+  audience TEXT NOT NULL,
+  synced_at INTEGER NOT NULL,
+  PRIMARY KEY (source, audience)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audience_members (
+  source TEXT NOT NULL,
+  audience TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  PRIMARY KEY (source, audience, user_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO counters (name, value) VALUES ('accepted', 0), ('duplicates', 0), ('delivered', 0), ('failed', 0);
+`,
+  },
+  {
+    version: 2,
+    name: 'leases: claim token and holder of each delivery',
+    // While claimed, next_attempt_at holds the end of the lease.
+    up: `
+ALTER TABLE deliveries ADD COLUMN lease INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deliveries ADD COLUMN lease_owner TEXT;
+`,
+  },
+];
+
+/** The version a data directory is at (0: created before versioning, or empty). */
+export function sqliteSchemaVersion(db: BetterSqlite3.Database): number {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(VERSION_TABLE);
+  if (table === undefined) return 0;
+  const row = db.prepare(`SELECT max(version) AS version FROM ${VERSION_TABLE}`).get() as { version: number | null };
+  return row.version ?? 0;
+}
+
+/** Brings the schema to the latest version, all steps in one transaction. Returns the versions applied. */
+export function migrateSqlite(db: BetterSqlite3.Database, now = Date.now()): number[] {
+  const run = db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+    const steps = stepsAfter('SQLite', SQLITE_MIGRATIONS, sqliteSchemaVersion(db));
+    const mark = db.prepare(`INSERT INTO ${VERSION_TABLE} (version, name, applied_at) VALUES (?, ?, ?)`);
+    for (const step of steps) {
+      db.exec(step.up);
+      mark.run(step.version, step.name, now);
+    }
+    return steps.map((s) => s.version);
+  });
+  // IMMEDIATE: the write lock from the start, so a concurrent opener cannot slip in between.
+  return run.immediate();
+}

@@ -1,0 +1,385 @@
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { ConfigError, StoreError } from 'eventrelay/internal';
+import { migrateSqlite } from './sqlite-schema';
+import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../store';
+import { toPendingDelivery } from '../sql-rows';
+import type { ClaimedRow } from '../sql-rows';
+import type {
+  AcceptedMessage,
+  AcceptResult,
+  AudienceChange,
+  DeliveryOutcome,
+  ForwarderStore,
+  LeaseRequest,
+  NewDelivery,
+  PendingDelivery,
+  RecordResult,
+  StoreCounts,
+} from '../store';
+
+export interface SqliteStoreOptions {
+  /** Directory of the database file `eventrelay.db`; created when missing. */
+  readonly dataDir: string;
+  /**
+   * `full` (default): each commit of accepted messages is fsynced before the API answers, so an
+   * acknowledged message survives a power loss. `normal`: commits reach the OS at once (a killed
+   * process loses nothing) but are fsynced only at checkpoints. Either way, attempt outcomes are
+   * written without their own fsync: losing one to a power cut means a delivery is sent again
+   * (at-least-once; receivers drop it by messageId), never that a message is lost.
+   */
+  readonly synchronous?: 'full' | 'normal';
+}
+
+const PENDING = 0;
+const DELIVERED = 1;
+const FAILED = 2;
+
+/** Rows removed per statement when pruning, so a large prune never blocks the event loop for long. */
+const PRUNE_CHUNK = 2000;
+
+type DeliveryRow = ClaimedRow & { lease: number; next_attempt_at: number };
+
+type DatabaseConstructor = typeof BetterSqlite3;
+
+/**
+ * better-sqlite3 is an optional peer dependency: it is required here, when a forwarder opens
+ * its store, and never by the client or the webhook helper.
+ */
+function loadDriver(): DatabaseConstructor {
+  try {
+    return createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
+  } catch (error) {
+    throw new ConfigError(
+      `The forwarder's durable store needs the better-sqlite3 package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +
+      'Install it beside eventrelay (npm install better-sqlite3), or set "storage": { "type": "memory" } to run without durability.',
+      'storage.type',
+    );
+  }
+}
+
+/**
+ * The default ForwarderStore: one SQLite file in WAL mode. The database is opened in
+ * exclusive locking mode, so a second forwarder on the same data directory is refused instead
+ * of delivering every message twice; the OS drops the lock when the process dies, even by SIGKILL.
+ * Being the only user, it releases on open the leases a killed predecessor held.
+ *
+ * Delivered bodies do not stay readable on disk: `secure_delete` zeroes the space they leave in
+ * the database file, and the WAL (which still holds the frames that wrote them) is checkpointed
+ * and truncated at every prune and at close.
+ */
+export class SqliteStore implements ForwarderStore {
+  private readonly db: BetterSqlite3.Database;
+  private readonly statements;
+  private readonly acceptTx: (requests: readonly (readonly AcceptedMessage[])[]) => AcceptResult[];
+  private readonly durable: boolean;
+  private syncMode: 'FULL' | 'NORMAL' | undefined;
+  /** Requests waiting for the next group commit. */
+  private acceptQueue: Array<{ messages: readonly AcceptedMessage[]; resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
+  private readonly enqueueTx: (deliveries: readonly NewDelivery[]) => void;
+  private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => RecordResult;
+  private readonly claimTx: (source: string, now: number, limit: number, lease: LeaseRequest) => DeliveryRow[];
+  private readonly audienceTurns = new KeyedTurns();
+  private closed = false;
+
+  constructor(options: SqliteStoreOptions) {
+    const Database = loadDriver();
+    mkdirSync(options.dataDir, { recursive: true });
+    const file = join(options.dataDir, 'eventrelay.db');
+    // No other connection shares the file (exclusive mode), so a lock means another forwarder:
+    // fail fast instead of waiting for the driver's default 5 s.
+    this.db = new Database(file, { timeout: 250 });
+    try {
+      this.db.pragma('locking_mode = EXCLUSIVE');
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('secure_delete = ON');
+      this.durable = (options.synchronous ?? 'full') === 'full';
+      this.sync(this.durable ? 'FULL' : 'NORMAL');
+      migrateSqlite(this.db);
+      // No other process can hold a lease here: what a killed predecessor had claimed is due now.
+      this.db
+        .prepare(`UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL WHERE status = ${PENDING} AND lease_owner IS NOT NULL`)
+        .run(Date.now());
+    } catch (error) {
+      this.db.close();
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') {
+        throw new StoreError(
+          `Another forwarder is using the data directory ${options.dataDir}; stop it or pass another --data directory.`,
+          'ERR_STORE_LOCKED',
+          { cause: error, field: 'storage.dataDir' },
+        );
+      }
+      throw error;
+    }
+    const db = this.db;
+    this.statements = {
+      insertMessage: db.prepare('INSERT OR IGNORE INTO messages (source, message_id, received_at) VALUES (?, ?, ?)'),
+      insertDelivery: db.prepare(
+        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
+      due: db.prepare(
+        `SELECT id, lease, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at
+         FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+      ),
+      // While leased, next_attempt_at is the end of the lease: the delivery is due again then.
+      lease: db.prepare(`UPDATE deliveries SET lease = lease + 1, lease_owner = ?, next_attempt_at = ? WHERE id = ?`),
+      nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ?`),
+      retry: db.prepare(
+        `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ?, lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING} AND lease = ?`,
+      ),
+      // A delivered body is dropped at once: it is not needed any more, and user data should not
+      // linger (deletion requests). A failed one is kept until pruned, for inspection. A delivered
+      // outcome counts even from an expired lease: the receiver has the message.
+      delivered: db.prepare(
+        `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING}`,
+      ),
+      failed: db.prepare(
+        `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING} AND lease = ?`,
+      ),
+      counters: db.prepare('SELECT name, value FROM counters'),
+      queue: db.prepare(
+        `SELECT count(*) AS pending, coalesce(sum(attempts > 0), 0) AS retrying, min(created_at) AS oldest FROM deliveries WHERE status = ${PENDING}`,
+      ),
+      audienceSynced: db.prepare('SELECT 1 FROM audiences WHERE source = ? AND audience = ?'),
+      audienceMembers: db
+        .prepare(`SELECT user_id FROM audience_members WHERE source = ? AND audience = ? AND user_id > ? ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`)
+        .pluck(),
+      audienceMark: db.prepare('INSERT OR REPLACE INTO audiences (source, audience, synced_at) VALUES (?, ?, ?)'),
+      memberAdd: db.prepare('INSERT OR IGNORE INTO audience_members (source, audience, user_id) VALUES (?, ?, ?)'),
+      memberRemove: db.prepare('DELETE FROM audience_members WHERE source = ? AND audience = ? AND user_id = ?'),
+      pruneDeliveries: db.prepare(
+        `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE status != ${PENDING} AND finished_at < ? LIMIT ${PRUNE_CHUNK})`,
+      ),
+      pruneMessages: db.prepare(
+        `DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE received_at < ? ORDER BY id LIMIT ${PRUNE_CHUNK})`,
+      ),
+    };
+    const s = this.statements;
+
+    const insert = (d: NewDelivery): void => {
+      s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt);
+    };
+    this.acceptTx = db.transaction((requests: readonly (readonly AcceptedMessage[])[]) => {
+      let total = 0;
+      let duplicates = 0;
+      const results = requests.map((messages) => {
+        let stored = 0;
+        const repeated = messages.map((m) => {
+          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) return true;
+          stored++;
+          for (const d of m.deliveries) insert(d);
+          return false;
+        });
+        total += messages.length;
+        duplicates += messages.length - stored;
+        return { stored, duplicates: messages.length - stored, repeated };
+      });
+      s.addCounter.run(total, 'accepted');
+      if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');
+      return results;
+    });
+    this.enqueueTx = db.transaction((deliveries: readonly NewDelivery[]) => {
+      for (const d of deliveries) insert(d);
+    });
+    this.claimTx = db.transaction((source: string, now: number, limit: number, lease: LeaseRequest) => {
+      const rows = s.due.all(source, now, limit) as DeliveryRow[];
+      for (const row of rows) s.lease.run(lease.owner, now + lease.ms, row.id);
+      return rows;
+    });
+    this.recordTx = db.transaction((outcomes: readonly DeliveryOutcome[]) => {
+      let delivered = 0;
+      let failed = 0;
+      let retried = 0;
+      const stale: number[] = [];
+      for (const o of outcomes) {
+        let changes: number;
+        if (o.status === 'retry') {
+          changes = s.retry.run(o.attempts, o.firstAttemptAt ?? null, o.nextAttemptAt, o.error ?? null, o.id, o.lease).changes;
+          retried += changes;
+        } else if (o.status === 'delivered') {
+          changes = s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes;
+          delivered += changes;
+        } else {
+          changes = s.failed.run(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease).changes;
+          failed += changes;
+        }
+        if (changes === 0) stale.push(o.id);
+      }
+      if (delivered > 0) s.addCounter.run(delivered, 'delivered');
+      if (failed > 0) s.addCounter.run(failed, 'failed');
+      return { recorded: delivered + failed + retried, stale };
+    });
+  }
+
+  /** The database handle, for the delivery log's own tables (`SqliteDeliveryLog`). */
+  get database(): BetterSqlite3.Database {
+    return this.db;
+  }
+
+  /**
+   * Group commit: the requests that arrive in the same turn of the event loop are stored in one
+   * transaction (one fsync), each request whole. Resolves once that transaction committed.
+   */
+  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+    return new Promise((resolve, reject) => {
+      this.assertOpen();
+      this.acceptQueue.push({ messages, resolve, reject });
+      if (this.acceptQueue.length === 1) setImmediate(() => this.commitAccepts());
+    });
+  }
+
+  private commitAccepts(): void {
+    const queue = this.acceptQueue;
+    this.acceptQueue = [];
+    try {
+      this.assertOpen();
+      this.sync(this.durable ? 'FULL' : 'NORMAL');
+      const results = this.acceptTx(queue.map((q) => q.messages));
+      queue.forEach((q, i) => q.resolve(results[i]!));
+    } catch (error) {
+      for (const q of queue) q.reject(error);
+    }
+  }
+
+  /** Sets `PRAGMA synchronous` when it differs: accepted messages get FULL, outcomes NORMAL. */
+  private sync(mode: 'FULL' | 'NORMAL'): void {
+    if (this.syncMode === mode) return;
+    this.db.pragma(`synchronous = ${mode}`);
+    this.syncMode = mode;
+  }
+
+  async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
+    this.assertOpen();
+    this.sync(this.durable ? 'FULL' : 'NORMAL');
+    this.enqueueTx(deliveries);
+  }
+
+  async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
+    this.assertOpen();
+    // Claims only write the lease: no fsync of their own (a lost lease after a power cut only
+    // makes the delivery due at once).
+    this.sync('NORMAL');
+    return this.claimTx(source, now, limit, lease).map((row) => toPendingDelivery(row, row.lease + 1, row.next_attempt_at));
+  }
+
+  async nextDueAfter(source: string, now: number): Promise<number | undefined> {
+    this.assertOpen();
+    const row = this.statements.nextDue.get(source, now) as { at: number | null };
+    return row.at ?? undefined;
+  }
+
+  async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
+    this.assertOpen();
+    if (outcomes.length === 0) return { recorded: 0, stale: [] };
+    // In WAL mode the next FULL commit fsyncs these frames too; until then a power cut may undo
+    // an outcome, which only means sending that delivery again.
+    this.sync('NORMAL');
+    return this.recordTx(outcomes);
+  }
+
+  async syncAudience(
+    source: string,
+    audience: string,
+    members: readonly string[],
+    plan: (change: AudienceChange) => readonly NewDelivery[],
+  ): Promise<AudienceChange> {
+    this.assertOpen();
+    return this.audienceTurns.run(`${source}\u0000${audience}`, async () => {
+      const s = this.statements;
+      const synced = s.audienceSynced.get(source, audience) !== undefined;
+      let current: Set<string> | undefined;
+      if (synced) {
+        // Read in pages, letting requests in between: an audience may have hundreds of thousands of members.
+        current = new Set();
+        for (let after = ''; ;) {
+          this.assertOpen();
+          const page = s.audienceMembers.all(source, audience, after) as string[];
+          for (const id of page) current.add(id);
+          if (page.length < AUDIENCE_CHUNK) break;
+          after = page[page.length - 1]!;
+          await yieldToEventLoop();
+        }
+      }
+      const change = audienceChange(current, members);
+      // One transaction per chunk, each with its notices; the first one marks the audience synced.
+      const write = this.db.transaction((chunk: AudienceChange) => {
+        for (const id of chunk.added) s.memberAdd.run(source, audience, id);
+        for (const id of chunk.removed) s.memberRemove.run(source, audience, id);
+        s.audienceMark.run(source, audience, Date.now());
+        this.enqueueTx(plan(chunk));
+      });
+      const chunks = audienceChunks(change);
+      if (chunks.length === 0) chunks.push({ firstSync: change.firstSync, added: [], removed: [] });
+      for (const chunk of chunks) {
+        this.assertOpen();
+        this.sync(this.durable ? 'FULL' : 'NORMAL');
+        write(chunk);
+        await yieldToEventLoop();
+      }
+      return change;
+    });
+  }
+
+  async counts(): Promise<StoreCounts> {
+    this.assertOpen();
+    const totals: Record<string, number> = {};
+    for (const row of this.statements.counters.all() as Array<{ name: string; value: number }>) totals[row.name] = row.value;
+    const queue = this.statements.queue.get() as { pending: number; retrying: number; oldest: number | null };
+    return {
+      accepted: totals.accepted ?? 0,
+      duplicates: totals.duplicates ?? 0,
+      delivered: totals.delivered ?? 0,
+      failed: totals.failed ?? 0,
+      pending: queue.pending,
+      retrying: queue.retrying,
+      oldestPendingAt: queue.oldest ?? undefined,
+    };
+  }
+
+  /** Removes finished rows in chunks, then checkpoints the WAL so that delivered bodies leave it. */
+  async prune(before: number): Promise<number> {
+    let removed = 0;
+    for (const statement of [this.statements.pruneDeliveries, this.statements.pruneMessages]) {
+      for (;;) {
+        if (this.closed) return removed;
+        const changes = statement.run(before).changes;
+        removed += changes;
+        if (changes < PRUNE_CHUNK) break;
+        // Let requests in between chunks.
+        await yieldToEventLoop();
+      }
+    }
+    if (!this.closed) this.checkpoint();
+    return removed;
+  }
+
+  /**
+   * Copies the WAL into the database file and truncates it: the WAL keeps every page version
+   * written since the last checkpoint, bodies of delivered messages included.
+   */
+  checkpoint(): void {
+    this.assertOpen();
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.acceptQueue.length > 0) this.commitAccepts();
+    try {
+      this.checkpoint();
+    } finally {
+      this.closed = true;
+      this.db.close();
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StoreError('The store is closed', 'ERR_STORE_CLOSED');
+  }
+}

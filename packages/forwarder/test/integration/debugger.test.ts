@@ -1,0 +1,223 @@
+import { describe, it, before, after } from 'mocha';
+import { expect } from 'chai';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { Analytics } from '../../../eventrelay/src/client/analytics';
+import { createForwarder } from '../../src/service';
+import type { Forwarder } from '../../src/service';
+import { startReceiver, waitFor } from './helpers';
+import type { Receiver } from './helpers';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ADMIN = 'debugger-admin-token';
+const SCREENSHOTS = resolve('.tmp/screenshots');
+const XSS_IMG = '<img src=x onerror=alert(1)>';
+const XSS_SCRIPT = '</script><script>alert(2)</script>';
+
+describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function () {
+  this.timeout(120_000);
+  let browser: Browser;
+  let page: Page;
+  let receiver: Receiver;
+  let forwarder: Forwarder;
+  let url: string;
+  let dataDir: string;
+  let analytics: Analytics;
+  let flakyClient: Analytics;
+  const dialogs: string[] = [];
+  const pageErrors: string[] = [];
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      if (process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs it with apt-get (apt-get install -y chromium)`);
+      console.log(`      SKIPPED: ${CHROMIUM} is missing; install it with \`apt-get install -y chromium\` to run the browser tests`);
+      this.skip();
+    }
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    receiver = await startReceiver();
+    dataDir = mkdtempSync(join(tmpdir(), 'eventrelay-debugger-'));
+    forwarder = createForwarder(
+      {
+        adminToken: ADMIN,
+        // Delivered bodies are kept here, so the message view can show one.
+        storage: { keepDelivered: 600_000 },
+        delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
+        sources: [
+          { name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } },
+          { name: 'flaky', writeKey: 'key-flaky', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/flaky` }] } } },
+        ],
+      },
+      { dataDir },
+    );
+    ({ url } = await forwarder.listen({ port: 0 }));
+    analytics = new Analytics({ writeKey: 'key-web', endpoint: url, flushAt: 1 });
+    flakyClient = new Analytics({ writeKey: 'key-flaky', endpoint: url, flushAt: 1 });
+    // A fresh temporary profile per launch (no user data dir shared with anything).
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await analytics?.closeAndFlush();
+    await flakyClient?.closeAndFlush();
+    await forwarder?.close();
+    await receiver?.close();
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `debugger-${name}.png`), fullPage: true });
+  const liveItem = (text: string) => page.locator('#live-list li', { hasText: text });
+
+  it('serves the page with a strict Content-Security-Policy and signs in without the token in the URL', async () => {
+    const response = await page.goto(`${url}/debugger`);
+    expect(response!.status()).to.equal(200);
+    expect(response!.headers()['content-security-policy']).to.match(/^default-src 'self'/);
+    await page.fill('#token', ADMIN);
+    await shot('signin');
+    await page.click('#signin-form button[type=submit]');
+    await page.waitForSelector('#tabs:not([hidden])');
+    await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
+    expect(page.url()).not.to.contain(ADMIN);
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('eventrelay.adminToken'))).to.equal(ADMIN);
+    expect(await page.locator('#live-source option').allTextContents()).to.deep.equal(['all', 'web', 'flaky']);
+  });
+
+  it('shows a call from the client live, newest first', async () => {
+    analytics.track({ userId: 'browser-user', event: 'Browser Live One' });
+    await liveItem('Browser Live One').waitFor();
+    analytics.track({ userId: 'browser-user', event: 'Browser Live Two' });
+    await liveItem('Browser Live Two').waitFor();
+    const texts = await page.locator('#live-list li').allTextContents();
+    expect(texts.findIndex((t) => t.includes('Browser Live Two'))).to.be.lessThan(texts.findIndex((t) => t.includes('Browser Live One')));
+    await page.locator('#live-list li', { hasText: 'Browser Live Two' }).locator('.badge.delivered').waitFor();
+    // Filter by text, then by type.
+    await page.fill('#live-text', 'Live One');
+    expect(await page.locator('#live-list li').count()).to.equal(1);
+    await page.fill('#live-text', '');
+    await page.selectOption('#live-type', 'identify');
+    expect(await page.locator('#live-list li').count()).to.equal(0);
+    await page.selectOption('#live-type', '');
+    await shot('live');
+  });
+
+  it('pauses the live view and catches up on resume', async () => {
+    await page.click('#live-pause');
+    analytics.track({ userId: 'browser-user', event: 'While Paused' });
+    await waitFor(() => receiver.delivered.some((r) => r.json.event === 'While Paused'), 'the paused-time call to be delivered');
+    expect(await liveItem('While Paused').count()).to.equal(0);
+    await page.click('#live-pause');
+    await liveItem('While Paused').waitFor();
+  });
+
+  it('shows a payload with HTML and </script> as text and runs nothing', async () => {
+    analytics.track({ userId: 'browser-user', event: XSS_IMG, properties: { html: XSS_IMG, script: XSS_SCRIPT } });
+    await liveItem(XSS_IMG).first().waitFor();
+    expect(await page.locator('#live-list img').count()).to.equal(0);
+    expect(await liveItem(XSS_IMG).first().textContent()).to.contain(XSS_SCRIPT);
+    await liveItem(XSS_IMG).first().click();
+    await page.waitForSelector('#view-message:not([hidden])');
+    await page.locator('#message-body', { hasText: XSS_SCRIPT }).waitFor();
+    expect(await page.locator('#message-body').textContent()).to.contain(XSS_IMG);
+    expect(await page.locator('main img').count()).to.equal(0);
+    expect(await page.locator('main script').count()).to.equal(0);
+    expect(dialogs).to.deep.equal([]);
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('shows the attempts of a failed delivery, and replay turns it delivered after the receiver recovers', async () => {
+    await page.click('button.tab[data-view=live]');
+    receiver.failFirst('/flaky', 1000, 500);
+    flakyClient.track({ userId: 'browser-user', event: 'Will Fail' });
+    await liveItem('Will Fail').locator('.badge.failed').waitFor();
+    await liveItem('Will Fail').click();
+    await page.locator('#message-status', { hasText: /^failed$/ }).waitFor();
+    const rows = page.locator('#attempts tr');
+    expect(await rows.count()).to.be.at.least(2);
+    const cells = await rows.first().locator('td').allTextContents();
+    expect(cells[3]).to.equal(`${receiver.url}/flaky`);
+    expect(cells[4]).to.equal('500');
+    expect(await page.locator('#replay').isDisabled()).to.equal(false);
+    await shot('message-failed');
+
+    receiver.failFirst('/flaky', 0);
+    await page.click('#replay');
+    await page.locator('#message-status', { hasText: /^delivered$/ }).waitFor();
+    const last = await rows.last().locator('td').allTextContents();
+    expect(last.slice(0, 2)).to.deep.equal(['2', '1']);
+    expect(last[4]).to.equal('200');
+    expect(receiver.delivered.filter((r) => r.json.event === 'Will Fail')).to.have.length(1);
+    await shot('message');
+  });
+
+  it('searches by status and recovers the failed deliveries of a source since a time', async () => {
+    await page.click('button.tab[data-view=live]');
+    receiver.failFirst('/flaky', 1000, 503);
+    flakyClient.track({ userId: 'search-user', event: 'Fails Again' });
+    await liveItem('Fails Again').locator('.badge.failed').waitFor();
+    await page.click('button.tab[data-view=search]');
+    await page.selectOption('#search-status', 'failed');
+    await page.fill('#search-user-id', 'search-user');
+    await page.click('#search-form button[type=submit]');
+    // The view may still show the unfiltered list for a moment: wait for the filtered answer.
+    await waitFor(async () => (await page.locator('#search-results tr').count()) === 1, 'the search to show only the failed call of search-user');
+    await page.locator('#search-results tr', { hasText: 'search-user' }).first().waitFor();
+    await shot('search');
+
+    receiver.failFirst('/flaky', 0);
+    await page.selectOption('#recover-source', 'flaky');
+    const since = new Date(Date.now() - 60_000);
+    const local = new Date(since.getTime() - since.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await page.fill('#recover-since', local);
+    await page.click('#recover-form button[type=submit]');
+    await page.locator('#recover-result', { hasText: /^1 failed deliveries queued again$/ }).waitFor();
+    await waitFor(() => receiver.delivered.some((r) => r.json.event === 'Fails Again'), 'the recovered delivery');
+  });
+
+  it('shows endpoint health and the last hour as a chart', async () => {
+    await page.click('button.tab[data-view=endpoints]');
+    const flaky = page.locator('#endpoints tr', { hasText: '/flaky' });
+    await flaky.waitFor();
+    const cells = await flaky.locator('td').allTextContents();
+    expect(cells[0]).to.equal('flaky');
+    expect(cells[2]).to.equal('200');
+    expect(cells[4]).to.equal('0');
+    expect(Number(cells[5])).to.be.at.least(4);
+    await shot('endpoints');
+
+    await page.click('button.tab[data-view=chart]');
+    await page.locator('#chart-rates svg polyline[data-series=accepted]').waitFor();
+    const points = (await page.locator('#chart-rates svg polyline[data-series=accepted]').getAttribute('points'))!.split(' ');
+    expect(points).to.have.length(60);
+    await page.locator('#chart-depth svg polyline[data-series=queueDepth]').waitFor({ state: 'attached' });
+    await shot('chart');
+    expect(dialogs).to.deep.equal([]);
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('signs out and forgets the token', async () => {
+    await page.click('#sign-out');
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('eventrelay.adminToken'))).to.equal(null);
+    await page.waitForSelector('#view-signin:not([hidden])');
+  });
+});

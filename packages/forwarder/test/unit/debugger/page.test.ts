@@ -1,0 +1,73 @@
+import { describe, it } from 'mocha';
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DEBUGGER_CSP, debuggerFiles, serveDebugger } from '../../../src/debugger/page';
+
+const root = join(import.meta.dirname, '..', '..', '..', '..', '..');
+
+/** A response that records what was written. */
+function fakeResponse() {
+  const sent: { status?: number; headers?: Record<string, unknown>; body?: Buffer } = {};
+  const res = {
+    writeHead(status: number, headers: Record<string, unknown>) {
+      sent.status = status;
+      sent.headers = headers;
+      return res;
+    },
+    end(body?: Buffer) {
+      sent.body = body;
+    },
+  };
+  return { res: res as unknown as ServerResponse, sent };
+}
+
+const get = (headers: Record<string, string> = {}) => ({ method: 'GET', headers }) as unknown as IncomingMessage;
+
+describe('the debugger page files', () => {
+  it('serves the page, its script and its style with a strict CSP and no inline code', () => {
+    for (const [path, type] of [
+      ['/debugger', 'text/html'],
+      ['/debugger/app.js', 'text/javascript'],
+      ['/debugger/app.css', 'text/css'],
+    ] as const) {
+      const { res, sent } = fakeResponse();
+      expect(serveDebugger(path, get(), res)).to.equal(true);
+      expect(sent.status).to.equal(200);
+      expect(String(sent.headers!['Content-Type'])).to.match(new RegExp(`^${type}`));
+      expect(sent.headers!['Content-Security-Policy']).to.equal(DEBUGGER_CSP);
+      expect(sent.headers!['X-Frame-Options']).to.equal('DENY');
+    }
+    expect(DEBUGGER_CSP).to.match(/^default-src 'self'; script-src 'self'; style-src 'self';/);
+    expect(DEBUGGER_CSP).not.to.contain('unsafe');
+    const html = readFileSync(join(root, 'packages/forwarder/src/debugger/index.html'), 'utf8');
+    // Every script and style comes from a file: no inline code, no style attributes, nothing from elsewhere.
+    expect(html.match(/<script[^>]*>/g)).to.deep.equal(['<script src="/debugger/app.js" defer>']);
+    expect(html).not.to.match(/<style|\sstyle=|\son[a-z]+=|https?:\/\//);
+    const js = readFileSync(join(root, 'packages/forwarder/src/debugger/app.js'), 'utf8');
+    expect(js).not.to.match(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function|EventSource/);
+  });
+
+  it('answers 304 to a matching ETag and false for a path that is not one of its files', () => {
+    const first = fakeResponse();
+    serveDebugger('/debugger/app.js', get(), first.res);
+    const again = fakeResponse();
+    serveDebugger('/debugger/app.js', get({ 'if-none-match': String(first.sent.headers!.ETag) }), again.res);
+    expect(again.sent.status).to.equal(304);
+    expect(serveDebugger('/debugger/../config.json', get(), fakeResponse().res)).to.equal(false);
+    expect(serveDebugger('/debugger/secret', get(), fakeResponse().res)).to.equal(false);
+  });
+
+  it('is as small as the README says', () => {
+    const files = debuggerFiles();
+    const total = files.reduce((sum, f) => sum + f.bytes, 0);
+    const gzipped = gzipSync(Buffer.concat(['index.html', 'app.js', 'app.css'].map((f) => readFileSync(join(root, 'packages/forwarder/src/debugger', f))))).length;
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const stated = /^Size: (\d+) KB in three files \((\d+) KB gzipped\)/m.exec(readme);
+    expect(stated, 'the size sentence of the README').to.not.equal(null);
+    expect(Number(stated![1])).to.equal(Math.round(total / 1024));
+    expect(Number(stated![2])).to.equal(Math.round(gzipped / 1024));
+  });
+});

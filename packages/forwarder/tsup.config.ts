@@ -1,0 +1,27 @@
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { defineConfig } from 'tsup';
+
+const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css'];
+
+export default defineConfig({
+  entry: {
+    index: 'src/index.ts',
+    cli: 'src/cli/cli.ts',
+  },
+  format: ['esm', 'cjs'],
+  dts: { entry: { index: 'src/index.ts' } },
+  target: 'node20',
+  platform: 'node',
+  clean: true,
+  sourcemap: true,
+  splitting: true,
+  shims: true,
+  // `eventrelay` (a dependency) stays external: the forwarder loads the SDK's messages, rules,
+  // signing and error classes from the installed package, never a bundled copy.
+  external: ['eventrelay'],
+  async onSuccess() {
+    // The debugger page's static files, served by the forwarder from dist/debugger/.
+    mkdirSync('dist/debugger', { recursive: true });
+    for (const file of DEBUGGER_FILES) copyFileSync(`src/debugger/${file}`, `dist/debugger/${file}`);
+  },
+});
