@@ -42,6 +42,20 @@ export type ErrorCode =
   | 'ERR_NOT_REPLAYABLE'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED';
+
+/** Key of the static property that holds a class's brand, `Symbol.for('eventrelay.<ClassName>')`. */
+const BRAND = Symbol.for('eventrelay.errorBrand');
+
+/**
+ * Gives `cls` its brand and marks its prototype with it, so that its instances and those of its
+ * subclasses carry the mark whichever copy of this file made them.
+ */
+function brand(cls: abstract new (...args: never[]) => EventRelayError, name: string): void {
+  const mark = Symbol.for(`eventrelay.${name}`);
+  Object.defineProperty(cls, BRAND, { value: mark });
+  Object.defineProperty(cls.prototype, mark, { value: true });
+}
+
 export class EventRelayError extends Error {
   readonly code: ErrorCode;
 
@@ -49,6 +63,24 @@ export class EventRelayError extends Error {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+  }
+
+  /**
+   * `instanceof` that also holds across copies of eventrelay: the ESM and CommonJS builds loaded
+   * side by side (`require('@eventrelay/forwarder')` beside `import ... from 'eventrelay'`), or
+   * two installed versions. Each class checks its own brand, so the answer stays exact: a
+   * `ConfigError` is an `EventRelayError`, never a `ValidationError`. A class without a brand of
+   * its own (a subclass written outside eventrelay) gets the ordinary check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== 'object' || value === null) return false;
+    const mark: unknown = Object.getOwnPropertyDescriptor(this, BRAND)?.value;
+    return typeof mark === 'symbol' && (value as Record<symbol, unknown>)[mark] === true;
+  }
+
+  static {
+    brand(this, 'EventRelayError');
   }
 }
 
@@ -61,6 +93,10 @@ export class ConfigError extends EventRelayError {
     super(message, 'ERR_CONFIG');
     this.field = field;
   }
+
+  static {
+    brand(this, 'ConfigError');
+  }
 }
 
 /** A message breaks the rules of the spec (missing userId, event, groupId, ...). */
@@ -72,12 +108,20 @@ export class ValidationError extends EventRelayError {
     super(message, 'ERR_VALIDATION', options);
     this.field = field;
   }
+
+  static {
+    brand(this, 'ValidationError');
+  }
 }
 
 /** A value in a message cannot be turned into JSON (circular reference, BigInt, a throwing toJSON). */
 export class SerializationError extends EventRelayError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, 'ERR_SERIALIZATION', options);
+  }
+
+  static {
+    brand(this, 'SerializationError');
   }
 }
 
@@ -93,6 +137,10 @@ export class PayloadTooLargeError extends EventRelayError {
     this.size = size;
     this.limit = limit;
   }
+
+  static {
+    brand(this, 'PayloadTooLargeError');
+  }
 }
 
 /** The in-memory queue holds `maxQueueSize` messages already; the new one was refused. */
@@ -107,12 +155,20 @@ export class QueueFullError extends EventRelayError {
     );
     this.maxQueueSize = maxQueueSize;
   }
+
+  static {
+    brand(this, 'QueueFullError');
+  }
 }
 
 /** The client was closed with `closeAndFlush()`; it takes no new calls. */
 export class ClientClosedError extends EventRelayError {
   constructor() {
     super('The client is closed: closeAndFlush() was called, so new calls are refused. Create a new Analytics instance.', 'ERR_CLIENT_CLOSED');
+  }
+
+  static {
+    brand(this, 'ClientClosedError');
   }
 }
 
@@ -132,6 +188,10 @@ export class CloseTimeoutError extends EventRelayError {
     );
     this.timeout = timeout;
   }
+
+  static {
+    brand(this, 'CloseTimeoutError');
+  }
 }
 
 /** A server answered with a status that is not 2xx. */
@@ -148,6 +208,10 @@ export class HttpError extends EventRelayError {
     this.retryable = retryable;
     this.retryAfter = retryAfter;
   }
+
+  static {
+    brand(this, 'HttpError');
+  }
 }
 
 /** The request did not get an answer: connection refused or reset, DNS failure, TLS failure. */
@@ -158,6 +222,10 @@ export class NetworkError extends EventRelayError {
   constructor(message: string, options?: { cause?: unknown; code?: 'ERR_NETWORK' | 'ERR_TLS_CERTIFICATE' | 'ERR_BODY_READ' | 'ERR_TIMEOUT'; retryable?: boolean }) {
     super(message, options?.code ?? 'ERR_NETWORK', options);
     this.retryable = options?.retryable ?? true;
+  }
+
+  static {
+    brand(this, 'NetworkError');
   }
 }
 
@@ -170,12 +238,20 @@ export class TimeoutError extends NetworkError {
     super(`No response within ${timeout} ms`, { ...options, code: 'ERR_TIMEOUT', retryable: true });
     this.timeout = timeout;
   }
+
+  static {
+    brand(this, 'TimeoutError');
+  }
 }
 
 /** A webhook signature did not match, or no signature was sent. */
 export class SignatureVerificationError extends EventRelayError {
   constructor(message = 'The X-Signature header is missing or does not match the request body.', code: 'ERR_SIGNATURE' | 'ERR_WEBHOOK_TIMESTAMP' = 'ERR_SIGNATURE') {
     super(message, code);
+  }
+
+  static {
+    brand(this, 'SignatureVerificationError');
   }
 }
 
@@ -200,6 +276,10 @@ export class WebhookTimestampError extends SignatureVerificationError {
     this.timestamp = timestamp;
     this.tolerance = tolerance;
   }
+
+  static {
+    brand(this, 'WebhookTimestampError');
+  }
 }
 
 /** A webhook body is not one of the seven message types of the spec. */
@@ -210,6 +290,10 @@ export class WebhookMessageError extends EventRelayError {
   constructor(message: string, field?: string, options?: { cause?: unknown }) {
     super(message, 'ERR_WEBHOOK_MESSAGE', options);
     this.field = field;
+  }
+
+  static {
+    brand(this, 'WebhookMessageError');
   }
 }
 
@@ -224,6 +308,10 @@ export class InvalidArgumentError extends EventRelayError {
   constructor(message: string, argument: string) {
     super(message, 'ERR_INVALID_ARGUMENT');
     this.argument = argument;
+  }
+
+  static {
+    brand(this, 'InvalidArgumentError');
   }
 }
 
@@ -245,6 +333,10 @@ export class StoreError extends EventRelayError {
     super(message, code, options);
     this.field = options?.field;
   }
+
+  static {
+    brand(this, 'StoreError');
+  }
 }
 
 /**
@@ -254,5 +346,9 @@ export class StoreError extends EventRelayError {
 export class NotReplayableError extends EventRelayError {
   constructor(message: string) {
     super(message, 'ERR_NOT_REPLAYABLE');
+  }
+
+  static {
+    brand(this, 'NotReplayableError');
   }
 }
