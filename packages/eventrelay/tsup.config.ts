@@ -2,7 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
 
 // `require('analytics-node')` returns the class itself; so does `require('eventrelay/analytics-node')`,
-// with the named exports (`Analytics`, `default`, the errors) as its properties.
+// with the named exports (`Analytics`, `default`, the errors) as its properties. Its types are
+// written by hand in types/analytics-node.d.cts (`export =`, which the generated .d.cts cannot say).
 const CLASSIC_REQUIRE = `'use strict';
 const classic = require('./index.cjs');
 module.exports = Object.assign(classic.Analytics, classic);
@@ -22,7 +23,9 @@ export default defineConfig({
   target: 'node20',
   platform: 'node',
   clean: true,
-  sourcemap: true,
+  // No source maps: they were more than half of the installed package (the 1.5 MB budget), and
+  // the output is not minified, so stack traces already point at readable code.
+  sourcemap: false,
   splitting: true,
   shims: true,
   async onSuccess() {
