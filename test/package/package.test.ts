@@ -1,176 +1,381 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
+
+// The two published packages, packed as `npm publish` would pack them and installed from the
+// tarballs into empty projects, as a user's `npm install` does: what they get on disk, and that
+// every entry point, the CLI, the types and the error classes work from there.
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+const exec = promisify(execFile);
 
-function run(command: string, args: string[], cwd: string): string {
-  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DEBUG: '' } });
+/** The footprint budget of `eventrelay` alone (issue 18): packages in node_modules, itself included, and bytes. */
+const MAX_PACKAGES = 6;
+const MAX_BYTES = 1_500_000;
+/** None of these may come with `eventrelay`: the forwarder's dependencies and the optional peers. */
+const FORBIDDEN = ['undici', 'prom-client', 'pg', 'better-sqlite3', 'got'];
+const ENTRY_POINTS = ['eventrelay', 'eventrelay/webhooks', 'eventrelay/segment', 'eventrelay/analytics-node'];
+
+/** The environment of a user's shell: none of the repo's loader flags or of the npm script that runs the tests. */
+function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DEBUG: '', ...extra };
+  for (const name of Object.keys(env)) {
+    if (name === 'NODE_OPTIONS' || name.startsWith('npm_package_') || name.startsWith('npm_lifecycle_') || name === 'npm_config_local_prefix') delete env[name];
+  }
+  return env;
 }
 
-describe('the packed package', function () {
-  this.timeout(240_000);
-  let project: string;
+async function run(command: string, args: string[], cwd: string, env = userEnv()): Promise<string> {
+  try {
+    const { stdout } = await exec(command, args, { cwd, env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+    return stdout;
+  } catch (error) {
+    const { stderr, stdout } = error as { stderr?: string; stdout?: string };
+    throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${stderr ?? ''}${stdout ?? ''}`, { cause: error });
+  }
+}
 
-  before(() => {
-    if (!existsSync(join(root, 'dist', 'index.js'))) run('npm', ['run', 'build'], root);
-    project = mkdtempSync(join(tmpdir(), 'eventrelay-consumer-'));
-    run('npm', ['pack', '--pack-destination', project], root);
-    const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'));
-    expect(tarball, 'npm pack made a tarball').to.be.a('string');
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${tarball}`], project);
-  });
+/** Writes `source` into the project as `file`, runs it with node and parses the JSON it prints. */
+async function script(project: string, file: string, source: string): Promise<Record<string, unknown>> {
+  writeFileSync(join(project, file), source);
+  const out = await run(process.execPath, [file], project);
+  return JSON.parse(out) as Record<string, unknown>;
+}
 
-  after(() => {
-    if (project) rmSync(project, { recursive: true, force: true });
-  });
+/** An empty project with the given tarballs installed, as `npm install ./x.tgz` makes it. */
+async function installProject(name: string, tarballs: string[]): Promise<string> {
+  const project = mkdtempSync(join(tmpdir(), `eventrelay-${name}-`));
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true }));
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...tarballs], project);
+  return project;
+}
 
-  it('installs without the forwarder-only native dependency', () => {
-    expect(existsSync(join(project, 'node_modules', 'eventrelay', 'dist', 'index.js'))).to.equal(true);
-    expect(existsSync(join(project, 'node_modules', 'better-sqlite3'))).to.equal(false);
-    // Optional peers: not installed with the package.
-    expect(existsSync(join(project, 'node_modules', 'got'))).to.equal(false);
-    expect(existsSync(join(project, 'node_modules', 'pg'))).to.equal(false);
-    expect(existsSync(join(project, 'node_modules', 'eventrelay', 'src'))).to.equal(false);
-  });
+interface Footprint {
+  /** Every installed package, nested ones as `a/node_modules/b`. */
+  readonly packages: string[];
+  /** The sum of the sizes of every file under node_modules. */
+  readonly bytes: number;
+}
 
-  it('ships the example config the README links to, and it passes `eventrelay check`', () => {
-    const example = join(project, 'node_modules', 'eventrelay', 'examples', 'eventrelay.config.json');
-    expect(existsSync(example)).to.equal(true);
-    const env = { ...process.env, EVENTRELAY_ADMIN_TOKEN: 'a', WEB_WRITE_KEY: 'w', WEB_WEBHOOK_SECRET: 's', BACKUP_HOOK_AUTH: 'b', IOS_WRITE_KEY: 'i' };
-    const out = execFileSync(process.execPath, [join(project, 'node_modules', '.bin', 'eventrelay'), 'check', '--config', example], { cwd: project, encoding: 'utf8', env });
-    expect(out).to.match(/OK \(2 sources: web, ios\)/);
-  });
-
-  it('loads undici only with the forwarder (its webhook sender), never with the client or the receiver helpers', () => {
-    // A resolve hook that refuses undici: each entry point but the forwarder's must load without it.
-    const hook = 'export async function resolve(s, c, next) { if (s === "undici") throw new Error("undici was loaded"); return next(s, c); }';
-    const out = run(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import { register } from 'node:module';
-         register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
-         for (const entry of ['eventrelay', 'eventrelay/webhooks', 'eventrelay/segment', 'eventrelay/analytics-node']) await import(entry);
-         const forwarder = await import('eventrelay/forwarder').then(() => 'loaded', (error) => error.message);
-         console.log('clients clean, forwarder: ' + forwarder);`,
-      ],
-      project,
-    );
-    expect(out.trim()).to.equal('clients clean, forwarder: undici was loaded');
-  });
-
-  it('loads every entry point with import', () => {
-    const out = run(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import { Analytics, ValidationError } from 'eventrelay';
-         import * as webhooks from 'eventrelay/webhooks';
-         import * as forwarder from 'eventrelay/forwarder';
-         const a = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9', disable: true });
-         a.track({ userId: 'u', event: 'E' }, (e, id) => console.log(typeof Analytics, typeof ValidationError, typeof webhooks.verifySignature, typeof forwarder.WebhookDestination, e === undefined, typeof id));`,
-      ],
-      project,
-    );
-    expect(out.trim()).to.equal('function function function function true string');
-  });
-
-  it('ships the debugger page and serves it from the installed package, with import and require', () => {
-    for (const file of ['index.html', 'app.js', 'app.css']) {
-      expect(existsSync(join(project, 'node_modules', 'eventrelay', 'dist', 'debugger', file)), file).to.equal(true);
+function footprint(project: string): Footprint {
+  const packages: string[] = [];
+  let bytes = 0;
+  const sizeOf = (path: string): void => {
+    const stat = lstatSync(path);
+    if (stat.isDirectory()) for (const entry of readdirSync(path)) sizeOf(join(path, entry));
+    else if (stat.isFile()) bytes += stat.size;
+  };
+  const listPackages = (modules: string, prefix: string): void => {
+    for (const entry of readdirSync(modules)) {
+      if (entry.startsWith('.')) continue;
+      const names = entry.startsWith('@') ? readdirSync(join(modules, entry)).map((scoped) => `${entry}/${scoped}`) : [entry];
+      for (const name of names) {
+        packages.push(prefix + name);
+        const nested = join(modules, name, 'node_modules');
+        if (existsSync(nested)) listPackages(nested, `${prefix}${name}/node_modules/`);
+      }
     }
-    const script = (load: string) => `${load}
-      const f = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 's', writeKey: 'k' }] });
-      f.listen({ port: 0 }).then(async ({ url }) => {
-        const sizes = [];
-        for (const path of ['/debugger', '/debugger/app.js', '/debugger/app.css']) {
-          const r = await fetch(url + path);
-          sizes.push(r.status + ':' + (await r.text()).length);
+  };
+  const modules = join(project, 'node_modules');
+  listPackages(modules, '');
+  sizeOf(modules);
+  return { packages: packages.sort(), bytes };
+}
+
+/** The package name of each installed path: `a/node_modules/@s/b` is `@s/b`. */
+const packageNames = (packages: readonly string[]): string[] => packages.map((path) => path.split('/node_modules/').pop()!);
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)],
+  );
+}
+
+describe('the packed packages, installed from their tarballs', function () {
+  this.timeout(240_000);
+  const scratch = mkdtempSync(join(tmpdir(), 'eventrelay-pack-'));
+  let tarballs: { name: string; path: string; files: string[] }[] = [];
+  const tarball = (name: string) => tarballs.find((t) => t.name === name)!;
+
+  before(async () => {
+    const built = ['packages/eventrelay/dist/index.js', 'packages/forwarder/dist/index.js', 'packages/forwarder/dist/cli.js'];
+    if (!built.every((file) => existsSync(join(root, file)))) await run('npm', ['run', 'build'], root);
+    // --ignore-scripts: the prepack script would rebuild dist/ (what `npm run build` already did).
+    const out = await run('npm', ['pack', '-w', 'eventrelay', '-w', '@eventrelay/forwarder', '--ignore-scripts', '--json', '--pack-destination', scratch], root);
+    const packed = JSON.parse(out) as { name: string; filename: string; files: { path: string }[] }[];
+    tarballs = packed.map((p) => ({ name: p.name, path: join(scratch, p.filename), files: p.files.map((f) => f.path) }));
+    expect(tarballs.map((t) => t.name)).to.deep.equal(['eventrelay', '@eventrelay/forwarder']);
+  });
+
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('ships the build, the types and the docs, never the sources or the tests', () => {
+    for (const { name, files } of tarballs) {
+      const strays = files.filter((file) => !/^(dist\/|types\/|examples\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$)/.test(file));
+      expect(strays, name).to.deep.equal([]);
+    }
+    expect(tarball('eventrelay').files).to.include.members(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'types/analytics-node.d.cts']);
+    expect(tarball('@eventrelay/forwarder').files).to.include.members(['dist/cli.js', 'dist/index.d.ts', 'dist/index.d.cts', 'examples/eventrelay.config.json']);
+  });
+
+  describe('eventrelay alone', () => {
+    let project: string;
+
+    before(async () => {
+      project = await installProject('sdk', [tarball('eventrelay').path]);
+    });
+
+    after(() => {
+      if (project) rmSync(project, { recursive: true, force: true });
+    });
+
+    it(`installs at most ${MAX_PACKAGES} packages and ${MAX_BYTES} bytes, none of the forwarder's dependencies`, () => {
+      const { packages, bytes } = footprint(project);
+      expect(packages).to.include('eventrelay');
+      expect(packages.length, packages.join(', ')).to.be.at.most(MAX_PACKAGES);
+      expect(packageNames(packages)).to.not.include.any.members(FORBIDDEN);
+      expect(bytes, `${bytes} bytes in node_modules`).to.be.at.most(MAX_BYTES);
+    });
+
+    it('loads every entry point with import', async () => {
+      const result = await script(project, 'load.mjs', `
+        import { Analytics, ConfigError } from 'eventrelay';
+        import { verifySignature, createWebhookReceiver } from 'eventrelay/webhooks';
+        import { Analytics as Segment, Context } from 'eventrelay/segment';
+        import Classic, { Analytics as ClassicNamed } from 'eventrelay/analytics-node';
+        const delivered = (client, call) => new Promise((resolve) => call(client, (error, extra) => resolve({ error: error === undefined || error === null, extra })));
+        const a = await delivered(new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9', disable: true }), (c, cb) => c.track({ userId: 'u', event: 'E' }, cb));
+        const s = await delivered(new Segment({ writeKey: 'k', host: 'http://127.0.0.1:9', disable: true }), (c, cb) => c.track({ userId: 'u', event: 'E' }, cb));
+        const c = await delivered(new Classic('k', { host: 'http://127.0.0.1:9', enable: false }), (c, cb) => c.track({ userId: 'u', event: 'E' }, cb));
+        console.log(JSON.stringify({
+          types: [Analytics, ConfigError, verifySignature, createWebhookReceiver, Segment, Context, Classic].map((f) => typeof f),
+          client: a.error && typeof a.extra, segment: s.error && s.extra instanceof Context, classic: c.error, classicNamed: Classic === ClassicNamed,
+        }));`);
+      expect(result).to.deep.equal({
+        types: Array(7).fill('function'),
+        client: 'string',
+        segment: true,
+        classic: true,
+        classicNamed: true,
+      });
+    });
+
+    it('loads every entry point with require; require("eventrelay/analytics-node") is the class, as with analytics-node', async () => {
+      const result = await script(project, 'load.cjs', `
+        const { Analytics, ConfigError } = require('eventrelay');
+        const { verifySignature } = require('eventrelay/webhooks');
+        const { Analytics: Segment, Context } = require('eventrelay/segment');
+        const Classic = require('eventrelay/analytics-node');
+        const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
+        c.track({ userId: 'u', event: 'E' }, (error) => {
+          console.log(JSON.stringify({
+            types: [Analytics, ConfigError, verifySignature, Segment, Context, Classic].map((f) => typeof f),
+            classic: [Classic.name, Classic === Classic.Analytics, Classic === Classic.default, typeof Classic.ValidationError, c instanceof Classic, error === undefined],
+          }));
+        });`);
+      expect(result).to.deep.equal({
+        types: Array(6).fill('function'),
+        classic: ['Analytics', true, true, 'function', true, true],
+      });
+    });
+
+    it('gives a TypeScript consumer the types, for ESM and CommonJS (and the classic `import X = require()`)', async () => {
+      const body = `
+        const analytics = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9' });
+        analytics.track({ userId: 'u', event: 'E' });
+        // @ts-expect-error: userId or anonymousId is required
+        analytics.track({ event: 'E' });
+        export const ok: boolean = verifySignature('{}', 'ab', 'secret');
+        export const segment = new Segment({ writeKey: 'k' });
+        // @ts-expect-error: Segment's client takes an options object
+        new Segment('k');
+        export const classic = new Classic('k', { flushAt: 1 });
+        export function field(error: unknown): string | undefined {
+          return error instanceof ConfigError ? error.field : undefined;
+        }`;
+      const imports = `
+        import { Analytics, ConfigError } from 'eventrelay';
+        import { verifySignature } from 'eventrelay/webhooks';
+        import { Analytics as Segment } from 'eventrelay/segment';
+        import Classic from 'eventrelay/analytics-node';`;
+      writeFileSync(join(project, 'esm.mts'), `${imports}\n${body}`);
+      writeFileSync(join(project, 'cjs.cts'), `${imports}\n${body}`);
+      writeFileSync(join(project, 'classic.cts'), `
+        import Analytics = require('eventrelay/analytics-node');
+        const analytics: Analytics = new Analytics('k', { host: 'http://127.0.0.1:9', enable: false });
+        const options: Analytics.AnalyticsNodeOptions = { flushAt: 1 };
+        analytics.track({ userId: 'u', event: 'E' }, (error?: Error, data?: Analytics.FlushData) => {
+          if (error instanceof Analytics.ValidationError) console.log(error.field);
+          console.log(data?.batch.length);
+        });
+        // @ts-expect-error: the classic client takes the write key first
+        new Analytics({ writeKey: 'k' });
+        export const same: boolean = Analytics === Analytics.Analytics && Analytics === Analytics.default;
+        export { options };`);
+      writeFileSync(
+        join(project, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { strict: true, module: 'node16', moduleResolution: 'node16', noEmit: true, skipLibCheck: false, types: [] },
+          files: ['esm.mts', 'cjs.cts', 'classic.cts'],
+        }),
+      );
+      // skipLibCheck false also checks the published .d.ts files; @types/node comes from the repo.
+      await run(process.execPath, [tsc, '-p', project, '--typeRoots', join(root, 'node_modules', '@types'), '--types', 'node'], project);
+    });
+  });
+
+  describe('eventrelay and @eventrelay/forwarder together', () => {
+    let project: string;
+    const forwarderDir = () => join(project, 'node_modules', '@eventrelay', 'forwarder');
+    const exampleEnv = { EVENTRELAY_ADMIN_TOKEN: 'a', WEB_WRITE_KEY: 'w', WEB_WEBHOOK_SECRET: 's', BACKUP_HOOK_AUTH: 'b', IOS_WRITE_KEY: 'i' };
+
+    before(async () => {
+      // better-sqlite3 and pg are optional peers, not installed: the tests use the memory store.
+      project = await installProject('both', [tarball('eventrelay').path, tarball('@eventrelay/forwarder').path]);
+    });
+
+    after(() => {
+      if (project) rmSync(project, { recursive: true, force: true });
+    });
+
+    it('installs one copy of eventrelay, which the forwarder shares, and neither optional peer', () => {
+      const { packages } = footprint(project);
+      expect(packages).to.include.members(['eventrelay', '@eventrelay/forwarder', 'undici', 'prom-client']);
+      expect(packageNames(packages).filter((name) => name === 'eventrelay')).to.have.length(1);
+      expect(packageNames(packages)).to.not.include.any.members(['pg', 'better-sqlite3', 'got']);
+    });
+
+    it('`npx eventrelay --version` runs the installed CLI and prints the forwarder\'s version', async () => {
+      const { version } = JSON.parse(readFileSync(join(forwarderDir(), 'package.json'), 'utf8')) as { version: string };
+      expect(realpathSync(join(project, 'node_modules', '.bin', 'eventrelay'))).to.equal(join(realpathSync(forwarderDir()), 'dist', 'cli.js'));
+      // npm_config_yes=false: npx never installs a package of that name; the local bin must answer.
+      const out = await run('npx', ['eventrelay', '--version'], project, userEnv({ npm_config_yes: 'false' }));
+      expect(out.trim()).to.equal(version);
+    });
+
+    it('the shipped example config passes `eventrelay check`', async () => {
+      const example = join(forwarderDir(), 'examples', 'eventrelay.config.json');
+      const out = await run('npx', ['eventrelay', 'check', '--config', example], project, userEnv({ ...exampleEnv, npm_config_yes: 'false' }));
+      expect(out).to.match(/: OK \(2 sources: web, ios\)$/m);
+    });
+
+    it('loads @eventrelay/forwarder with import and with require', async () => {
+      const names = ['createForwarder', 'Forwarder', 'parseConfig', 'WebhookDestination', 'MemoryStore', 'ConfigError'];
+      const esm = await script(project, 'forwarder.mjs', `
+        import * as forwarder from '@eventrelay/forwarder';
+        console.log(JSON.stringify(${JSON.stringify(names)}.map((name) => typeof forwarder[name])));`);
+      const cjs = await script(project, 'forwarder.cjs', `
+        const forwarder = require('@eventrelay/forwarder');
+        console.log(JSON.stringify(${JSON.stringify(names)}.map((name) => typeof forwarder[name])));`);
+      expect(esm).to.deep.equal(Array(names.length).fill('function'));
+      expect(cjs).to.deep.equal(Array(names.length).fill('function'));
+    });
+
+    it('serves the debugger page from the installed package, with import and require', async () => {
+      const files = ['index.html', 'app.js', 'app.css'];
+      const expected = Object.fromEntries(
+        files.map((file) => [file, createHash('sha256').update(readFileSync(join(root, 'packages', 'forwarder', 'src', 'debugger', file))).digest('hex')]),
+      );
+      const serve = (load: string) => `${load}
+        const { createHash } = require('node:crypto');
+        const f = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 's', writeKey: 'k' }] });
+        f.listen({ port: 0, host: '127.0.0.1' }).then(async ({ url }) => {
+          const seen = {};
+          for (const [file, path] of [['index.html', '/debugger'], ['app.js', '/debugger/app.js'], ['app.css', '/debugger/app.css']]) {
+            const response = await fetch(url + path);
+            const body = Buffer.from(await response.arrayBuffer());
+            seen[file] = response.status === 200 ? createHash('sha256').update(body).digest('hex') : response.status;
+          }
+          await f.close();
+          console.log(JSON.stringify(seen));
+        });`;
+      const esm = await script(project, 'debugger.mjs', serve(`import { createForwarder } from '@eventrelay/forwarder';\nimport { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);`));
+      const cjs = await script(project, 'debugger.cjs', serve(`const { createForwarder } = require('@eventrelay/forwarder');`));
+      expect(esm).to.deep.equal(expected);
+      expect(cjs).to.deep.equal(expected);
+    });
+
+    it('the forwarder\'s build holds no copy of the SDK: it loads eventrelay/internal', () => {
+      const dist = join(forwarderDir(), 'dist');
+      const code = filesUnder(dist).filter((file) => /\.(c?js|d\.c?ts)$/.test(file));
+      expect(code.length).to.be.greaterThan(3);
+      for (const file of code) {
+        const text = readFileSync(file, 'utf8');
+        expect(text, file).to.not.match(/class (EventRelayError|ConfigError|ValidationError)\b/);
+        expect(text, file).to.not.match(/function (verifySignature|checkMessage|toWebhookMessage)\b/);
+      }
+      const entries = ['index.js', 'index.cjs'].map((file) => readFileSync(join(dist, file), 'utf8'));
+      const chunks = code.filter((file) => /chunk-[^/]*\.c?js$/.test(file)).map((file) => readFileSync(file, 'utf8'));
+      expect([...entries, ...chunks].join('\n')).to.include('eventrelay/internal');
+      expect(existsSync(join(forwarderDir(), 'node_modules', 'eventrelay'))).to.equal(false);
+    });
+
+    it('an error the forwarder throws passes instanceof against the classes of eventrelay, ESM and CommonJS mixed both ways', async () => {
+      const result = await script(project, 'mixed.mjs', `
+        import { createRequire } from 'node:module';
+        import * as sdkEsm from 'eventrelay';
+        import * as forwarderEsm from '@eventrelay/forwarder';
+        const require = createRequire(import.meta.url);
+        const sdkCjs = require('eventrelay');
+        const forwarderCjs = require('@eventrelay/forwarder');
+        const thrown = (f) => { try { f(); } catch (error) { return error; } return undefined; };
+        const result = {};
+        for (const [fName, forwarder] of [['esm', forwarderEsm], ['cjs', forwarderCjs]]) {
+          const errors = {
+            parseConfig: thrown(() => forwarder.parseConfig({ sources: [{ name: 's', writeKey: '' }] })),
+            createForwarder: thrown(() => forwarder.createForwarder({ storage: { type: 'memory' }, sources: 'none' })),
+          };
+          for (const [how, error] of Object.entries(errors)) {
+            for (const [sName, sdk] of [['esm', sdkEsm], ['cjs', sdkCjs]]) {
+              result[\`forwarder \${fName} \${how}, eventrelay \${sName}\`] = [
+                error instanceof sdk.ConfigError, error instanceof sdk.EventRelayError, error instanceof Error,
+                error instanceof sdk.ValidationError, error?.code, typeof error?.field,
+              ];
+            }
+          }
         }
-        console.log(sizes.join(' '));
-        await f.close();
-      });`;
-    const expected = ['index.html', 'app.js', 'app.css']
-      .map((file) => `200:${readFileSync(join(root, 'src', 'forwarder', 'debugger', file), 'utf8').length}`)
-      .join(' ');
-    const esm = run(process.execPath, ['--input-type=module', '-e', script(`import { createForwarder } from 'eventrelay/forwarder';`)], project);
-    expect(esm.trim()).to.equal(expected);
-    const cjs = run(process.execPath, ['-e', script(`const { createForwarder } = require('eventrelay/forwarder');`)], project);
-    expect(cjs.trim()).to.equal(expected);
-  });
+        result.sameClass = [forwarderEsm.ConfigError === sdkEsm.ConfigError, forwarderCjs.ConfigError === sdkCjs.ConfigError];
+        console.log(JSON.stringify(result));`);
+      const expected: Record<string, unknown> = { sameClass: [true, true] };
+      for (const f of ['esm', 'cjs']) {
+        for (const how of ['parseConfig', 'createForwarder']) {
+          for (const s of ['esm', 'cjs']) expected[`forwarder ${f} ${how}, eventrelay ${s}`] = [true, true, true, false, 'ERR_CONFIG', 'string'];
+        }
+      }
+      expect(result).to.deep.equal(expected);
+    });
 
-  it('loads every entry point with require', () => {
-    const out = run(
-      process.execPath,
-      [
-        '-e',
-        `const { Analytics, EventRelayError } = require('eventrelay');
-         const webhooks = require('eventrelay/webhooks');
-         const forwarder = require('eventrelay/forwarder');
-         const a = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9', disable: true });
-         console.log(typeof Analytics, typeof EventRelayError, typeof webhooks.verifySignature, typeof forwarder.WebhookDestination);`,
-      ],
-      project,
-    );
-    expect(out.trim()).to.equal('function function function function');
-  });
-
-  it('loads the Segment compatibility layers with import and require', () => {
-    const esm = run(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import { Analytics as Segment, Context } from 'eventrelay/segment';
-         import Classic, { Analytics as ClassicNamed } from 'eventrelay/analytics-node';
-         const s = new Segment({ writeKey: 'k', host: 'http://127.0.0.1:9', disable: true });
-         s.track({ userId: 'u', event: 'E' }, (e, ctx) => {
-           const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
-           c.track({ userId: 'u', event: 'E' }, (e2) => console.log(e === undefined, ctx instanceof Context, Classic === ClassicNamed, e2 === undefined));
-         });`,
-      ],
-      project,
-    );
-    expect(esm.trim()).to.equal('true true true true');
-    const cjs = run(
-      process.execPath,
-      [
-        '-e',
-        `const { Analytics: Segment } = require('eventrelay/segment');
-         const Classic = require('eventrelay/analytics-node');
-         const { Analytics } = require('eventrelay/analytics-node');
-         const c = new Classic('k', { host: 'http://127.0.0.1:9', enable: false });
-         console.log(typeof Segment, typeof Classic, Analytics === Classic, typeof Classic.ValidationError, typeof c.track, Segment.name, Classic.name);`,
-      ],
-      project,
-    );
-    expect(cjs.trim()).to.equal('function function true function function Analytics Analytics');
-  });
-
-  it('gives a TypeScript consumer the types, for ESM and CommonJS', () => {
-    writeFileSync(
-      join(project, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { strict: true, module: 'node16', moduleResolution: 'node16', noEmit: true, skipLibCheck: false, types: [] }, files: ['esm.mts', 'cjs.cts'] }),
-    );
-    const body = `
-      const analytics = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9' });
-      analytics.track({ userId: 'u', event: 'E' });
-      // @ts-expect-error: userId or anonymousId is required
-      analytics.track({ event: 'E' });
-      const ok: boolean = verifySignature('{}', 'ab', 'secret');
-      export { ok };
-    `;
-    writeFileSync(join(project, 'esm.mts'), `import { Analytics } from 'eventrelay';\nimport { verifySignature } from 'eventrelay/webhooks';\n${body}`);
-    writeFileSync(join(project, 'cjs.cts'), `import { Analytics } from 'eventrelay';\nimport { verifySignature } from 'eventrelay/webhooks';\n${body}`);
-    // skipLibCheck false also checks our published .d.ts files; @types/node comes from the repo.
-    run(process.execPath, [tsc, '-p', project, '--typeRoots', join(root, 'node_modules', '@types'), '--types', 'node'], project);
+    it('the SDK\'s entry points never load undici, even where it is installed; the forwarder\'s does', async () => {
+      // Every module resolved by import is logged by a resolve hook; require's by require.cache.
+      writeFileSync(join(project, 'log-hook.mjs'), `
+        import { appendFileSync } from 'node:fs';
+        export async function resolve(specifier, context, next) {
+          const result = await next(specifier, context);
+          appendFileSync(${JSON.stringify(join(project, 'resolved.log'))}, result.url + '\\n');
+          return result;
+        }`);
+      const loaded = `() => {
+        const log = ${JSON.stringify(join(project, 'resolved.log'))};
+        const resolved = existsSync(log) ? readFileSync(log, 'utf8').split('\\n') : [];
+        return [...resolved, ...Object.keys(require.cache)].some((path) => path.includes('/node_modules/undici/'));
+      }`;
+      const result = await script(project, 'undici.mjs', `
+        import { register, createRequire } from 'node:module';
+        import { existsSync, readFileSync } from 'node:fs';
+        register('./log-hook.mjs', import.meta.url);
+        const require = createRequire(import.meta.url);
+        const undiciLoaded = ${loaded};
+        for (const entry of ${JSON.stringify(ENTRY_POINTS)}) { await import(entry); require(entry); }
+        const sdk = undiciLoaded();
+        await import('@eventrelay/forwarder');
+        console.log(JSON.stringify({ sdk, forwarder: undiciLoaded() }));`);
+      expect(result).to.deep.equal({ sdk: false, forwarder: true });
+    });
   });
 });
