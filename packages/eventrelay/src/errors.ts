@@ -41,7 +41,11 @@ export type ErrorCode =
   | 'ERR_STORE_SCHEMA'
   | 'ERR_NOT_REPLAYABLE'
   // eventrelay/segment
-  | 'ERR_PLUGIN_CANCELLED';
+  | 'ERR_PLUGIN_CANCELLED'
+  // The client's disk spool (SpoolError)
+  | 'ERR_SPOOL_WRITE'
+  | 'ERR_SPOOL_CORRUPT'
+  | 'ERR_SPOOL_VERSION';
 
 /** Key of the static property that holds a class's brand, `Symbol.for('eventrelay.<ClassName>')`. */
 const BRAND = Symbol.for('eventrelay.errorBrand');
@@ -143,17 +147,26 @@ export class PayloadTooLargeError extends EventRelayError {
   }
 }
 
-/** The in-memory queue holds `maxQueueSize` messages already; the new one was refused. */
+/**
+ * The in-memory queue holds `maxQueueSize` messages already, or the disk spool holds
+ * `spool.maxBytes` bytes (then `maxBytes` is set); the new message was refused.
+ */
 export class QueueFullError extends EventRelayError {
   readonly maxQueueSize: number;
+  /** The spool's `maxBytes`, when the spool is what is full. */
+  readonly maxBytes: number | undefined;
 
-  constructor(maxQueueSize: number) {
+  constructor(maxQueueSize: number, maxBytes?: number) {
     super(
-      `The queue already holds ${maxQueueSize} messages (maxQueueSize); the message was refused. ` +
-      'The endpoint may be unreachable: check connectivity, or raise `maxQueueSize`.',
+      maxBytes === undefined
+        ? `The queue already holds ${maxQueueSize} messages (maxQueueSize); the message was refused. ` +
+        'The endpoint may be unreachable: check connectivity, or raise `maxQueueSize`.'
+        : `The spool already holds ${maxBytes} bytes of messages (spool.maxBytes); the message was refused. ` +
+          'The endpoint may be unreachable: check connectivity, or raise `spool.maxBytes`.',
       'ERR_QUEUE_FULL',
     );
     this.maxQueueSize = maxQueueSize;
+    this.maxBytes = maxBytes;
   }
 
   static {
@@ -350,5 +363,33 @@ export class NotReplayableError extends EventRelayError {
 
   static {
     brand(this, 'NotReplayableError');
+  }
+}
+
+/**
+ * The client's disk spool could not do its work: a write failed (`ERR_SPOOL_WRITE`: the disk is
+ * full, read-only or failing; the calls stay in memory and are still sent), bytes of a file
+ * could not be read back as records (`ERR_SPOOL_CORRUPT`: they are skipped, the other records
+ * sent), or a file was written by a newer format version (`ERR_SPOOL_VERSION`: left untouched).
+ * Reported through the client's `error` event.
+ */
+export class SpoolError extends EventRelayError {
+  /** The spool file concerned. */
+  readonly file: string;
+  /** Where in the file, in bytes, when it concerns a place in it. */
+  readonly offset: number | undefined;
+
+  constructor(
+    message: string,
+    code: 'ERR_SPOOL_WRITE' | 'ERR_SPOOL_CORRUPT' | 'ERR_SPOOL_VERSION',
+    options: { file: string; offset?: number; cause?: unknown },
+  ) {
+    super(message, code, { cause: options.cause });
+    this.file = options.file;
+    this.offset = options.offset;
+  }
+
+  static {
+    brand(this, 'SpoolError');
   }
 }
