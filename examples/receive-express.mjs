@@ -1,6 +1,6 @@
 // Receive webhooks in an Express app that also has JSON routes.
 // Run: npm run build && WEBHOOK_SECRET=... PORT=3000 node examples/receive-express.mjs
-// The code below is the README's "Express / Connect" snippet, line for line.
+// The code below is the "Express / Connect" snippet of docs/receiving-webhooks.md, line for line.
 import express from 'express';
 import { webhookMiddleware } from 'eventrelay/webhooks';
 

@@ -1,7 +1,7 @@
 // Receive webhooks in a Fastify app. The plugin keeps the raw body for its own route only;
 // the app's other routes parse JSON as usual.
 // Run: npm run build && WEBHOOK_SECRET=... PORT=3000 node examples/receive-fastify.mjs
-// The code below is the README's "Fastify" snippet, line for line.
+// The code below is the "Fastify" snippet of docs/receiving-webhooks.md, line for line.
 import Fastify from 'fastify';
 import { fastifyWebhook } from 'eventrelay/webhooks';
 

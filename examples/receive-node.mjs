@@ -1,6 +1,6 @@
 // Receive webhooks with Node's http module: verify X-Signature, get typed messages.
 // Run: npm run build && WEBHOOK_SECRET=... PORT=3000 node examples/receive-node.mjs
-// The code below is the README's "Plain Node http" snippet, line for line.
+// The code below is the "Plain Node http" snippet of docs/receiving-webhooks.md, line for line.
 import { createServer } from 'node:http';
 import { createWebhookHandler } from 'eventrelay/webhooks';
 

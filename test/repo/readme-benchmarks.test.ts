@@ -1,22 +1,45 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { readDoc, section, withoutCode } from './markdown';
 
-const readme = readFileSync('README.md', 'utf8');
-const bench = readFileSync('bench/README.md', 'utf8');
-const section = /\n## Benchmarks\n([\s\S]*?)\n(?:<!-- section|## )/.exec(readme)?.[1] ?? '';
+// bench/README.md is where every benchmark figure is measured and recorded; the documentation
+// only copies from it.
+const bench = readDoc('bench/README.md');
 
-describe('README benchmarks', () => {
-  it('shows only figures measured and recorded in bench/README.md', () => {
-    const figures = [...section.matchAll(/\b\d[\d,]*(?:\.\d+)?(?=×| ms| µs|\/s| \||\))/g)].map((m) => m[0]);
-    expect(figures.length).to.be.above(40);
-    for (const figure of new Set(figures)) expect(bench, figure).to.contain(figure);
+/** Every number of a text: `1,017`, `0.78`, `10.31`, `2`. */
+function figures(text: string): string[] {
+  return [...new Set(text.match(/\d+(?:,\d{3})*(?:\.\d+)?/g) ?? [])];
+}
+
+/** The top-level tables of a text: their first lines. */
+function tables(text: string): string[] {
+  return text.split('\n').filter((line, i, lines) => line.startsWith('|') && !(lines[i - 1] ?? '').startsWith('|'));
+}
+
+describe('benchmark figures in the documentation', () => {
+  const places: [string, string, number][] = [
+    ['README.md', section(readDoc('README.md'), '## Benchmarks'), 10],
+    ['docs/benchmarks.md', withoutCode(readDoc('docs/benchmarks.md')), 100],
+    ['docs/migrating-from-segment.md', section(readDoc('docs/migrating-from-segment.md'), '## What the layers cost'), 10],
+  ];
+
+  for (const [file, text, least] of places) {
+    it(`${file} shows only figures measured and recorded in bench/README.md`, () => {
+      const shown = figures(text);
+      expect(shown.length, `${file}: the benchmark figures`).to.be.at.least(least);
+      expect(shown.filter((figure) => !bench.includes(figure))).to.deep.equal([]);
+    });
+  }
+
+  it('the root README keeps one short headline table', () => {
+    const headline = section(readDoc('README.md'), '## Benchmarks');
+    expect(tables(headline)).to.have.length(1);
+    expect(headline.split('\n').filter((line) => line.startsWith('|')).length).to.be.at.most(8);
   });
 
-  it('has one short table per benchmark, and bench/README.md glues no tables together', () => {
-    const tables = (text: string) => text.split('\n').filter((line, i, lines) => line.startsWith('|') && !(lines[i - 1] ?? '').startsWith('|'));
-    const headings = section.match(/^### /gm) ?? [];
-    expect(tables(section)).to.have.length(headings.length);
+  it('docs/benchmarks.md has one table per benchmark, and bench/README.md glues no tables together', () => {
+    const page = withoutCode(readDoc('docs/benchmarks.md'));
+    expect(tables(page)).to.have.length((page.match(/^## /gm) ?? []).length);
     // A table header right after a table row would be two tables read as one.
     for (const [i, line] of bench.split('\n').entries()) {
       if (/^\|[-:| ]+\|$/.test(line)) expect(bench.split('\n')[i - 2] ?? '', `table at line ${i}`).not.to.match(/^\|/);

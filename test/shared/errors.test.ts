@@ -35,7 +35,7 @@ describe('errors', () => {
       for (const [entry, exports] of Object.entries({
         eventrelay: main,
         'eventrelay/webhooks': webhooks,
-        'eventrelay/forwarder': forwarder,
+        '@eventrelay/forwarder': forwarder,
         'eventrelay/segment': segment,
         'eventrelay/analytics-node': classic,
       })) {
@@ -44,12 +44,24 @@ describe('errors', () => {
     }
   });
 
-  it('every code of the ErrorCode union is in the README errors table, and nothing else is', () => {
-    const readme = readFileSync('README.md', 'utf8');
+  it('every code of the ErrorCode union is in the errors table of the eventrelay README, and nothing else is', () => {
+    const readme = readFileSync('packages/eventrelay/README.md', 'utf8');
     const section = /\n## Errors\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
     const table = [...new Set([...section.matchAll(/`(ERR_[A-Z_]+)`/g)].map((m) => m[1]!))].sort();
     expect(unionCodes()).to.have.length.above(10);
     expect(table).to.deep.equal(unionCodes());
+  });
+
+  it('the forwarder README\'s errors table names only codes of the union and classes @eventrelay/forwarder exports', () => {
+    const readme = readFileSync('packages/forwarder/README.md', 'utf8');
+    const section = /\n## Errors\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
+    const rows = section.split('\n').filter((line) => /^\| `/.test(line));
+    expect(rows.length).to.be.above(3);
+    for (const row of rows) {
+      const [, names, codes] = row.split('|');
+      for (const [, code] of codes!.matchAll(/`(ERR_[A-Z_]+)`/g)) expect(unionCodes(), row).to.include(code);
+      for (const [, name] of names!.matchAll(/`(\w+)`/g)) expect((forwarder as Record<string, unknown>)[name!], `${name} from @eventrelay/forwarder`).to.be.a('function');
+    }
   });
 
   it('no exported error class is never raised: each is constructed somewhere in src', () => {

@@ -128,17 +128,18 @@ describe('webhook receiver examples (built package, real processes on 127.0.0.1)
   });
 });
 
-describe('README "Receiving webhooks" snippets are the example files, line for line', () => {
-  const readme = readFileSync(`${root}/README.md`, 'utf8');
-  const section = readme.slice(readme.indexOf('## Receiving webhooks'), readme.indexOf('### Standard Webhooks'));
+describe('docs/receiving-webhooks.md: the snippets are the example files, line for line', () => {
+  const guide = readFileSync(`${root}/docs/receiving-webhooks.md`, 'utf8');
+  const section = guide.slice(0, guide.indexOf('\n## Standard Webhooks'));
   const snippets: [string, string][] = [
-    ['### Plain Node `http`', 'examples/receive-node.mjs'],
-    ['### Express / Connect', 'examples/receive-express.mjs'],
-    ['### Fastify', 'examples/receive-fastify.mjs'],
-    ['### Next.js route handlers', 'examples/receive-nextjs-route.mjs'],
+    ['\n## Plain Node `http`\n', 'examples/receive-node.mjs'],
+    ['\n## Express / Connect\n', 'examples/receive-express.mjs'],
+    ['\n## Fastify\n', 'examples/receive-fastify.mjs'],
+    ['\n## Next.js route handlers', 'examples/receive-nextjs-route.mjs'],
   ];
   for (const [heading, file] of snippets) {
-    it(`${heading.replace(/^### /, '')} = ${file}`, () => {
+    it(`${heading.trim().replace(/^## /, '')} = ${file}`, () => {
+      expect(section.indexOf(heading), heading).to.be.above(0);
       const after = section.slice(section.indexOf(heading));
       const block = /```js\n([\s\S]*?)```/.exec(after)?.[1];
       // The file is the snippet after its header comment (the lines up to the first blank line).

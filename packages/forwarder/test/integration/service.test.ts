@@ -119,7 +119,7 @@ describe('Forwarder (in process)', () => {
     const sync = await forwarder.syncAudience({ source: 'b', audience: 'Power Users', members: ['p1'] });
     expect(sync).to.deep.include({ trait: 'power_users', firstSync: true, sent: 1 });
     expect(await forwarder.stats()).to.deep.include({ queueDepth: 3, delivered: 0, inFlight: 0 });
-    // Nothing is delivered before start(): the README's promise.
+    // Nothing is delivered before start(): the promise of packages/forwarder/README.md.
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(receiver.requests).to.have.length(0);
     await forwarder.start();
