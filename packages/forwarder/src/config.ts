@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { MAX_SOURCE_NAME } from './setup/model';
 import { ConfigError } from 'eventrelay/internal';
 import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from './delivery/options';
 import type { SigningScheme } from './delivery/options';
@@ -116,7 +118,11 @@ export interface ForwarderConfig {
   readonly metrics?: MetricsConfig | false;
   /** The debugger page (`GET /debugger`); `false` turns it off. Default true. */
   readonly debugger?: boolean;
-  readonly sources: readonly SourceConfig[];
+  /**
+   * Sources applied to the store at start (see docs/sources.md for which wins); more can be made
+   * at runtime through the admin API. Default none.
+   */
+  readonly sources?: readonly SourceConfig[];
 }
 
 export interface ResolvedWebhookEntry {
@@ -164,6 +170,12 @@ export interface ResolvedConfig {
   readonly metricsPath: string | undefined;
   readonly debugger: boolean;
   readonly sources: readonly ResolvedSource[];
+  /**
+   * True when `delivery.sourceConcurrency` was not set: the share of one source then follows the
+   * sources delivering at the moment (they change at runtime), and `delivery.sourceConcurrency`
+   * holds the share for the file's sources.
+   */
+  readonly sourceConcurrencyAuto?: boolean;
 }
 
 export const CONFIG_DEFAULTS = {
@@ -204,10 +216,17 @@ function join(base: string, key: string): string {
   return base === '' ? key : `${base}.${key}`;
 }
 
-/** Reads a SecretValue. Error messages name the field and the variable, never the value. */
-function secret(value: unknown, field: string, env: Env): string {
+/**
+ * Reads a SecretValue. Error messages name the field and the variable, never the value. `env`
+ * null: the value comes from the admin API, where `{ "env": NAME }` is refused (an API call must
+ * not read the server's environment). `blank` false refuses a value of spaces only.
+ */
+function secret(value: unknown, field: string, env: Env | null, blank = true): string {
   if (isPlainObject(value)) {
     const keys = Object.keys(value);
+    if (env === null) {
+      throw new ConfigError(`Expected \`${field}\` to be a non-empty string; { "env": NAME } is read in the config file only, not through the admin API`, field);
+    }
     if (keys.length !== 1 || keys[0] !== 'env' || typeof value.env !== 'string' || value.env === '') {
       throw new ConfigError(`Expected \`${field}\` to be a string or { "env": "VARIABLE_NAME" }, got an object with keys ${JSON.stringify(keys)}`, field);
     }
@@ -215,16 +234,21 @@ function secret(value: unknown, field: string, env: Env): string {
     if (resolved === undefined || resolved === '') {
       throw new ConfigError(`\`${field}\` reads the environment variable ${value.env}, which is not set or empty`, field);
     }
+    if (!blank && resolved.trim() === '') {
+      throw new ConfigError(`\`${field}\` reads the environment variable ${value.env}, which holds only spaces`, field);
+    }
     return resolved;
   }
+  const expected = env === null ? 'a non-empty string' : 'a non-empty string or { "env": "VARIABLE_NAME" }';
   if (typeof value !== 'string' || value === '') {
-    throw new ConfigError(`Expected \`${field}\` to be a non-empty string or { "env": "VARIABLE_NAME" }, got ${describeType(value)}`, field);
+    throw new ConfigError(`Expected \`${field}\` to be ${expected}, got ${describeType(value)}`, field);
   }
+  if (!blank && value.trim() === '') throw new ConfigError(`Expected \`${field}\` to be ${expected}, got a string of spaces only`, field);
   return value;
 }
 
 /** Resolves the secrets of one webhook entry, then checks it with the destination's own rules. */
-function webhookEntry(value: unknown, index: number, field: string, env: Env): ResolvedWebhookEntry {
+function webhookEntry(value: unknown, index: number, field: string, env: Env | null): ResolvedWebhookEntry {
   const entry = expectObject(value, field, ['url', 'headers']);
   const url = secret(entry.url, join(field, 'url'), env);
   const headersField = join(field, 'headers');
@@ -249,7 +273,12 @@ function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): st
   return text;
 }
 
-function webhooksDestination(value: unknown, field: string, env: Env): ResolvedWebhooks {
+/**
+ * A Webhooks destination: `sources[i].destinations.Webhooks` in the config file (`env` given), or
+ * the body of `PUT /admin/sources/{name}/destinations/Webhooks` (`field` '', `env` null): the same
+ * rules and the same paths below the destination.
+ */
+export function webhooksDestination(value: unknown, field: string, env: Env | null): ResolvedWebhooks {
   const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing']);
   const enabled = booleanOption(join(field, 'enabled'), raw.enabled ?? true);
   const listField = join(field, 'webhooks');
@@ -280,10 +309,26 @@ function webhooksDestination(value: unknown, field: string, env: Env): ResolvedW
   return { enabled, webhooks, sharedSecret, signing };
 }
 
-function source(value: unknown, field: string, env: Env): ResolvedSource {
+/**
+ * A source name, in the config file and the admin API: 1 to 100 characters, not only spaces, no
+ * control character (names appear in logs, metrics labels and URLs).
+ */
+export function sourceName(value: unknown, field: string): string {
+  const name = stringOption(field, value);
+  if (name.length > MAX_SOURCE_NAME) {
+    throw new ConfigError(`Expected \`${field}\` to be at most ${MAX_SOURCE_NAME} characters, got ${name.length}`, field);
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name) || !name.isWellFormed()) {
+    throw new ConfigError(`Expected \`${field}\` to have no control characters (or lone surrogates), got ${describeValue(name)}`, field);
+  }
+  return name;
+}
+
+function source(value: unknown, field: string, env: Env | null): ResolvedSource {
   const raw = expectObject(value, field, ['name', 'writeKey', 'destinations']);
-  const name = stringOption(join(field, 'name'), raw.name);
-  const writeKey = secret(raw.writeKey, join(field, 'writeKey'), env);
+  const name = sourceName(raw.name, join(field, 'name'));
+  const writeKey = secret(raw.writeKey, join(field, 'writeKey'), env, false);
   let webhooks: ResolvedWebhooks | undefined;
   if (raw.destinations !== undefined) {
     const destField = join(field, 'destinations');
@@ -294,16 +339,37 @@ function source(value: unknown, field: string, env: Env): ResolvedSource {
 }
 
 /**
+ * The config file's `sources` (absent: none, since sources may all be made at runtime), checked
+ * with unique names and write keys. `env` null: the list came through the admin API
+ * (`POST /admin/apply`), where secrets are values, never `{ "env": NAME }`.
+ */
+export function parseSources(value: unknown, env: Env | null): ResolvedSource[] {
+  const list = value ?? [];
+  if (!Array.isArray(list)) {
+    throw new ConfigError(`Expected \`sources\` to be a list of sources ({ "name", "writeKey", "destinations" }), got ${describeValue(value)}`, 'sources');
+  }
+  const sources = list.map((item, i) => source(item, `sources[${i}]`, env));
+  sources.forEach((s, i) => {
+    const earlier = sources.findIndex((o) => o.name === s.name);
+    if (earlier !== i) throw new ConfigError(`\`sources[${i}].name\` repeats the name of sources[${earlier}]; names must be unique`, `sources[${i}].name`);
+    const sameKey = sources.findIndex((o) => o.writeKey === s.writeKey);
+    if (sameKey !== i) throw new ConfigError(`\`sources[${i}].writeKey\` is the same as the write key of sources[${sameKey}]; write keys must be unique`, `sources[${i}].writeKey`);
+  });
+  return sources;
+}
+
+/**
  * Checks a forwarder config and fills in its defaults. Throws a ConfigError whose `field` is the
  * path of the first problem (e.g. `sources[1].destinations.Webhooks.webhooks[0].url`) and whose
  * message says what was expected; secrets are never part of a message.
  */
 export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
-  if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`);
+  // The field of the whole config is '' (the top level).
+  if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`, '');
   const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', '$comment']);
-  const host = stringOption('host', raw.host ?? CONFIG_DEFAULTS.host);
+  const host = hostOption(raw.host ?? CONFIG_DEFAULTS.host);
   const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
-  const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env);
+  const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env, false);
 
   const s =
     raw.storage === undefined
@@ -355,22 +421,26 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     );
   }
 
-  if (!Array.isArray(raw.sources) || raw.sources.length === 0) {
-    throw new ConfigError(`Expected \`sources\` to be a list of at least one source ({ "name", "writeKey", "destinations" }), got ${describeValue(raw.sources)}`, 'sources');
-  }
-  const sources = raw.sources.map((value, i) => source(value, `sources[${i}]`, env));
-  sources.forEach((s, i) => {
-    const earlier = sources.findIndex((o) => o.name === s.name);
-    if (earlier !== i) throw new ConfigError(`\`sources[${i}].name\` repeats the name of sources[${earlier}]; names must be unique`, `sources[${i}].name`);
-    const sameKey = sources.findIndex((o) => o.writeKey === s.writeKey);
-    if (sameKey !== i) throw new ConfigError(`\`sources[${i}].writeKey\` is the same as the write key of sources[${sameKey}]; write keys must be unique`, `sources[${i}].writeKey`);
-  });
+  const sources = parseSources(raw.sources, env);
 
-  if (delivery.sourceConcurrency === 0) {
+  const sourceConcurrencyAuto = delivery.sourceConcurrency === 0;
+  if (sourceConcurrencyAuto) {
     const delivering = sources.filter((s) => s.webhooks?.enabled === true).length;
     delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
   }
-  return { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources };
+  return { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources, sourceConcurrencyAuto };
+}
+
+/**
+ * `host`: an IPv4 or IPv6 address, or a host name; checked here so that a bad one is a ConfigError
+ * naming the field, not a socket error at start.
+ */
+function hostOption(value: unknown): string {
+  const host = stringOption('host', value);
+  if (isIP(host) === 0 && !/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(host)) {
+    throw new ConfigError(`Expected \`host\` to be an IP address (such as "127.0.0.1", "0.0.0.0" or "::") or a host name, got ${describeValue(host)}`, 'host');
+  }
+  return host;
 }
 
 /** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */
@@ -401,13 +471,14 @@ export function loadConfigFile(path: string, env: Env = process.env): ResolvedCo
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`Cannot read the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    throw new ConfigError(`Cannot read the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, '');
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // A byte order mark (some editors write one) is not part of the JSON.
+    json = JSON.parse(text.startsWith('\ufeff') ? text.slice(1) : text);
   } catch (error) {
-    throw new ConfigError(`The config file ${path} is not valid JSON (${jsonErrorWhere(text, error)}); check quotes, commas and braces`);
+    throw new ConfigError(`The config file ${path} is not valid JSON (${jsonErrorWhere(text, error)}); check quotes, commas and braces`, '');
   }
   return parseConfig(json, env);
 }

@@ -71,7 +71,7 @@ export type { UndiciTransportOptions } from './delivery/undici-transport';
 export type { Transport, HttpRequest, HttpResponse } from 'eventrelay/internal';
 export { createForwarder, Forwarder } from './service';
 export type { ForwarderOptions, ForwarderInternals, ListenOptions, ForwarderStats, DeletionResult, ForwarderEvents } from './service';
-export { parseConfig, loadConfigFile } from './config';
+export { parseConfig, parseSources, loadConfigFile } from './config';
 export type {
   ForwarderConfig,
   SourceConfig,
@@ -109,3 +109,18 @@ export { DELIVERY_STATES } from './store/delivery-log';
 export type { DeliveryState, LoggedMessage, LoggedAttempt, DeliveryDetail } from './store/delivery-log';
 export type { EndpointHealth } from './metrics/health';
 export type { TimelinePoint } from './metrics/timeline';
+export { TEST_EVENT_TYPES } from './setup/manager';
+export type {
+  ShownSource,
+  ShownWebhooks,
+  ShownWriteKey,
+  CreatedSource,
+  IssuedWriteKey,
+  DeletedSource,
+  TestResult,
+  TestEventType,
+  ApplyResult,
+} from './setup/manager';
+export type { ReconcileLine } from './setup/reconcile';
+export { DEFAULT_GRACE_SECONDS, MAX_SOURCE_NAME } from './setup/model';
+export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './setup/model';

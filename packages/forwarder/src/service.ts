@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -10,16 +10,24 @@ import type { Clock } from 'eventrelay/internal';
 import { ConfigError, EventRelayError } from 'eventrelay/internal';
 import { checkAudienceRequest, planAudienceNotices } from './routing/audiences';
 import type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
-import { parseConfig } from './config';
-import type { ForwarderConfig, ResolvedConfig } from './config';
+import { parseConfig, parseSources } from './config';
+import type { ForwarderConfig, ResolvedConfig, SourceConfig, WebhooksDestinationConfig } from './config';
 import { planDeletion } from './routing/deletion';
 import type { DeletionRequest } from './routing/deletion';
 import { WebhookDestination } from './delivery/destination';
 import type { DestinationInternals } from './delivery/destination';
 import { MemoryStore } from './store/memory';
-import type { RouteSource } from './routing/router';
 import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
+import type { ResolvedWebhooks } from './config';
+import { MemorySetup } from './store/memory-setup';
+import { SourceTable } from './setup/table';
+import { SourceManager } from './setup/manager';
+import type { ApplyResult, CreatedSource, DeletedSource, IssuedWriteKey, SetupResult, ShownSource, ShownWebhooks, ShownWriteKey, TestResult } from './setup/manager';
+import type { SetupSnapshot, SetupStore } from './setup/model';
+import { keyRecord } from './setup/keys';
+import { entryDigest, storedWebhooks } from './setup/reconcile';
+import { ValidationError } from 'eventrelay/internal';
 import { createRequestHandler } from './http/server';
 import { PostgresStore } from './store/postgres/postgres';
 import { SqliteStore } from './store/sqlite/sqlite';
@@ -40,6 +48,11 @@ const log = createDebug('analytics:forwarder');
 const PRUNE_INTERVAL = 10 * 60_000;
 /** Longest wait for requests in progress at shutdown, in ms. */
 const DRAIN_TIMEOUT = 10_000;
+/**
+ * How often an instance on a shared store (PostgreSQL) reads the setup revision, in ms: the
+ * fallback when a LISTEN notification is lost, so that a change is applied within 2 s anyway.
+ */
+const SETUP_POLL = 1000;
 
 export interface ForwarderOptions {
   /** Data directory of the SQLite store; overrides `storage.dataDir` (the CLI's `--data`). */
@@ -119,10 +132,20 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private readonly config: ResolvedConfig;
   private readonly options: ForwarderOptions;
   private readonly clock: Clock;
-  private readonly routes: readonly RouteSource[];
-  private readonly byKey: ReadonlyMap<string, RouteSource>;
-  private readonly targets: ReadonlyMap<string, DeliveryTarget>;
-  private readonly destinations: readonly WebhookDestination[];
+  private readonly internals: ForwarderInternals;
+  /** The sources served now: from the config file until the store opens, then from the store's setup. */
+  private readonly table: SourceTable;
+  /** Runtime setup of sources (the admin API's `/admin/sources` routes). */
+  private readonly manager: SourceManager;
+  private setupStore: SetupStore | undefined;
+  /** Destinations replaced by a change of settings, closing once their attempts in flight finish. */
+  private readonly retiring = new Set<Promise<void>>();
+  private reloading: Promise<void> | undefined;
+  private reloadAgain = false;
+  private unwatch: (() => void) | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  /** True while the config file's sources are loaded at construction: a bad one throws. */
+  private seeding = false;
   /** This process among the instances sharing a store: host, pid and a random part. */
   readonly instanceId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private store: ForwarderStore | undefined;
@@ -146,37 +169,32 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     this.config = config;
     this.options = options;
     this.clock = internals.clock ?? systemClock;
-    this.routes = config.sources.map((s) => ({ name: s.name, webhooksOn: s.webhooks?.enabled === true }));
-    this.byKey = new Map(config.sources.map((s, i) => [keyDigest(s.writeKey), this.routes[i]!]));
-
-    const targets = new Map<string, DeliveryTarget>();
-    const destinations: WebhookDestination[] = [];
-    config.sources.forEach((s, i) => {
-      if (s.webhooks === undefined || !s.webhooks.enabled) return;
-      const field = `sources[${i}].destinations.Webhooks`;
-      try {
-        const destination = new WebhookDestination(
-          {
-            webhooks: s.webhooks.webhooks,
-            sharedSecret: s.webhooks.sharedSecret,
-            signing: s.webhooks.signing,
-            timeout: config.delivery.timeout,
-            retryWindow: config.delivery.retryWindow,
-            minRetryDelay: config.delivery.minRetryDelay,
-            maxRetryDelay: config.delivery.maxRetryDelay,
-            concurrency: config.delivery.sourceConcurrency,
-          },
-          { clock: this.clock, ...internals.destination },
-        );
-        destinations.push(destination);
-        targets.set(s.name, destination);
-      } catch (error) {
-        if (error instanceof ConfigError) throw new ConfigError(`In \`${field}\`: ${error.message}`, error.field === undefined ? field : `${field}.${error.field}`);
-        throw error;
-      }
+    this.internals = internals;
+    this.table = new SourceTable(
+      (name, settings) => this.makeDestination(name, settings),
+      (name, error) => {
+        if (this.seeding) throw error;
+        this.backgroundError(new EventRelayError(`The Webhooks settings of source ${JSON.stringify(name)} cannot be used (${error.message}); it delivers nothing until they are set again`, 'ERR_CONFIG'));
+      },
+      internals.targets,
+      config.sources.map((s) => s.name),
+    );
+    // The config file's sources, until the store opens: checked at once (ConfigError with the
+    // field's path), so that `eventrelay check` refuses what `serve` would.
+    this.seeding = true;
+    try {
+      this.table.apply(configSnapshot(config, this.clock.now()));
+    } finally {
+      this.seeding = false;
+    }
+    this.manager = new SourceManager({
+      // While the store opens, the setup is set already (the config file's sources are applied then).
+      setup: async () => this.setupStore ?? (await this.openStore(), this.setupStore!),
+      reload: () => this.reload(),
+      destination: (name) => this.table.destination(name),
+      checkSettings: (settings) => void this.makeDestination('', settings).close(),
+      now: () => this.clock.now(),
     });
-    this.destinations = destinations;
-    this.targets = internals.targets ?? targets;
 
     this.metrics =
       config.metricsPath === undefined
@@ -196,9 +214,11 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       adminToken: config.adminToken,
       closing: () => this.closing !== undefined,
       overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart() }),
+      sources: this.manager,
+      applySources: (sources, dryRun) => this.manager.reconcile(sources, 'apply', dryRun),
     });
     const backend = {
-      sourceForKey: (key: string) => this.byKey.get(keyDigest(key)),
+      sourceForKey: (key: string) => this.table.sourceForKey(key, this.clock.now()),
       accept: (messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]) => this.accept(messages, calls),
       onRejected: (source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown) => {
         this.refused += rejected.length;
@@ -226,9 +246,92 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     };
   }
 
-  /** Names of the configured sources. */
+  /** Names of the sources served now (the config file's until the store opened, then the store's). */
   get sources(): readonly string[] {
-    return this.routes.map((r) => r.name);
+    return this.table.names;
+  }
+
+  /**
+   * Makes the destination of a source's settings. A ConfigError names the field: in the config
+   * file's terms while the file is loaded, else below the destination (as the admin API's body).
+   */
+  private makeDestination(name: string, settings: ResolvedWebhooks): WebhookDestination {
+    const { delivery } = this.config;
+    try {
+      return new WebhookDestination(
+        {
+          webhooks: settings.webhooks,
+          sharedSecret: settings.sharedSecret,
+          signing: settings.signing,
+          timeout: delivery.timeout,
+          retryWindow: delivery.retryWindow,
+          minRetryDelay: delivery.minRetryDelay,
+          maxRetryDelay: delivery.maxRetryDelay,
+          concurrency: this.config.sourceConcurrencyAuto === true ? delivery.concurrency : delivery.sourceConcurrency,
+        },
+        { clock: this.clock, ...this.internals.destination },
+      );
+    } catch (error) {
+      const index = this.seeding ? this.config.sources.findIndex((s) => s.name === name) : -1;
+      if (error instanceof ConfigError && index >= 0) {
+        const field = `sources[${index}].destinations.Webhooks`;
+        throw new ConfigError(`In \`${field}\`: ${error.message}`, error.field === undefined ? field : `${field}.${error.field}`);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Reads the store's setup and applies it to this instance: sources, keys, destinations. Calls
+   * that come while one runs are served by one more run after it.
+   */
+  private reload(): Promise<void> {
+    if (this.reloading !== undefined) {
+      this.reloadAgain = true;
+      return this.reloading.then(() => this.reloading ?? undefined);
+    }
+    this.reloading = (async () => {
+      try {
+        do {
+          this.reloadAgain = false;
+          const setup = this.setupStore;
+          if (setup === undefined) return;
+          this.applySnapshot(await setup.read());
+        } while (this.reloadAgain);
+      } finally {
+        this.reloading = undefined;
+      }
+    })();
+    return this.reloading;
+  }
+
+  private applySnapshot(snapshot: SetupSnapshot): void {
+    const before = this.table.sources.join('\u0000');
+    const retired = this.table.apply(snapshot);
+    for (const destination of retired) {
+      // Attempts in flight on it finish first (close waits for them).
+      const closing = destination.close().finally(() => this.retiring.delete(closing));
+      this.retiring.add(closing);
+    }
+    // A source switched on (or a new destination): its waiting deliveries go now.
+    if (this.table.sources.join('\u0000') !== before || retired.length > 0) this.scheduler?.wake();
+  }
+
+  /** Follows changes other instances make: LISTEN where the store has it, and polling the revision. */
+  private watchSetup(setup: SetupStore): void {
+    const changed = () => {
+      if (this.closing !== undefined) return;
+      this.reload().catch((error: Error) => this.backgroundError(new EventRelayError(`Could not read the sources from the store: ${error.message}`, 'ERR_STORE_UNAVAILABLE', { cause: error })));
+    };
+    this.unwatch = setup.watch?.(changed);
+    if (!setup.shared) return;
+    this.pollTimer = setInterval(() => {
+      setup.revision().then(
+        (revision) => revision !== this.table.revision && changed(),
+        (error: Error) => log('setup revision poll failed: %s', error.message),
+      );
+    }, SETUP_POLL);
+    this.pollTimer.unref();
   }
 
   /**
@@ -242,9 +345,15 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       const { concurrency, sourceConcurrency } = this.config.delivery;
       this.scheduler = new Scheduler(
         store,
-        this.targets,
+        this.table,
         this.clock,
-        { concurrency, sourceConcurrency, owner: this.instanceId, leaseMs: this.config.storage.lease, onError: (error) => this.backgroundError(error) },
+        {
+          concurrency,
+          ...(this.config.sourceConcurrencyAuto === true ? {} : { sourceConcurrency }),
+          owner: this.instanceId,
+          leaseMs: this.config.storage.lease,
+          onError: (error) => this.backgroundError(error),
+        },
         (report) => {
           this.ops?.attempt(report);
           this.emit('attempt', report);
@@ -254,7 +363,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       this.startedAt = this.clock.now();
       this.scheduler.start();
       this.schedulePrune();
-      log('started: %d sources, store %s', this.routes.length, this.options.store ? 'custom' : this.config.storage.type);
+      log('started: %d sources, store %s', this.table.names.length, this.options.store ? 'custom' : this.config.storage.type);
     })().catch((error: unknown) => {
       this.starting = undefined;
       throw error;
@@ -272,7 +381,21 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       else if (storage.type === 'postgres') {
         store = await PostgresStore.open({ url: storage.url!, poolSize: storage.poolSize, connectTimeout: storage.connectTimeout });
       } else store = new SqliteStore({ dataDir: this.options.dataDir ?? storage.dataDir, synchronous: storage.synchronous });
+      // The sources live in the store: the config file's are applied (see docs/sources.md for
+      // which wins), then this instance serves what the store holds.
+      const setup = store.setup ?? new MemorySetup();
+      try {
+        this.setupStore = setup;
+        await this.manager.reconcile(this.config.sources, 'start');
+        await this.reload();
+      } catch (error) {
+        this.setupStore = undefined;
+        if (this.options.store === undefined) await store.close().catch(() => {});
+        throw error;
+      }
+      this.watchSetup(setup);
       this.store = store;
+      const table = this.table;
       this.ops = new Operations(
         {
           enqueue: (deliveries) => this.enqueue(deliveries),
@@ -281,7 +404,9 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
             return { queueDepth, oldestPendingAge, inFlight };
           },
           now: () => this.clock.now(),
-          sources: new Map(this.routes.map((r) => [r.name, r.webhooksOn])),
+          get sources() {
+            return table.webhooksOn;
+          },
           keepDelivered: storage.keepDelivered,
         },
         storage.deliveryLog ? this.openLog(store) : undefined,
@@ -367,12 +492,72 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     });
   }
 
+  /** The sources in the store, with their keys (last four characters) and settings (no secret). */
+  listSources(): Promise<ShownSource[]> {
+    return this.manager.list();
+  }
+
+  /**
+   * Makes a source without destination and a write key for it (at least 32 random bytes),
+   * returned this once: the store keeps only its digest. ValidationError or ConfigError (`field`
+   * "name") for a bad or taken name.
+   */
+  async createSource(name: string): Promise<CreatedSource> {
+    return unwrap(await this.manager.create({ name }));
+  }
+
+  /** Issues a new write key; the source's other keys keep working `graceSeconds` more (default 86400), then stop. */
+  async rotateWriteKey(name: string, options: { readonly graceSeconds?: number } = {}): Promise<IssuedWriteKey> {
+    return unwrap(await this.manager.rotate(name, options.graceSeconds === undefined ? {} : { graceSeconds: options.graceSeconds }));
+  }
+
+  /** A source's valid write keys: id and last four characters. */
+  async writeKeys(name: string): Promise<ShownWriteKey[]> {
+    return unwrap(await this.manager.keys(name));
+  }
+
+  /**
+   * Sets a source's Webhooks destination, checked like the config file's `destinations.Webhooks`
+   * (ConfigError with the `field` below it; secrets are values, not `{ "env" }`). Every instance
+   * on the store applies it within 2 s.
+   */
+  async setWebhooks(name: string, settings: WebhooksDestinationConfig): Promise<ShownWebhooks> {
+    return unwrap(await this.manager.putWebhooks(name, settings));
+  }
+
+  /**
+   * Switches a source's Webhooks destination on or off. Off: new calls are accepted but not
+   * routed, and deliveries already queued wait (their retry window still counts) until it is on again.
+   */
+  async setWebhooksEnabled(name: string, enabled: boolean): Promise<ShownWebhooks> {
+    return unwrap(await this.manager.patchWebhooks(name, { enabled }));
+  }
+
+  /** Removes a source, its keys and audiences; its pending deliveries are failed (see docs/sources.md). */
+  async deleteSource(name: string): Promise<DeletedSource> {
+    return unwrap(await this.manager.remove(name));
+  }
+
+  /** Sends one signed sample message of `type` (default `track`) to every URL of the source, and reports each. */
+  async testWebhooks(name: string, type: TestResult['type'] = 'track'): Promise<TestResult> {
+    return unwrap(await this.manager.test(name, { type }));
+  }
+
+  /**
+   * Makes the store's sources match `sources` (config file entries; `{ "env" }` secrets read from
+   * `options.env`), as `eventrelay apply` does; `dryRun` only reports the difference. Sources not
+   * listed are left alone.
+   */
+  async applySources(sources: readonly SourceConfig[], options: { readonly dryRun?: boolean } = {}): Promise<ApplyResult> {
+    return this.manager.reconcile(parseSources(sources, this.options.env ?? process.env), 'apply', options.dryRun ?? false);
+  }
+
   /**
    * Sends a `delete` notification (spec 2.3) to every affected source whose Webhooks destination
    * is on: all sources, or those named. ValidationError for a missing userId or an unknown source.
    */
   async requestDeletion(request: DeletionRequest): Promise<DeletionResult> {
-    const plan = planDeletion(request, this.routes, this.clock.now());
+    const plan = planDeletion(request, this.table.routes, this.clock.now());
     return this.withStore(async (store) => {
       await store.enqueue(plan.deliveries);
       this.ops?.enqueued(plan.deliveries);
@@ -387,7 +572,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
    * each member added (every member on the first sync) and `false` for each member removed.
    */
   async syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult> {
-    const { source, trait, members } = checkAudienceRequest(request, this.routes);
+    const { source, trait, members } = checkAudienceRequest(request, this.table.routes);
     const now = this.clock.now();
     return this.withStore(async (store) => {
       const planned: NewDelivery[] = [];
@@ -448,6 +633,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.pruneTimer as NodeJS.Timeout);
+      clearInterval(this.pollTimer);
+      this.unwatch?.();
       // Live streams never end by themselves: end them, so that shutdown does not wait for them.
       this.ops?.live.close();
       const server = this.server;
@@ -468,7 +655,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       await this.starting?.catch(() => {});
       await this.opening?.catch(() => {});
       await this.scheduler?.stop();
-      await Promise.all(this.destinations.map((d) => d.close()));
+      await this.reloading?.catch(() => {});
+      await Promise.all([...this.table.destinations().map((d) => d.close()), ...this.retiring]);
       await this.ops?.close();
       await this.store?.close();
       log('closed');
@@ -477,9 +665,26 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   }
 }
 
-function keyDigest(key: string): string {
-  // Looking keys up by their hash keeps the lookup time independent of how much of a guess matches.
-  return createHash('sha256').update(key).digest('base64');
+/** A setup result, or its refusal (unknown source, taken name) as a ValidationError. */
+function unwrap<T>(result: SetupResult<T>): T {
+  if (result.ok) return result.value;
+  throw new ValidationError(result.message, result.field);
+}
+
+/** The config file's sources as a setup snapshot: what the forwarder serves before its store opens. */
+function configSnapshot(config: ResolvedConfig, now: number): SetupSnapshot {
+  return {
+    revision: -1,
+    sources: config.sources.map((s) => ({
+      name: s.name,
+      enabled: s.webhooks?.enabled ?? false,
+      webhooks: s.webhooks === undefined ? undefined : storedWebhooks(s.webhooks),
+      applied: entryDigest(s),
+      createdAt: now,
+      updatedAt: now,
+    })),
+    keys: config.sources.map((s) => keyRecord(s.name, s.writeKey, 'config', now)),
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { NotReplayableError, ValidationError } from 'eventrelay/internal';
+import { ConfigError, NotReplayableError, ValidationError } from 'eventrelay/internal';
 import { isPlainObject, showValue } from 'eventrelay/internal';
 import { fail, send, tokenMatches } from '../http/server';
 import { readBody } from '../http/read-body';
@@ -8,6 +8,8 @@ import { DELIVERY_STATES } from '../store/delivery-log';
 import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/delivery-log';
 import { serveDebugger } from '../debugger/page';
 import type { Operations } from './operations';
+import { setupRoute } from './sources';
+import type { MethodHandlers, SetupRoutesOptions } from './sources';
 
 /** Rows per page of `GET /admin/messages`: default and most. */
 export const DEFAULT_PAGE = 50;
@@ -15,7 +17,7 @@ export const MAX_PAGE = 500;
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
-export interface OperationsRoutesOptions {
+export interface OperationsRoutesOptions extends SetupRoutesOptions {
   /** The operations layer (opens the store when needed). */
   readonly ops: () => Promise<Operations>;
   readonly metrics: ForwarderMetrics | undefined;
@@ -48,18 +50,20 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       if (!method(req, res, 'GET')) return true;
       return serveDebugger(path, req, res);
     }
-    const route = adminRoute(path);
+    const route = adminRoute(path) ?? setupRoute(path);
     if (route === undefined) return false;
-    if (!method(req, res, route.method)) return true;
+    const handle = handlerFor(route, req, res);
+    if (handle === undefined) return true;
     if (options.closing()) {
       fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
       return true;
     }
     if (!authorized(options.adminToken, req, res)) return true;
     try {
-      await route.handle(options, req, res);
+      await handle(options, req, res);
     } catch (error) {
-      if (error instanceof ValidationError) {
+      // Bad input: the same answer whether the config file's rules (ConfigError) or the API's refused it.
+      if (error instanceof ValidationError || error instanceof ConfigError) {
         fail(res, 400, 'invalid_request', error.message, error.field === undefined ? {} : { field: error.field });
       } else if (error instanceof NotReplayableError) {
         fail(res, 409, 'not_replayable', error.message);
@@ -93,22 +97,32 @@ function authorized(token: string | undefined, req: IncomingMessage, res: Server
 
 type Handler = (options: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
-function adminRoute(path: string): { method: 'GET' | 'POST'; handle: Handler } | undefined {
+/** The handler of the request's method (HEAD as GET), or a 405 with `Allow` and undefined. */
+function handlerFor(route: MethodHandlers<OperationsRoutesOptions>, req: IncomingMessage, res: ServerResponse): Handler | undefined {
+  const name = req.method === 'HEAD' ? 'GET' : req.method;
+  const handle = (route as Record<string, Handler | undefined>)[name ?? ''];
+  if (handle !== undefined) return handle;
+  const allowed = Object.keys(route).join(', ');
+  fail(res, 405, 'method_not_allowed', `This endpoint takes ${allowed}`, {}, { Allow: allowed });
+  return undefined;
+}
+
+function adminRoute(path: string): MethodHandlers<OperationsRoutesOptions> | undefined {
   switch (path) {
     case '/admin/messages':
-      return { method: 'GET', handle: listMessages };
+      return { GET: listMessages };
     case '/admin/recover':
-      return { method: 'POST', handle: recover };
+      return { POST: recover };
     case '/admin/stream':
-      return { method: 'GET', handle: stream };
+      return { GET: stream };
     case '/admin/overview':
-      return { method: 'GET', handle: async (o, _req, res) => send(res, 200, await o.overview()) };
+      return { GET: async (o, _req, res) => send(res, 200, await o.overview()) };
   }
   const match = /^\/admin\/deliveries\/([^/]+)(\/replay)?$/.exec(path);
   if (match === null) return undefined;
   const id = match[1]!;
-  if (match[2] !== undefined) return { method: 'POST', handle: (o, _req, res) => replay(o, res, id) };
-  return { method: 'GET', handle: (o, _req, res) => getDelivery(o, res, id) };
+  if (match[2] !== undefined) return { POST: (o, _req, res) => replay(o, res, id) };
+  return { GET: (o, _req, res) => getDelivery(o, res, id) };
 }
 
 function query(req: IncomingMessage): URLSearchParams {

@@ -11,13 +11,30 @@ export interface DeliveryTarget {
   attempt(body: string, state: AttemptState): Promise<AttemptResult>;
 }
 
+/**
+ * The sources to deliver for and their destinations, read on every round: sources are switched
+ * on, off, added and removed at runtime. A `Map` of source names to targets is one too.
+ */
+export interface DeliveryTargets {
+  /** Sources whose deliveries are claimed; those of any other source wait in the store. */
+  readonly sources: readonly string[];
+  get(source: string): DeliveryTarget | undefined;
+}
+
+function asTargets(targets: ReadonlyMap<string, DeliveryTarget> | DeliveryTargets): DeliveryTargets {
+  if (!(targets instanceof Map)) return targets as DeliveryTargets;
+  const map = targets as ReadonlyMap<string, DeliveryTarget>;
+  const sources = [...map.keys()];
+  return { sources, get: (source) => map.get(source) };
+}
+
 export interface SchedulerOptions {
   /** Attempts in flight at once, over all sources. */
   readonly concurrency: number;
   /**
    * Attempts in flight at once for one source, so that a receiver that hangs until the timeout
    * cannot hold every slot. Default: `concurrency` when one source delivers, else half of it
-   * (rounded up).
+   * (rounded up), as the sources are at each round.
    */
   readonly sourceConcurrency?: number;
   /** Longest sleep when nothing is due, in ms: a safety net, since new work wakes the loop. Default 5000. */
@@ -77,8 +94,7 @@ const NEXT_DUE_MAX_AGE = 1000;
 export class Scheduler {
   private readonly inFlight = new Set<number>();
   private readonly perSource = new Map<string, number>();
-  private readonly sources: readonly string[];
-  private readonly sourceCap: number;
+  private readonly targets: DeliveryTargets;
   private turn = 0;
   private readonly outcomes: Array<{ outcome: DeliveryOutcome; report: AttemptReport }> = [];
   /**
@@ -101,15 +117,23 @@ export class Scheduler {
 
   constructor(
     private readonly store: ForwarderStore,
-    private readonly targets: ReadonlyMap<string, DeliveryTarget>,
+    targets: ReadonlyMap<string, DeliveryTarget> | DeliveryTargets,
     private readonly clock: Clock,
     private readonly options: SchedulerOptions,
     private readonly onAttempt: (report: AttemptReport) => void = () => {},
   ) {
     this.idleWait = options.idleWait ?? DEFAULTS.idleWait;
     this.lease = { owner: options.owner ?? randomUUID(), ms: options.leaseMs ?? DEFAULTS.leaseMs };
-    this.sources = [...targets.keys()];
-    this.sourceCap = options.sourceConcurrency ?? (this.sources.length <= 1 ? options.concurrency : Math.ceil(options.concurrency / 2));
+    this.targets = asTargets(targets);
+  }
+
+  private get sources(): readonly string[] {
+    return this.targets.sources;
+  }
+
+  private get sourceCap(): number {
+    const { concurrency, sourceConcurrency } = this.options;
+    return sourceConcurrency ?? (this.sources.length <= 1 ? concurrency : Math.ceil(concurrency / 2));
   }
 
   /** Attempts in flight now. */
@@ -160,16 +184,18 @@ export class Scheduler {
       while (more && !this.stopped) {
         this.again = false;
         more = false;
+        // Read once per round: the list changes when sources are switched on or off.
+        const sources = this.sources;
         // Sources take turns, starting one further each round, so each gets its share of the slots.
-        const start = this.turn++ % Math.max(1, this.sources.length);
-        for (let k = 0; k < this.sources.length; k++) {
-          const source = this.sources[(start + k) % this.sources.length]!;
+        const start = this.turn++ % Math.max(1, sources.length);
+        for (let k = 0; k < sources.length; k++) {
+          const source = sources[(start + k) % sources.length]!;
           const free = this.options.concurrency - this.inFlight.size;
           if (free <= 0) break;
           const room = this.room(source, free);
           if (room <= 0) continue;
           // A fair share per round when several sources wait; the next round hands out the rest.
-          const share = Math.max(1, Math.min(room, Math.ceil(free / (this.sources.length - k))));
+          const share = Math.max(1, Math.min(room, Math.ceil(free / (sources.length - k))));
           const now = this.clock.now();
           this.claimedAt.set(source, now);
           const due = await this.store.claim(source, now, share, this.lease);
@@ -235,11 +261,14 @@ export class Scheduler {
   private launch(delivery: PendingDelivery, now: number): void {
     this.inFlight.add(delivery.id);
     this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 0) + 1);
-    const target = this.targets.get(delivery.source)!;
+    const target = this.targets.get(delivery.source);
     // `id` is the Standard Webhooks webhook-id: the messageId, stable across retries (random per delete notice).
     const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now, id: delivery.messageId };
-    target
-      .attempt(delivery.body, state)
+    // Switched off (or removed) between the claim and now: handed back due at once, not attempted,
+    // and it waits in the store until the destination is on again.
+    const attempt: Promise<AttemptResult> =
+      target === undefined ? Promise.resolve({ status: 'retry', attempt: state.attempt, nextAttemptAt: now, outcomes: [] }) : target.attempt(delivery.body, state);
+    attempt
       .catch((error: unknown): AttemptResult => {
         // attempt() never rejects; should it ever, look again later rather than lose the delivery.
         log('delivery %d: attempt threw %s', delivery.id, (error as Error).message);

@@ -1,4 +1,5 @@
 import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from './store';
+import { MemorySetup } from './memory-setup';
 import type {
   AcceptedMessage,
   AcceptResult,
@@ -41,6 +42,26 @@ export class MemoryStore implements ForwarderStore {
   /** Syncs of one audience run one after the other. */
   private readonly audienceTurns = new KeyedTurns();
   private readonly totals = { accepted: 0, duplicates: 0, delivered: 0, failed: 0 };
+  /** The sources and their settings (runtime setup), in memory too. */
+  readonly setup = new MemorySetup((source) => this.failSource(source));
+
+  /**
+   * A deleted source: its audiences go, its pending deliveries are given up (gone at once:
+   * nothing is kept here); returns how many.
+   */
+  private failSource(source: string): number {
+    for (const key of this.audiences.keys()) if (key.startsWith(`${source}\u0000`)) this.audiences.delete(key);
+    let failed = 0;
+    for (const [id, delivery] of this.pending) {
+      if (delivery.source !== source) continue;
+      this.pending.delete(id);
+      if (delivery.attempts > 0) this.retrying--;
+      failed++;
+    }
+    this.heaps.delete(source);
+    this.totals.failed += failed;
+    return failed;
+  }
 
   async accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
     let stored = 0;
@@ -190,7 +211,7 @@ export class MemoryStore implements ForwarderStore {
   }
 
   async prune(before: number): Promise<number> {
-    let removed = 0;
+    let removed = this.setup.prune(before);
     for (const [key, at] of this.seen) {
       if (at >= before) break;
       this.seen.delete(key);

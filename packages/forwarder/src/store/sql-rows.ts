@@ -1,5 +1,6 @@
 import type { DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage } from './delivery-log';
 import type { DeliveryKind, PendingDelivery } from './store';
+import type { KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../setup/model';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
 
@@ -99,5 +100,49 @@ export function toDeliveryDetail(row: LogRow, attempts: readonly AttemptRow[]): 
       durationMs: a.duration_ms,
       outcome: a.outcome,
     })),
+  };
+}
+
+/** A `sources` row (SQLite gives `enabled` as 0/1, PostgreSQL as a boolean). */
+export interface SourceRow {
+  name: string;
+  enabled: number | boolean;
+  webhooks: string | null;
+  applied: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export function toSourceRecord(row: SourceRow): SourceRecord {
+  return {
+    name: row.name,
+    enabled: row.enabled === true || row.enabled === 1,
+    webhooks: row.webhooks === null ? undefined : (JSON.parse(row.webhooks) as StoredWebhooks),
+    applied: row.applied ?? undefined,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** A `source_keys` row. */
+export interface KeyRow {
+  id: string;
+  source: string;
+  digest: string;
+  last4: string;
+  origin: KeyOrigin;
+  created_at: number;
+  expires_at: number | null;
+}
+
+export function toKeyRecord(row: KeyRow): WriteKeyRecord {
+  return {
+    id: row.id,
+    source: row.source,
+    digest: row.digest,
+    last4: row.last4,
+    origin: row.origin,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at ?? undefined,
   };
 }

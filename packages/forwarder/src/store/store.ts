@@ -1,3 +1,5 @@
+import type { SetupStore } from '../setup/model';
+
 /**
  * The forwarder's queue, behind one interface so the embedded SQLite store (one machine) can be
  * swapped for the shared PostgreSQL one (several forwarder processes) without touching ingestion,
@@ -147,6 +149,12 @@ export interface AudienceChange {
 export const AUDIENCE_CHUNK = 5000;
 
 export interface ForwarderStore {
+  /**
+   * Where the sources and their settings live (runtime setup). A store without one gets an
+   * in-memory setup from the forwarder: its sources are then those of the config file at each
+   * start, plus what the admin API adds until a restart.
+   */
+  readonly setup?: SetupStore;
   /**
    * Stores accepted messages and their deliveries in one transaction; resolves only when they
    * are durable, so the ingestion API may answer 2xx.

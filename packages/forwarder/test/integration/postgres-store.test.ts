@@ -6,6 +6,7 @@ import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/postgres-schema';
 import { createForwarder } from '../../src/service';
 import { ConfigError, StoreError } from '../../../eventrelay/src/errors';
 import { storeContract, accepted, delivery, T0 } from '../unit/store/contract';
+import { setupContract } from '../unit/store/setup-contract';
 import { startEmbedded, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
 
 describe('PostgresStore (real server)', function () {
@@ -17,7 +18,7 @@ describe('PostgresStore (real server)', function () {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters RESTART IDENTITY');
+      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters, sources, source_keys RESTART IDENTITY');
     } finally {
       await client.end();
     }
@@ -25,6 +26,7 @@ describe('PostgresStore (real server)', function () {
   }
 
   storeContract('PostgresStore', emptyStore);
+  setupContract('PostgresStore', emptyStore);
 
   describe('several instances on one database', () => {
     let a: PostgresStore;

@@ -171,9 +171,10 @@ describe('parseConfig', () => {
     expect(error.message).to.match(/at least `delivery.timeout` \+ 1000 ms/);
   });
 
-  it('needs at least one source', () => {
-    expect(refused({ sources: [] }).field).to.equal('sources');
-    expect(refused({}).field).to.equal('sources');
+  it('takes no sources (they may all be made through the admin API), but refuses a `sources` that is not a list', () => {
+    expect(parseConfig({ sources: [] }, {}).sources).to.deep.equal([]);
+    expect(parseConfig({}, {}).sources).to.deep.equal([]);
+    expect(refused({ sources: { web: {} } }).field).to.equal('sources');
   });
 });
 

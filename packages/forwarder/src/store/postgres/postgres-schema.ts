@@ -125,6 +125,35 @@ CREATE TABLE IF NOT EXISTS log_attempts (
 CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 `,
   },
+  {
+    version: 4,
+    name: 'runtime setup: sources, their Webhooks settings and write key digests',
+    // webhooks: the destination's settings as JSON text (secrets included: write-only through the
+    // API); source_keys keeps SHA-256 digests of write keys, never a key. Every setup write locks
+    // the one setup_revision row, bumps it and NOTIFYs eventrelay_setup with the new revision.
+    up: `
+CREATE TABLE sources (
+  name text PRIMARY KEY,
+  enabled boolean NOT NULL DEFAULT false,
+  webhooks text,
+  applied text,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL
+);
+CREATE TABLE source_keys (
+  id text PRIMARY KEY,
+  source text NOT NULL,
+  digest text NOT NULL UNIQUE,
+  last4 text NOT NULL,
+  origin text NOT NULL,
+  created_at bigint NOT NULL,
+  expires_at bigint
+);
+CREATE INDEX source_keys_by_source ON source_keys (source);
+CREATE TABLE setup_revision (id integer PRIMARY KEY CHECK (id = 1), revision bigint NOT NULL);
+INSERT INTO setup_revision (id, revision) VALUES (1, 0);
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -2,10 +2,11 @@ import { createRequire } from 'node:module';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
-import type { Pool, PoolClient, PoolConfig } from 'pg';
+import type { Client, Pool, PoolClient, PoolConfig } from 'pg';
 import createDebug from 'debug';
 import { ConfigError, StoreError } from 'eventrelay/internal';
 import { LOCK_CLASS, LOCKS, migratePostgres } from './postgres-schema';
+import { PostgresSetup } from './postgres-setup';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../store';
 import type {
   AcceptedMessage,
@@ -117,10 +118,13 @@ export class PostgresStore implements ForwarderStore {
   private committing: Promise<void> | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** The sources and their settings (runtime setup), shared by every instance on the database. */
+  readonly setup: PostgresSetup;
 
-  private constructor(pool: Pool, fast: Pool) {
+  private constructor(pool: Pool, fast: Pool, listener: () => Client, url: string) {
     this.pool = pool;
     this.fast = fast;
+    this.setup = new PostgresSetup(pool, listener, () => this.assertOpen(), (text) => hideSecret(text, url));
   }
 
   /**
@@ -182,7 +186,8 @@ export class PostgresStore implements ForwarderStore {
         { field },
       );
     }
-    return new PostgresStore(pool, fast);
+    const { max: _max, ...single } = config;
+    return new PostgresStore(pool, fast, () => new pg.Client({ ...single, application_name: 'eventrelay-listen' }), options.url);
   }
 
   /** Group commit: requests queue while a commit runs, and the next commit takes them all. */
@@ -483,6 +488,8 @@ export class PostgresStore implements ForwarderStore {
         for (const statement of [
           `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE status <> ${PENDING} AND finished_at < $1 LIMIT ${PRUNE_CHUNK})`,
           `DELETE FROM messages WHERE (source, message_id) IN (SELECT source, message_id FROM messages WHERE received_at < $1 LIMIT ${PRUNE_CHUNK})`,
+          // Write keys whose grace ended before the retention window: refused long since, forgotten now.
+          'DELETE FROM source_keys WHERE expires_at IS NOT NULL AND expires_at < $1',
         ]) {
           for (;;) {
             if (this.closed) return removed;

@@ -60,6 +60,34 @@ ALTER TABLE deliveries ADD COLUMN lease INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE deliveries ADD COLUMN lease_owner TEXT;
 `,
   },
+  {
+    version: 3,
+    name: 'runtime setup: sources, their Webhooks settings and write key digests',
+    // webhooks: the destination's settings as JSON (secrets included: write-only through the API);
+    // source_keys keeps SHA-256 digests of write keys, never a key.
+    up: `
+CREATE TABLE sources (
+  name TEXT PRIMARY KEY,
+  enabled INTEGER NOT NULL DEFAULT 0,
+  webhooks TEXT,
+  applied TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE source_keys (
+  id TEXT PRIMARY KEY,
+  source TEXT NOT NULL,
+  digest TEXT NOT NULL UNIQUE,
+  last4 TEXT NOT NULL,
+  origin TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER
+) WITHOUT ROWID;
+CREATE INDEX source_keys_by_source ON source_keys (source);
+CREATE TABLE setup_revision (id INTEGER PRIMARY KEY CHECK (id = 1), revision INTEGER NOT NULL);
+INSERT INTO setup_revision (id, revision) VALUES (1, 0);
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */

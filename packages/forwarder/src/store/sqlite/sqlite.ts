@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ConfigError, StoreError } from 'eventrelay/internal';
 import { migrateSqlite } from './sqlite-schema';
+import { SqliteSetup } from './sqlite-setup';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../store';
 import { toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
@@ -83,6 +84,8 @@ export class SqliteStore implements ForwarderStore {
   private readonly claimTx: (source: string, now: number, limit: number, lease: LeaseRequest) => DeliveryRow[];
   private readonly audienceTurns = new KeyedTurns();
   private closed = false;
+  /** The sources and their settings (runtime setup), in this database. */
+  readonly setup: SqliteSetup;
 
   constructor(options: SqliteStoreOptions) {
     const Database = loadDriver();
@@ -161,6 +164,11 @@ export class SqliteStore implements ForwarderStore {
       ),
     };
     const s = this.statements;
+    this.setup = new SqliteSetup(db, (write) => {
+      this.assertOpen();
+      // A change of setup is acknowledged to the operator: as durable as accepted messages.
+      if (write) this.sync(this.durable ? 'FULL' : 'NORMAL');
+    });
 
     const insert = (d: NewDelivery): void => {
       s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt);
@@ -344,7 +352,7 @@ export class SqliteStore implements ForwarderStore {
 
   /** Removes finished rows in chunks, then checkpoints the WAL so that delivered bodies leave it. */
   async prune(before: number): Promise<number> {
-    let removed = 0;
+    let removed = this.closed ? 0 : this.setup.prune(before);
     for (const statement of [this.statements.pruneDeliveries, this.statements.pruneMessages]) {
       for (;;) {
         if (this.closed) return removed;

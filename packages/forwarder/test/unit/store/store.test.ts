@@ -9,6 +9,7 @@ import { SqliteStore } from '../../../src/store/sqlite/sqlite';
 import { SQLITE_MIGRATIONS, sqliteSchemaVersion } from '../../../src/store/sqlite/sqlite-schema';
 import { StoreError } from '../../../../eventrelay/src/errors';
 import { accepted, delivery, storeContract, T0 } from './contract';
+import { setupContract } from './setup-contract';
 
 const LEASE = { owner: 'test', ms: 30_000 };
 const dirs: string[] = [];
@@ -20,6 +21,8 @@ function tempDir(): string {
 
 storeContract('MemoryStore', async () => new MemoryStore());
 storeContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
+setupContract('MemoryStore', async () => new MemoryStore());
+setupContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 
 describe('SqliteStore on disk', () => {
   afterEach(() => {

@@ -1,0 +1,123 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { booleanOption, ConfigError, isPlainObject, ValidationError } from 'eventrelay/internal';
+import { parseSources, sourceName } from '../config';
+import type { ResolvedSource } from '../config';
+import { fail, send } from '../http/server';
+import { readBody } from '../http/read-body';
+import type { ApplyResult, SetupResult, SourceManager } from '../setup/manager';
+
+/** Largest body of a setup request, in bytes: a destination with 5 URLs and their headers fits many times. */
+export const MAX_SETUP_BODY_BYTES = 64 * 1024;
+/** Largest body of `POST /admin/apply` (a config file's sources), in bytes. */
+export const MAX_APPLY_BODY_BYTES = 1024 * 1024;
+
+/** What the setup routes need: the manager, and applying a config file's sources. */
+export interface SetupRoutesOptions {
+  readonly sources: SourceManager;
+  readonly applySources: (sources: readonly ResolvedSource[], dryRun: boolean) => Promise<ApplyResult>;
+}
+
+type Handler<O> = (options: O, req: IncomingMessage, res: ServerResponse) => Promise<void>;
+/** A route's handler per method. */
+export type MethodHandlers<O = SetupRoutesOptions> = Partial<Record<'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', Handler<O>>>;
+
+/** Answers of setup routes are never cached: some carry a write key, shown once. */
+const NO_STORE = { 'Cache-Control': 'no-store' };
+
+/**
+ * The routes of runtime setup, by path: `/admin/sources`, `/admin/sources/{name}`,
+ * `.../write-keys`, `.../destinations/Webhooks`, `.../destinations/Webhooks/test`, and
+ * `/admin/apply`. Undefined for another path. A name in the path is percent-decoded and checked
+ * like the config file's (`field` "name").
+ */
+export function setupRoute(path: string): MethodHandlers | undefined {
+  if (path === '/admin/sources') {
+    return { GET: list, POST: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 201, await o.sources.create(body))) };
+  }
+  if (path === '/admin/apply') return { POST: apply };
+  const match = /^\/admin\/sources\/([^/]*)(\/write-keys|\/destinations\/Webhooks|\/destinations\/Webhooks\/test)?$/.exec(path);
+  if (match === null) return undefined;
+  const rawName = match[1]!;
+  const name = (): string => {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(rawName);
+    } catch {
+      throw new ValidationError('Expected the source name in the path to be percent-encoded UTF-8', 'name');
+    }
+    return sourceName(decoded, 'name');
+  };
+  switch (match[2]) {
+    case undefined:
+      return {
+        GET: async (o, _req, res) => answer(res, 200, await o.sources.get(name())),
+        DELETE: async (o, _req, res) => answer(res, 200, await o.sources.remove(name())),
+      };
+    case '/write-keys':
+      return {
+        GET: async (o, _req, res) => {
+          const keys = await o.sources.keys(name());
+          answer(res, 200, keys.ok ? { ok: true, value: { keys: keys.value } } : keys);
+        },
+        POST: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 201, await o.sources.rotate(name(), body)), true),
+      };
+    case '/destinations/Webhooks':
+      return {
+        PUT: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 200, await o.sources.putWebhooks(name(), body))),
+        PATCH: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 200, await o.sources.patchWebhooks(name(), body))),
+      };
+    default:
+      return { POST: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 200, await o.sources.test(name(), body)), true) };
+  }
+}
+
+async function list(o: SetupRoutesOptions, _req: IncomingMessage, res: ServerResponse): Promise<void> {
+  send(res, 200, { sources: await o.sources.list() }, NO_STORE);
+}
+
+/** `POST /admin/apply {sources, dryRun?}`: what `eventrelay apply --url` sends (the file's sources, secrets read). */
+async function apply(o: SetupRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await withBody(req, res, MAX_APPLY_BODY_BYTES, async (body) => {
+    const input = body as Record<string, unknown>;
+    for (const key of Object.keys(input)) {
+      if (key !== 'sources' && key !== 'dryRun') throw new ValidationError(`Unknown field \`${key}\`; expected \`sources\`, \`dryRun\``, key);
+    }
+    if (input.sources === undefined) throw new ConfigError('Expected `sources` to be a list of sources, got nothing', 'sources');
+    const sources = parseSources(input.sources, null);
+    const dryRun = booleanOption('dryRun', input.dryRun ?? false);
+    const result = await o.applySources(sources, dryRun);
+    send(res, 200, { dryRun, applied: result.applied, lines: result.lines, text: result.text }, NO_STORE);
+  });
+}
+
+function answer<T>(res: ServerResponse, status: number, result: SetupResult<T>): void {
+  if (result.ok) send(res, status, result.value, NO_STORE);
+  else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, NO_STORE);
+}
+
+/**
+ * Reads a JSON object body of at most `limit` bytes and hands it on; 413 (and the connection
+ * closed) past it, 400 for a body that is not a JSON object. `optional`: an empty body is `{}`.
+ */
+async function withBody(req: IncomingMessage, res: ServerResponse, limit: number, next: (body: unknown) => Promise<void>, optional = false): Promise<void> {
+  const read = await readBody(req, limit);
+  if (!read.ok) {
+    fail(res, 413, 'body_too_large', `The request body is larger than ${limit} bytes`, { limit }, { Connection: 'close' });
+    return;
+  }
+  if (optional && read.body.length === 0) {
+    await next({});
+    return;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(read.body.toString('utf8'));
+  } catch {
+    body = undefined;
+  }
+  if (!isPlainObject(body)) {
+    fail(res, 400, 'invalid_json', 'Expected a JSON object body');
+    return;
+  }
+  await next(body);
+}

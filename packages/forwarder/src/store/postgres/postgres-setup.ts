@@ -1,0 +1,213 @@
+import createDebug from 'debug';
+import type { Client, Pool, PoolClient } from 'pg';
+import { toKeyRecord, toSourceRecord } from '../sql-rows';
+import type { KeyRow, SourceRow } from '../sql-rows';
+import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../../setup/model';
+
+const log = createDebug('analytics:forwarder');
+
+/** The channel every setup write notifies, with the new revision as payload. */
+export const SETUP_CHANNEL = 'eventrelay_setup';
+
+const PENDING = 0;
+const FAILED = 2;
+/** Delay before a dropped LISTEN connection is opened again, in ms (doubling up to 10 s); polling covers the gap. */
+const RELISTEN_DELAY = 500;
+const RELISTEN_MAX = 10_000;
+
+class StepFailed extends Error {
+  constructor(readonly result: Extract<SetupWriteResult, { ok: false }>) {
+    super(result.reason);
+  }
+}
+
+/**
+ * The runtime setup on PostgreSQL, shared by every instance. A write locks the revision row (so
+ * setup writes of all instances are serialized), applies its steps, bumps the revision and sends
+ * `NOTIFY eventrelay_setup`, all in one transaction: the notification goes out at commit. Each
+ * instance LISTENs on a connection of its own and polls the revision as the fallback.
+ */
+export class PostgresSetup implements SetupStore {
+  readonly shared = true;
+
+  constructor(
+    private readonly pool: Pool,
+    /** A new client for LISTEN, on the store's connection settings (not yet connected). */
+    private readonly listener: () => Client,
+    private readonly guard: () => void,
+    /** Hides the URL's password in driver messages. */
+    private readonly hide: (text: string) => string,
+  ) {}
+
+  async read(): Promise<SetupSnapshot> {
+    this.guard();
+    // One statement: sources, keys and revision from the same snapshot.
+    const { rows } = await this.pool.query<{ revision: number; sources: SourceRow[]; keys: KeyRow[] }>(
+      `SELECT (SELECT revision FROM setup_revision WHERE id = 1) AS revision,
+         coalesce((SELECT json_agg(s ORDER BY s.name) FROM sources s), '[]'::json) AS sources,
+         coalesce((SELECT json_agg(k ORDER BY k.source, k.created_at, k.id) FROM source_keys k), '[]'::json) AS keys`,
+    );
+    const row = rows[0]!;
+    return { revision: Number(row.revision), sources: row.sources.map(toSourceRecord), keys: row.keys.map(toKeyRecord) };
+  }
+
+  async revision(): Promise<number> {
+    this.guard();
+    const { rows } = await this.pool.query<{ revision: number }>({ name: 'eventrelay-setup-revision', text: 'SELECT revision FROM setup_revision WHERE id = 1' });
+    return Number(rows[0]!.revision);
+  }
+
+  async write(ops: readonly SetupOp[]): Promise<SetupWriteResult> {
+    this.guard();
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      try {
+        await client.query('SELECT revision FROM setup_revision WHERE id = 1 FOR UPDATE');
+        let failedDeliveries = 0;
+        for (const op of ops) failedDeliveries += await this.step(client, op);
+        const { rows } = await client.query<{ revision: number }>('UPDATE setup_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision');
+        const revision = Number(rows[0]!.revision);
+        await client.query('SELECT pg_notify($1, $2)', [SETUP_CHANNEL, String(revision)]);
+        await client.query('COMMIT');
+        return { ok: true, revision, failedDeliveries };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        if (error instanceof StepFailed) return error.result;
+        throw error;
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  /** One step; returns the deliveries it failed. */
+  private async step(client: PoolClient, op: SetupOp): Promise<number> {
+    switch (op.op) {
+      case 'create': {
+        const r = op.source;
+        const { rowCount } = await client.query(
+          'INSERT INTO sources (name, enabled, webhooks, applied, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING',
+          [r.name, r.enabled, r.webhooks === undefined ? null : JSON.stringify(r.webhooks), r.applied ?? null, r.createdAt, r.updatedAt],
+        );
+        if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'exists', name: r.name });
+        return 0;
+      }
+      case 'update': {
+        const sets = ['updated_at = $2'];
+        const values: unknown[] = [op.name, op.at];
+        if (op.enabled !== undefined) sets.push(`enabled = $${values.push(op.enabled)}`);
+        if (op.webhooks !== undefined) sets.push(`webhooks = $${values.push(op.webhooks === null ? null : JSON.stringify(op.webhooks))}`);
+        if (op.applied !== undefined) sets.push(`applied = $${values.push(op.applied)}`);
+        const { rowCount } = await client.query(`UPDATE sources SET ${sets.join(', ')} WHERE name = $1`, values);
+        if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
+        return 0;
+      }
+      case 'delete': {
+        const { rowCount } = await client.query('DELETE FROM sources WHERE name = $1', [op.name]);
+        if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
+        await client.query('DELETE FROM source_keys WHERE source = $1', [op.name]);
+        await client.query('DELETE FROM audience_members WHERE source = $1', [op.name]);
+        await client.query('DELETE FROM audiences WHERE source = $1', [op.name]);
+        const failed = await client.query(
+          `UPDATE deliveries SET status = ${FAILED}, finished_at = $1, last_error = $2, leased_until = 0, lease_owner = NULL
+           WHERE source = $3 AND status = ${PENDING}`,
+          [op.at, op.reason, op.name],
+        );
+        const count = failed.rowCount ?? 0;
+        if (count > 0) {
+          await client.query(
+            "INSERT INTO counters (name, shard, value) VALUES ('failed', 0, $1) ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value",
+            [count],
+          );
+        }
+        return count;
+      }
+      case 'add-key': {
+        const k = op.key;
+        const same = await client.query<{ id: string; source: string }>('SELECT id, source FROM source_keys WHERE digest = $1', [k.digest]);
+        const found = same.rows[0];
+        if (found !== undefined && found.source !== k.source) throw new StepFailed({ ok: false, reason: 'key-taken', name: found.source });
+        if (found !== undefined) await client.query('UPDATE source_keys SET expires_at = NULL, origin = $2 WHERE id = $1', [found.id, k.origin]);
+        else {
+          await client.query('INSERT INTO source_keys (id, source, digest, last4, origin, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+            k.id,
+            k.source,
+            k.digest,
+            k.last4,
+            k.origin,
+            k.createdAt,
+            k.expiresAt ?? null,
+          ]);
+        }
+        return 0;
+      }
+      case 'expire-keys':
+        await client.query(
+          `UPDATE source_keys SET expires_at = $2
+           WHERE source = $1 AND NOT (id = ANY($3::text[])) AND ($4::text IS NULL OR origin = $4) AND (expires_at IS NULL OR expires_at > $2)`,
+          [op.source, op.at, op.except, op.origin ?? null],
+        );
+        return 0;
+    }
+  }
+
+  /**
+   * LISTENs on a connection of its own and calls `onChange` on each notification, and once after
+   * every (re)connection (a change may have been missed meanwhile). A dropped connection is
+   * opened again after a delay; the forwarder's polling covers the gap.
+   */
+  watch(onChange: () => void): () => void {
+    let stopped = false;
+    let client: Client | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let delay = RELISTEN_DELAY;
+    const connect = async (): Promise<void> => {
+      if (stopped) return;
+      const c = this.listener();
+      client = c;
+      let failed = false;
+      const retry = (error: Error): void => {
+        if (failed) return;
+        failed = true;
+        log('setup LISTEN connection failed (%s); polling until it is back', this.hide(error.message));
+        c.removeAllListeners('notification');
+        c.end().catch(() => {});
+        if (stopped) return;
+        timer = setTimeout(() => void connect(), delay);
+        timer.unref();
+        delay = Math.min(delay * 2, RELISTEN_MAX);
+      };
+      c.on('error', retry);
+      c.on('end', () => retry(new Error('connection ended')));
+      c.on('notification', (message) => {
+        if (message.channel === SETUP_CHANNEL) onChange();
+      });
+      try {
+        await c.connect();
+        await c.query(`LISTEN ${SETUP_CHANNEL}`);
+        delay = RELISTEN_DELAY;
+        if (stopped) {
+          failed = true;
+          await c.end().catch(() => {});
+          return;
+        }
+        onChange();
+      } catch (error) {
+        retry(error as Error);
+      }
+    };
+    void connect();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      const c = client;
+      if (c !== undefined) {
+        c.removeAllListeners('end');
+        c.removeAllListeners('error');
+        c.on('error', () => {});
+        c.end().catch(() => {});
+      }
+    };
+  }
+}

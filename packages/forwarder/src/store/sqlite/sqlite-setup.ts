@@ -1,0 +1,135 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import { toKeyRecord, toSourceRecord } from '../sql-rows';
+import type { KeyRow, SourceRow } from '../sql-rows';
+import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../../setup/model';
+
+const PENDING = 0;
+const FAILED = 2;
+
+/** A failed step: the transaction is rolled back and the reason returned. */
+class StepFailed extends Error {
+  constructor(readonly result: Extract<SetupWriteResult, { ok: false }>) {
+    super(result.reason);
+  }
+}
+
+/**
+ * The runtime setup in the SQLite database (tables `sources`, `source_keys`, `setup_revision`).
+ * The database is opened by one process only (exclusive locking), so no other process can
+ * change it: the forwarder applies its own writes at once and needs no polling.
+ */
+export class SqliteSetup implements SetupStore {
+  readonly shared = false;
+  private readonly writeTx: BetterSqlite3.Transaction<(ops: readonly SetupOp[]) => SetupWriteResult>;
+  private readonly statements;
+
+  constructor(
+    private readonly db: BetterSqlite3.Database,
+    /** Throws when the store is closed; `write` true before a write (which sets its durability). */
+    private readonly guard: (write: boolean) => void,
+  ) {
+    this.statements = {
+      revision: db.prepare('SELECT revision FROM setup_revision WHERE id = 1').pluck(),
+      bump: db.prepare('UPDATE setup_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision').pluck(),
+      sources: db.prepare('SELECT name, enabled, webhooks, applied, created_at, updated_at FROM sources ORDER BY name'),
+      source: db.prepare('SELECT name, enabled, webhooks, applied, created_at, updated_at FROM sources WHERE name = ?'),
+      keys: db.prepare('SELECT id, source, digest, last4, origin, created_at, expires_at FROM source_keys ORDER BY source, created_at, id'),
+      insertSource: db.prepare('INSERT OR IGNORE INTO sources (name, enabled, webhooks, applied, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      updateSource: db.prepare('UPDATE sources SET enabled = ?, webhooks = ?, applied = ?, updated_at = ? WHERE name = ?'),
+      deleteSource: db.prepare('DELETE FROM sources WHERE name = ?'),
+      deleteKeys: db.prepare('DELETE FROM source_keys WHERE source = ?'),
+      deleteAudiences: db.prepare('DELETE FROM audiences WHERE source = ?'),
+      deleteMembers: db.prepare('DELETE FROM audience_members WHERE source = ?'),
+      failDeliveries: db.prepare(
+        `UPDATE deliveries SET status = ${FAILED}, finished_at = ?, last_error = ?, lease_owner = NULL WHERE source = ? AND status = ${PENDING}`,
+      ),
+      addFailed: db.prepare("UPDATE counters SET value = value + ? WHERE name = 'failed'"),
+      keyByDigest: db.prepare('SELECT id, source FROM source_keys WHERE digest = ?'),
+      reviveKey: db.prepare('UPDATE source_keys SET expires_at = NULL, origin = ? WHERE id = ?'),
+      insertKey: db.prepare('INSERT INTO source_keys (id, source, digest, last4, origin, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      keysOf: db.prepare('SELECT id, origin, expires_at FROM source_keys WHERE source = ?'),
+      expireKey: db.prepare('UPDATE source_keys SET expires_at = ? WHERE id = ?'),
+      pruneKeys: db.prepare('DELETE FROM source_keys WHERE expires_at IS NOT NULL AND expires_at < ?'),
+    };
+    const s = this.statements;
+    this.writeTx = db.transaction((ops: readonly SetupOp[]): SetupWriteResult => {
+      let failedDeliveries = 0;
+      for (const op of ops) {
+        switch (op.op) {
+          case 'create': {
+            const r = op.source;
+            const webhooks = r.webhooks === undefined ? null : JSON.stringify(r.webhooks);
+            const inserted = s.insertSource.run(r.name, r.enabled ? 1 : 0, webhooks, r.applied ?? null, r.createdAt, r.updatedAt);
+            if (inserted.changes === 0) throw new StepFailed({ ok: false, reason: 'exists', name: r.name });
+            break;
+          }
+          case 'update': {
+            const row = s.source.get(op.name) as SourceRow | undefined;
+            if (row === undefined) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
+            const enabled = op.enabled === undefined ? row.enabled : op.enabled ? 1 : 0;
+            const webhooks = op.webhooks === undefined ? row.webhooks : op.webhooks === null ? null : JSON.stringify(op.webhooks);
+            const applied = op.applied === undefined ? row.applied : op.applied;
+            s.updateSource.run(enabled, webhooks, applied, op.at, op.name);
+            break;
+          }
+          case 'delete': {
+            if (s.deleteSource.run(op.name).changes === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
+            s.deleteKeys.run(op.name);
+            s.deleteAudiences.run(op.name);
+            s.deleteMembers.run(op.name);
+            const failed = s.failDeliveries.run(op.at, op.reason, op.name).changes;
+            if (failed > 0) s.addFailed.run(failed);
+            failedDeliveries += failed;
+            break;
+          }
+          case 'add-key': {
+            const k = op.key;
+            const same = s.keyByDigest.get(k.digest) as { id: string; source: string } | undefined;
+            if (same !== undefined && same.source !== k.source) throw new StepFailed({ ok: false, reason: 'key-taken', name: same.source });
+            if (same !== undefined) s.reviveKey.run(k.origin, same.id);
+            else s.insertKey.run(k.id, k.source, k.digest, k.last4, k.origin, k.createdAt, k.expiresAt ?? null);
+            break;
+          }
+          case 'expire-keys':
+            for (const key of s.keysOf.all(op.source) as Array<{ id: string; origin: string; expires_at: number | null }>) {
+              if (op.except.includes(key.id) || (op.origin !== undefined && key.origin !== op.origin)) continue;
+              if (key.expires_at === null || key.expires_at > op.at) s.expireKey.run(op.at, key.id);
+            }
+            break;
+        }
+      }
+      return { ok: true, revision: s.bump.get() as number, failedDeliveries };
+    });
+  }
+
+  async read(): Promise<SetupSnapshot> {
+    this.guard(false);
+    const s = this.statements;
+    // One read transaction: sources, keys and revision from the same moment.
+    return this.db.transaction(() => ({
+      revision: s.revision.get() as number,
+      sources: (s.sources.all() as SourceRow[]).map(toSourceRecord),
+      keys: (s.keys.all() as KeyRow[]).map(toKeyRecord),
+    }))();
+  }
+
+  async revision(): Promise<number> {
+    this.guard(false);
+    return this.statements.revision.get() as number;
+  }
+
+  async write(ops: readonly SetupOp[]): Promise<SetupWriteResult> {
+    this.guard(true);
+    try {
+      return this.writeTx.immediate(ops);
+    } catch (error) {
+      if (error instanceof StepFailed) return error.result;
+      throw error;
+    }
+  }
+
+  /** Forgets keys that ended before `before` (epoch ms); returns how many. */
+  prune(before: number): number {
+    return this.statements.pruneKeys.run(before).changes;
+  }
+}

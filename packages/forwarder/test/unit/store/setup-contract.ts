@@ -1,0 +1,112 @@
+import { describe, it, beforeEach, afterEach } from 'mocha';
+import { expect } from 'chai';
+import type { ForwarderStore } from '../../../src/store/store';
+import type { SetupStore, SourceRecord, StoredWebhooks } from '../../../src/setup/model';
+import { keyRecord } from '../../../src/setup/keys';
+import { accepted, T0 } from './contract';
+
+const WEBHOOKS: StoredWebhooks = {
+  webhooks: [{ url: 'https://hooks.example.test/in?token=abc', headers: { Authorization: 'Bearer xyz', 'X-Team': 'web' } }],
+  sharedSecret: ['current-secret', 'previous-secret'],
+  signing: 'both',
+};
+
+function source(name: string, overrides: Partial<SourceRecord> = {}): SourceRecord {
+  return { name, enabled: false, webhooks: undefined, applied: undefined, createdAt: T0, updatedAt: T0, ...overrides };
+}
+
+/**
+ * The runtime setup every store keeps (`store.setup`): one transaction per write, all or nothing,
+ * a revision bumped by each write. `create` returns a new, empty store (the suite closes it).
+ */
+export function setupContract(name: string, create: () => Promise<ForwarderStore>): void {
+  describe(`${name} (runtime setup)`, function () {
+    this.timeout(20_000);
+    let store: ForwarderStore;
+    let setup: SetupStore;
+    beforeEach(async () => {
+      store = await create();
+      setup = store.setup!;
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    it('keeps sources with their settings and key digests, and bumps the revision per write', async () => {
+      const start = await setup.revision();
+      const key = keyRecord('web', 'wk_the-key-itself', 'api', T0);
+      const result = await setup.write([{ op: 'create', source: source('web', { enabled: true, webhooks: WEBHOOKS, applied: 'digest-1' }) }, { op: 'add-key', key }]);
+      expect(result).to.deep.equal({ ok: true, revision: start + 1, failedDeliveries: 0 });
+      const snapshot = await setup.read();
+      expect(snapshot.revision).to.equal(start + 1);
+      expect(snapshot.sources).to.deep.equal([source('web', { enabled: true, webhooks: WEBHOOKS, applied: 'digest-1' })]);
+      expect(snapshot.keys).to.deep.equal([key]);
+      // The key itself is nowhere: only its digest and last four characters.
+      expect(JSON.stringify(snapshot)).not.to.contain('the-key-itself');
+      expect(key.last4).to.equal('self');
+    });
+
+    it('writes all steps or none: a taken name leaves the store and its revision as they were', async () => {
+      await setup.write([{ op: 'create', source: source('web') }]);
+      const before = await setup.read();
+      const result = await setup.write([
+        { op: 'create', source: source('ios') },
+        { op: 'create', source: source('web', { enabled: true }) },
+      ]);
+      expect(result).to.deep.equal({ ok: false, reason: 'exists', name: 'web' });
+      expect(await setup.read()).to.deep.equal(before);
+      expect(await setup.revision()).to.equal(before.revision);
+    });
+
+    it('updates only the named fields and refuses an unknown source', async () => {
+      await setup.write([{ op: 'create', source: source('web', { webhooks: WEBHOOKS, applied: 'd' }) }]);
+      await setup.write([{ op: 'update', name: 'web', at: T0 + 5, enabled: true }]);
+      expect((await setup.read()).sources[0]).to.deep.equal(source('web', { enabled: true, webhooks: WEBHOOKS, applied: 'd', updatedAt: T0 + 5 }));
+      await setup.write([{ op: 'update', name: 'web', at: T0 + 6, webhooks: null, applied: null }]);
+      expect((await setup.read()).sources[0]).to.deep.equal(source('web', { enabled: true, updatedAt: T0 + 6 }));
+      expect(await setup.write([{ op: 'update', name: 'nope', at: T0 }])).to.deep.equal({ ok: false, reason: 'missing', name: 'nope' });
+    });
+
+    it('gives a key to one source only, and makes a known key valid again', async () => {
+      await setup.write([{ op: 'create', source: source('web') }, { op: 'create', source: source('ios') }]);
+      const key = keyRecord('web', 'shared-key', 'config', T0);
+      await setup.write([{ op: 'add-key', key }, { op: 'expire-keys', source: 'web', at: T0 + 10, except: [] }]);
+      expect((await setup.read()).keys[0]!.expiresAt).to.equal(T0 + 10);
+      await setup.write([{ op: 'add-key', key: keyRecord('web', 'shared-key', 'config', T0 + 1) }]);
+      const keys = (await setup.read()).keys;
+      expect(keys).to.have.length(1);
+      expect(keys[0]).to.include({ id: key.id, expiresAt: undefined });
+      expect(await setup.write([{ op: 'add-key', key: keyRecord('ios', 'shared-key', 'api', T0) }])).to.deep.equal({ ok: false, reason: 'key-taken', name: 'web' });
+    });
+
+    it('ends keys but the listed ones, of one origin when asked, keeping an earlier end', async () => {
+      await setup.write([{ op: 'create', source: source('web') }]);
+      const a = keyRecord('web', 'key-a', 'config', T0);
+      const b = keyRecord('web', 'key-b', 'api', T0);
+      const c = keyRecord('web', 'key-c', 'config', T0);
+      await setup.write([{ op: 'add-key', key: a }, { op: 'add-key', key: b }, { op: 'add-key', key: c }]);
+      await setup.write([{ op: 'expire-keys', source: 'web', at: T0 + 100, except: [c.id], origin: 'config' }]);
+      const ends = () => setup.read().then((s) => Object.fromEntries(s.keys.map((k) => [k.id, k.expiresAt])));
+      expect(await ends()).to.deep.equal({ [a.id]: T0 + 100, [b.id]: undefined, [c.id]: undefined });
+      await setup.write([{ op: 'expire-keys', source: 'web', at: T0 + 500, except: [] }]);
+      expect(await ends()).to.deep.equal({ [a.id]: T0 + 100, [b.id]: T0 + 500, [c.id]: T0 + 500 });
+    });
+
+    it('deletes a source with its keys and audiences, failing its pending deliveries only', async () => {
+      await setup.write([{ op: 'create', source: source('web') }, { op: 'create', source: source('ios') }, { op: 'add-key', key: keyRecord('web', 'k', 'api', T0) }]);
+      await store.accept([accepted('a'), accepted('b'), accepted('c', true, 'ios')]);
+      await store.syncAudience('web', 'vip', ['u1'], () => []);
+      const result = await setup.write([{ op: 'delete', name: 'web', at: T0 + 1, reason: 'The source was deleted' }]);
+      expect(result).to.include({ ok: true, failedDeliveries: 2 });
+      const snapshot = await setup.read();
+      expect(snapshot.sources.map((s) => s.name)).to.deep.equal(['ios']);
+      expect(snapshot.keys).to.deep.equal([]);
+      expect(await store.claim('web', T0 + 10, 10, { owner: 'x', ms: 1000 })).to.deep.equal([]);
+      expect((await store.claim('ios', T0 + 10, 10, { owner: 'x', ms: 1000 })).map((d) => d.messageId)).to.deep.equal(['c']);
+      expect(await store.counts()).to.deep.include({ failed: 2, pending: 1 });
+      // Its audiences went with it: a source of the same name starts afresh.
+      expect((await store.syncAudience('web', 'vip', ['u1'], () => [])).firstSync).to.equal(true);
+      expect(await setup.write([{ op: 'delete', name: 'web', at: T0, reason: 'x' }])).to.deep.equal({ ok: false, reason: 'missing', name: 'web' });
+    });
+  });
+}
