@@ -1,5 +1,5 @@
 export { Analytics } from './client/analytics';
-export type { AnalyticsInternals, CloseOptions, FlushReason } from './client/analytics';
+export type { AnalyticsEvents, AnalyticsInternals, CloseOptions, FlushReason } from './client/analytics';
 export { DEFAULTS } from './client/options';
 export type { AnalyticsOptions } from './client/options';
 export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './messages/limits';
@@ -22,7 +22,10 @@ export type {
 } from './messages/calls';
 // Every error class, as from each entry point: `instanceof` works whichever one you import from.
 export * from './errors';
+export { FetchTransport } from './transport/fetch';
+export type { FetchFunction, FetchTransportOptions } from './transport/fetch';
 export { GotTransport } from './transport/got';
+export type { GotTransportOptions } from './transport/got';
 export { NodeTransport } from './transport/node';
 export type { NodeTransportOptions } from './transport/node';
 export type { HttpRequest, HttpResponse, Transport } from './transport/transport';

@@ -1,13 +1,11 @@
-import { EventEmitter } from 'node:events';
-import { promisify } from 'node:util';
-import { gzip as gzipCallback } from 'node:zlib';
 import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
 import { ClientClosedError, CloseTimeoutError, EventRelayError, PayloadTooLargeError, QueueFullError, ValidationError } from '../errors';
 import { isPlainObject } from '../internal/values';
-import { NodeTransport } from '../transport/node';
+import { defaultTransport } from '../transport/default';
 import { sendWithRetries } from '../transport/retry';
+import { basicAuthorization } from '../transport/target';
 import type { SendOutcome } from '../transport/retry';
 import type { Transport } from '../transport/transport';
 import { VERSION } from '../version';
@@ -26,9 +24,10 @@ import type {
   TrackParams,
 } from '../messages/calls';
 import { checkMessage, readCall } from '../messages/rules';
+import { Emitter } from './emitter';
+import { gzip, utf8ByteLength } from './encoding';
 import { exitHooks } from './exit';
 
-const gzip = promisify(gzipCallback);
 const log = createDebug('analytics');
 
 /** Seams for tests: not part of the documented options. */
@@ -44,6 +43,13 @@ export interface CloseOptions {
 
 export type FlushReason = 'count' | 'size' | 'interval' | 'manual' | 'close' | 'exit';
 
+/** The client's events and what their listeners get. */
+export interface AnalyticsEvents {
+  [event: string]: readonly unknown[];
+  /** A refused or failed message (with its id when known), or an exception thrown by a callback. */
+  error: [error: EventRelayError, messageId: string | undefined];
+}
+
 /**
  * The server-side client. Calls are validated, serialized once and queued in memory;
  * batches go to `POST {endpoint}/v1/batch` in the background with retries.
@@ -51,8 +57,12 @@ export type FlushReason = 'count' | 'size' | 'interval' | 'manual' | 'close' | '
  * Events: `error` (error, messageId?) for every refused or failed message and for
  * exceptions thrown by callbacks. Without an `error` listener, failures are only
  * reported to callbacks and the debug log: the client never throws into your code.
+ *
+ * Runs on Node, Bun, Deno, Cloudflare Workers and Vercel Edge: nothing here imports a Node
+ * module. What only Node offers stays in its own file: the `node:http` transport (loaded when
+ * the runtime has it) and the exit hook (`process.on('beforeExit')`, where there is a process).
  */
-export class Analytics extends EventEmitter {
+export class Analytics extends Emitter<AnalyticsEvents> {
   private readonly options: ResolvedOptions;
   private readonly transport: Transport;
   private readonly clock: Clock;
@@ -69,18 +79,20 @@ export class Analytics extends EventEmitter {
   private timer: unknown;
   /** Messages accepted and not yet finished (queued or in flight). */
   private held = 0;
+  /** Resolves the promise handed to `waitUntil` for a batch, once the batch is settled. */
+  private readonly releases = new Map<Batch, () => void>();
   private closing: Promise<void> | undefined;
 
   constructor(options: AnalyticsOptions, internals: AnalyticsInternals = {}) {
     super();
     this.options = resolveOptions(options);
-    this.transport = options.transport ?? new NodeTransport();
+    this.transport = options.transport ?? defaultTransport();
     this.clock = internals.clock ?? systemClock;
     this.random = internals.random ?? Math.random;
     this.queue = new PQueue({ concurrency: this.options.concurrency });
     this.batch = new Batch(MAX_BATCH_BYTES);
     this.headers = {
-      authorization: `Basic ${Buffer.from(`${this.options.writeKey}:`).toString('base64')}`,
+      authorization: basicAuthorization(`${this.options.writeKey}:`),
       'content-type': 'application/json',
       'user-agent': `eventrelay-node/${VERSION}`,
     };
@@ -198,7 +210,7 @@ export class Analytics extends EventEmitter {
     const id = message.messageId as string;
     seen.id = id;
     const json = serializeMessage(message);
-    const bytes = Buffer.byteLength(json);
+    const bytes = utf8ByteLength(json);
     if (bytes > MAX_MESSAGE_BYTES) {
       return new PayloadTooLargeError(
         `The ${type} message is ${bytes} bytes once serialized; the limit is ${MAX_MESSAGE_BYTES} bytes (32 KB) per call. ` +
@@ -222,6 +234,7 @@ export class Analytics extends EventEmitter {
       this.handOff('size');
       this.batch.tryAdd(json, bytes, id, callback);
     }
+    if (this.batch.length === 1) this.watch(this.batch);
     if (this.batch.length >= this.options.flushAt) {
       this.handOff('count');
     } else if (this.batch.length === 1) {
@@ -229,6 +242,27 @@ export class Analytics extends EventEmitter {
         this.timer = undefined;
         this.handOff('interval');
       }, this.options.flushInterval);
+    }
+  }
+
+  /**
+   * Hands `waitUntil` a promise for a batch that just got its first message, settled with the
+   * batch: the serverless runtime keeps the function alive while the batch waits and is sent.
+   */
+  private watch(batch: Batch): void {
+    const waitUntil = this.options.waitUntil;
+    if (waitUntil === undefined) return;
+    const settled = new Promise<void>((resolve) => this.releases.set(batch, resolve));
+    try {
+      waitUntil(settled);
+    } catch (thrown) {
+      // The batch is sent all the same; the runtime may just not wait for it.
+      this.report(
+        new EventRelayError('The `waitUntil` function passed to the client threw (the batch is sent anyway); the error is in `cause`', 'ERR_CALLBACK', {
+          cause: thrown,
+        }),
+        undefined,
+      );
     }
   }
 
@@ -301,6 +335,8 @@ export class Analytics extends EventEmitter {
     this.held -= batch.length;
     if (this.held === 0) exitHooks.delete(this.onBeforeExit);
     for (const { index, id, callback } of batch.callbacks) this.callBack(callback, errorFor(index), id);
+    this.releases.get(batch)?.();
+    this.releases.delete(batch);
   }
 
   /** Keeps the process open while a caller awaits `promise` (the client's own timers are unref'd). */

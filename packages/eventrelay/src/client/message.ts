@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { SerializationError } from '../errors';
 import { LIBRARY_NAME, VERSION } from '../version';
 import type { MessageType } from '../messages/calls';
@@ -22,7 +21,7 @@ export function buildMessage(type: MessageType, call: Record<string, unknown>, n
   const ms = call.timestamp === undefined || call.timestamp === null ? now : (timestampMs(call.timestamp) as number);
   const message: Record<string, unknown> = {
     type,
-    messageId: typeof call.messageId === 'string' ? call.messageId : randomUUID(),
+    messageId: typeof call.messageId === 'string' ? call.messageId : crypto.randomUUID(),
     timestamp: isoTimestamp(ms),
   };
   for (const field of COPIED[type]) {

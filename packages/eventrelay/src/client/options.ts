@@ -28,12 +28,23 @@ export interface AnalyticsOptions {
   readonly maxQueueSize?: number;
   /** Batches in flight at once. Default 4. */
   readonly concurrency?: number;
-  /** Gzip request bodies (`Content-Encoding: gzip`). Default false. */
+  /** Gzip request bodies (`Content-Encoding: gzip`), with the runtime's `CompressionStream` (a `ConfigError` where there is none). Default false. */
   readonly gzip?: boolean;
   /** Validate and call back, but send nothing (tests, local development). Default false. */
   readonly disable?: boolean;
-  /** The HTTP layer. Default: a `NodeTransport` (node:http keep-alive); `GotTransport` is the got-based one. */
+  /**
+   * The HTTP layer. Default: a `NodeTransport` (node:http keep-alive) where the runtime has
+   * `node:http` (Node, Bun, Deno), a `FetchTransport` elsewhere (Cloudflare Workers, Vercel Edge).
+   * `new FetchTransport()` sends with `fetch` on any runtime; `GotTransport` is the got-based one.
+   */
   readonly transport?: Transport;
+  /**
+   * Handed a promise for each batch when its first message is queued, settled once the batch is
+   * delivered or failed and its callbacks ran, so that a serverless function that answers before
+   * the batch is sent still delivers it: `(promise) => ctx.waitUntil(promise)` on Cloudflare
+   * Workers, `waitUntil` from `@vercel/functions` on Vercel. Default: none.
+   */
+  readonly waitUntil?: (promise: Promise<void>) => void;
 }
 
 export interface ResolvedOptions {
@@ -49,6 +60,7 @@ export interface ResolvedOptions {
   readonly concurrency: number;
   readonly gzip: boolean;
   readonly disable: boolean;
+  readonly waitUntil: ((promise: Promise<void>) => void) | undefined;
 }
 
 export const DEFAULTS = {
@@ -82,6 +94,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'gzip',
   'disable',
   'transport',
+  'waitUntil',
 ]);
 
 /** Options of other SDKs that mean something here under another name. */
@@ -108,6 +121,23 @@ function checkTransport(value: unknown): void {
   if (typeof value !== 'object' || value === null || typeof (value as { send?: unknown }).send !== 'function') {
     throw new ConfigError(`Expected \`transport\` to be an object with a send(request) method, got ${describeValue(value)}`, 'transport');
   }
+}
+
+function gzipOption(value: unknown): boolean {
+  const gzip = booleanOption('gzip', value);
+  if (gzip && typeof globalThis.CompressionStream !== 'function') {
+    throw new ConfigError('Expected `gzip` to be false on this runtime: it has no CompressionStream (Vercel\'s Edge runtime lacks it), so bodies cannot be gzipped here', 'gzip');
+  }
+  return gzip;
+}
+
+function checkWaitUntil(value: unknown): ((promise: Promise<void>) => void) | undefined {
+  if (value === undefined || typeof value === 'function') return value as ((promise: Promise<void>) => void) | undefined;
+  throw new ConfigError(
+    'Expected `waitUntil` to be a function that takes a promise, such as `(promise) => ctx.waitUntil(promise)` on Cloudflare Workers ' +
+    `or \`waitUntil\` from @vercel/functions, got ${describeValue(value)}`,
+    'waitUntil',
+  );
 }
 
 function batchUrl(endpoint: unknown, path: unknown): URL {
@@ -141,7 +171,8 @@ export function resolveOptions(options: AnalyticsOptions): ResolvedOptions {
     timeout: durationOption('timeout', options.timeout ?? DEFAULTS.timeout, 1),
     maxQueueSize: integerOption('maxQueueSize', options.maxQueueSize ?? DEFAULTS.maxQueueSize, 1),
     concurrency: integerOption('concurrency', options.concurrency ?? DEFAULTS.concurrency, 1, 256),
-    gzip: booleanOption('gzip', options.gzip ?? DEFAULTS.gzip),
+    gzip: gzipOption(options.gzip ?? DEFAULTS.gzip),
     disable: booleanOption('disable', options.disable ?? DEFAULTS.disable),
+    waitUntil: checkWaitUntil(options.waitUntil),
   };
 }

@@ -1,11 +1,18 @@
-import http from 'node:http';
-import https from 'node:https';
+import type Http from 'node:http';
+import type Https from 'node:https';
 import type { Got } from 'got';
-import { TimeoutError } from '../errors';
+import { EventRelayError, TimeoutError } from '../errors';
 import { toNetworkError } from './network-errors';
 import { integerOption } from '../internal/options';
+import { nodeBuiltins } from './node';
 import { redactUrl } from './redact';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
+
+/**
+ * The module name in a variable: a bundler for Workers or Edge leaves `import(GOT)` alone instead
+ * of failing on got (an optional peer, seldom installed there) or bundling its Node-only code.
+ */
+const GOT = 'got';
 
 export interface GotTransportOptions {
   /** Sockets kept alive per host. Default 8. */
@@ -18,12 +25,15 @@ export interface GotTransportOptions {
  * HTTP-error throwing are off, so the caller sees every status and owns the retry policy.
  */
 export class GotTransport implements Transport {
-  private readonly httpAgent: http.Agent;
-  private readonly httpsAgent: https.Agent;
+  private readonly httpAgent: Http.Agent;
+  private readonly httpsAgent: Https.Agent;
   private client: Promise<Got> | undefined;
 
   constructor(options: GotTransportOptions = {}) {
     const maxSockets = integerOption('maxSockets', options.maxSockets ?? 8, 1);
+    const builtins = nodeBuiltins();
+    if (builtins === undefined) throw new EventRelayError('GotTransport needs node:http, which this runtime does not provide. Use FetchTransport.', 'ERR_UNSUPPORTED_RUNTIME');
+    const { http, https } = builtins;
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets });
     // Certificates are always verified: a self-signed certificate is an error, never a warning.
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, rejectUnauthorized: true });
@@ -31,7 +41,7 @@ export class GotTransport implements Transport {
 
   /** got is loaded on first use, so apps on the default transport never load it. */
   private load(): Promise<Got> {
-    this.client ??= import('got').then(({ default: got }) =>
+    this.client ??= (import(GOT) as Promise<typeof import('got')>).then(({ default: got }) =>
       got.extend({
         retry: { limit: 0 },
         throwHttpErrors: false,

@@ -1,14 +1,18 @@
-import http from 'node:http';
-import https from 'node:https';
-import tls from 'node:tls';
+import type Http from 'node:http';
+import type Https from 'node:https';
+import type Tls from 'node:tls';
 import type { PeerCertificate } from 'node:tls';
-import { urlToHttpOptions } from 'node:url';
-import { TimeoutError } from '../errors';
+import type Url from 'node:url';
+import { EventRelayError, TimeoutError } from '../errors';
 import { errorCode, toNetworkError } from './network-errors';
 import { integerOption } from '../internal/options';
-import { redactUrl } from './redact';
+import { urlTarget } from './target';
+import type { UrlTarget } from './target';
 import { SenderTransport } from './transport';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
+
+export { urlTarget } from './target';
+export type { UrlTarget } from './target';
 
 /*
  * Why node:http and not got (the design first named got 14): measured on a 2-core machine with
@@ -32,32 +36,63 @@ export interface NodeTransportOptions {
 /** Bytes of an answer read before the connection is dropped, by default. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
-/** What both built-in transports keep of a target URL, worked out once per URL. */
-export interface UrlTarget {
-  /** The URL as errors show it: no credentials, no query. */
-  readonly display: string;
-  /** `Basic ...` from credentials in the URL, unless a static header sets Authorization. */
-  readonly authorization: string | undefined;
+/** The Node modules the transport uses, loaded when one is made (see `nodeBuiltins`). */
+interface NodeBuiltins {
+  readonly http: typeof Http;
+  readonly https: typeof Https;
+  readonly tls: typeof Tls;
+  readonly url: typeof Url;
 }
 
-/** The display form and the Basic authorization of a URL. */
-export function urlTarget(url: URL): UrlTarget {
-  const { auth } = urlToHttpOptions(url);
-  return { display: redactUrl(url), authorization: auth ? `Basic ${Buffer.from(auth).toString('base64')}` : undefined };
+let builtins: NodeBuiltins | undefined;
+
+/**
+ * `node:http`, `node:https`, `node:tls` and `node:url` where the runtime has them (Node, Bun,
+ * Deno), else undefined. Looked up with `process.getBuiltinModule` (Node >= 20.16) rather than
+ * imported, so that `eventrelay` loads on runtimes without them (Cloudflare Workers, Vercel
+ * Edge) and bundlers for those runtimes find no Node import to resolve.
+ */
+export function nodeBuiltins(): NodeBuiltins | undefined {
+  if (builtins !== undefined) return builtins;
+  const load = globalThis.process?.getBuiltinModule;
+  if (typeof load !== 'function') return undefined;
+  try {
+    const http = globalThis.process.getBuiltinModule('node:http');
+    const https = globalThis.process.getBuiltinModule('node:https');
+    const tls = globalThis.process.getBuiltinModule('node:tls');
+    const url = globalThis.process.getBuiltinModule('node:url');
+    if (typeof http?.request !== 'function' || typeof https?.request !== 'function' || tls === undefined || url === undefined) return undefined;
+    builtins = { http, https, tls, url };
+    return builtins;
+  } catch {
+    return undefined;
+  }
+}
+
+function requireBuiltins(): NodeBuiltins {
+  const loaded = nodeBuiltins();
+  if (loaded === undefined) {
+    throw new EventRelayError(
+      'NodeTransport needs node:http, which this runtime does not provide. Use FetchTransport (the default where node:http is missing).',
+      'ERR_UNSUPPORTED_RUNTIME',
+    );
+  }
+  return loaded;
 }
 
 interface Target extends UrlTarget {
-  readonly module: typeof http | typeof https;
-  readonly options: Readonly<https.RequestOptions>;
+  readonly module: typeof Http | typeof Https;
+  readonly options: Readonly<Https.RequestOptions>;
   /** `host[:port]` as the Host header wants it. */
   readonly host: string;
 }
 
 /**
- * The client's default transport (the webhook destination's is `UndiciTransport`):
- * `node:http`/`node:https` with keep-alive, one deadline per request, a capped drain of the
- * answer, certificates always verified and self-signed receivers refused, whatever
- * `NODE_TLS_REJECT_UNAUTHORIZED` says.
+ * The client's default transport where the runtime has `node:http` (Node, Bun, Deno; the
+ * webhook destination's is `UndiciTransport`): `node:http`/`node:https` with keep-alive, one
+ * deadline per request, a capped drain of the answer, certificates always verified and
+ * self-signed receivers refused, whatever `NODE_TLS_REJECT_UNAUTHORIZED` says. Throws
+ * `ERR_UNSUPPORTED_RUNTIME` where there is no `node:http`: use `FetchTransport` there.
  */
 export class NodeTransport extends SenderTransport {
   constructor(options: NodeTransportOptions = {}) {
@@ -67,6 +102,7 @@ export class NodeTransport extends SenderTransport {
 
 function createNodeSender(options: NodeTransportOptions): Required<Transport> {
   const maxResponseBytes = integerOption('maxResponseBytes', options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, 0);
+  const { http, https, tls, url: urlModule } = requireBuiltins();
   const httpAgent = new http.Agent({ keepAlive: true, scheduling: 'lifo' });
   const httpsAgent = new https.Agent({
     keepAlive: true,
@@ -82,7 +118,7 @@ function createNodeSender(options: NodeTransportOptions): Required<Transport> {
   function targetFor(url: URL): Target {
     let target = targets.get(url);
     if (target === undefined) {
-      const parts = urlToHttpOptions(url);
+      const parts = urlModule.urlToHttpOptions(url);
       const secure = url.protocol === 'https:';
       target = {
         module: secure ? https : http,
@@ -109,7 +145,7 @@ function createNodeSender(options: NodeTransportOptions): Required<Transport> {
       let answered = false;
       let finished = false;
       let retriedStaleSocket = false;
-      let current: http.ClientRequest | undefined;
+      let current: Http.ClientRequest | undefined;
 
       const finish = (): void => {
         finished = true;
@@ -181,7 +217,7 @@ function createNodeSender(options: NodeTransportOptions): Required<Transport> {
 }
 
 /** The target's options plus headers, field by field (object spread is slow on this path). */
-function requestOptions(options: Readonly<https.RequestOptions>, headers: string[]): https.RequestOptions {
+function requestOptions(options: Readonly<Https.RequestOptions>, headers: string[]): Https.RequestOptions {
   return {
     protocol: options.protocol,
     hostname: options.hostname,
@@ -218,7 +254,7 @@ export function flatHeaders(headers: Readonly<Record<string, string>>, authoriza
 }
 
 /** Reads and discards the answer's body (spec 4.1: not used), dropping the socket past `limit` bytes. */
-function drain(res: http.IncomingMessage, limit: number, done: () => void): void {
+function drain(res: Http.IncomingMessage, limit: number, done: () => void): void {
   let received = 0;
   res.on('data', (chunk: Buffer) => {
     received += chunk.length;
@@ -230,7 +266,7 @@ function drain(res: http.IncomingMessage, limit: number, done: () => void): void
 }
 
 /** Reads the answer's body as text, up to `limit` bytes (the rest is dropped with the socket). */
-function collect(res: http.IncomingMessage, limit: number, done: (body: string) => void): void {
+function collect(res: Http.IncomingMessage, limit: number, done: (body: string) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
   const end = () => done(Buffer.concat(chunks).toString('utf8'));
@@ -254,9 +290,10 @@ function isStaleSocketError(error: unknown): boolean {
  * test CA list made it "trusted", so no configuration accepts a self-signed receiver.
  */
 export function refuseSelfSignedLeaf(host: string, cert: PeerCertificate): Error | undefined {
+  const { tls } = requireBuiltins();
   const identityError = tls.checkServerIdentity(host, cert);
   if (identityError) return identityError;
-  const issuer = (cert as tls.DetailedPeerCertificate).issuerCertificate;
+  const issuer = (cert as Tls.DetailedPeerCertificate).issuerCertificate;
   if (issuer !== undefined && issuer.fingerprint256 === cert.fingerprint256) {
     return Object.assign(new Error('The receiver presented a self-signed certificate'), { code: 'ERR_SELF_SIGNED_LEAF' });
   }

@@ -3,16 +3,16 @@
  * forwarder's webhook deliveries both go through it; the callers keep the policy (which
  * statuses count, retries, signing), a transport only moves bytes. Pass your own as the
  * client's `transport` option or `WebhookDestination`'s `transport` option (a proxy, a
- * recording fake in tests); the client's default is `NodeTransport`, the destination's
- * `UndiciTransport`.
+ * recording fake in tests); the client's default is `NodeTransport` where the runtime has
+ * `node:http` and `FetchTransport` elsewhere, the destination's `UndiciTransport`.
  */
 export interface HttpRequest {
   /** Target, parsed once by the caller. Credentials in it become Basic auth. */
   readonly url: URL;
   /** Complete header set, names as they go on the wire. */
   readonly headers: Readonly<Record<string, string>>;
-  /** The exact bytes to send (the signed ones, for a webhook). */
-  readonly body: Buffer | string;
+  /** The exact bytes to send (the signed ones, for a webhook); a string goes as UTF-8. A `Buffer` is a `Uint8Array`. */
+  readonly body: Uint8Array | string;
   /** Milliseconds for the whole exchange, until the status line is in (and the body, with `readBody`). */
   readonly timeout: number;
   /** Resolve only once the answer's body is read (capped), and pass it as `body`. Default false. */

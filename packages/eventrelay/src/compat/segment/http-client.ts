@@ -132,8 +132,8 @@ interface Emitting {
   emit(event: string, ...args: unknown[]): boolean;
 }
 
-function bodyText(body: Buffer | string): string {
-  return typeof body === 'string' ? body : body.toString();
+function bodyText(body: Uint8Array | string): string {
+  return typeof body === 'string' ? body : new TextDecoder().decode(body);
 }
 
 function redacted(headers: Readonly<Record<string, string>>): Record<string, string> {

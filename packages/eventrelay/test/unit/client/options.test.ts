@@ -56,6 +56,34 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ ...base, minRetryDelay: 500, maxRetryDelay: 100 })).to.throw(ConfigError, /maxRetryDelay/);
   });
 
+  it('takes `waitUntil` as a function, and names the field for anything else', () => {
+    const waitUntil = (promise: Promise<void>): void => void promise;
+    expect(resolveOptions({ ...base, waitUntil }).waitUntil).to.equal(waitUntil);
+    expect(resolveOptions(base).waitUntil).to.equal(undefined);
+    for (const bad of [true, 'ctx.waitUntil', { waitUntil }, null]) {
+      try {
+        resolveOptions({ ...base, waitUntil: bad as never });
+        expect.fail('no error');
+      } catch (error) {
+        expect(error).to.be.instanceOf(ConfigError);
+        expect((error as ConfigError).field).to.equal('waitUntil');
+        expect((error as ConfigError).message).to.match(/^Expected `waitUntil` to be a function that takes a promise/);
+      }
+    }
+  });
+
+  it('refuses `gzip: true` on a runtime without CompressionStream (Vercel Edge), naming the field', () => {
+    const original = globalThis.CompressionStream;
+    try {
+      delete (globalThis as { CompressionStream?: unknown }).CompressionStream;
+      expect(resolveOptions({ ...base, gzip: false }).gzip).to.equal(false);
+      expect(() => resolveOptions({ ...base, gzip: true })).to.throw(ConfigError, /no CompressionStream/).with.property('field', 'gzip');
+    } finally {
+      globalThis.CompressionStream = original;
+    }
+    expect(resolveOptions({ ...base, gzip: true }).gzip).to.equal(true);
+  });
+
   it('never puts the write key in an error message', () => {
     try {
       resolveOptions({ writeKey: 'wk_secret_123', endpoint: 'wk_secret_123' });

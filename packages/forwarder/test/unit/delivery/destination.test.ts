@@ -54,7 +54,7 @@ describe('WebhookDestination request', () => {
       'Content-Length': '10',
     });
     expect(toB?.headers).not.to.have.property('X-Api-Key');
-    expect(toA?.body.toString('utf8')).to.equal('{"a":"é"}');
+    expect(Buffer.from(toA?.body ?? '').toString('utf8')).to.equal('{"a":"é"}');
   });
 
   it('signs the exact body bytes with hex HMAC-SHA1 only when a shared secret is set', async () => {
