@@ -3,11 +3,12 @@ import express from 'express';
 import type { ErrorRequestHandler } from 'express';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { InvalidArgumentError } from '../../../src/errors';
+import { InvalidArgumentError, TimeoutError } from '../../../src/errors';
 import { webhookMiddleware } from '../../../src/webhooks/adapters/express';
 import type { WebhookMessage } from '../../../src/webhooks/message-types';
 import { body, hmacHex, SECRET, signatureOf } from '../../fixtures/webhooks/load';
 import { close, listen, send } from './http-helpers';
+import { trickle } from './trickle';
 
 describe('webhookMiddleware (Express 5, real server on 127.0.0.1)', () => {
   let server: Server | undefined;
@@ -96,5 +97,16 @@ describe('webhookMiddleware (Express 5, real server on 127.0.0.1)', () => {
     const big = body('track-compact.json');
     expect((await send(port, { path: '/webhooks', body: big, headers: { 'x-signature': hmacHex(big) } })).status).to.equal(413);
     expect((await send(port, { path: '/raw', body: big, headers: { 'x-signature': hmacHex(big) } })).status).to.equal(413);
+  });
+
+  it('answers 503 at `timeout` while the body is still trickling in, and never calls the handler', async () => {
+    const errors: [unknown, number][] = [];
+    const app = express();
+    app.post('/webhooks', webhookMiddleware({ secret: SECRET, handler, timeout: 200, onError: (error, status) => void errors.push([error, status]) }));
+    const port = await start(app);
+    const reply = await trickle(port, { path: '/webhooks', body: body('track-compact.json'), headers: { 'x-signature': signatureOf('track-compact.json') } });
+    expect(reply.status).to.equal(503);
+    expect(received).to.have.length(0);
+    expect(errors.map(([e, s]) => [e instanceof TimeoutError, s])).to.deep.equal([[true, 503]]);
   });
 });

@@ -2,12 +2,13 @@ import { expect } from 'chai';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { InvalidArgumentError, PayloadTooLargeError } from '../../../src/errors';
+import { InvalidArgumentError, PayloadTooLargeError, TimeoutError } from '../../../src/errors';
 import { createFetchHandler, handleWebhookRequest } from '../../../src/webhooks/adapters/fetch';
 import type { FetchWebhookOptions } from '../../../src/webhooks/adapters/fetch';
 import type { WebhookMessage } from '../../../src/webhooks/message-types';
 import { body, hmacHex, SECRET, signatureOf } from '../../fixtures/webhooks/load';
 import { close, listen, send } from './http-helpers';
+import { trickle } from './trickle';
 
 function post(raw: string | Uint8Array | ReadableStream<Uint8Array> | null, headers: Record<string, string> = {}): Request {
   return new Request('http://127.0.0.1/api/webhooks', { method: 'POST', body: raw, headers, duplex: 'half' } as RequestInit);
@@ -142,6 +143,14 @@ describe('createFetchHandler (Fetch Request → Response)', () => {
       expect((await send(port, { body: raw })).status).to.equal(401);
       const big = Buffer.alloc(800, 'a');
       expect((await send(port, { chunks: [big, big], headers: { 'x-signature': hmacHex(Buffer.concat([big, big])) } })).status).to.equal(413);
+    });
+
+    it('answers 503 at `timeout` while the body is still trickling in, and never calls the handler', async () => {
+      const port = await start(handler({ timeout: 200 }));
+      const reply = await trickle(port, { body: body('track-compact.json'), headers: { 'x-signature': signatureOf('track-compact.json') } });
+      expect(reply.status).to.equal(503);
+      expect(received).to.have.length(0);
+      expect(errors.map(([e, s]) => [e instanceof TimeoutError, s])).to.deep.equal([[true, 503]]);
     });
   });
 });

@@ -7,6 +7,7 @@ import { createWebhookHandler } from '../../../src/webhooks/adapters/node';
 import type { NodeWebhookOptions } from '../../../src/webhooks/adapters/node';
 import { body, hmacHex, SECRET, signatureOf, vectors } from '../../fixtures/webhooks/load';
 import { close, listen, send } from './http-helpers';
+import { trickle } from './trickle';
 
 describe('createWebhookHandler (Node http, real server on 127.0.0.1)', () => {
   let server: Server | undefined;
@@ -96,6 +97,14 @@ describe('createWebhookHandler (Node http, real server on 127.0.0.1)', () => {
       ['Error', 500],
       [TimeoutError.name, 503],
     ]);
+  });
+
+  it('answers 503 at `timeout` while the body is still trickling in, and never calls the handler', async () => {
+    await start({ timeout: 200 });
+    const reply = await trickle(port, { body: body('track-compact.json'), headers: { 'x-signature': signatureOf('track-compact.json') } });
+    expect(reply.status).to.equal(503);
+    expect(received).to.have.length(0);
+    expect(errors.map(([e, s]) => [e instanceof TimeoutError, s])).to.deep.equal([[true, 503]]);
   });
 
   it('answers 405 to anything but POST', async () => {
