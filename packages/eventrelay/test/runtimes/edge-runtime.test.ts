@@ -61,6 +61,7 @@ describe("Vercel Edge (the edge-runtime package): the built package bundled as V
     checkClient(report, sink, config.variants, { gzip: false });
     checkReceiver(report, 'ERR_UNSUPPORTED_RUNTIME');
     expect(report.nodeTransport).to.equal('ERR_UNSUPPORTED_RUNTIME');
+    expect(report.timer).to.equal('number');
   });
 
   it('has delivered when the promises given to event.waitUntil settle, although the function answered first', async () => {

@@ -37,6 +37,8 @@ interface VariantReport {
 }
 
 export interface ScenarioReport {
+  /** `typeof` what setTimeout returned: 'object' (with unref) on Node, Bun and Deno, 'number' on Workers and Edge. */
+  readonly timer: string;
   readonly nodeTransport: string;
   readonly receiver: Record<string, unknown>;
   readonly variants: Record<string, VariantReport>;
@@ -158,12 +160,17 @@ export function checkClient(report: ScenarioReport, sink: Sink, variants: readon
   }
 }
 
-/** The receiver helper's answers: verified with Web Crypto everywhere; `sync` is what the sync verify gave. */
-export function checkReceiver(report: ScenarioReport, sync: boolean | 'ERR_UNSUPPORTED_RUNTIME'): void {
+/**
+ * The receiver helper's answers: verified and signed with Web Crypto everywhere; `sync` is what the
+ * sync `verifySignature` and `sign` gave (true, or the code they threw without node:crypto).
+ */
+export function checkReceiver(report: ScenarioReport, sync: true | 'ERR_UNSUPPORTED_RUNTIME'): void {
   expect(report.receiver).to.deep.equal({
     verifyAsync: true,
     verifyAsyncBad: false,
+    signAsync: true,
     verify: sync,
+    sign: sync,
     fetchSigned: 204,
     fetchBad: 401,
     handled: ['track'],

@@ -13,7 +13,8 @@ if (mode === 'scenario') {
   const { endpoint } = JSON.parse(config);
   const seen = { calls: 0, errors: [] };
   process.on('exit', () => console.log(JSON.stringify(seen)));
-  const analytics = new sdk.Analytics({ writeKey: 'wk', endpoint });
+  // A flush interval of ten minutes: only the client's exit hook sends, and only unref'd timers let the process get there.
+  const analytics = new sdk.Analytics({ writeKey: 'wk', endpoint, flushInterval: 600_000 });
   for (let i = 0; i < 3; i++) {
     analytics.track({ userId: 'u1', event: `Ends ${i}` }, (error) => {
       seen.calls++;

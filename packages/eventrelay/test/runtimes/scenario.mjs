@@ -8,7 +8,9 @@
  * `{ sink, variants, writeKey, webhook: { body, signature, secret } }`.
  */
 export async function runScenario(sdk, webhooks, config) {
-  const report = { variants: {}, receiver: await receiverChecks(webhooks, config.webhook) };
+  const timer = setTimeout(() => {}, 0);
+  clearTimeout(timer);
+  const report = { timer: typeof timer, variants: {}, receiver: await receiverChecks(webhooks, config.webhook) };
   try {
     new sdk.NodeTransport().close();
     report.nodeTransport = 'available';
@@ -120,11 +122,18 @@ async function receiverChecks(webhooks, { body, signature, secret }) {
   const result = {
     verifyAsync: await webhooks.verifySignatureAsync(body, signature, secret),
     verifyAsyncBad: await webhooks.verifySignatureAsync(body, bad, secret),
+    signAsync: (await webhooks.signAsync(body, secret)) === signature,
   };
+  // The sync functions need node:crypto: true, or the code of what they threw.
   try {
     result.verify = webhooks.verifySignature(body, signature, secret);
   } catch (error) {
     result.verify = error.code;
+  }
+  try {
+    result.sign = webhooks.sign(body, secret) === signature;
+  } catch (error) {
+    result.sign = error.code;
   }
   const handled = [];
   const handle = webhooks.createFetchHandler({ secret, handler: (message) => void handled.push(message.type) });

@@ -123,6 +123,7 @@ for (const { name, compatibility } of RUNS) {
       checkClient(report, sink, config.variants);
       checkReceiver(report, compatibility.flags.length > 0 ? true : 'ERR_UNSUPPORTED_RUNTIME');
       if (compatibility.flags.length === 0) expect(report.nodeTransport).to.equal('ERR_UNSUPPORTED_RUNTIME');
+      expect(report.timer).to.equal('number');
     });
 
     it('delivers after the Worker answered, when the client hands its batches to ctx.waitUntil', async () => {
