@@ -19,6 +19,8 @@ function tables(text: string): string[] {
 describe('benchmark figures in the documentation', () => {
   const places: [string, string, number][] = [
     ['README.md', section(readDoc('README.md'), '## Benchmarks'), 10],
+    ['packages/eventrelay/README.md', section(readDoc('packages/eventrelay/README.md'), '## Benchmarks'), 10],
+    ['packages/forwarder/README.md', section(readDoc('packages/forwarder/README.md'), '## Benchmarks'), 10],
     ['docs/benchmarks.md', withoutCode(readDoc('docs/benchmarks.md')), 100],
     ['docs/migrating-from-segment.md', section(readDoc('docs/migrating-from-segment.md'), '## What the layers cost'), 10],
   ];
@@ -31,11 +33,13 @@ describe('benchmark figures in the documentation', () => {
     });
   }
 
-  it('the root README keeps one short headline table', () => {
-    const headline = section(readDoc('README.md'), '## Benchmarks');
-    expect(tables(headline)).to.have.length(1);
-    expect(headline.split('\n').filter((line) => line.startsWith('|')).length).to.be.at.most(8);
-  });
+  for (const file of ['README.md', 'packages/eventrelay/README.md', 'packages/forwarder/README.md']) {
+    it(`${file} keeps one short headline table`, () => {
+      const headline = section(readDoc(file), '## Benchmarks');
+      expect(tables(headline)).to.have.length(1);
+      expect(headline.split('\n').filter((line) => line.startsWith('|')).length).to.be.at.most(8);
+    });
+  }
 
   it('docs/benchmarks.md has one table per benchmark, and bench/README.md glues no tables together', () => {
     const page = withoutCode(readDoc('docs/benchmarks.md'));

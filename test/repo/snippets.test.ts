@@ -28,6 +28,7 @@
  * | `ingest-answer` | json: the answer of a real forwarder to a batch of a valid track and a track without `event` |
  * | `webhook-message` | json: `parseWebhookMessage` accepts it as it is |
  * | `webhook-request secret=S` | http: what `WebhookDestination` sends for the body shown, header for header and byte for byte |
+ * | `batch-request` | http: what `Analytics` sends for the calls in the body shown (`sentAt` aside), header for header and byte for byte |
  * | `config-error FIELD=VALUE` | text: what `eventrelay check` prints for a config whose FIELD is VALUE |
  * | `admin-curl` | sh: each `curl` is sent (method, headers, body) to a real forwarder's admin API and must get a 2xx |
  * | `unchecked: REASON` | nothing: a drawing, say; the reason is required |
@@ -41,7 +42,8 @@ import ts from 'typescript';
 import { codeBlocks, documentationFiles, ROOT } from './markdown';
 import type { CodeBlock } from './markdown';
 import { startSink } from '../helpers/sink';
-import type { Sink } from '../helpers/sink';
+import type { ReceivedRequest, Sink } from '../helpers/sink';
+import { Analytics } from '../../packages/eventrelay/src/index';
 import { parseWebhookMessage } from '../../packages/eventrelay/src/webhooks/index';
 import { createForwarder, MemoryStore, toWebhookMessage, WebhookDestination } from '../../packages/forwarder/src/index';
 import type { ForwarderConfig, InboundMessage } from '../../packages/forwarder/src/index';
@@ -235,7 +237,7 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
 
   it('finds the blocks of every documentation file, each in a known language, each marker known', () => {
     expect(blocks.length).to.be.above(40);
-    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'webhook-request', 'config-error', 'admin-curl', 'unchecked']);
+    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'webhook-request', 'batch-request', 'config-error', 'admin-curl', 'unchecked']);
     for (const block of blocks) {
       expect(LANGUAGES.has(block.lang), `${where(block)}: a block in "${block.lang}"; use one of ${[...LANGUAGES].join(', ')}`).to.equal(true);
       if (block.marker !== undefined) expect(known.has(kind(block)), `${where(block)}: unknown marker "${block.marker}"`).to.equal(true);
@@ -497,13 +499,36 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
       });
     }
 
+    for (const block of blocks.filter((b) => kind(b) === 'batch-request')) {
+      it(`${where(block)}: Analytics sends this request`, async () => {
+        const { method, path, headers, body } = httpRequest(block);
+        const shown = JSON.parse(body) as { batch: Record<string, unknown>[]; sentAt: string };
+        const authorization = headers.find(([name]) => name.toLowerCase() === 'authorization')![1];
+        const writeKey = Buffer.from(authorization.replace(/^Basic /, ''), 'base64').toString().replace(/:$/, '');
+        const sink = await startSink();
+        try {
+          const analytics = new Analytics({ writeKey, endpoint: sink.url, path, flushAt: shown.batch.length });
+          for (const { type, context: _context, ...params } of shown.batch) {
+            (analytics as unknown as Record<string, (params: unknown) => void>)[type as string]!(params);
+          }
+          await analytics.closeAndFlush();
+          const [received] = sink.requests;
+          expect(received!.method).to.equal(method);
+          expect(received!.url).to.equal(path);
+          expectHeaders(received!, headers, ['host', 'connection', 'content-length', 'transfer-encoding']);
+          const sentAt = (JSON.parse(received!.body) as { sentAt: string }).sentAt;
+          expect(new Date(sentAt).toISOString()).to.equal(sentAt);
+          expect(received!.body.replace(`"sentAt":"${sentAt}"`, `"sentAt":"${shown.sentAt}"`)).to.equal(body.replace(/\n$/, ''));
+        } finally {
+          await sink.close();
+        }
+      });
+    }
+
     for (const block of blocks.filter((b) => kind(b) === 'webhook-request')) {
       it(`${where(block)}: WebhookDestination sends this request`, async () => {
         const secret = /secret=(\S+)/.exec(block.marker!)![1]!;
-        const [head, body] = block.code.split(/\n\n/) as [string, string];
-        const [requestLine, ...headerLines] = head.split('\n');
-        const [method, path] = requestLine!.split(' ') as [string, string];
-        const headers = headerLines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as const);
+        const { method, path, headers, body } = httpRequest(block);
         const senders = new Set(['host', 'content-type', 'user-agent', 'x-signature', 'content-length', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
         const sink = await startSink((_request, res) => res.writeHead(204).end());
         const destination = new WebhookDestination({
@@ -519,11 +544,7 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
           expect(received!.method).to.equal(method);
           expect(received!.url).to.equal(path);
           expect(received!.body).to.equal(body.replace(/\n$/, ''));
-          for (const [name, value] of headers) {
-            if (name.toLowerCase() !== 'host') expect(received!.headers[name.toLowerCase()], name).to.equal(value);
-          }
-          const shown = new Set(headers.map(([name]) => name.toLowerCase()));
-          expect(received!.rawHeaderNames.map((n) => n.toLowerCase()).filter((n) => n !== 'connection' && !shown.has(n))).to.deep.equal([]);
+          expectHeaders(received!, headers.filter(([name]) => name.toLowerCase() !== 'host'), ['host', 'connection']);
         } finally {
           await destination.close();
           await sink.close();
@@ -532,6 +553,22 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
     }
   });
 });
+
+/** The request an http block shows: request line, headers, and the body after a blank line. */
+function httpRequest(block: CodeBlock): { method: string; path: string; headers: (readonly [string, string])[]; body: string } {
+  const [head, body] = block.code.split(/\n\n/) as [string, string];
+  const [requestLine, ...headerLines] = head.split('\n');
+  const [method, path] = requestLine!.split(' ') as [string, string];
+  const headers = headerLines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as const);
+  return { method, path, headers, body };
+}
+
+/** Each header shown has the value received, and nothing else was sent but the framing headers named. */
+function expectHeaders(received: ReceivedRequest, shown: readonly (readonly [string, string])[], framing: readonly string[]): void {
+  for (const [name, value] of shown) expect(received.headers[name.toLowerCase()], name).to.equal(value);
+  const names = new Set([...shown.map(([name]) => name.toLowerCase()), ...framing]);
+  expect(received.rawHeaderNames.map((n) => n.toLowerCase()).filter((n) => !names.has(n))).to.deep.equal([]);
+}
 
 /** Sends each `curl` of an admin-curl block to a real forwarder (memory store), as curl would; each must answer 2xx. */
 async function sendCurls(block: CodeBlock): Promise<void> {
