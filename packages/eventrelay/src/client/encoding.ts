@@ -3,12 +3,20 @@
  * missing (Cloudflare Workers, Vercel Edge); the same code runs on Node, Bun and Deno.
  */
 
+/** Node's `Buffer` where the runtime has one (Node, Bun, Deno): its `byteLength` is native and about ten times faster. */
+const NodeBuffer = (globalThis as { Buffer?: { byteLength(text: string, encoding: 'utf8'): number } }).Buffer;
+
+/** Bytes of `text` once encoded as UTF-8: with `Buffer.byteLength` where there is one, else counted. */
+export function utf8ByteLength(text: string): number {
+  return NodeBuffer === undefined ? countUtf8Bytes(text) : NodeBuffer.byteLength(text, 'utf8');
+}
+
 /**
- * Bytes of `text` once encoded as UTF-8, without encoding it. A lone surrogate counts as the
- * 3 bytes of the U+FFFD that replaces it, as `TextEncoder` and Node's `Buffer.byteLength` do
+ * Bytes of `text` once encoded as UTF-8, counted without encoding it. A lone surrogate counts as
+ * the 3 bytes of the U+FFFD that replaces it, as `TextEncoder` and Node's `Buffer.byteLength` do
  * (`JSON.stringify` escapes lone surrogates anyway).
  */
-export function utf8ByteLength(text: string): number {
+export function countUtf8Bytes(text: string): number {
   let bytes = text.length;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);

@@ -1,15 +1,20 @@
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { gzip, utf8ByteLength } from '../../../src/client/encoding';
+import { countUtf8Bytes, gzip, utf8ByteLength } from '../../../src/client/encoding';
 
-describe('utf8ByteLength', () => {
+describe('countUtf8Bytes (the byte length where there is no Buffer)', () => {
   it('counts what Buffer.byteLength counts, without encoding', () => {
     for (const text of ['', 'abc', 'é', '€', '😀', 'a😀é€', '\ud83d', '\ude00x', '\ud83d\ud83d\ude00']) {
+      expect(countUtf8Bytes(text), JSON.stringify(text)).to.equal(Buffer.byteLength(text));
       expect(utf8ByteLength(text), JSON.stringify(text)).to.equal(Buffer.byteLength(text));
     }
-    fc.assert(fc.property(fc.string({ unit: 'binary' }), (text) => utf8ByteLength(text) === Buffer.byteLength(text)), { numRuns: 200 });
-    fc.assert(fc.property(fc.string({ unit: 'grapheme' }), (text) => utf8ByteLength(text) === Buffer.byteLength(text)), { numRuns: 200 });
+    // Any UTF-16 units (lone surrogates included), and any code points (astral ones as pairs).
+    const units = fc.array(fc.integer({ min: 0, max: 0xffff })).map((codes) => String.fromCharCode(...codes));
+    const points = fc.array(fc.integer({ min: 0, max: 0x10ffff })).map((codes) => String.fromCodePoint(...codes));
+    for (const strings of [units, points]) {
+      fc.assert(fc.property(strings, (text) => countUtf8Bytes(text) === Buffer.byteLength(text)), { numRuns: 300 });
+    }
   });
 });
 
