@@ -1,5 +1,6 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
@@ -49,7 +50,9 @@ function expectDefaults(table: Map<string, string>, defaults: Readonly<Record<st
   }
 }
 
-describe('options tables in the package READMEs', () => {
+describe('options tables in the package READMEs', function () {
+  this.timeout(60_000);
+
   const sdk = readDoc('packages/eventrelay/README.md');
   const forwarder = readDoc('packages/forwarder/README.md');
 
@@ -73,5 +76,13 @@ describe('options tables in the package READMEs', () => {
     const table = optionsTable(firstTable(section(forwarder, '### `WebhookDestination`')));
     expect([...table.keys()].sort()).to.deep.equal(members('packages/forwarder/src/delivery/options.ts', 'WebhookDestinationOptions').sort());
     expectDefaults(table, DESTINATION_DEFAULTS, 'WebhookDestination');
+  });
+
+  it('the eventrelay command: a row for every usage line of `eventrelay --help`, as it is written there', () => {
+    const help = execFileSync(process.execPath, ['--import', 'tsx', '--conditions=eventrelay-source', join(ROOT, 'packages/forwarder/src/cli/cli.ts'), '--help'], { encoding: 'utf8' });
+    const usage = [...help.matchAll(/^ {2}(eventrelay [a-z]+ .*)$/gm)].map((m) => m[1]!.trim());
+    const rows = [...section(forwarder, '## Command line').matchAll(/^\| `(eventrelay [a-z]+ [^`]*)` \|/gm)].map((m) => m[1]!);
+    expect(usage.length).to.be.above(1);
+    expect(rows).to.deep.equal(usage);
   });
 });
