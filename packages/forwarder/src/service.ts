@@ -16,7 +16,7 @@ import { planDeletion } from './routing/deletion';
 import type { DeletionRequest } from './routing/deletion';
 import { WebhookDestination } from './delivery/destination';
 import type { DestinationInternals } from './delivery/destination';
-import { MemoryStore } from './store/memory';
+import { openConfiguredStore } from './store/open';
 import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
 import type { ResolvedWebhooks } from './config';
@@ -375,12 +375,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private openStore(): Promise<ForwarderStore> {
     this.opening ??= (async () => {
       const storage = this.config.storage;
-      let store: ForwarderStore;
-      if (this.options.store !== undefined) store = this.options.store;
-      else if (storage.type === 'memory') store = new MemoryStore();
-      else if (storage.type === 'postgres') {
-        store = await PostgresStore.open({ url: storage.url!, poolSize: storage.poolSize, connectTimeout: storage.connectTimeout });
-      } else store = new SqliteStore({ dataDir: this.options.dataDir ?? storage.dataDir, synchronous: storage.synchronous });
+      const store = this.options.store ?? (await openConfiguredStore(storage, this.options.dataDir));
       // The sources live in the store: the config file's are applied (see docs/sources.md for
       // which wins), then this instance serves what the store holds.
       const setup = store.setup ?? new MemorySetup();

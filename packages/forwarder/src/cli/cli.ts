@@ -3,17 +3,22 @@ import { parseArgs } from 'node:util';
 import { ConfigError, EventRelayError } from 'eventrelay/internal';
 import { FORWARDER_VERSION as VERSION } from '../version';
 import { loadConfigFile } from '../config';
+import type { ResolvedConfig } from '../config';
 import { Forwarder } from '../service';
+import { applyToStore } from '../setup/apply';
 import { redactUrl } from '../store/postgres/postgres';
 import { statusLine } from './status-line';
 
 const USAGE = `Usage:
   eventrelay serve --config <file> [--port <n>] [--host <address>] [--data <dir>]
   eventrelay check --config <file>
+  eventrelay apply --config <file> [--dry-run] [--url <forwarder URL>] [--data <dir>]
   eventrelay --help | --version
 
 serve   runs the forwarder: ingestion API, durable queue, webhook delivery
 check   reads the config file and reports the first problem, if any
+apply   makes the store's sources match the file's and prints the difference
+        (--dry-run: print only); through a running forwarder's admin API with --url
 
 Options:
   -c, --config <file>   JSON config (sources, write keys, Webhooks destinations); default eventrelay.config.json
@@ -61,6 +66,8 @@ async function main(argv: readonly string[]): Promise<void> {
         port: { type: 'string', short: 'p' },
         host: { type: 'string' },
         data: { type: 'string', short: 'd' },
+        'dry-run': { type: 'boolean' },
+        url: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -78,7 +85,10 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
   const command = positionals[0];
-  if (command !== 'serve' && command !== 'check') fail(`${command === undefined ? 'a command is needed' : `unknown command "${command}"`}\n\n${USAGE}`, 2);
+  if (command !== 'serve' && command !== 'check' && command !== 'apply') {
+    fail(`${command === undefined ? 'a command is needed' : `unknown command "${command}"`}\n\n${USAGE}`, 2);
+  }
+  if (command !== 'apply' && (values['dry-run'] === true || values.url !== undefined)) fail(`--dry-run and --url go with apply\n\n${USAGE}`, 2);
   if (positionals.length > 1) fail(`unexpected argument "${positionals[1]}"\n\n${USAGE}`, 2);
 
   let port: number | undefined;
@@ -96,7 +106,12 @@ async function main(argv: readonly string[]): Promise<void> {
     forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
     if (command === 'check') {
       await forwarder.close();
-      out(`${configPath}: OK (${config.sources.length} sources: ${config.sources.map((s) => s.name).join(', ')})\n`);
+      out(`${configPath}: OK (${config.sources.length} sources${config.sources.length === 0 ? '' : `: ${config.sources.map((s) => s.name).join(', ')}`})\n`);
+      return;
+    }
+    if (command === 'apply') {
+      await forwarder.close();
+      await apply(configPath, config, { dryRun: values['dry-run'] === true, url: values.url, dataDir: values.data });
       return;
     }
     const address = await forwarder.listen({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
@@ -106,11 +121,15 @@ async function main(argv: readonly string[]): Promise<void> {
         : config.storage.type === 'postgres'
           ? `postgres at ${redactUrl(config.storage.url!)} (instance ${forwarder.instanceId})`
           : `sqlite in ${values.data ?? config.storage.dataDir} (synchronous=${config.storage.synchronous})`;
-    const sources = config.sources.map((s) => `${s.name} (Webhooks ${s.webhooks === undefined ? 'none' : s.webhooks.enabled ? `on, ${s.webhooks.webhooks.length} URL${s.webhooks.webhooks.length > 1 ? 's' : ''}` : 'off'})`);
+    // What the store holds now: the file's sources applied, and those made through the admin API.
+    const sources = (await forwarder.listSources()).map((s) => {
+      const w = s.destinations.Webhooks;
+      return `${s.name} (Webhooks ${w === null ? 'none' : w.enabled ? `on, ${w.webhooks.length} URL${w.webhooks.length > 1 ? 's' : ''}` : 'off'})`;
+    });
     const debuggerLine = !config.debugger ? 'off' : config.adminToken === undefined ? 'off until "adminToken" is set' : `${address.url}/debugger`;
     const metricsLine = config.metricsPath === undefined ? 'off' : `${address.url}${config.metricsPath}`;
     out(
-      `eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.join(', ')}\n  store: ${store}\n` +
+      `eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.length === 0 ? 'none yet (POST /admin/sources)' : sources.join(', ')}\n  store: ${store}\n` +
       `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
     );
   } catch (error) {
@@ -152,6 +171,58 @@ async function main(argv: readonly string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+}
+
+/** `eventrelay apply`: prints the difference, then what was done. */
+interface ApplyOptions {
+  readonly dryRun: boolean;
+  readonly url: string | undefined;
+  readonly dataDir: string | undefined;
+}
+
+async function apply(configPath: string, config: ResolvedConfig, options: ApplyOptions): Promise<void> {
+  const result = options.url === undefined ? await applyToStore(config, options) : await applyThrough(options.url, config, options.dryRun);
+  const target = options.url !== undefined ? `the forwarder at ${redactUrl(options.url)}` : describeStore(config, options.dataDir);
+  out(`${configPath} against ${target}:\n${result.text === '' ? '(no sources in the file or the store)' : result.text}\n`);
+  const changed = result.lines.filter((l) => l.action === 'create' || l.action === 'update').length;
+  if (options.dryRun) out(`dry run: nothing written (${changed} source${changed === 1 ? '' : 's'} would change)\n`);
+  else out(result.applied ? `applied: ${changed} source${changed === 1 ? '' : 's'} changed; every forwarder on the store serves them within 2 s\n` : 'nothing to change\n');
+}
+
+/** `apply --url`: through a running forwarder's admin API (`POST /admin/apply`), with the file's admin token. */
+type Applied = { text: string; lines: readonly { action: string }[]; applied: boolean };
+
+async function applyThrough(url: string, config: ResolvedConfig, dryRun: boolean): Promise<Applied> {
+  if (!/^https?:\/\/[^/]+/.test(url)) fail(`--url expects the forwarder's base URL, such as http://127.0.0.1:8787, got something else`, 2);
+  if (config.adminToken === undefined) fail('apply --url needs "adminToken" in the config file: the admin API takes it as a Bearer token');
+  const sources = config.sources.map((s) => ({
+    name: s.name,
+    writeKey: s.writeKey,
+    ...(s.webhooks === undefined ? {} : { destinations: { Webhooks: s.webhooks } }),
+  }));
+  let response: Response;
+  try {
+    response = await fetch(`${url.replace(/\/+$/, '')}/admin/apply`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${config.adminToken}` },
+      body: JSON.stringify({ sources, dryRun }),
+    });
+  } catch (error) {
+    fail(`cannot reach the forwarder at ${redactUrl(url)}: ${(error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message}`);
+  }
+  const answer = (await response.json().catch(() => undefined)) as
+    | { text: string; lines: { action: string }[]; applied: boolean; error?: { message: string; field?: string } }
+    | undefined;
+  if (!response.ok || answer === undefined) {
+    const error = answer?.error;
+    fail(`the forwarder refused the file (HTTP ${response.status})${error === undefined ? '' : `${error.field === undefined ? '' : ` at ${error.field}`}: ${error.message}`}`);
+  }
+  return answer;
+}
+
+function describeStore(config: ResolvedConfig, dataDir: string | undefined): string {
+  if (config.storage.type === 'postgres') return `postgres at ${redactUrl(config.storage.url!)}`;
+  return `sqlite in ${dataDir ?? config.storage.dataDir}`;
 }
 
 main(process.argv.slice(2)).catch((error: Error) => fail(error.stack ?? error.message));
