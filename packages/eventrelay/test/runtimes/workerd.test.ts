@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import type { ChildProcessByStdio } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -63,14 +62,14 @@ const worker :Workerd.Worker = (
 `);
   const child = spawn(`${BIN}/workerd`, ['serve', join(dir, 'config.capnp'), '--control-fd=3'], {
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-  }) as unknown as ChildProcessByStdio<null, Readable, Readable> & { stdio: [null, Readable, Readable, Readable] };
+  });
   let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdout.resume();
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout!.resume();
   const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
     let control = '';
-    child.stdio[3].on('data', (chunk: Buffer) => {
+    (child.stdio[3] as Readable).on('data', (chunk: Buffer) => {
       control += chunk.toString();
       const match = /"event":"listen","socket":"http","port":(\d+)/.exec(control);
       if (match) resolve(Number(match[1]));

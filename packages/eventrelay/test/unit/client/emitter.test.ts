@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { EventEmitter } from 'node:events';
 import { expect } from 'chai';
 import { Analytics } from '../../../src/client/analytics';
 import { Emitter } from '../../../src/client/emitter';
@@ -50,7 +51,8 @@ describe('Emitter (the events part of the client, without node:events)', () => {
 
   it("works with Node's events.once, as the client's `error` event did with EventEmitter", async () => {
     const analytics = new Analytics({ writeKey: 'k', endpoint: 'https://ingest.test', transport: new FakeTransport() });
-    const next = once(analytics, 'error');
+    // Node's typings want a whole EventEmitter; at run time `on`, `once` and `removeListener` are what it uses.
+    const next = once(analytics as unknown as EventEmitter, 'error');
     analytics.track({ userId: 'u1' } as never);
     const [error] = (await next) as [EventRelayError];
     expect(error).to.be.instanceOf(ValidationError);
