@@ -683,7 +683,7 @@ function configSnapshot(config: ResolvedConfig, now: number): SetupSnapshot {
 }
 
 /**
- * Creates a forwarder from a config object (see the README for the format); checks it at once
+ * Creates a forwarder from a config object (see docs/running-the-forwarder.md for the format); checks it at once
  * (ConfigError with `field`), reading `{ "env": NAME }` secrets. Nothing is opened until
  * `listen()` or `start()`.
  */

@@ -50,7 +50,7 @@ function rawBodyError(rawBody: unknown): InvalidArgumentError {
     return new InvalidArgumentError(
       `${EXPECTED}, got ${Array.isArray(rawBody) ? 'an array' : 'an object'}: pass the raw request body, not parsed JSON. ` +
       'Serializing it again changes the bytes, so the signature cannot be checked. Read the body ' +
-      'as text or bytes before any JSON parser runs (see "Receiving webhooks" in the README).',
+      'as text or bytes before any JSON parser runs (see docs/receiving-webhooks.md).',
       'rawBody',
     );
   }

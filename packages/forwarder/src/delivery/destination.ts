@@ -95,7 +95,7 @@ export class WebhookDestination {
   readonly #sleepers = new Set<Sleeper>();
   #closing: Promise<void> | undefined;
 
-  /** Throws `ConfigError` for a bad configuration (see the README for the rules). */
+  /** Throws `ConfigError` for a bad configuration (see docs/running-the-forwarder.md for the rules). */
   constructor(options: WebhookDestinationOptions, internals: DestinationInternals = {}) {
     this.#options = resolveDestinationOptions(options);
     this.#clock = internals.clock ?? systemClock;

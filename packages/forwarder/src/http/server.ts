@@ -97,8 +97,8 @@ function parseJson(body: Buffer): { ok: true; value: unknown } | { ok: false } {
 
 /**
  * The forwarder's HTTP API on node:http: ingestion (`/v1/*`, Segment-compatible), operations
- * (`/health`, `/stats`) and admin (`/admin/*`, Bearer token). Status codes are listed in the
- * README. Logs carry statuses, counts and source names; never keys, tokens or bodies.
+ * (`/health`, `/stats`) and admin (`/admin/*`, Bearer token). Status codes are listed in
+ * docs/running-the-forwarder.md. Logs carry statuses, counts and source names; never keys, tokens or bodies.
  */
 export function createRequestHandler(backend: HttpBackend): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {

@@ -1,7 +1,7 @@
 /**
  * `eventrelay/analytics-node`: the public API of Segment's classic `analytics-node` 6 on
- * eventrelay's engine. Code written for it moves over by changing the import; the README's
- * "Migrating from Segment" lists the few differences.
+ * eventrelay's engine. Code written for it moves over by changing the import;
+ * docs/migrating-from-segment.md lists the few differences.
  */
 import { Analytics } from './analytics';
 

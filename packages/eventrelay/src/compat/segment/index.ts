@@ -1,7 +1,7 @@
 /**
  * `eventrelay/segment`: the public API of `@segment/analytics-node` 3.x on eventrelay's
- * engine. Code written for Segment's SDK moves over by changing the import; the README's
- * "Migrating from Segment" lists the few differences.
+ * engine. Code written for Segment's SDK moves over by changing the import;
+ * docs/migrating-from-segment.md lists the few differences.
  */
 export { Analytics } from './analytics';
 export { Context, ContextCancelation, ContextStats } from './context';
