@@ -181,7 +181,15 @@ interface ApplyOptions {
 }
 
 async function apply(configPath: string, config: ResolvedConfig, options: ApplyOptions): Promise<void> {
-  const result = options.url === undefined ? await applyToStore(config, options) : await applyThrough(options.url, config, options.dryRun);
+  let result: Applied;
+  try {
+    result = options.url === undefined ? await applyToStore(config, options) : await applyThrough(options.url, config, options.dryRun);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_STORE_LOCKED') {
+      fail(`${(error as Error).message}\nA forwarder runs on it: apply through it with --url http://HOST:PORT (its admin API, with the file's adminToken).`);
+    }
+    throw error;
+  }
   const target = options.url !== undefined ? `the forwarder at ${redactUrl(options.url)}` : describeStore(config, options.dataDir);
   out(`${configPath} against ${target}:\n${result.text === '' ? '(no sources in the file or the store)' : result.text}\n`);
   const changed = result.lines.filter((l) => l.action === 'create' || l.action === 'update').length;
