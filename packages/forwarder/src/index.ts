@@ -13,6 +13,7 @@ export {
   QueueFullError,
   SerializationError,
   SignatureVerificationError,
+  SpoolError,
   StoreError,
   TimeoutError,
   ValidationError,

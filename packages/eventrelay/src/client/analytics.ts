@@ -1,7 +1,7 @@
 import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
-import { ClientClosedError, CloseTimeoutError, EventRelayError, PayloadTooLargeError, QueueFullError, ValidationError } from '../errors';
+import { ClientClosedError, CloseTimeoutError, EventRelayError, HttpError, NetworkError, PayloadTooLargeError, QueueFullError, ValidationError } from '../errors';
 import { isPlainObject } from '../internal/values';
 import { defaultTransport } from '../transport/default';
 import { sendWithRetries } from '../transport/retry';
@@ -27,6 +27,7 @@ import { checkMessage, readCall } from '../messages/rules';
 import { Emitter } from './emitter';
 import { gzip, utf8ByteLength } from './encoding';
 import { exitHooks } from './exit';
+import { Spool, type Release, type SpoolInternals, type SpoolRecord, type SpoolRecovery } from './spool/spool';
 
 const log = createDebug('analytics');
 
@@ -34,6 +35,7 @@ const log = createDebug('analytics');
 export interface AnalyticsInternals {
   readonly clock?: Clock;
   readonly random?: () => number;
+  readonly spool?: SpoolInternals;
 }
 
 export interface CloseOptions {
@@ -48,6 +50,8 @@ export interface AnalyticsEvents {
   [event: string]: readonly unknown[];
   /** A refused or failed message (with its id when known), or an exception thrown by a callback. */
   error: [error: EventRelayError, messageId: string | undefined];
+  /** With `spool`: messages taken over from processes that are gone, sent without callbacks. */
+  recover: [info: SpoolRecovery];
 }
 
 /**
@@ -82,6 +86,8 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   /** Resolves the promise handed to `waitUntil` for a batch, once the batch is settled. */
   private readonly releases = new Map<Batch, () => void>();
   private closing: Promise<void> | undefined;
+  /** With the `spool` option: the files accepted calls are kept in until delivered. */
+  private readonly spool: Spool | undefined;
 
   constructor(options: AnalyticsOptions, internals: AnalyticsInternals = {}) {
     super();
@@ -97,6 +103,13 @@ export class Analytics extends Emitter<AnalyticsEvents> {
       'user-agent': `eventrelay-node/${VERSION}`,
     };
     if (this.options.gzip) this.headers['content-encoding'] = 'gzip';
+    const spool = this.options.disable ? undefined : this.options.spool;
+    this.spool = spool && Spool.open(spool, {
+      clock: this.clock,
+      report: (error) => this.report(error, undefined),
+      resend: (records) => this.resend(records),
+      recovered: (info) => this.emit('recover', info),
+    }, internals.spool);
   }
 
   /** Messages accepted and not yet delivered or failed. */
@@ -154,7 +167,9 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     });
     this.closing = Promise.race([this.settled(), deadline]).then((outcome) => {
       this.clock.clearTimeout(timer);
-      if (outcome === 'timeout' && this.held > 0) this.abandon(timeout);
+      // `active`, not `held`: batches the spool sends again hold no call but are abandoned too.
+      if (outcome === 'timeout' && this.active.size > 0) this.abandon(timeout);
+      this.spool?.close();
       if (this.held === 0) this.transport.close?.();
     });
     return this.closing;
@@ -224,15 +239,20 @@ export class Analytics extends Emitter<AnalyticsEvents> {
       if (callback) queueMicrotask(() => this.callBack(callback, undefined, id));
       return undefined;
     }
-    this.add(json, bytes, id, callback);
+    let record: SpoolRecord | undefined;
+    if (this.spool) {
+      record = this.spool.admit(json, bytes, this.clock.now());
+      if (record === undefined) return new QueueFullError(this.options.maxQueueSize, this.options.spool!.maxBytes);
+    }
+    this.add(json, bytes, id, callback, record);
     return undefined;
   }
 
-  private add(json: string, bytes: number, id: string, callback: Callback | undefined): void {
+  private add(json: string, bytes: number, id: string, callback: Callback | undefined, record: SpoolRecord | undefined): void {
     if (this.held++ === 0) exitHooks.add(this.onBeforeExit);
-    if (this.batch.tryAdd(json, bytes, id, callback) === 'full') {
+    if (this.batch.tryAdd(json, bytes, id, callback, record) === 'full') {
       this.handOff('size');
-      this.batch.tryAdd(json, bytes, id, callback);
+      this.batch.tryAdd(json, bytes, id, callback, record);
     }
     if (this.batch.length === 1) this.watch(this.batch);
     if (this.batch.length >= this.options.flushAt) {
@@ -275,15 +295,37 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     const batch = this.batch;
     if (batch.length === 0) return;
     this.batch = new Batch(MAX_BATCH_BYTES);
-    this.active.add(batch);
     if (log.enabled) log('flush (%s): %d messages, %d bytes', reason, batch.length, batch.size);
+    this.hold(this.dispatch(batch));
+  }
+
+  /** Queues a batch for sending; settles once it finished, and the halves it was split into, if it was. */
+  private dispatch(batch: Batch): Promise<void> {
+    this.active.add(batch);
     // Two-argument then: `finish` runs once whichever way the send settles.
-    const job = this.queue.add(() => this.send(batch)).then(
+    return this.queue.add(() => this.send(batch)).then(
       (outcome) => this.finish(batch, outcome),
       (error: unknown) => this.finish(batch, { ok: false, error: asEventRelayError(error) }),
     );
+  }
+
+  /** Counts a send as in flight until it settles (what `flush()` and `closeAndFlush()` wait for). */
+  private hold(job: Promise<void>): void {
     this.inFlight.add(job);
     void job.finally(() => this.inFlight.delete(job));
+  }
+
+  /** Sends again, without callbacks, what the spool holds: taken over from a process that is gone, or failed earlier. */
+  private resend(records: readonly SpoolRecord[]): void {
+    if (this.closing !== undefined || this.abandoned) return;
+    let batch = new Batch(MAX_BATCH_BYTES, true);
+    for (const record of records) {
+      if (batch.tryAdd(record.json, record.bytes, '', undefined, record) === 'added') continue;
+      this.hold(this.dispatch(batch));
+      batch = new Batch(MAX_BATCH_BYTES, true);
+      batch.tryAdd(record.json, record.bytes, '', undefined, record);
+    }
+    if (batch.length > 0) this.hold(this.dispatch(batch));
   }
 
   private async send(batch: Batch): Promise<SendOutcome> {
@@ -310,9 +352,11 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     return outcome;
   }
 
-  private finish(batch: Batch, outcome: SendOutcome): void {
+  private finish(batch: Batch, outcome: SendOutcome): void | Promise<void> {
     if (batch.settled) return;
     if (!outcome.ok) {
+      if (outcome.error instanceof HttpError && outcome.error.status === 413) return this.tooLarge(batch);
+      if (batch.records.length > 0) this.spool?.release(batch.records, releaseOf(outcome.error));
       this.report(outcome.error, undefined);
       this.settle(batch, () => outcome.error);
       return;
@@ -324,7 +368,37 @@ export class Analytics extends Emitter<AnalyticsEvents> {
       const ids = new Map(batch.callbacks.map(({ index, id }) => [index, id]));
       for (const [index, error] of refused) this.report(error, ids.get(index));
     }
+    // Before the callbacks: a callback that sees its message delivered finds its ack queued.
+    if (batch.records.length > 0) this.spool?.release(batch.records, 'delivered');
     this.settle(batch, (index) => refused.get(index));
+  }
+
+  /**
+   * A 413 answer: something in front of the endpoint (a proxy) takes smaller bodies than the 500 KB
+   * this client sends. The batch goes again as two halves, and so on down to single messages; one
+   * refused on its own fails with `PayloadTooLargeError` (and leaves the spool: it can never be
+   * sent). Every other message is delivered; each callback runs once.
+   */
+  private tooLarge(batch: Batch): Promise<void> | void {
+    if (batch.length > 1) {
+      log('413 for a batch of %d messages (%d bytes): sending it in two halves', batch.length, batch.size);
+      batch.settled = true;
+      this.active.delete(batch);
+      const [first, second] = batch.halves(utf8ByteLength);
+      return Promise.all([this.dispatch(first), this.dispatch(second)]).then(() => {
+        this.releases.get(batch)?.();
+        this.releases.delete(batch);
+      });
+    }
+    const error = new PayloadTooLargeError(
+      `The endpoint answered 413 (Payload Too Large) to a request holding only this message (a body of ${batch.size} bytes): ` +
+      'something in front of it (a proxy) takes smaller bodies than the 500 KB this client sends. Raise that limit, or send smaller messages.',
+      batch.size,
+      batch.size - 1,
+    );
+    if (batch.records.length > 0) this.spool?.release(batch.records, 'delivered');
+    this.report(error, batch.callbacks[0]?.id);
+    this.settle(batch, () => error);
   }
 
   /** Runs a batch's callbacks, once, and releases its messages. */
@@ -332,8 +406,11 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     if (batch.settled) return;
     batch.settled = true;
     this.active.delete(batch);
-    this.held -= batch.length;
-    if (this.held === 0) exitHooks.delete(this.onBeforeExit);
+    // Batches the spool sends again hold no call of this client's.
+    if (!batch.resent) {
+      this.held -= batch.length;
+      if (this.held === 0) exitHooks.delete(this.onBeforeExit);
+    }
     for (const { index, id, callback } of batch.callbacks) this.callBack(callback, errorFor(index), id);
     this.releases.get(batch)?.();
     this.releases.delete(batch);
@@ -411,6 +488,11 @@ function rejectedByIndex(body: string | undefined, length: number): Map<number, 
     );
   }
   return refused;
+}
+
+/** What the spool keeps of a failed batch: what may go through later is sent again after the next delivered batch. */
+function releaseOf(error: EventRelayError): Release {
+  return (error instanceof HttpError || error instanceof NetworkError) && error.retryable ? 'retry' : 'keep';
 }
 
 function numberOr(value: unknown, fallback: number): number {

@@ -1,4 +1,5 @@
 import type { Callback } from '../messages/calls';
+import type { SpoolRecord } from './spool/spool';
 
 const PREFIX = '{"batch":[';
 // `],"sentAt":"` + 24 characters of ISO date + `"}`
@@ -14,11 +15,17 @@ export class Batch {
   readonly messages: string[] = [];
   /** Callbacks of the messages that have one, with the message's id and its index in the batch. */
   readonly callbacks: { readonly index: number; readonly id: string; readonly callback: Callback }[] = [];
+  /** The spool's record of each message, in order, when the client has a spool. */
+  readonly records: SpoolRecord[] = [];
   /** Set once the batch's callbacks ran (delivered, failed, or given up at the close timeout). */
   settled = false;
   private bytes = ENVELOPE_BYTES;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxBytes: number,
+    /** Messages the spool sends again (taken over, or failed before): no callbacks, not counted as pending. */
+    readonly resent = false,
+  ) {}
 
   get length(): number {
     return this.messages.length;
@@ -33,13 +40,29 @@ export class Batch {
    * Adds a message of `bytes` UTF-8 bytes, or answers `full` when the body would pass
    * `maxBytes`. An empty batch takes any message that fits a body on its own.
    */
-  tryAdd(json: string, bytes: number, id: string, callback: Callback | undefined): AddResult {
+  tryAdd(json: string, bytes: number, id: string, callback: Callback | undefined, record?: SpoolRecord): AddResult {
     const next = this.bytes + bytes + (this.messages.length > 0 ? 1 : 0);
     if (next > this.maxBytes && this.messages.length > 0) return 'full';
     this.bytes = next;
     if (callback) this.callbacks.push({ index: this.messages.length, id, callback });
+    if (record) this.records.push(record);
     this.messages.push(json);
     return 'added';
+  }
+
+  /**
+   * Two batches holding this one's messages (the first half, then the rest), each with its
+   * callbacks and spool records: what is sent instead of a batch answered 413. At least 2 messages.
+   */
+  halves(byteLength: (json: string) => number): [Batch, Batch] {
+    const middle = Math.ceil(this.messages.length / 2);
+    const halves: [Batch, Batch] = [new Batch(this.maxBytes, this.resent), new Batch(this.maxBytes, this.resent)];
+    const callbacks = new Map(this.callbacks.map((entry) => [entry.index, entry]));
+    this.messages.forEach((json, index) => {
+      const entry = callbacks.get(index);
+      halves[index < middle ? 0 : 1].tryAdd(json, byteLength(json), entry?.id ?? '', entry?.callback, this.records[index]);
+    });
+    return halves;
   }
 
   /** The request body, `{ "batch": [...], "sentAt": ... }`, built from the stored strings. */

@@ -2,6 +2,7 @@ import { ConfigError } from '../errors';
 import { booleanOption, durationOption, integerOption, objectOption, secretOption, urlOption } from '../internal/options';
 import { describeValue, showValue } from '../internal/values';
 import type { Transport } from '../transport/transport';
+import { resolveSpoolOptions, type ResolvedSpoolOptions, type SpoolOptions } from './spool/options';
 
 export interface AnalyticsOptions {
   /** The source's write key. Required. Sent as HTTP Basic auth; never logged. */
@@ -45,6 +46,12 @@ export interface AnalyticsOptions {
    * Workers, `waitUntil` from `@vercel/functions` on Vercel. Default: none.
    */
   readonly waitUntil?: (promise: Promise<void>) => void;
+  /**
+   * Keep accepted calls in files in `spool.dir` until they are delivered, so that a process that is
+   * killed or crashes loses none: a later client on the same directory sends them (docs/spool.md).
+   * `{ dir, maxBytes = 104857600, sync: 'none' | 'always' }`; Node.js only. Default: none (memory only).
+   */
+  readonly spool?: SpoolOptions;
 }
 
 export interface ResolvedOptions {
@@ -61,6 +68,7 @@ export interface ResolvedOptions {
   readonly gzip: boolean;
   readonly disable: boolean;
   readonly waitUntil: ((promise: Promise<void>) => void) | undefined;
+  readonly spool: ResolvedSpoolOptions | undefined;
 }
 
 export const DEFAULTS = {
@@ -95,6 +103,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set([
   'disable',
   'transport',
   'waitUntil',
+  'spool',
 ]);
 
 /** Options of other SDKs that mean something here under another name. */
@@ -174,5 +183,6 @@ export function resolveOptions(options: AnalyticsOptions): ResolvedOptions {
     gzip: gzipOption(options.gzip ?? DEFAULTS.gzip),
     disable: booleanOption('disable', options.disable ?? DEFAULTS.disable),
     waitUntil: checkWaitUntil(options.waitUntil),
+    spool: resolveSpoolOptions(options.spool),
   };
 }

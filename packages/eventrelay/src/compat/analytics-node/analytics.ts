@@ -1,6 +1,7 @@
 import createDebug from 'debug';
 import { Analytics as Client } from '../../client/analytics';
-import { ConfigError, EventRelayError } from '../../errors';
+import { ConfigError, EventRelayError, SpoolError } from '../../errors';
+import type { SpoolOptions } from '../../client/spool/options';
 import { isPlainObject, showValue } from '../../internal/values';
 import type { MessageType } from '../../messages/calls';
 import type { Transport } from '../../transport/transport';
@@ -49,6 +50,8 @@ export interface AnalyticsNodeOptions {
   minRetryDelay?: number;
   /** eventrelay extra: largest delay between retries, in ms. Default 30000. */
   maxRetryDelay?: number;
+  /** eventrelay extra: keep accepted calls in files in `dir` until delivered (see docs/spool.md); its errors go to `errorHandler`. */
+  spool?: SpoolOptions;
 }
 
 /** The message a call makes, as the classic SDK builds it (a copy: the caller's object is not changed). */
@@ -79,6 +82,7 @@ const CATALOG: OptionCatalog = {
     'minRetryDelay',
     'maxRetryDelay',
     'axiosInstance',
+    'spool',
   ]),
   unsupported: {
     maxQueueSize: 'eventrelay sends a batch before it passes 500 KB by itself',
@@ -191,6 +195,11 @@ export class Analytics {
       concurrency: options.concurrency,
       minRetryDelay: options.minRetryDelay,
       maxRetryDelay: options.maxRetryDelay,
+      spool: options.spool,
+    });
+    // What the disk spool could not do reaches errorHandler, as the classic SDK's failures do.
+    this.client.on('error', (error) => {
+      if (error instanceof SpoolError) this.report(error);
     });
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import createDebug from 'debug';
 import { Analytics as Client } from '../../client/analytics';
-import { ClientClosedError, EventRelayError, ValidationError } from '../../errors';
+import { ClientClosedError, EventRelayError, SpoolError, ValidationError } from '../../errors';
 import { isPlainObject } from '../../internal/values';
 import { VERSION } from '../../version';
 import { Context, ContextCancelation } from './context';
@@ -134,6 +134,11 @@ export class Analytics extends EventEmitter {
     super();
     const resolved = resolveSettings(settings, (transport) => new EmittingTransport(transport, this));
     this.client = new Client(resolved.options);
+    // The disk spool's own news (eventrelay extras): what it took over, and what it could not do.
+    this.client.on('recover', (info) => this.safeEmit('recover', info));
+    this.client.on('error', (error) => {
+      if (error instanceof SpoolError) this.emitError({ code: 'spool_failure', reason: error });
+    });
     this.closeTimeout = resolved.closeTimeout;
     this.emit('initialize', settings);
   }

@@ -34,6 +34,7 @@ const CATALOG: OptionCatalog = {
     'concurrency',
     'minRetryDelay',
     'maxRetryDelay',
+    'spool',
   ]),
   unsupported: {
     oauthSettings: 'requests authenticate with the write key (HTTP Basic), as eventrelay forwarders expect',
@@ -86,6 +87,7 @@ export function resolveSettings(settings: AnalyticsSettings, wrap: (transport: T
       concurrency: settings.concurrency,
       minRetryDelay: settings.minRetryDelay,
       maxRetryDelay: settings.maxRetryDelay,
+      spool: settings.spool,
       transport: wrap(base),
     },
     closeTimeout: typeof flushInterval === 'number' ? Math.max(60_000, flushInterval) * 1.25 : 75_000,

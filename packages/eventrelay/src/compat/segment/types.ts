@@ -1,3 +1,4 @@
+import type { SpoolOptions } from '../../client/spool/options';
 import type { Transport } from '../../transport/transport';
 import type { Context } from './context';
 import type { HTTPClient, HTTPFetchFn } from './http-client';
@@ -43,6 +44,8 @@ export interface AnalyticsSettings {
   minRetryDelay?: number;
   /** eventrelay extra: largest delay between retries, in ms. Default 30000. */
   maxRetryDelay?: number;
+  /** eventrelay extra: keep accepted calls in files in `dir` until delivered (see docs/spool.md). Default: none. */
+  spool?: SpoolOptions;
 }
 
 interface CommonParams {
@@ -125,7 +128,8 @@ export interface CloseAndFlushParams {
 
 /** What `error` listeners get: Segment's shape; `reason` is one of eventrelay's typed errors. */
 export interface DeliveryFailure {
-  code: 'delivery_failure' | 'initialization_failure';
+  /** `spool_failure` (eventrelay extra): the disk spool reported a `SpoolError` (no `ctx`). */
+  code: 'delivery_failure' | 'initialization_failure' | 'spool_failure';
   reason: unknown;
   ctx?: Context;
 }

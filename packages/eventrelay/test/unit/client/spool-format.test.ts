@@ -75,7 +75,7 @@ describe('spool file format', () => {
   it('skips a damaged record, reports its offset, and reads the records after it', () => {
     const { file, offsets } = segmentOf(['{"n":0}', '{"n":1}', '{"n":2}']);
     const damaged = Buffer.from(file);
-    damaged[offsets[1]! + 20] ^= 0x40; // a bit of the second message's JSON
+    damaged[offsets[1]! + 20] = damaged[offsets[1]! + 20]! ^ 0x40; // a bit of the second message's JSON
     const scan = scanRecords(damaged, crc32);
     expect(scan.messages.map((m) => m.json)).to.deep.equal(['{"n":0}', '{"n":2}']);
     expect(scan.damage).to.deep.equal([{ offset: offsets[1], bytes: offsets[2]! - offsets[1]!, kind: 'corrupt' }]);
@@ -89,7 +89,7 @@ describe('spool file format', () => {
         const position = FILE_HEADER_BYTES + (where % (file.length - FILE_HEADER_BYTES));
         const hit = offsets.filter((o) => o <= position).length - 1;
         const changed = cut ? file.subarray(0, position) : Buffer.from(file);
-        if (!cut) changed[position] ^= flip;
+        if (!cut) changed[position] = changed[position]! ^ flip;
         const expected = jsons.filter((_, i) => (cut ? i < hit : i !== hit));
         const scan = scanRecords(changed, crc32);
         expect(scan.messages.map((m) => m.json)).to.deep.equal(expected);

@@ -279,7 +279,7 @@ describe('Spool', () => {
       const dir = tempDir();
       const dead = deadOwner(dir, [json(1), json(2), json(3), json(4)]);
       const bytes = readFileSync(dead.path);
-      bytes[dead.offsets[1]! + 30] ^= 0x01;
+      bytes[dead.offsets[1]! + 30] = bytes[dead.offsets[1]! + 30]! ^ 0x01;
       writeFileSync(dead.path, bytes.subarray(0, dead.offsets[3]! + 9));
       const { errors, resent } = track(open(dir));
       await nextTurn();
@@ -426,6 +426,21 @@ describe('Spool', () => {
         // Nothing is left behind by a client that could not start.
         expect(readdirSync(dir).filter((n) => n.endsWith('.lock')), call).to.deep.equal([]);
       }
+    });
+
+    it('on a runtime without node:fs (no process.getBuiltinModule: Workers, Edge), `spool` is a ConfigError naming it', () => {
+      const real = process.getBuiltinModule;
+      let thrown: unknown;
+      try {
+        (process as { getBuiltinModule?: unknown }).getBuiltinModule = undefined;
+        Spool.open({ dir: tempDir(), maxBytes: 104_857_600, sync: 'none' }, { clock: new FakeClock(), report() {}, resend() {}, recovered() {} });
+      } catch (error) {
+        thrown = error;
+      } finally {
+        process.getBuiltinModule = real;
+      }
+      expect(thrown).to.be.instanceOf(ConfigError).and.include({ field: 'spool' });
+      expect((thrown as Error).message).to.contain('node:fs');
     });
 
     it('puts back its lock when it was removed by hand, so that no other client takes its files', async () => {
