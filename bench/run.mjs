@@ -34,7 +34,18 @@ import { summarizeProfile } from './client/profile-summary.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
-const ALL_CLIENTS = ['floor', 'eventrelay', 'eventrelay-segment', 'eventrelay-classic', 'segment', 'classic', 'posthog', 'rudderstack'];
+const ALL_CLIENTS = [
+  'floor',
+  'eventrelay',
+  'eventrelay-spool',
+  'eventrelay-spool-sync',
+  'eventrelay-segment',
+  'eventrelay-classic',
+  'segment',
+  'classic',
+  'posthog',
+  'rudderstack',
+];
 const ALL_SCENARIOS = ['burst', 'paced', 'outage'];
 /** The same batching settings for every client. */
 const CLIENT_SETTINGS = { flushAt: 20, flushInterval: 1000, maxQueueSize: 150_000 };

@@ -4,6 +4,9 @@
 const TARGET_RATIO = 1.5;
 /** The Segment-compatible layer's CPU per message against eventrelay's own client (issue 12). */
 const COMPAT_RATIO = 1.2;
+/** Burst CPU per message against the in-memory floor (issue 19): the client as it is, and with the disk spool on. */
+const BURST_CLIENT_RATIO = 1.15;
+const BURST_SPOOL_RATIO = 1.5;
 
 function num(value, digits = 0) {
   if (value === undefined || value === null || Number.isNaN(value)) return '—';
@@ -88,6 +91,16 @@ export function targetChecks(scenario, results) {
   if (segment && ours.cpuUsPerMsg) {
     const r = segment.cpuUsPerMsg / ours.cpuUsPerMsg;
     checks.push({ what: 'eventrelay/segment CPU per message', ok: r <= COMPAT_RATIO, shown: `${r.toFixed(2)}× eventrelay (target ≤ ${COMPAT_RATIO}×)` });
+  }
+  if (scenario.name === 'burst' && floor) {
+    const burstCheck = (what, row, target) => {
+      if (!row || row.status !== 'ok' || row.cpuUsPerMsg === undefined) return { what, ok: false, shown: 'not measured' };
+      const r = row.cpuUsPerMsg / floor.cpuUsPerMsg;
+      return { what, ok: r <= target && row.lost === 0, shown: `${r.toFixed(2)}× floor, lost ${num(row.lost)} (target ≤ ${target}×, none lost)` };
+    };
+    checks.push(burstCheck('burst CPU per message, spool off', ours, BURST_CLIENT_RATIO));
+    const spool = results.find((r) => r.client === 'eventrelay-spool');
+    if (spool) checks.push(burstCheck('burst CPU per message, spool on (sync: none)', spool, BURST_SPOOL_RATIO));
   }
   return checks;
 }

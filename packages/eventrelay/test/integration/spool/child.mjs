@@ -6,7 +6,8 @@
 //   E <code>          an error event (spool and delivery errors)
 //   F                 every call of the scenario was made
 // Environment: DIST (file URL of dist/index.js), URL (the sink), DIR, PREFIX (of the ids),
-// MODE burst | paced | idle, COUNT (calls), SCAN (ms between takeover scans), SYNC none | always,
+// MODE burst | paced | idle | crash | exit (COUNT calls in one turn, then an uncaught exception or
+// process.exit(3) in a later turn), COUNT (calls), SCAN (ms between takeover scans), SYNC none | always,
 // KEY (the write key: the sink tells the processes apart by it).
 // SIGTERM: closeAndFlush, then exit 0.
 import { writeSync } from 'node:fs';
@@ -78,6 +79,16 @@ if (env.MODE === 'burst') {
     else setImmediate(() => say('F'));
   };
   chunk();
+} else if (env.MODE === 'crash' || env.MODE === 'exit') {
+  for (let i = 0; i < count; i++) call();
+  report();
+  // Two turns later: after the turn's write and after the report.
+  setImmediate(() =>
+    setImmediate(() => {
+      if (env.MODE === 'exit') process.exit(3);
+      throw new Error('a crash in a later turn');
+    }),
+  );
 } else if (env.MODE === 'paced') {
   // 5 calls every 2 ms.
   const tick = () => {

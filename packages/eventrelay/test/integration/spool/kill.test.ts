@@ -56,6 +56,7 @@ describe('the spool across SIGKILL (child processes on the built package)', func
       await waitFor(() => client.accepted.size >= threshold || client.finished, `round ${round}: ${threshold} calls accepted ${why}`, 30_000);
       await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 20)));
       await kill(client);
+      sink.retire(`key-${round}`);
       for (const id of client.accepted) accepted.add(id);
       for (const id of client.delivered) deliveredBy.set(id, sink.arrivals.length);
       expect(client.accepted.size, `round ${round} made progress ${why}`).to.be.above(0);
@@ -84,6 +85,27 @@ describe('the spool across SIGKILL (child processes on the built package)', func
     expect(readdirSync(dir), why).to.deep.equal([]);
   });
 
+  for (const ending of ['crash', 'exit'] as const) {
+    it(`a ${ending === 'crash' ? 'crash (an uncaught exception)' : 'process.exit()'} in a later turn loses no accepted call`, async () => {
+      const dir = tempDir();
+      sink.up = false;
+      const client = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: ending, KEY: `key-${ending}`, MODE: ending, COUNT: '300' });
+      children.push(client);
+      const { code } = await client.exited;
+      sink.retire(`key-${ending}`);
+      expect(code).to.equal(ending === 'crash' ? 1 : 3);
+      await waitFor(() => client.accepted.size === 300, 'the accepted calls reported');
+      sink.up = true;
+      const last = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: 'last', KEY: 'key-last', MODE: 'idle' });
+      children.push(last);
+      await waitFor(() => [...client.accepted].every((id) => sink.count(id) > 0), 'every accepted call at the sink', 30_000).catch((error: Error) => {
+        throw new Error(`${error.message}: ${diagnose(sink, client.accepted, dir, last)}`);
+      });
+      await stop(last);
+      expect([...client.accepted].filter((id) => sink.count(id) !== 1)).to.deep.equal([]);
+    });
+  }
+
   it('with sync: always, the same: a kill loses no accepted call', async () => {
     const dir = tempDir();
     sink.up = false;
@@ -91,6 +113,7 @@ describe('the spool across SIGKILL (child processes on the built package)', func
     children.push(client);
     await waitFor(() => client.accepted.size >= 1500, 'half the calls accepted', 30_000);
     await kill(client);
+    sink.retire('key-sync');
     sink.up = true;
     const last = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: 'last', MODE: 'idle', SYNC: 'always' });
     children.push(last);

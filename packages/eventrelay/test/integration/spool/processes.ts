@@ -84,16 +84,22 @@ export interface CountingSink {
   /** The write key of the request that brought each arrival (the test gives each process its own). */
   readonly senders: string[];
   count(id: string): number;
+  /**
+   * Refuses (503) from now on what comes with this write key: its process is gone, so a request
+   * still queued in this server was in flight at the kill (it may or may not count, as for a real
+   * server), and the process could not learn the answer anyway.
+   */
+  retire(key: string): void;
 }
 
 export async function countingSink(): Promise<CountingSink> {
-  const state = { up: false, arrivals: [] as string[], senders: [] as string[], counts: new Map<string, number>() };
+  const state = { up: false, arrivals: [] as string[], senders: [] as string[], counts: new Map<string, number>(), retired: new Set<string>() };
   const sink = await startSink((request, res) => {
-    if (!state.up) {
+    const basic = Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString();
+    if (!state.up || state.retired.has(basic.replace(/:$/, ''))) {
       res.writeHead(503).end();
       return;
     }
-    const basic = Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString();
     const { batch } = JSON.parse(request.body) as { batch: { messageId: string }[] };
     for (const { messageId } of batch) {
       state.arrivals.push(messageId);
@@ -113,6 +119,7 @@ export async function countingSink(): Promise<CountingSink> {
     arrivals: state.arrivals,
     senders: state.senders,
     count: (id) => state.counts.get(id) ?? 0,
+    retire: (key) => state.retired.add(key),
   };
 }
 

@@ -36,6 +36,7 @@ describe('processes sharing one spool dir (child processes on the built package)
     const owners = new Set(readdirSync(dir).map((name) => name.slice(0, 12)));
     expect(owners.size).to.equal(3);
     await kill(killed);
+    sink.retire('key-killed');
     expect(killed.accepted.size).to.equal(3000);
 
     sink.up = true;

@@ -123,6 +123,21 @@ describe('Analytics with a spool', () => {
     expect(readdirSync(dir)).to.deep.equal([]);
   });
 
+  it('removes the messages of a batch answered 2xx, those the answer lists in `rejected` too', async () => {
+    const dir = tempDir();
+    const body = JSON.stringify({ success: true, rejected: [{ index: 0, code: 'invalid', field: 'userId', message: 'no' }] });
+    const { analytics } = client(dir, new FakeTransport(() => ({ status: 200, body })));
+    const codes: (string | undefined)[] = [];
+    analytics.track({ userId: 'u', event: 'Refused' }, (error) => codes.push(error?.code));
+    analytics.track({ userId: 'u', event: 'Taken' }, (error) => codes.push(error?.code));
+    await nextTurn();
+    expect(spooled(dir)).to.have.length(2);
+    await analytics.flush();
+    await nextTurn();
+    expect(codes).to.deep.equal(['ERR_VALIDATION', undefined]);
+    expect(spooled(dir)).to.deep.equal([]);
+  });
+
   it('sends again, without calling back twice, what failed once the endpoint answers again', async () => {
     const dir = tempDir();
     let up = false;
