@@ -8,7 +8,7 @@ import createDebug from 'debug';
 import { systemClock } from 'eventrelay/internal';
 import type { Clock } from 'eventrelay/internal';
 import { ConfigError, EventRelayError } from 'eventrelay/internal';
-import { checkAudienceRequest, planAudienceNotices } from './routing/audiences';
+import { checkAudienceRequest, checkMembers, planAudienceNotices } from './routing/audiences';
 import type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
 import { parseConfig, parseSources } from './config';
 import type { ForwarderConfig, ResolvedConfig, SourceConfig, WebhooksDestinationConfig } from './config';
@@ -568,16 +568,23 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
    */
   async syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult> {
     const { source, trait, members } = checkAudienceRequest(request, this.table.routes);
+    await checkMembers(members);
     const now = this.clock.now();
     return this.withStore(async (store) => {
-      const planned: NewDelivery[] = [];
+      // Chunk by chunk (the store calls `plan` per chunk of 5,000 users and stores what it
+      // returns), never the whole audience at once: memory stays bounded and the event loop free.
+      // A chunk's notices are logged once it is stored, which the next call (or the end) tells.
+      let sent = 0;
+      let unlogged: readonly NewDelivery[] = [];
       const change = await store.syncAudience(source.name, trait, members, (c) => {
+        this.ops?.enqueued(unlogged);
+        if (unlogged.length > 0) this.scheduler?.wake();
         const notices = planAudienceNotices(source, trait, c, now);
-        planned.push(...notices);
+        sent += notices.length;
+        unlogged = notices;
         return notices;
       });
-      const sent = planned.length;
-      this.ops?.enqueued(planned);
+      this.ops?.enqueued(unlogged);
       this.scheduler?.wake();
       log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
       return {

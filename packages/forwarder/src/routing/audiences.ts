@@ -28,8 +28,11 @@ export interface AudienceSyncResult {
   readonly sent: number;
 }
 
-/** Checks a sync request and returns its trait name; ValidationError names the bad field. */
-export function checkAudienceRequest(request: AudienceSyncRequest, sources: readonly RouteSource[]): { source: RouteSource; trait: string; members: string[] } {
+/** Checks a sync request (not each member: see `checkMembers`); ValidationError names the bad field. */
+export function checkAudienceRequest(
+  request: AudienceSyncRequest,
+  sources: readonly RouteSource[],
+): { source: RouteSource; trait: string; members: readonly string[] } {
   const { source: name, audience, members } = request ?? ({} as AudienceSyncRequest);
   if (typeof name !== 'string' || name === '') throw new ValidationError('Expected `source` to be a source name', 'source');
   const source = sources.find((s) => s.name === name);
@@ -39,9 +42,25 @@ export function checkAudienceRequest(request: AudienceSyncRequest, sources: read
   if (typeof audience !== 'string') throw new ValidationError('Expected `audience` to be the audience name (a string)', 'audience');
   const trait = snakeCase(audience);
   if (!Array.isArray(members)) throw new ValidationError('Expected `members` to be a list of userIds (strings)', 'members');
-  const bad = members.findIndex((m) => typeof m !== 'string' || m === '');
-  if (bad >= 0) throw new ValidationError(`Expected \`members[${bad}]\` to be a userId (a non-empty string)`, `members[${bad}]`);
-  return { source, trait, members: [...new Set(members)] };
+  return { source, trait, members };
+}
+
+/** Members checked between two turns of the event loop. */
+const CHECK_CHUNK = 50_000;
+
+/**
+ * Checks every member is a userId (a non-empty string), letting the event loop run between
+ * chunks; repeats are fine (the store counts each user once).
+ */
+export async function checkMembers(members: readonly unknown[]): Promise<void> {
+  for (let start = 0; start < members.length; start += CHECK_CHUNK) {
+    const end = Math.min(members.length, start + CHECK_CHUNK);
+    for (let i = start; i < end; i++) {
+      const m = members[i];
+      if (typeof m !== 'string' || m === '') throw new ValidationError(`Expected \`members[${i}]\` to be a userId (a non-empty string)`, `members[${i}]`);
+    }
+    if (end < members.length) await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 /**

@@ -188,7 +188,7 @@ export class MemoryStore implements ForwarderStore {
   ): Promise<AudienceChange> {
     const key = `${source}\u0000${audience}`;
     return this.audienceTurns.run(key, async () => {
-      const change = audienceChange(this.audiences.get(key), members);
+      const change = await audienceChange(this.audiences.get(key), members);
       let current = this.audiences.get(key);
       if (current === undefined) this.audiences.set(key, (current = new Set()));
       for (const chunk of audienceChunks(change)) {

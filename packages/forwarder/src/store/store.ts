@@ -194,15 +194,32 @@ export interface ForwarderStore {
   close(): Promise<void>;
 }
 
-/** The membership change from `current` to `next`; the first sync adds everyone. */
-export function audienceChange(current: ReadonlySet<string> | undefined, next: readonly string[]): AudienceChange {
-  const wanted = new Set(next);
+/** Items a long loop of an audience sync handles between two turns of the event loop. */
+const LOOP_CHUNK = 20_000;
+
+/**
+ * The membership change from `current` to `next`; the first sync adds everyone. Asynchronous:
+ * it lets the event loop run every 20,000 members, so that a sync of 300,000 never blocks it.
+ */
+export async function audienceChange(current: ReadonlySet<string> | undefined, next: readonly string[]): Promise<AudienceChange> {
+  const wanted = new Set<string>();
+  for (let i = 0; i < next.length; i++) {
+    wanted.add(next[i]!);
+    if (i % LOOP_CHUNK === LOOP_CHUNK - 1) await yieldToEventLoop();
+  }
   if (current === undefined) return { firstSync: true, added: [...wanted], removed: [] };
-  return {
-    firstSync: false,
-    added: [...wanted].filter((id) => !current.has(id)),
-    removed: [...current].filter((id) => !wanted.has(id)),
-  };
+  const added: string[] = [];
+  const removed: string[] = [];
+  let i = 0;
+  for (const id of wanted) {
+    if (!current.has(id)) added.push(id);
+    if (++i % LOOP_CHUNK === 0) await yieldToEventLoop();
+  }
+  for (const id of current) {
+    if (!wanted.has(id)) removed.push(id);
+    if (++i % LOOP_CHUNK === 0) await yieldToEventLoop();
+  }
+  return { firstSync: false, added, removed };
 }
 
 /** Splits a change into chunks of at most `size` users (added first), each with the same `firstSync`. */

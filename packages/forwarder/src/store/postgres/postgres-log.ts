@@ -401,7 +401,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   }
 
   async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
-    await this.flush();
+    await this.drain();
     if (ids.length === 0) return [];
     // One statement: a line another instance replays at the same moment is locked by the first
     // update, and no longer matches for the second once it commits.
@@ -449,7 +449,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   }
 
   async list(query: MessageQuery): Promise<LoggedMessage[]> {
-    await this.flush();
+    await this.drain();
     const where: string[] = [];
     const params: unknown[] = [];
     const add = (column: string, op: string, value: unknown) => {
@@ -473,7 +473,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   }
 
   async get(id: number): Promise<DeliveryDetail | undefined> {
-    await this.flush();
+    await this.drain();
     const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = $1`, [id]);
     return rows[0] === undefined ? undefined : this.detail(rows[0]);
   }
@@ -487,7 +487,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   }
 
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
-    await this.flush();
+    await this.drain();
     const { rows } = await this.pool.query<LogRow>(
       `SELECT ${COLUMNS}, body FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
        ORDER BY id`,
@@ -498,7 +498,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
 
   /** One pruner at a time over all instances (an advisory lock); the others return 0 at once. */
   async prune(before: number, now: number): Promise<number> {
-    await this.flush();
+    await this.drain();
     const client = await this.pool.connect();
     try {
       const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.logPrune]);

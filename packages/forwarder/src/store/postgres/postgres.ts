@@ -415,7 +415,7 @@ export class PostgresStore implements ForwarderStore {
               after = page.rows[page.rows.length - 1]!.user_id;
             }
           }
-          const change = audienceChange(current, members);
+          const change = await audienceChange(current, members);
           const chunks = audienceChunks(change);
           if (chunks.length === 0) chunks.push({ firstSync: change.firstSync, added: [], removed: [] });
           // One transaction per chunk, each with its notices.

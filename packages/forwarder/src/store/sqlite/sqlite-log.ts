@@ -183,7 +183,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   }
 
   async list(query: MessageQuery): Promise<LoggedMessage[]> {
-    this.flush();
+    await this.drain();
     const where: string[] = [];
     const params: unknown[] = [];
     const add = (clause: string, value: unknown) => {
@@ -204,7 +204,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   }
 
   async get(id: number): Promise<DeliveryDetail | undefined> {
-    this.flush();
+    await this.drain();
     const row = this.statements.get.get(id) as LogRow | undefined;
     if (row === undefined) return undefined;
     return this.detail(row);
@@ -216,12 +216,12 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   }
 
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
-    this.flush();
+    await this.drain();
     return (this.statements.failed.all(source, since, until) as LogRow[]).map((row) => this.detail(row));
   }
 
   async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
-    this.flush();
+    await this.drain();
     return this.db.transaction(() => {
       const changed: ReplayedLine[] = [];
       for (const id of ids) {
@@ -248,7 +248,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   }
 
   async prune(before: number, now: number): Promise<number> {
-    this.flush();
+    await this.drain();
     let removed = 0;
     const s = this.statements;
     // A call and its attempts go together, a chunk at a time, letting requests in between.

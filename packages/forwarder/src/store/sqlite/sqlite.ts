@@ -314,7 +314,7 @@ export class SqliteStore implements ForwarderStore {
           await yieldToEventLoop();
         }
       }
-      const change = audienceChange(current, members);
+      const change = await audienceChange(current, members);
       // One transaction per chunk, each with its notices; the first one marks the audience synced.
       const write = this.db.transaction((chunk: AudienceChange) => {
         for (const id of chunk.added) s.memberAdd.run(source, audience, id);

@@ -1,7 +1,8 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { planDeletion } from '../../../src/routing/deletion';
-import { checkAudienceRequest, planAudienceNotices } from '../../../src/routing/audiences';
+import { checkAudienceRequest, checkMembers, planAudienceNotices } from '../../../src/routing/audiences';
+import { audienceChange } from '../../../src/store/store';
 import { ValidationError } from '../../../../eventrelay/src/errors';
 
 const NOW = Date.parse('2026-05-01T10:00:00.000Z');
@@ -38,10 +39,10 @@ describe('planDeletion', () => {
 });
 
 describe('audience sync planning', () => {
-  it('derives the trait from the audience name and dedupes members', () => {
+  it('derives the trait from the audience name; repeated members count once (the store dedupes them)', async () => {
     const checked = checkAudienceRequest({ source: 'web', audience: 'High Value Users', members: ['a', 'b', 'a'] }, sources);
     expect(checked.trait).to.equal('high_value_users');
-    expect(checked.members).to.deep.equal(['a', 'b']);
+    expect((await audienceChange(undefined, checked.members)).added).to.deep.equal(['a', 'b']);
   });
 
   it('names the bad field of a request', () => {
@@ -57,7 +58,16 @@ describe('audience sync planning', () => {
     expect(field({ source: 'nope', audience: 'x', members: [] })).to.equal('source');
     expect(field({ source: 'web', audience: '!!', members: [] })).to.equal('audience');
     expect(field({ source: 'web', audience: 'x', members: 'a' })).to.equal('members');
-    expect(field({ source: 'web', audience: 'x', members: ['a', 3] })).to.equal('members[1]');
+  });
+
+  it('names the first member that is not a userId, in a list of any length', async () => {
+    const members: unknown[] = Array.from({ length: 120_000 }, (_, i) => `u${i}`);
+    members[110_000] = 3;
+    members[115_000] = '';
+    let error: unknown;
+    await checkMembers(members).catch((e: unknown) => (error = e));
+    expect(error).to.be.instanceOf(ValidationError).with.property('field', 'members[110000]');
+    await checkMembers(['a', 'b']);
   });
 
   it('plans an identify with the trait true per added member and false per removed one', () => {
