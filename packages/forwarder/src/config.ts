@@ -5,6 +5,8 @@ import { ConfigError } from 'eventrelay/internal';
 import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from './delivery/options';
 import type { SigningScheme } from './delivery/options';
 import { standardSigningKey } from './delivery/signing';
+import { rateLimitOption } from './delivery/rate-limit';
+import type { RateLimit } from './delivery/rate-limit';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
 import { describeType, describeValue, isPlainObject } from 'eventrelay/internal';
 
@@ -19,6 +21,8 @@ export interface WebhookEntryConfig {
   readonly url: SecretValue;
   /** Static headers added to every request sent to this URL; values may be SecretValues. */
   readonly headers?: Readonly<Record<string, SecretValue>>;
+  /** At most `perSecond` requests a second to this URL, over all instances. Default: no limit. */
+  readonly rateLimit?: RateLimit;
 }
 
 export interface WebhooksDestinationConfig {
@@ -128,6 +132,8 @@ export interface ForwarderConfig {
 export interface ResolvedWebhookEntry {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** Present only when the entry sets one. */
+  readonly rateLimit?: RateLimit;
 }
 
 export interface ResolvedWebhooks {
@@ -249,14 +255,15 @@ function secret(value: unknown, field: string, env: Env | null, blank = true): s
 
 /** Resolves the secrets of one webhook entry, then checks it with the destination's own rules. */
 function webhookEntry(value: unknown, index: number, field: string, env: Env | null): ResolvedWebhookEntry {
-  const entry = expectObject(value, field, ['url', 'headers']);
+  const entry = expectObject(value, field, ['url', 'headers', 'rateLimit']);
   const url = secret(entry.url, join(field, 'url'), env);
   const headersField = join(field, 'headers');
   const rawHeaders = entry.headers === undefined ? {} : objectOption(headersField, entry.headers, 'an object of header names to values');
   // Secrets are read first, so that the checks see the values the destination will send.
   const headers = Object.fromEntries(Object.entries(rawHeaders).map(([name, raw]) => [name, secret(raw, `${headersField}[${JSON.stringify(name)}]`, env)]));
+  const rateLimit = entry.rateLimit === undefined ? undefined : rateLimitOption(join(field, 'rateLimit'), entry.rateLimit);
   resolveWebhook({ url, headers }, index, field);
-  return { url, headers };
+  return rateLimit === undefined ? { url, headers } : { url, headers, rateLimit };
 }
 
 /** `storage.url`: required for postgres, refused for the others; never echoed (it may hold a password). */

@@ -16,6 +16,8 @@ import { planDeletion } from './routing/deletion';
 import type { DeletionRequest } from './routing/deletion';
 import { WebhookDestination } from './delivery/destination';
 import type { DestinationInternals } from './delivery/destination';
+import { MemoryRateBudget } from './delivery/rate-limit';
+import type { RateBudget } from './delivery/rate-limit';
 import { openConfiguredStore } from './store/open';
 import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
@@ -163,6 +165,11 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   /** The delivery log, live stream, health and timeline: made when the store opens. */
   private ops: Operations | undefined;
   private readonly metrics: ForwarderMetrics | undefined;
+  /**
+   * The send slots of rate-limited URLs: the store's when it is shared (PostgreSQL), else this
+   * process's. Looked up per claim: destinations made before the store opened use it too.
+   */
+  private readonly rateBudget: RateBudget;
 
   constructor(config: ResolvedConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}) {
     super();
@@ -170,6 +177,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     this.options = options;
     this.clock = internals.clock ?? systemClock;
     this.internals = internals;
+    const localBudget = new MemoryRateBudget(this.clock);
+    this.rateBudget = { claim: (...args) => (this.store?.rateBudget ?? localBudget).claim(...args) };
     this.table = new SourceTable(
       (name, settings) => this.makeDestination(name, settings),
       (name, error) => {
@@ -269,7 +278,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           maxRetryDelay: delivery.maxRetryDelay,
           concurrency: this.config.sourceConcurrencyAuto === true ? delivery.concurrency : delivery.sourceConcurrency,
         },
-        { clock: this.clock, ...this.internals.destination },
+        { clock: this.clock, rateBudget: this.rateBudget, rateScope: name, onRateSlots: () => this.scheduler?.wake(), ...this.internals.destination },
       );
     } catch (error) {
       const index = this.seeding ? this.config.sources.findIndex((s) => s.name === name) : -1;
@@ -356,7 +365,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         },
         (report) => {
           this.ops?.attempt(report);
-          this.emit('attempt', report);
+          // Nothing sent (waiting for a rate limit's slot, closing): not an attempt.
+          if (report.result.outcomes.length > 0) this.emit('attempt', report);
         },
       );
       this.ops?.start();

@@ -15,6 +15,8 @@ import type { KeyObject } from 'node:crypto';
 import { serializeWebhookMessage } from 'eventrelay/internal';
 import type { WebhookMessage } from 'eventrelay/internal';
 import { describeType } from 'eventrelay/internal';
+import { MemoryRateBudget, RateGate } from './rate-limit';
+import type { RateBudget, Room } from './rate-limit';
 
 export type { SigningScheme, WebhookEntry, WebhookDestinationOptions } from './options';
 
@@ -26,6 +28,15 @@ export interface DestinationInternals {
   readonly clock?: Clock;
   /** Random source in [0, 1) for retry jitter. Default `Math.random`. */
   readonly random?: () => number;
+  /**
+   * Where the send slots of rate-limited URLs come from. Default: this destination's own, in
+   * memory. The forwarder passes one shared by its destinations (and, on PostgreSQL, by its instances).
+   */
+  readonly rateBudget?: RateBudget;
+  /** Prefix of the rate budget's keys (the forwarder's source name), so that equal URLs of two sources count apart. */
+  readonly rateScope?: string;
+  /** Called when rate-limit slots arrived, so that a scheduler may start attempts for them. */
+  readonly onRateSlots?: () => void;
 }
 
 /** What one URL did in one attempt. */
@@ -61,6 +72,8 @@ export interface AttemptState {
    * Default: derived from the body's SHA-256, which is stable across attempts too.
    */
   readonly id?: string;
+  /** Positions in `webhooks` not to send to in this attempt (URLs disabled by the forwarder). */
+  readonly skip?: readonly number[];
 }
 
 /** A body ready to go: its bytes and, per URL, the full header set (X-Signature included). */
@@ -93,6 +106,8 @@ export class WebhookDestination {
   /** Standard Webhooks keys, current first; empty when it does not sign that way. */
   readonly #standardKeys: readonly KeyObject[];
   readonly #sleepers = new Set<Sleeper>();
+  /** Rate limits of the URLs that have one; undefined when none has. */
+  readonly #gate: RateGate | undefined;
   #closing: Promise<void> | undefined;
 
   /** Throws `ConfigError` for a bad configuration (see docs/running-the-forwarder.md for the rules). */
@@ -107,6 +122,11 @@ export class WebhookDestination {
     this.#key = signing === 'standard-webhooks' || secrets.length === 0 ? undefined : signingKey(secrets[0]!);
     this.#standardKeys =
       signing === 'x-signature' ? [] : secrets.map((secret, i) => standardSigningKey(secret, secrets.length === 1 ? 'sharedSecret' : `sharedSecret[${i}]`));
+    const limits = this.#options.webhooks.flatMap((w) => (w.perSecond === undefined ? [] : [{ index: w.index, url: w.url.href, perSecond: w.perSecond }]));
+    if (limits.length > 0) {
+      const budget = internals.rateBudget ?? new MemoryRateBudget(this.#clock);
+      this.#gate = new RateGate(limits, () => budget, this.#clock, internals.rateScope ?? '', internals.onRateSlots);
+    }
   }
 
   /** Serializes a message once; the same string is signed and sent on every URL and attempt. Same as `serializeWebhookMessage`. */
@@ -127,7 +147,7 @@ export class WebhookDestination {
       return { status: 'failed', attempt: state.attempt, reason: `Expected the body to be a JSON string, got ${describeType(body)}`, outcomes: [] };
     }
     try {
-      return await this.#attempt(this.#prepare(body, state.id), state);
+      return await this.#attemptInTurn(this.#prepare(body, state.id), state);
     } catch (error) {
       // Not expected (each URL's failure is caught where it happens); keep the promise of never rejecting.
       return { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
@@ -155,17 +175,43 @@ export class WebhookDestination {
     } catch (error) {
       return { status: 'failed', attempt: 0, reason: (error as Error).message, outcomes: [] };
     }
-    const firstAttemptAt = this.#clock.now();
-    for (let attempt = 1; ; attempt++) {
+    // The retry window counts from the first request sent, not from a wait for the rate limit.
+    let firstAttemptAt: number | undefined;
+    for (let attempt = 1; ;) {
       let result: AttemptResult;
       try {
-        result = await this.#attempt(prepared, { attempt, firstAttemptAt });
+        result = await this.#attemptInTurn(prepared, { attempt, firstAttemptAt: firstAttemptAt ?? this.#clock.now() });
       } catch (error) {
         return { status: 'failed', attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
       }
       if (result.status !== 'retry') return result;
-      if (!(await this.#sleepUntil(result.nextAttemptAt))) return closedResult(attempt, result.outcomes);
+      const sent = result.outcomes.length > 0;
+      if (sent) firstAttemptAt ??= this.#clock.now();
+      if (!(await this.#sleepUntil(result.nextAttemptAt))) return closedResult(sent ? attempt : attempt - 1, result.outcomes);
+      if (sent) attempt++;
     }
+  }
+
+  /**
+   * For a durable queue's scheduler: how many attempts may start now under the URLs' rate limits
+   * (`wanted` when none applies), and, when none may, when to look again.
+   */
+  room(now: number, wanted: number, skip?: readonly number[]): Room {
+    return this.#gate?.room(now, wanted, skip) ?? { count: wanted };
+  }
+
+  /**
+   * One attempt once every rate-limited URL has a send slot for it. Waiting for a slot is not an
+   * attempt: when the budget has none soon, or the destination closes meanwhile, nothing is sent
+   * and the answer is `retry` without outcomes, due when slots may be had.
+   */
+  async #attemptInTurn(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
+    const gate = this.#gate;
+    if (gate === undefined) return this.#attempt(prepared, state);
+    const slot = gate.tryTake(this.#clock.now(), state.skip) ?? (await gate.take(state.skip));
+    if ('blockedUntil' in slot) return waiting(state.attempt, slot.blockedUntil);
+    if (slot.at > this.#clock.now() && !(await this.#sleepUntil(slot.at))) return waiting(state.attempt, this.#clock.now());
+    return this.#attempt(prepared, state, slot.deadline);
   }
 
   /**
@@ -224,9 +270,13 @@ export class WebhookDestination {
     });
   }
 
-  #attempt(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
-    const { webhooks } = this.#options;
+  /** Sends to every URL not in `state.skip`; `deadline`: the latest start the rate limits allow. */
+  #attempt(prepared: PreparedBody, state: AttemptState, deadline = Infinity): Promise<AttemptResult> {
+    const skip = state.skip;
+    const webhooks = skip === undefined || skip.length === 0 ? this.#options.webhooks : this.#options.webhooks.filter((w) => !skip.includes(w.index));
     return this.#queue.add(async () => {
+      // Every URL skipped, or the slots went stale while queued: nothing sent, due again now.
+      if (webhooks.length === 0 || this.#clock.now() > deadline) return waiting(state.attempt, this.#clock.now());
       // Signed when the attempt starts (not when queued), so the timestamp is the send time.
       const headers = this.#attemptHeaders(prepared);
       const outcomes =
@@ -347,6 +397,11 @@ function messageIdOf(message: WebhookMessage | string): string | undefined {
   }
   const id = typeof value === 'object' && value !== null ? (value as { messageId?: unknown }).messageId : undefined;
   return typeof id === 'string' ? id : undefined;
+}
+
+/** Nothing was sent: not an attempt; due again at `at` (whole ms: slot times may have fractions). */
+function waiting(attempt: number, at: number): AttemptResult {
+  return { status: 'retry', attempt, nextAttemptAt: Math.ceil(at), outcomes: [] };
 }
 
 function closedResult(attempt: number, outcomes: readonly UrlOutcome[]): DeliveryResult {

@@ -4,6 +4,8 @@ import { durationOption, enumOption, integerOption, objectOption, secretOption, 
 import { describeType, describeValue } from 'eventrelay/internal';
 import { redactUrl } from 'eventrelay/internal';
 import type { Transport } from 'eventrelay/internal';
+import { rateLimitOption } from './rate-limit';
+import type { RateLimit } from './rate-limit';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {
@@ -11,6 +13,11 @@ export interface WebhookEntry {
   readonly url: string;
   /** Static headers added to every request to this URL (not Content-Type, User-Agent, X-Signature, Host or framing headers). */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Requests a second to this URL at most (`perSecond` > 0); a message waits for its turn, which
+   * is not an attempt. Default: no limit.
+   */
+  readonly rateLimit?: RateLimit;
 }
 
 export interface WebhookDestinationOptions {
@@ -73,6 +80,8 @@ export interface ResolvedWebhook {
   readonly display: string;
   /** Content-Type, User-Agent and the static headers; per body the sender adds length and signature. */
   readonly headers: Readonly<Record<string, string>>;
+  /** Requests a second, when the entry has a `rateLimit`. */
+  readonly perSecond: number | undefined;
 }
 
 export interface ResolvedDestinationOptions {
@@ -140,12 +149,13 @@ function resolveSecrets(secret: unknown): string[] {
 
 /** One `webhooks` entry: its URL (http or https, with a host) and static headers. */
 export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`): ResolvedWebhook {
-  const { url: raw, headers } = objectOption(field, entry, 'an object { url, headers }');
+  const { url: raw, headers, rateLimit } = objectOption(field, entry, 'an object { url, headers }');
   const url = urlOption(`${field}.url`, raw);
   return {
     index,
     url,
     display: redactUrl(url),
     headers: { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...staticHeaders(`${field}.headers`, headers) },
+    perSecond: rateLimit === undefined ? undefined : rateLimitOption(`${field}.rateLimit`, rateLimit).perSecond,
   };
 }

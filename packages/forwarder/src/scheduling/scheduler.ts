@@ -9,6 +9,11 @@ const log = createDebug('analytics:forwarder');
 /** What the scheduler needs of a destination: one attempt, no timers (WebhookDestination#attempt). */
 export interface DeliveryTarget {
   attempt(body: string, state: AttemptState): Promise<AttemptResult>;
+  /**
+   * Rate limits (WebhookDestination#room): how many of `wanted` attempts may start now, and when
+   * none may, when to look again. Absent: no limit.
+   */
+  room?(now: number, wanted: number): { readonly count: number; readonly readyAt?: number };
 }
 
 /**
@@ -104,6 +109,8 @@ export class Scheduler {
   private readonly claimedAt = new Map<string, number>();
   /** Per source, the store's last answer to `nextDueAfter` (`at`) and when it was asked (`fetchedAt`). */
   private readonly nextDue = new Map<string, { at: number | undefined; fetchedAt: number }>();
+  /** Per source held back by its rate limits: when they allow attempts again. */
+  private readonly rateReady = new Map<string, number>();
   private readonly idleWait: number;
   private readonly lease: LeaseRequest;
   private timer: TimerHandle | undefined;
@@ -195,8 +202,18 @@ export class Scheduler {
           const room = this.room(source, free);
           if (room <= 0) continue;
           // A fair share per round when several sources wait; the next round hands out the rest.
-          const share = Math.max(1, Math.min(room, Math.ceil(free / (sources.length - k))));
+          let share = Math.max(1, Math.min(room, Math.ceil(free / (sources.length - k))));
           const now = this.clock.now();
+          // Rate limits: no more claims than attempts may start; the rest stays due in the store.
+          const allowed = this.targets.get(source)?.room?.(now, share);
+          if (allowed !== undefined && allowed.count < share) {
+            if (allowed.count <= 0) {
+              // A time already past would spin the loop: the target wakes it itself then (WebhookDestination's onRateSlots).
+              if (allowed.readyAt !== undefined && allowed.readyAt > now) this.rateReady.set(source, allowed.readyAt);
+              continue;
+            }
+            share = allowed.count;
+          }
           this.claimedAt.set(source, now);
           const due = await this.store.claim(source, now, share, this.lease);
           for (const delivery of due) {
@@ -245,6 +262,11 @@ export class Scheduler {
         if (known.at !== undefined && known.at > claimed) wait = Math.min(wait, Math.max(0, known.at - now));
         if (busy) wait = Math.min(wait, known.fetchedAt + NEXT_DUE_MAX_AGE - now);
       }
+    }
+    // Due deliveries a rate limit held back: look again when it allows.
+    for (const [source, at] of this.rateReady) {
+      this.rateReady.delete(source);
+      if (this.sources.includes(source)) wait = Math.min(wait, Math.max(0, at - now));
     }
     this.arm(Math.max(0, wait));
   }

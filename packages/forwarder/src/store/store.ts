@@ -1,4 +1,5 @@
 import type { SetupStore } from '../setup/model';
+import type { RateBudget } from '../delivery/rate-limit';
 
 /**
  * The forwarder's queue, behind one interface so the embedded SQLite store (one machine) can be
@@ -155,6 +156,11 @@ export interface ForwarderStore {
    * start, plus what the admin API adds until a restart.
    */
   readonly setup?: SetupStore;
+  /**
+   * The send slots of rate-limited URLs, when other processes share the store (PostgreSQL).
+   * Absent: the forwarder keeps them in memory, which is exact for one process.
+   */
+  readonly rateBudget?: RateBudget;
   /**
    * Stores accepted messages and their deliveries in one transaction; resolves only when they
    * are durable, so the ingestion API may answer 2xx.

@@ -154,6 +154,21 @@ CREATE TABLE setup_revision (id integer PRIMARY KEY CHECK (id = 1), revision big
 INSERT INTO setup_revision (id, revision) VALUES (1, 0);
 `,
   },
+  {
+    version: 5,
+    name: 'rate limits: the send slots of each limited URL, shared by the instances',
+    // key: a digest of the source and URL (never the URL); tat: the next free slot (GCRA), in
+    // epoch ms on the database's clock; asked_at, first_slot, granted: the last claim's answer.
+    up: `
+CREATE TABLE IF NOT EXISTS rate_budgets (
+  key text PRIMARY KEY,
+  tat float8 NOT NULL,
+  asked_at float8 NOT NULL,
+  first_slot float8 NOT NULL,
+  granted integer NOT NULL
+);
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -7,6 +7,7 @@ import createDebug from 'debug';
 import { ConfigError, StoreError } from 'eventrelay/internal';
 import { LOCK_CLASS, LOCKS, migratePostgres } from './postgres-schema';
 import { PostgresSetup } from './postgres-setup';
+import { PostgresRateBudget } from './postgres-rate';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../store';
 import type {
   AcceptedMessage,
@@ -120,10 +121,13 @@ export class PostgresStore implements ForwarderStore {
   private closing: Promise<void> | undefined;
   /** The sources and their settings (runtime setup), shared by every instance on the database. */
   readonly setup: PostgresSetup;
+  /** The rate limits' send slots, shared by every instance on the database. */
+  readonly rateBudget: PostgresRateBudget;
 
   private constructor(pool: Pool, fast: Pool, listener: () => Client, url: string) {
     this.pool = pool;
     this.fast = fast;
+    this.rateBudget = new PostgresRateBudget(fast);
     this.setup = new PostgresSetup(pool, listener, () => this.assertOpen(), (text) => hideSecret(text, url));
   }
 
