@@ -133,9 +133,12 @@ async function main(argv: readonly string[]): Promise<void> {
       `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
     );
   } catch (error) {
-    if (error instanceof ConfigError) fail(`config error${error.field === undefined ? '' : ` at ${error.field}`}: ${error.message}`);
-    if (error instanceof EventRelayError) fail(error.message);
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') fail(`the port is in use: ${(error as Error).message}`);
+    if (error instanceof ConfigError) fail(`config error ${where(error.field)}: ${error.message}`);
+    // A store error names its field too (storage.url, storage.dataDir).
+    const field = (error as { field?: unknown }).field;
+    if (error instanceof EventRelayError) fail(typeof field === 'string' ? `error ${where(field)}: ${error.message}` : error.message);
+    const socket = listenError(error as NodeJS.ErrnoException, values.port ?? undefined);
+    if (socket !== undefined) fail(socket);
     throw error;
   }
 
@@ -171,6 +174,33 @@ async function main(argv: readonly string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+}
+
+/** Where a config problem is: its field, or the whole file (field ''). */
+function where(field: string | undefined): string {
+  return field === undefined || field === '' ? 'in the file (top level)' : `at ${field}`;
+}
+
+/**
+ * A socket error of `listen` in the config's terms: the field to change (`port` or `host`), so
+ * that every refused config names one. Undefined for another error.
+ */
+function listenError(error: NodeJS.ErrnoException, portFlag: string | undefined): string | undefined {
+  const port = portFlag === undefined ? 'port' : 'port (--port)';
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return `config error at ${port}: the port is in use by another process; choose another (0 picks a free one)`;
+    case 'EACCES':
+      return `config error at ${port}: this user may not listen on it (ports below 1024 need privileges); choose one from 1024`;
+    case 'EADDRNOTAVAIL':
+      return 'config error at host: it is not an address of this machine; use 127.0.0.1, 0.0.0.0 (every interface) or one of its addresses';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return 'config error at host: the host name does not resolve to an address of this machine';
+    default:
+      return undefined;
+  }
 }
 
 /** `eventrelay apply`: prints the difference, then what was done. */

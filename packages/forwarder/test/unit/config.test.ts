@@ -223,3 +223,91 @@ describe('packages/forwarder/examples/eventrelay.config.json', () => {
     expect(config.sources[0]!.webhooks!.webhooks[1]!.headers).to.deep.equal({ Authorization: 'Bearer b' });
   });
 });
+
+describe('parseConfig with hostile input: every refusal names its field', () => {
+  const HOSTILE: unknown[] = [
+    null, 0, -1, 1.5, 1e300, '', ' ', 'x', 'x'.repeat(10_000), '\u0000', true, false, [], [1], [null], [{}], {}, { env: 'UNSET_VARIABLE' }, { env: 1 },
+    { a: 1 }, 'ftp://x', 'http://', 'postgres://x', '/v1', 'memory', 'postgres', 'standard-webhooks', 'whsec_!!', { Host: 'x' }, { 'bad name': 'x' },
+    { 'X-A': 'a', 'x-a': 'b' }, { 'X-A': 1 }, ['s', ''], [''],
+  ];
+  function full(): any {
+    return {
+      host: '127.0.0.1',
+      port: 1,
+      adminToken: 't',
+      debugger: true,
+      metrics: { path: '/m' },
+      storage: { type: 'sqlite', dataDir: 'd', synchronous: 'full', retention: 100_000, keepDelivered: 0, deliveryLog: true, lease: 10_000 },
+      delivery: { concurrency: 2, sourceConcurrency: 1, timeout: 10, retryWindow: 10, minRetryDelay: 1, maxRetryDelay: 10 },
+      sources: [
+        {
+          name: 'web',
+          writeKey: 'k',
+          destinations: { Webhooks: { enabled: true, sharedSecret: 's', signing: 'x-signature', webhooks: [{ url: 'https://a.test/x', headers: { 'X-A': 'b' } }] } },
+        },
+      ],
+    };
+  }
+  /** Every path in the config, as keys from the top. */
+  function paths(value: unknown, at: (string | number)[] = []): (string | number)[][] {
+    const out = [at];
+    if (typeof value === 'object' && value !== null) {
+      for (const [k, v] of Object.entries(value)) out.push(...paths(v, [...at, Array.isArray(value) ? Number(k) : k]));
+    }
+    return out;
+  }
+
+  it('puts each hostile value at each path and gets a ConfigError with a field every time (the top level is "")', () => {
+    let refusals = 0;
+    const check = (config: unknown) => {
+      try {
+        parseConfig(config, {});
+      } catch (error) {
+        expect(error).to.be.instanceOf(ConfigError);
+        expect((error as ConfigError).field, (error as Error).message).to.be.a('string');
+        refusals++;
+      }
+    };
+    for (const path of paths(full())) {
+      for (const value of HOSTILE) {
+        if (path.length === 0) {
+          check(value);
+          continue;
+        }
+        const config = full();
+        let parent = config;
+        for (const key of path.slice(0, -1)) parent = parent[key];
+        parent[path.at(-1)!] = value;
+        check(config);
+      }
+      const config = full();
+      let target = config;
+      for (const key of path) target = target[key];
+      if (typeof target === 'object' && target !== null && !Array.isArray(target)) {
+        target.unknownField = 1;
+        check(config);
+      }
+    }
+    expect(refusals).to.be.above(500);
+  });
+
+  it('refuses a write key or an admin token of spaces only, from the file or the environment', () => {
+    const spaces = { sources: [{ name: 'web', writeKey: '   ' }] };
+    expect(refused(spaces).field).to.equal('sources[0].writeKey');
+    expect(refused(spaces).message).to.match(/spaces only/);
+    expect(refused({ sources: [{ name: 'web', writeKey: { env: 'K' } }] }, { K: ' \t ' }).field).to.equal('sources[0].writeKey');
+    expect(refused({ adminToken: '  ' }).field).to.equal('adminToken');
+  });
+
+  it('refuses a source name of more than 100 characters or with control characters', () => {
+    expect(refused({ sources: [{ name: 'n'.repeat(101), writeKey: 'k' }] }).field).to.equal('sources[0].name');
+    expect(refused({ sources: [{ name: 'a\u0007b', writeKey: 'k' }] }).field).to.equal('sources[0].name');
+    expect(parseConfig({ sources: [{ name: '<script>alert(1)</script> ünïcode', writeKey: 'k' }] }, {}).sources[0]!.name).to.contain('<script>');
+  });
+
+  it('refuses a host that is neither an address nor a host name', () => {
+    expect(refused({ host: 'not a host!' }).field).to.equal('host');
+    expect(parseConfig({ host: '::' }, {}).host).to.equal('::');
+    expect(parseConfig({ host: 'localhost' }, {}).host).to.equal('localhost');
+  });
+});

@@ -89,11 +89,21 @@ export class SqliteStore implements ForwarderStore {
 
   constructor(options: SqliteStoreOptions) {
     const Database = loadDriver();
-    mkdirSync(options.dataDir, { recursive: true });
     const file = join(options.dataDir, 'eventrelay.db');
-    // No other connection shares the file (exclusive mode), so a lock means another forwarder:
-    // fail fast instead of waiting for the driver's default 5 s.
-    this.db = new Database(file, { timeout: 250 });
+    try {
+      mkdirSync(options.dataDir, { recursive: true });
+      // No other connection shares the file (exclusive mode), so a lock means another forwarder:
+      // fail fast instead of waiting for the driver's default 5 s.
+      this.db = new Database(file, { timeout: 250 });
+    } catch (error) {
+      // A file where the directory should be, no permission, a read-only disk: the config's field.
+      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      throw new StoreError(
+        `Cannot open the data directory ${options.dataDir} (${code}): it must be a directory this user can write, or one it can create`,
+        'ERR_STORE_UNAVAILABLE',
+        { cause: error, field: 'storage.dataDir' },
+      );
+    }
     try {
       this.db.pragma('locking_mode = EXCLUSIVE');
       this.db.pragma('journal_mode = WAL');
