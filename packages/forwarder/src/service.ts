@@ -428,7 +428,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   /** The delivery log beside the store: in its database for SQLite and PostgreSQL, else in memory. */
   private openLog(store: ForwarderStore): DeliveryLog {
     const options = { keepDelivered: this.config.storage.keepDelivered };
-    if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options);
+    if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options, () => store.scrubSoon());
     // Its tables come with the store's schema, migrated when the store opened.
     if (store instanceof PostgresStore) return new PostgresDeliveryLog(store.logConnections, options);
     return new MemoryDeliveryLog(options);

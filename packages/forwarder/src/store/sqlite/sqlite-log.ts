@@ -71,9 +71,14 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   /** Log ids of calls that may still get attempts, by source and messageId: saves a lookup per attempt. */
   private readonly live = new Map<string, { id: number; series: number }>();
 
+  /** True when the flush being applied erased a delivered body. */
+  private erased = false;
+
   constructor(
     private readonly db: BetterSqlite3.Database,
     private readonly options: DeliveryLogOptions,
+    /** Called after a commit that erased delivered bodies (the store then scrubs its WAL). */
+    private readonly afterErase: () => void = () => {},
   ) {
     super();
     db.exec(SCHEMA);
@@ -128,7 +133,9 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     const previous = this.db.pragma('synchronous', { simple: true }) as number;
     try {
       if (previous !== 1) this.db.pragma('synchronous = NORMAL');
+      this.erased = false;
       this.apply(ops);
+      if (this.erased) this.afterErase();
     } catch (error) {
       this.live.clear();
       log('delivery log: could not write %d entries: %s', ops.length, (error as Error).message);
@@ -158,6 +165,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
         applyAttempt(next, record);
         const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
         if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, found.id).changes === 0) return;
+        if (erase === 1) this.erased = true;
         if (FINAL_STATES.has(next.state)) this.live.delete(key);
         return;
       }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
+import createDebug from 'debug';
 import { ConfigError, StoreError } from 'eventrelay/internal';
 import { migrateSqlite } from './sqlite-schema';
 import { SqliteSetup } from './sqlite-setup';
@@ -34,12 +35,20 @@ export interface SqliteStoreOptions {
   readonly synchronous?: 'full' | 'normal';
 }
 
+const log = createDebug('analytics:forwarder');
+
 const PENDING = 0;
 const DELIVERED = 1;
 const FAILED = 2;
 
 /** Rows removed per statement when pruning, so a large prune never blocks the event loop for long. */
 const PRUNE_CHUNK = 2000;
+
+/**
+ * Longest time a delivered body stays readable in the WAL after it was erased, in ms: the WAL is
+ * checkpointed and truncated this long after the first erasure (so at most once a second under load).
+ */
+const SCRUB_DELAY = 1000;
 
 type DeliveryRow = ClaimedRow & { lease: number; next_attempt_at: number };
 
@@ -68,8 +77,9 @@ function loadDriver(): DatabaseConstructor {
  * Being the only user, it releases on open the leases a killed predecessor held.
  *
  * Delivered bodies do not stay readable on disk: `secure_delete` zeroes the space they leave in
- * the database file, and the WAL (which still holds the frames that wrote them) is checkpointed
- * and truncated at every prune and at close.
+ * the database file, and the WAL (which still holds the frames that wrote them, and copies them
+ * into the database file at its automatic checkpoints) is checkpointed and truncated within a
+ * second after bodies were erased (`scrubSoon`), at every prune and at close.
  */
 export class SqliteStore implements ForwarderStore {
   private readonly db: BetterSqlite3.Database;
@@ -84,6 +94,7 @@ export class SqliteStore implements ForwarderStore {
   private readonly claimTx: (source: string, now: number, limit: number, lease: LeaseRequest) => DeliveryRow[];
   private readonly audienceTurns = new KeyedTurns();
   private closed = false;
+  private scrubTimer: NodeJS.Timeout | undefined;
   /** The sources and their settings (runtime setup), in this database. */
   readonly setup: SqliteSetup;
 
@@ -229,7 +240,10 @@ export class SqliteStore implements ForwarderStore {
         }
         if (changes === 0) stale.push(o.id);
       }
-      if (delivered > 0) s.addCounter.run(delivered, 'delivered');
+      if (delivered > 0) {
+        s.addCounter.run(delivered, 'delivered');
+        this.scrubSoon();
+      }
       if (failed > 0) s.addCounter.run(failed, 'failed');
       return { recorded: delivered + failed + retried, stale };
     });
@@ -378,6 +392,25 @@ export class SqliteStore implements ForwarderStore {
   }
 
   /**
+   * Checkpoints and truncates the WAL within SCRUB_DELAY, once: called when delivered bodies were
+   * erased (here, or in the delivery log's tables), so that the frames holding them go.
+   */
+  scrubSoon(): void {
+    if (this.closed || this.scrubTimer !== undefined) return;
+    this.scrubTimer = setTimeout(() => {
+      this.scrubTimer = undefined;
+      if (this.closed) return;
+      try {
+        this.checkpoint();
+      } catch (error) {
+        // Busy or failing now: the next erasure, prune or close tries again.
+        log('WAL checkpoint failed: %s', (error as Error).message);
+      }
+    }, SCRUB_DELAY);
+    this.scrubTimer.unref();
+  }
+
+  /**
    * Copies the WAL into the database file and truncates it: the WAL keeps every page version
    * written since the last checkpoint, bodies of delivered messages included.
    */
@@ -388,6 +421,7 @@ export class SqliteStore implements ForwarderStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    clearTimeout(this.scrubTimer);
     if (this.acceptQueue.length > 0) this.commitAccepts();
     try {
       this.checkpoint();
