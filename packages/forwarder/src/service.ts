@@ -203,6 +203,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       destination: (name) => this.table.destination(name),
       checkSettings: (settings) => void this.makeDestination('', settings).close(),
       now: () => this.clock.now(),
+      deleted: async (name, at, reason) => this.ops?.abandoned(name, at, reason),
     });
 
     this.metrics =

@@ -186,11 +186,21 @@ export class Operations {
     );
   }
 
+  /**
+   * A deleted source: its open log lines are finished as failed (its queued deliveries were
+   * given up). A failure is logged; the deletion stands.
+   */
+  async abandoned(source: string, at: number, reason: string): Promise<void> {
+    await this.log?.abandon(source, at, reason).catch((error: Error) => log('could not finish the log lines of deleted source %s: %s', source, error.message));
+  }
+
   /** One finished attempt from the delivery loop. */
   attempt(report: AttemptReport & { readonly createdAt?: number }): void {
     const { result } = report;
     // Nothing was sent (the destination was closing): not an attempt.
     if (result.outcomes.length === 0) return;
+    // An attempt in flight when its source was deleted: the delivery was given up, its line is failed.
+    if (!this.host.sources.has(report.source)) return;
     const at = this.host.now();
     const record: AttemptRecord = {
       source: report.source,

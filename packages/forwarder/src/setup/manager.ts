@@ -106,6 +106,8 @@ export interface SetupHost {
   destination(name: string): WebhookDestination | undefined;
   /** Checks settings the way a destination would (signing keys, headers): throws ConfigError. */
   checkSettings(settings: ResolvedWebhooks): void;
+  /** A source was deleted here, its pending deliveries failed with `reason` (the delivery log follows). */
+  deleted?(name: string, at: number, reason: string): Promise<void>;
   now(): number;
 }
 
@@ -283,8 +285,10 @@ export class SourceManager {
   /** `DELETE /admin/sources/{name}`: the source, its keys and audiences go; its pending deliveries fail. */
   async remove(name: string): Promise<SetupResult<DeletedSource>> {
     const reason = 'The source was deleted before this delivery was made';
-    const result = await this.write([{ op: 'delete', name, at: this.host.now(), reason }]);
+    const at = this.host.now();
+    const result = await this.write([{ op: 'delete', name, at, reason }]);
     if (!result.ok) return refusal(result);
+    await this.host.deleted?.(name, at, reason);
     log('source %s deleted (%d pending deliveries failed)', name, result.failedDeliveries);
     return { ok: true, value: { name, failedDeliveries: result.failedDeliveries } };
   }

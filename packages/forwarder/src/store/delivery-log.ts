@@ -128,6 +128,11 @@ export interface DeliveryLog {
   replay(ids: readonly number[], at: number): Promise<ReplayedLine[]>;
   /** Puts lines back as `replay` found them, when their delivery could not be queued. */
   unreplay(lines: readonly ReplayedLine[]): Promise<void>;
+  /**
+   * Finishes every open line (pending or retrying) of `source` as failed at `at` with `reason`:
+   * the source was deleted and its queued deliveries given up. Sees every write made before it.
+   */
+  abandon(source: string, at: number, reason: string): Promise<void>;
   /** Newest first. */
   list(query: MessageQuery): Promise<LoggedMessage[]>;
   get(id: number): Promise<DeliveryDetail | undefined>;
@@ -311,6 +316,14 @@ export class MemoryDeliveryLog implements DeliveryLog {
       if (entry === undefined || entry.series !== line.series || entry.state !== 'pending') continue;
       entry.series--;
       Object.assign(entry, line.before);
+    }
+  }
+
+  async abandon(source: string, at: number, reason: string): Promise<void> {
+    for (const entry of this.entries) {
+      if (entry.source !== source || (entry.state !== 'pending' && entry.state !== 'retrying')) continue;
+      Object.assign(entry, { state: 'failed', finishedAt: at, updatedAt: at, reason });
+      this.forget(entry);
     }
   }
 

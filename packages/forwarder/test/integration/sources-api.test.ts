@@ -247,6 +247,11 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       expect(stats.failed).to.equal(3);
       receiver.failFirst('/doomed?token=q', 0);
       expect(at('/doomed?token=q')).to.have.length(0);
+      // The delivery log says so: each line failed with why, none left open.
+      const lines = await call(`${url}/admin/messages?source=doomed`, 'GET');
+      expect(lines.json.items.map((i: { status: string; reason: string }) => [i.status, i.reason])).to.deep.equal(
+        Array.from({ length: 3 }, () => ['failed', 'The source was deleted before this delivery was made']),
+      );
     });
 
     it('rotates a key: the new one works at once, the old one for graceSeconds, then never', async () => {

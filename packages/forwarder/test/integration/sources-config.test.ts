@@ -137,10 +137,29 @@ describe('the config file and the store: which wins, and when', function () {
     await expectRejected(f.createSource('web'), ValidationError, 'name');
     await expectRejected(f.setWebhooksEnabled('nope', true), ValidationError, 'name');
     await expectRejected(f.setWebhooks('web', { webhooks: [] }), ConfigError, 'webhooks');
+    const { writeKey } = await f.createSource('bare');
+    // A source without destination has nothing to switch or test.
+    await expectRejected(f.setWebhooksEnabled('bare', true), ValidationError, undefined);
+    await expectRejected(f.testWebhooks('bare'), ValidationError, undefined);
+    // Its key works until a rotation's grace ends.
+    const issued = await f.rotateWriteKey('bare', { graceSeconds: 0 });
+    expect((await send(writeKey, 'g1')).status).to.equal(401);
+    expect((await send(issued.writeKey, 'g2')).status).to.equal(200);
+  });
+
+  it('sends a test event through the library method and reports each URL', async () => {
+    dataDir = tempDir();
+    const f = await start([web('/lib-test')]);
+    const result = await f.testWebhooks('web', 'page');
+    expect(result).to.include({ type: 'page', delivered: true });
+    expect(result.results).to.have.length(1);
+    expect(result.results[0]).to.include({ url: `${receiver.url}/lib-test`, status: 200, error: null });
+    const sample = receiver.delivered.find((r) => r.json.messageId === result.messageId)!;
+    expect(sample.json).to.include({ type: 'page', userId: 'test-user' });
   });
 });
 
-async function expectRejected(promise: Promise<unknown>, type: abstract new (...args: never[]) => Error, field: string): Promise<void> {
+async function expectRejected(promise: Promise<unknown>, type: abstract new (...args: never[]) => Error, field: string | undefined): Promise<void> {
   let error: unknown;
   try {
     await promise;

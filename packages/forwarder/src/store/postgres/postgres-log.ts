@@ -429,6 +429,16 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     });
   }
 
+  async abandon(source: string, at: number, reason: string): Promise<void> {
+    await this.drain();
+    await this.pool.query(
+      "UPDATE log_messages SET state = 'failed', finished_at = $1, updated_at = $1, reason = $2 WHERE source = $3 AND state IN ('pending', 'retrying')",
+      [at, reason, source],
+    );
+    const prefix = storedKey(source, '');
+    for (const key of this.live.keys()) if (key.startsWith(prefix)) this.live.delete(key);
+  }
+
   async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
     if (lines.length === 0) return;
     const { rows } = await this.pool.query<{ source: string; message_id: string }>(

@@ -255,6 +255,14 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     })();
   }
 
+  async abandon(source: string, at: number, reason: string): Promise<void> {
+    await this.drain();
+    this.db
+      .prepare("UPDATE log_messages SET state = 'failed', finished_at = ?, updated_at = ?, reason = ? WHERE source = ? AND state IN ('pending', 'retrying')")
+      .run(at, at, reason, source);
+    for (const key of this.live.keys()) if (key.startsWith(`${source}\u0000`)) this.live.delete(key);
+  }
+
   async prune(before: number, now: number): Promise<number> {
     await this.drain();
     let removed = 0;

@@ -55,6 +55,18 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
       ]);
     });
 
+    it('finishes the open lines of a deleted source as failed, and only those', async () => {
+      log = await make(0);
+      log.add([call('open'), call('other', { source: 'ios' }), call('done'), call('later')]);
+      log.attempt(attempt('done', 1, 'delivered', T0 + 5));
+      log.attempt(attempt('later', 1, 'retry', T0 + 6));
+      await log.abandon('web', T0 + 10, 'The source was deleted');
+      expect(await byMessage('open')).to.include({ state: 'failed', finishedAt: T0 + 10, reason: 'The source was deleted' });
+      expect(await byMessage('later')).to.include({ state: 'failed', attempts: 1, reason: 'The source was deleted' });
+      expect(await byMessage('done')).to.include({ state: 'delivered', finishedAt: T0 + 5 });
+      expect(await byMessage('other')).to.include({ state: 'pending', source: 'ios' });
+    });
+
     it('shows a call attempted before its line was written (one flush) like one written first', async () => {
       log = await make(0);
       log.add([call('quick'), call('slow'), call('kept')]);
