@@ -13,6 +13,9 @@
 //   BENCH_PROFILE=/tmp/prof node bench/forwarder.mjs             (CPU profiles of the forwarders)
 //   BENCH_ROUNDS=3 node bench/forwarder.mjs                      (every mode 3 times, alternating; medians)
 //   BENCH_WARMUP=5000 node bench/forwarder.mjs                   (messages sent and delivered first, not measured)
+//   BENCH_CLI=<a build's dist/cli.js> node bench/forwarder.mjs    (that build instead of packages/forwarder/dist)
+//   BENCH_BASE_CLI=<another build's dist/cli.js>                 (also runs each eventrelay mode on it, as <mode>-base)
+//   BENCH_JSON=<file>                                            (every round's figures, as JSON)
 //
 // A shared 2-core machine's speed drifts by a third from one minute to the next, so compare modes
 // with BENCH_ROUNDS: the modes run in turn, round after round, and each ratio is taken within a
@@ -43,7 +46,7 @@ import pg from 'pg';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
-const CLI = join(root, 'packages', 'forwarder', 'dist', 'cli.js');
+const CLI = process.env.BENCH_CLI ?? join(root, 'packages', 'forwarder', 'dist', 'cli.js');
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const BATCH = Number(process.argv[3] ?? 20);
 const IN_FLIGHT = Number(process.argv[4] ?? 8);
@@ -75,13 +78,13 @@ const allModes = [
   { id: 'floor-sqlite', name: 'floor (hand-written), SQLite synchronous=full', floor: 'sqlite' },
   { id: 'floor-pg', name: 'floor (hand-written), PostgreSQL', floor: 'postgres', storage: { type: 'postgres' } },
 ];
-// BENCH_BASE_CLI=<another build's dist/cli.js>: also runs PostgreSQL with 1 instance on that build (mode pg-1-base),
-// to compare a change with the code before it in the same run.
-if (process.env.BENCH_BASE_CLI) {
-  allModes.push({ id: 'pg-1-base', name: 'PostgreSQL, 1 instance (base build)', storage: { type: 'postgres' }, instances: 1, cli: process.env.BENCH_BASE_CLI });
-}
+// BENCH_BASE_CLI=<another build's dist/cli.js>: every eventrelay mode also runs on that build, as <mode>-base right
+// after it in each round, to compare a change with the code before it in the same minutes.
 const wanted = process.env.BENCH_MODES?.split(',');
-const modes = wanted === undefined ? allModes : wanted.map((id) => allModes.find((m) => m.id === id)).filter((m) => m !== undefined);
+let modes = wanted === undefined ? allModes : wanted.map((id) => allModes.find((m) => m.id === id)).filter((m) => m !== undefined);
+if (process.env.BENCH_BASE_CLI) {
+  modes = modes.flatMap((m) => (m.storage === undefined || m.floor ? [m] : [m, { ...m, id: `${m.id}-base`, name: `${m.name} (base build)`, cli: process.env.BENCH_BASE_CLI }]));
+}
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -310,6 +313,8 @@ async function runMode(mode) {
     const receiver = await startReceiver(mode.receiverDelay);
     cleanups.unshift(receiver.close);
     const forwarders = await startForwarders(mode, receiver.url, dir, databaseUrl);
+    // For profilers (perf record -a) that pick the processes of one mode out of the machine's.
+    console.error(`    pids: forwarders ${forwarders.map((f) => f.pid).join(' ')}${databaseUrl === undefined ? '' : `, database ${new URL(databaseUrl).pathname.slice(1)}`}`);
     cleanups.unshift(() => Promise.all(forwarders.map((f) => f.stop())));
     const auth = `Basic ${Buffer.from(`${WRITE_KEY}:`).toString('base64')}`;
     let turn = 0;
@@ -360,10 +365,14 @@ async function runMode(mode) {
     const forwarderCpu = await cpuMeter(async () => forwarders.map((f) => f.pid));
     const dbCpu = await cpuMeter(dbPids);
     const ownCpu = process.cpuUsage();
+    const startClock = process.hrtime.bigint();
     const start = performance.now();
     const ackedAt = await blast('max', MESSAGES, sentAt);
     await receiver.waitFor(WARMUP + MESSAGES);
     const end = performance.now();
+    // CLOCK_MONOTONIC, as `perf record -k mono` stamps its samples: `perf script --time` takes this range.
+    const seconds = (ns) => (Number(ns / 1000n) / 1e6).toFixed(6);
+    console.error(`    throughput phase (monotonic clock, s): ${seconds(startClock)},${seconds(process.hrtime.bigint())}`);
     const cpuForwarder = await forwarderCpu();
     const cpuDb = await dbCpu();
     const own = process.cpuUsage(ownCpu);
@@ -424,6 +433,7 @@ for (let round = 0; round < ROUNDS; round++) {
   }
   rounds.push(results);
 }
+if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(rounds, null, 1));
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -470,9 +480,15 @@ ratio('CPU per message, Express + BullMQ / the floor on PostgreSQL', 'bullmq', '
 ratio('PostgreSQL, 2 instances / 1 instance, end to end', 'pg-2', 'pg-1', rate);
 ratio('PostgreSQL with a receiver answering in 50 ms, 2 instances / 1 instance, end to end', 'pg-2-slow', 'pg-1-slow', rate);
 ratio('PostgreSQL (1 instance), delivery log on / off, end to end', 'pg-1', 'pg-1-nolog', rate);
-ratio('PostgreSQL (1 instance), this build / the base build, CPU per message', 'pg-1', 'pg-1-base', total);
+ratio('CPU per message, SQLite (full), delivery log on / off', 'sqlite-full', 'sqlite-full-nolog', total);
+ratio('CPU per message, PostgreSQL (1 instance), delivery log on / off (database counted)', 'pg-1', 'pg-1-nolog', total);
 const pacedTotal = (r) => r.pacedForwarderUs + (r.measuredDb ? r.pacedDbUs : 0);
-ratio(`PostgreSQL (1 instance), this build / the base build, CPU per message at ${fmt(PACED_RATE)} msg/s`, 'pg-1', 'pg-1-base', pacedTotal);
+for (const mode of modes.filter((m) => m.id.endsWith('-base'))) {
+  const id = mode.id.slice(0, -'-base'.length);
+  ratio(`${rounds[0][id]?.name}: this build / the base build, CPU per message`, id, mode.id, total);
+  ratio(`${rounds[0][id]?.name}: this build / the base build, end to end`, id, mode.id, rate);
+  ratio(`${rounds[0][id]?.name}: this build / the base build, CPU per message at ${fmt(PACED_RATE)} msg/s`, id, mode.id, pacedTotal);
+}
 ratio(`CPU per message at ${fmt(PACED_RATE)} msg/s, PostgreSQL (1 instance) / Express + BullMQ`, 'pg-1', 'bullmq', pacedTotal);
 for (const id of ['pg-1', 'pg-2']) {
   const r = rounds[0][id];
