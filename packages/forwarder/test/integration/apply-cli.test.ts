@@ -71,6 +71,16 @@ describe('eventrelay apply (child processes on the built package)', function () 
     const bad = await run(['apply', '--config', file, '--url', served.url], env);
     expect(bad.code).to.equal(1);
     expect(bad.stderr).to.contain('sources[0].destinations.Webhooks.webhooks');
+
+    // Once no forwarder holds the directory, apply opens it directly.
+    expect(await served.stop()).to.equal(0);
+    served = undefined;
+    writeFileSync(file, JSON.stringify({ sources: [{ name: 'web', writeKey: { env: 'WEB_KEY' } }, { name: 'direct', writeKey: 'direct-key-5678' }] }));
+    const direct = await run(['apply', '--config', file, '--data', data], env);
+    expect(direct.code, direct.stderr).to.equal(0);
+    expect(direct.stdout).to.contain(`against sqlite in ${data}`).and.contain('~ web: Webhooks removed').and.contain('+ direct: write key …5678 from the file');
+    served = await serveCli(['--config', serveConfig, '--data', data], env);
+    expect((await post(`${served.url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E' }] }, { Authorization: basic('direct-key-5678') })).status).to.equal(200);
   });
 
   it('refuses a memory store without --url, and a wrong admin token with the forwarder\'s answer', async () => {

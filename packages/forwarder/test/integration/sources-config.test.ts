@@ -1,5 +1,7 @@
 import { describe, it, before, after, afterEach } from 'mocha';
 import { expect } from 'chai';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig, SourceConfig } from '../../src/config';
@@ -150,10 +152,19 @@ describe('the config file and the store: which wins, and when', function () {
   it('sends a test event through the library method and reports each URL', async () => {
     dataDir = tempDir();
     const f = await start([web('/lib-test')]);
+    // A second URL where nothing listens: no status, an error code.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    await f.setWebhooks('web', { webhooks: [{ url: `${receiver.url}/lib-test` }, { url: `http://127.0.0.1:${deadPort}/none` }] });
     const result = await f.testWebhooks('web', 'page');
     expect(result).to.include({ type: 'page', delivered: true });
-    expect(result.results).to.have.length(1);
+    expect(result.messageId).to.match(/^test-/);
+    expect(result.results).to.have.length(2);
     expect(result.results[0]).to.include({ url: `${receiver.url}/lib-test`, status: 200, error: null });
+    expect(result.results[1]).to.include({ status: null });
+    expect(result.results[1]!.error).to.match(/^ERR_/);
     const sample = receiver.delivered.find((r) => r.json.messageId === result.messageId)!;
     expect(sample.json).to.include({ type: 'page', userId: 'test-user' });
   });
