@@ -68,6 +68,25 @@ export interface SpoolInternals {
 /** Messages of segments taken over that are held in memory at once; more files wait their turn. */
 const RECOVERY_BYTES = 8 * 1024 * 1024;
 
+/** The spools of this module that are open, closed by one `exit` listener for all of them. */
+const open = new Set<Spool>();
+let exitListener = false;
+
+/**
+ * When the process exits (`process.exit()`, the end of the script, an uncaught exception), writes
+ * what the current turn accepted, deletes the files that hold nothing and the lock: what is left
+ * is taken over at once by the next client to look.
+ */
+function closeAtExit(spool: Spool): void {
+  open.add(spool);
+  const proc = (globalThis as { process?: { on?: (event: string, listener: () => void) => unknown } }).process;
+  if (exitListener || typeof proc?.on !== 'function') return;
+  exitListener = true;
+  proc.on('exit', () => {
+    for (const each of [...open]) each.close();
+  });
+}
+
 /**
  * The disk spool of one client. Every accepted call is queued here and written, with all the
  * calls of the same event-loop turn, in one write at the end of that turn (a microtask); a
@@ -116,6 +135,7 @@ export class Spool {
     this.lockPath = runtime.join(options.dir, lockName(id));
     this.segmentBytes = Math.min(8 * 1024 * 1024, Math.max(64 * 1024, Math.floor(options.maxBytes / 8)));
     ownersInThisProcess().add(id);
+    closeAtExit(this);
     // Listeners are attached right after the constructor: report what is found once it returned.
     queueMicrotask(() => this.scan());
   }
@@ -222,6 +242,7 @@ export class Spool {
       // already gone
     }
     ownersInThisProcess().delete(this.id);
+    open.delete(this);
   }
 
   private done(record: SpoolRecord): void {

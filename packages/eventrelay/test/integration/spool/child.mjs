@@ -7,7 +7,9 @@
 //   F                 every call of the scenario was made
 // Environment: DIST (file URL of dist/index.js), URL (the sink), DIR, PREFIX (of the ids),
 // MODE burst | paced | idle | crash | exit (COUNT calls in one turn, then an uncaught exception or
-// process.exit(3) in a later turn), COUNT (calls), SCAN (ms between takeover scans), SYNC none | always,
+// process.exit(3) in a later turn) | exit-now | crash-now (COUNT calls, reported, then process.exit(3)
+// or an uncaught exception in the same turn) | script (COUNT calls, then nothing: the process ends when the client is done), COUNT (calls),
+// SCAN (ms between takeover scans), SYNC none | always,
 // KEY (the write key: the sink tells the processes apart by it).
 // SIGTERM: closeAndFlush, then exit 0.
 import { writeSync } from 'node:fs';
@@ -89,6 +91,14 @@ if (env.MODE === 'burst') {
       throw new Error('a crash in a later turn');
     }),
   );
+} else if (env.MODE === 'exit-now' || env.MODE === 'crash-now') {
+  for (let i = 0; i < count; i++) call();
+  say(`A ${accepted.join(' ')}`);
+  if (env.MODE === 'exit-now') process.exit(3);
+  throw new Error('a crash in the turn of the calls');
+} else if (env.MODE === 'script') {
+  for (let i = 0; i < count; i++) call();
+  report();
 } else if (env.MODE === 'paced') {
   // 5 calls every 2 ms.
   const tick = () => {
@@ -100,8 +110,8 @@ if (env.MODE === 'burst') {
   tick();
 }
 
-// Stay up until killed or told to end.
-const alive = setInterval(() => {}, 60_000);
+// Stay up until killed or told to end (a script ends by itself).
+const alive = env.MODE === 'script' ? undefined : setInterval(() => {}, 60_000);
 process.on('SIGTERM', () => {
   client.closeAndFlush({ timeout: 20_000 }).then(() => {
     clearInterval(alive);

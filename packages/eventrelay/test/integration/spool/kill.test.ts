@@ -106,6 +106,39 @@ describe('the spool across SIGKILL (child processes on the built package)', func
     });
   }
 
+  for (const ending of ['exit-now', 'crash-now'] as const) {
+    it(`${ending === 'exit-now' ? 'process.exit()' : 'a crash'} in the very turn of the calls loses none of them: the exit hook writes them`, async () => {
+      const dir = tempDir();
+      sink.up = false;
+      const client = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: ending, KEY: `key-${ending}`, MODE: ending, COUNT: '200' });
+      children.push(client);
+      expect((await client.exited).code).to.equal(ending === 'exit-now' ? 3 : 1);
+      sink.retire(`key-${ending}`);
+      await waitFor(() => client.accepted.size === 200, 'the accepted calls reported');
+      // It closed its spool on exit: no lock left, its records waiting for the next client.
+      expect(readdirSync(dir).filter((name) => name.endsWith('.lock'))).to.deep.equal([]);
+      sink.up = true;
+      const last = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: 'last', KEY: 'key-last', MODE: 'idle' });
+      children.push(last);
+      await waitFor(() => [...client.accepted].every((id) => sink.count(id) > 0), 'every accepted call at the sink', 30_000).catch((error: Error) => {
+        throw new Error(`${error.message}: ${diagnose(sink, client.accepted, dir, last)}`);
+      });
+      await stop(last);
+      expect([...client.accepted].filter((id) => sink.count(id) !== 1)).to.deep.equal([]);
+    });
+  }
+
+  it('a script that tracks and ends delivers, then leaves the directory empty', async () => {
+    const dir = tempDir();
+    sink.up = true;
+    const client = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: 'script', KEY: 'key-script', MODE: 'script', COUNT: '50' });
+    children.push(client);
+    expect((await client.exited).code).to.equal(0);
+    expect([...client.accepted].filter((id) => sink.count(id) !== 1)).to.deep.equal([]);
+    expect(client.accepted.size).to.equal(50);
+    expect(readdirSync(dir)).to.deep.equal([]);
+  });
+
   it('with sync: always, the same: a kill loses no accepted call', async () => {
     const dir = tempDir();
     sink.up = false;

@@ -41,7 +41,7 @@ export function startClient(env: Record<string, string>): ClientProcess {
     recovered: [],
     errors: [],
     finished: false,
-    exited: new Promise((done) => child.on('exit', (code, signal) => done({ code, signal }))),
+    exited: new Promise((done) => child.on('close', (code, signal) => done({ code, signal }))),
     output: () => stderr,
   };
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
