@@ -147,7 +147,7 @@ export class Spool {
   static open(options: ResolvedSpoolOptions, hooks: SpoolHooks, internals: SpoolInternals = {}): Spool {
     const runtime = internals.runtime ?? nodeRuntime();
     if (!runtime) {
-      throw new ConfigError('`spool` needs a file system (node:fs): it works on Node.js, Bun and Deno, not on Workers or Edge runtimes', 'spool');
+      throw new ConfigError('`spool` needs a file system (node:fs, through process.getBuiltinModule): it works on Node.js, not on Cloudflare Workers or Vercel Edge', 'spool');
     }
     const { fs, join } = runtime;
     const { dir } = options;
@@ -165,7 +165,10 @@ export class Spool {
         createLock(fs, join(dir, lockName(id)), identity(runtime.host));
         break;
       } catch (error) {
-        if (errno(error) !== 'EEXIST' || attempt >= 3) throw cannot('write', error);
+        if (errno(error) === 'EEXIST' && attempt < 3) continue;
+        // Created but not written (a full disk): leave no empty lock behind.
+        if (errno(error) !== 'EEXIST') removeQuietly(fs, join(dir, lockName(id)));
+        throw cannot('write', error);
       }
     }
     try {
@@ -173,11 +176,7 @@ export class Spool {
       if (options.sync === 'always') syncDirectory(runtime, dir);
       return new Spool(options, hooks, runtime, internals, id, first, 1);
     } catch (error) {
-      try {
-        fs.unlinkSync(join(dir, lockName(id)));
-      } catch {
-        // nothing more to undo
-      }
+      removeQuietly(fs, join(dir, lockName(id)));
       throw cannot('write', error);
     }
   }
@@ -292,7 +291,9 @@ export class Spool {
       segment.acks = [];
       if (this.sealed.has(segment)) this.sealedBytes += bytes.length;
     } else if (segment === this.active) {
+      // Emptied back to its header: a part written by a failed write is gone too.
       segment.truncate();
+      segment.broken = false;
     } else {
       segment.remove();
       if (this.sealed.delete(segment)) this.sealedBytes -= segment.size;
@@ -433,6 +434,14 @@ export class Spool {
         // tried again at the next scan
       }
     }
+  }
+}
+
+function removeQuietly(fs: SpoolRuntime['fs'], path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch {
+    // nothing more to undo
   }
 }
 

@@ -13,7 +13,7 @@ interface Fault {
   times: number;
   /** Only calls on paths this accepts (the fd's path for fd calls). */
   readonly where: (path: string) => boolean;
-  /** For writeSync: write this many bytes first, then fail. */
+  /** For writeSync and writeFileSync: write this many bytes first, then fail. */
   readonly partial: number | undefined;
 }
 
@@ -100,7 +100,11 @@ export class FaultyFs implements SpoolFs {
   }
 
   writeFileSync(path: string, data: string, options: { flag: string }): void {
-    this.check('writeFileSync', path);
+    const fault = this.check('writeFileSync', path);
+    if (fault?.partial !== undefined) {
+      nodeFs.writeFileSync(path, data.slice(0, fault.partial), options);
+      throw errnoError(fault.code, 'writeFileSync', path);
+    }
     nodeFs.writeFileSync(path, data, options);
   }
 

@@ -444,6 +444,16 @@ describe('Spool', () => {
       expect((thrown as Error).message).to.contain('node:fs');
     });
 
+    it('a lock created but not written (a full disk) is removed again, and the ConfigError names spool.dir', () => {
+      const dir = tempDir();
+      const fs = new FaultyFs();
+      fs.fail('writeFileSync', 'ENOSPC', { partial: 0 });
+      expect(() =>
+        Spool.open({ dir, maxBytes: 104_857_600, sync: 'none' }, { clock: new FakeClock(), report() {}, resend() {}, recovered() {} }, { runtime: runtimeWith(fs) }),
+      ).to.throw(ConfigError, 'ENOSPC');
+      expect(readdirSync(dir)).to.deep.equal([]);
+    });
+
     it('puts back its lock when it was removed by hand, so that no other client takes its files', async () => {
       const dir = tempDir();
       const { clock, admit } = track(open(dir, {}, { scanInterval: 1000 }));
