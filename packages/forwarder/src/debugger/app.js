@@ -45,7 +45,7 @@
   async function api(path, options) {
     const init = { method: 'GET', cache: 'no-store', headers: { Authorization: `Bearer ${token}` } };
     if (options && options.body !== undefined) {
-      init.method = 'POST';
+      init.method = options.method || 'POST';
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(options.body);
     } else if (options && options.method) {
@@ -63,7 +63,10 @@
       signOut('The admin token was refused: sign in again.');
       throw new Error('unauthorized');
     }
-    if (!response.ok) throw new Error((json && json.error && json.error.message) || `HTTP ${response.status}`);
+    if (!response.ok) {
+      const error = json && json.error;
+      throw new Error(error ? `${error.message}${error.field ? ` (${error.field})` : ''}` : `HTTP ${response.status}`);
+    }
     return json;
   }
 
@@ -78,6 +81,7 @@
       refreshTimer = setInterval(refreshOverview, 5000);
     }
     if (next === 'search' && $('search-results').childElementCount === 0) search(false);
+    if (next === 'sources') loadSources();
   }
 
   function fillSources(sources) {
@@ -106,6 +110,10 @@
   function signOut(message) {
     token = null;
     sessionStorage.removeItem(TOKEN_KEY);
+    // A write key shown once must not outlive the session on screen.
+    $('key-value').value = '';
+    $('key-box').hidden = true;
+    closeEditor();
     if (streamControl) streamControl.abort();
     clearInterval(refreshTimer);
     $('tabs').hidden = true;
@@ -452,6 +460,212 @@
     container.appendChild(chart);
   }
 
+  // ---- sources: runtime setup ----------------------------------------------------------------
+
+  /** The source open in the editor, as the API last showed it. */
+  let selected = null;
+
+  function showKey(source, writeKey) {
+    $('key-source').textContent = source;
+    $('key-value').value = writeKey;
+    $('key-copied').textContent = '';
+    $('key-box').hidden = false;
+  }
+
+  async function copyKey() {
+    const value = $('key-value').value;
+    try {
+      await navigator.clipboard.writeText(value);
+      $('key-copied').textContent = 'copied';
+    } catch {
+      $('key-value').select();
+      $('key-copied').textContent = 'select and copy it by hand';
+    }
+  }
+
+  function path(name, rest) {
+    return `/admin/sources/${encodeURIComponent(name)}${rest || ''}`;
+  }
+
+  async function loadSources(keep) {
+    let answer;
+    try {
+      answer = await api('/admin/sources');
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+      return;
+    }
+    const tbody = $('sources-list');
+    clear(tbody);
+    for (const source of answer.sources) {
+      const tr = el('tr', undefined, 'link');
+      tr.dataset.source = source.name;
+      const webhooks = source.destinations.Webhooks;
+      tr.appendChild(el('td', source.name));
+      tr.appendChild(el('td', webhooks === null ? 'none' : webhooks.enabled ? 'on' : 'off'));
+      tr.appendChild(el('td', webhooks === null ? '-' : webhooks.webhooks.length));
+      tr.appendChild(el('td', source.writeKeys.map((k) => `…${k.last4}`).join(' ')));
+      tr.addEventListener('click', () => openSource(source));
+      tbody.appendChild(tr);
+    }
+    fillSources(answer.sources.map((s) => s.name));
+    if (keep && selected) {
+      const fresh = answer.sources.find((s) => s.name === selected.name);
+      if (fresh) openSource(fresh, true);
+      else closeEditor();
+    }
+  }
+
+  function closeEditor() {
+    selected = null;
+    $('source-editor').hidden = true;
+  }
+
+  function openSource(source, keepForm) {
+    selected = source;
+    $('editor-name').textContent = source.name;
+    const current = $('editor-current');
+    clear(current);
+    const webhooks = source.destinations.Webhooks;
+    const rows = [['Webhooks', webhooks === null ? 'none' : webhooks.enabled ? 'on' : 'off']];
+    if (webhooks !== null) {
+      webhooks.webhooks.forEach((w, i) => rows.push([`URL ${i + 1}`, `${w.url}${w.headerNames.length ? ` (headers: ${w.headerNames.join(', ')})` : ''}`]));
+      rows.push(['signing', `${webhooks.signing}${webhooks.hasSharedSecret ? ', with a shared secret' : ', unsigned'}`]);
+    }
+    for (const [name, value] of rows) {
+      current.appendChild(el('dt', name));
+      current.appendChild(el('dd', value));
+    }
+    $('wh-toggle').disabled = webhooks === null;
+    $('wh-test').disabled = webhooks === null;
+    $('wh-toggle').textContent = webhooks !== null && webhooks.enabled ? 'Switch off' : 'Switch on';
+    const keys = $('source-keys');
+    clear(keys);
+    for (const k of source.writeKeys) {
+      const tr = el('tr');
+      for (const value of [k.id, k.last4, k.origin, k.createdAt, k.expiresAt || '-']) tr.appendChild(el('td', value));
+      keys.appendChild(tr);
+    }
+    if (!keepForm) {
+      for (let i = 0; i < 5; i++) {
+        $(`wh-url-${i}`).value = '';
+        $(`wh-headers-${i}`).value = '';
+      }
+      $('wh-secret').value = '';
+      $('wh-result').textContent = '';
+      $('wh-test-summary').textContent = '';
+      clear($('wh-test-results'));
+      if (webhooks !== null) {
+        $('wh-enabled').checked = webhooks.enabled;
+        $('wh-signing').value = webhooks.signing;
+      }
+    }
+    $('source-editor').hidden = false;
+  }
+
+  async function createSource() {
+    const name = $('source-name').value;
+    try {
+      const created = await api('/admin/sources', { body: { name } });
+      $('source-name').value = '';
+      $('source-result').textContent = `created ${created.name}`;
+      showKey(created.name, created.writeKey);
+      await loadSources();
+      const row = [...document.querySelectorAll('#sources-list tr')].find((tr) => tr.dataset.source === created.name);
+      if (row) row.click();
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('source-result').textContent = error.message;
+    }
+  }
+
+  /** "Name: value" lines into a headers object; a line without a colon is an error. */
+  function parseHeaders(text, index) {
+    const headers = {};
+    for (const line of text.split('\n')) {
+      if (line.trim() === '') continue;
+      const colon = line.indexOf(':');
+      if (colon <= 0) throw new Error(`URL ${index + 1}: write each header as "Name: value"`);
+      headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+    }
+    return headers;
+  }
+
+  async function saveWebhooks() {
+    if (!selected) return;
+    try {
+      const webhooks = [];
+      for (let i = 0; i < 5; i++) {
+        const url = $(`wh-url-${i}`).value.trim();
+        const headers = parseHeaders($(`wh-headers-${i}`).value, i);
+        if (url) webhooks.push(Object.keys(headers).length ? { url, headers } : { url });
+      }
+      const body = { enabled: $('wh-enabled').checked, signing: $('wh-signing').value, webhooks };
+      const secret = $('wh-secret').value;
+      if (secret) body.sharedSecret = secret;
+      await api(path(selected.name, '/destinations/Webhooks'), { method: 'PUT', body });
+      $('wh-secret').value = '';
+      $('wh-result').textContent = 'saved';
+      await loadSources(true);
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('wh-result').textContent = error.message;
+    }
+  }
+
+  async function toggleWebhooks() {
+    const webhooks = selected && selected.destinations.Webhooks;
+    if (!webhooks) return;
+    try {
+      await api(path(selected.name, '/destinations/Webhooks'), { method: 'PATCH', body: { enabled: !webhooks.enabled } });
+      await loadSources(true);
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+    }
+  }
+
+  async function testWebhooks() {
+    if (!selected) return;
+    $('wh-test-summary').textContent = 'sending';
+    const tbody = $('wh-test-results');
+    clear(tbody);
+    try {
+      const result = await api(path(selected.name, '/destinations/Webhooks/test'), { body: { type: $('wh-test-type').value } });
+      $('wh-test-summary').textContent = result.delivered ? `delivered (${result.messageId})` : `not delivered (${result.messageId})`;
+      for (const r of result.results) {
+        const tr = el('tr');
+        for (const value of [r.url, r.status === null ? '-' : r.status, r.durationMs, r.error || '-']) tr.appendChild(el('td', value));
+        tbody.appendChild(tr);
+      }
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('wh-test-summary').textContent = error.message;
+    }
+  }
+
+  async function rotateKey() {
+    if (!selected) return;
+    const grace = Number($('key-grace').value);
+    try {
+      const issued = await api(path(selected.name, '/write-keys'), { body: { graceSeconds: grace } });
+      showKey(issued.source, issued.writeKey);
+      await loadSources(true);
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+    }
+  }
+
+  async function deleteSource() {
+    if (!selected) return;
+    const name = selected.name;
+    if (!window.confirm(`Delete the source ${JSON.stringify(name)}? Its keys stop at once and its queued deliveries are failed.`)) return;
+    try {
+      const result = await api(path(name), { method: 'DELETE' });
+      notice(`Deleted ${result.name}: ${result.failedDeliveries} queued deliveries failed.`, 'info');
+      closeEditor();
+      await loadSources();
+    } catch (error) {
+      if (error.message !== 'unauthorized') notice(error.message);
+    }
+  }
+
   // ---- wiring --------------------------------------------------------------------------------
 
   document.addEventListener('DOMContentLoaded', () => {
@@ -488,6 +702,19 @@
       event.preventDefault();
       recover();
     });
+    $('source-create-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      createSource();
+    });
+    $('key-copy').addEventListener('click', copyKey);
+    $('wh-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      saveWebhooks();
+    });
+    $('wh-toggle').addEventListener('click', toggleWebhooks);
+    $('wh-test').addEventListener('click', testWebhooks);
+    $('key-rotate').addEventListener('click', rotateKey);
+    $('source-delete').addEventListener('click', deleteSource);
     if (token) signIn();
   });
 })();

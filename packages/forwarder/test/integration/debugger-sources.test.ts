@@ -1,0 +1,180 @@
+import { describe, it, before, after } from 'mocha';
+import { expect } from 'chai';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createForwarder } from '../../src/service';
+import type { Forwarder } from '../../src/service';
+import { verifySignature } from '../../../eventrelay/src/webhooks';
+import { basic, post, startReceiver, waitFor } from './helpers';
+import type { Receiver } from './helpers';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ADMIN = 'debugger-sources-admin-token';
+const SCREENSHOTS = resolve('.tmp/screenshots');
+/** Script in a source name, a URL and a header value: shown as text, never run. */
+const XSS_NAME = '<img src=x onerror=alert(1)>';
+const XSS_HEADER = '<b onmouseover=alert(2)>web</b>';
+const SECRET = 'ui-shared-secret-6d1e';
+
+describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
+  this.timeout(120_000);
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let receiver: Receiver;
+  let forwarder: Forwarder;
+  let url: string;
+  const dialogs: string[] = [];
+  const pageErrors: string[] = [];
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      if (process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs it with apt-get (apt-get install -y chromium)`);
+      console.log(`      SKIPPED: ${CHROMIUM} is missing; install it with \`apt-get install -y chromium\` to run the browser tests`);
+      this.skip();
+    }
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    receiver = await startReceiver();
+    forwarder = createForwarder({ adminToken: ADMIN, storage: { type: 'memory' }, delivery: { minRetryDelay: 10, maxRetryDelay: 40 } });
+    ({ url } = await forwarder.listen({ port: 0 }));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
+    page = await context.newPage();
+    page.on('dialog', (dialog) => {
+      dialogs.push(`${dialog.type()}: ${dialog.message()}`);
+      // Only the deletion asks; an alert would be script from a name or a URL running.
+      void (dialog.type() === 'confirm' ? dialog.accept() : dialog.dismiss());
+    });
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await forwarder?.close();
+    await receiver?.close();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `debugger-sources-${name}.png`), fullPage: true });
+  const row = (name: string) => page.locator('#sources-list tr', { has: page.locator('td', { hasText: name }) });
+  const ingest = (key: string, messageId: string) => post(`${url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'UI', messageId }] }, { Authorization: basic(key) });
+
+  it('does nothing without the token: no Sources view, and the API refuses the page\'s calls', async () => {
+    await page.goto(`${url}/debugger`);
+    expect(await page.locator('#tabs').isHidden()).to.equal(true);
+    expect(await page.locator('#view-sources').isHidden()).to.equal(true);
+    const status = await page.evaluate(async () => {
+      const response = await fetch('/admin/sources', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'sneaky' }) });
+      return response.status;
+    });
+    expect(status).to.equal(401);
+    expect(await forwarder.listSources()).to.deep.equal([]);
+  });
+
+  let firstKey = '';
+
+  it('creates a source (script in its name shown as text), shows its key once with a copy button', async () => {
+    await page.fill('#token', ADMIN);
+    await page.click('#signin-form button[type=submit]');
+    await page.waitForSelector('#tabs:not([hidden])');
+    await page.click('button.tab[data-view=sources]');
+    await page.fill('#source-name', XSS_NAME);
+    await page.click('#source-create-form button[type=submit]');
+    await page.locator('#key-box').waitFor();
+    firstKey = await page.inputValue('#key-value');
+    expect(firstKey).to.match(/^wk_[A-Za-z0-9_-]{43}$/);
+    expect(await page.textContent('#key-source')).to.equal(XSS_NAME);
+    await page.click('#key-copy');
+    await page.locator('#key-copied', { hasText: 'copied' }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(firstKey);
+    await row(XSS_NAME).waitFor();
+    expect(await page.textContent('#editor-name')).to.equal(XSS_NAME);
+    expect(await page.locator('img[src=x]').count()).to.equal(0);
+    expect((await ingest(firstKey, 'ui-1')).status).to.equal(200);
+    await shot('created');
+  });
+
+  it('sets up to 5 URLs with headers and a secret; shows the URL as text and never the secret or a header value', async () => {
+    await page.fill('#wh-url-0', `${receiver.url}/ui?token=<script>alert(3)</script>`);
+    await page.fill('#wh-headers-0', `X-Team: ${XSS_HEADER}`);
+    await page.fill('#wh-url-1', `${receiver.url}/ui-second`);
+    await page.fill('#wh-secret', SECRET);
+    await page.click('#wh-form button[type=submit]');
+    await page.locator('#wh-result', { hasText: 'saved' }).waitFor();
+    await page.locator('#editor-current dd', { hasText: `${receiver.url}/ui?[redacted] (headers: X-Team)` }).waitFor();
+    expect(await page.inputValue('#wh-secret')).to.equal('');
+    const html = await page.content();
+    expect(html).not.to.contain(SECRET).and.not.to.contain('onmouseover').and.not.to.contain(firstKey.slice(0, 20) + 'x');
+    expect(await row(XSS_NAME).locator('td').allTextContents()).to.deep.equal([XSS_NAME, 'on', '2', `…${firstKey.slice(-4)}`]);
+    // A bad URL is refused with its field, and nothing changes.
+    await page.fill('#wh-url-0', 'ftp://example.test/x');
+    await page.click('#wh-form button[type=submit]');
+    await page.locator('#wh-result', { hasText: '(webhooks[0].url)' }).waitFor();
+    expect((await forwarder.listSources())[0]!.destinations.Webhooks!.webhooks).to.have.length(2);
+
+    expect((await ingest(firstKey, 'ui-2')).status).to.equal(200);
+    await waitFor(() => receiver.delivered.some((r) => r.json.messageId === 'ui-2'), 'a delivery through the settings made on the page');
+    const delivered = receiver.delivered.find((r) => r.json.messageId === 'ui-2')!;
+    expect(delivered.headers['x-team']).to.equal(XSS_HEADER);
+    expect(verifySignature(delivered.body, delivered.headers['x-signature'] as string, SECRET)).to.equal(true);
+  });
+
+  it('sends a test event and shows each URL\'s result', async () => {
+    await page.selectOption('#wh-test-type', 'identify');
+    await page.click('#wh-test');
+    await page.locator('#wh-test-summary', { hasText: 'delivered (test-' }).waitFor();
+    const rows = await page.locator('#wh-test-results tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(rows.map((r) => [r[0], r[1]])).to.deep.equal([
+      [`${receiver.url}/ui?[redacted]`, '200'],
+      [`${receiver.url}/ui-second`, '200'],
+    ]);
+    expect(receiver.delivered.some((r) => r.json.type === 'identify' && r.json.userId === 'test-user')).to.equal(true);
+    await shot('tested');
+  });
+
+  it('switches the destination off and on', async () => {
+    await page.click('#wh-toggle');
+    await page.locator('#wh-toggle', { hasText: 'Switch on' }).waitFor();
+    expect(await row(XSS_NAME).locator('td').nth(1).textContent()).to.equal('off');
+    expect((await forwarder.listSources())[0]!.destinations.Webhooks!.enabled).to.equal(false);
+    await page.click('#wh-toggle');
+    await page.locator('#wh-toggle', { hasText: 'Switch off' }).waitFor();
+    expect((await forwarder.listSources())[0]!.destinations.Webhooks!.enabled).to.equal(true);
+  });
+
+  it('rotates the key: the new one shown once, the old one refused after its grace (0 s here)', async () => {
+    await page.fill('#key-grace', '0');
+    await page.click('#key-rotate');
+    await waitFor(async () => (await page.inputValue('#key-value')) !== firstKey, 'the new key');
+    const next = await page.inputValue('#key-value');
+    expect(next).to.match(/^wk_/);
+    await page.locator('#source-keys tr').first().waitFor();
+    expect(await page.locator('#source-keys tr').count()).to.equal(1);
+    expect((await ingest(firstKey, 'ui-old')).status).to.equal(401);
+    expect((await ingest(next, 'ui-new')).status).to.equal(200);
+  });
+
+  it('deletes the source after a confirmation', async () => {
+    await page.click('#source-delete');
+    await page.locator('#notice', { hasText: 'Deleted' }).waitFor();
+    expect(await page.locator('#sources-list tr').count()).to.equal(0);
+    expect(await forwarder.listSources()).to.deep.equal([]);
+    expect(dialogs).to.have.length(1);
+    expect(dialogs[0]).to.match(/^confirm: Delete the source/);
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('forgets a key shown on screen when signing out', async () => {
+    await page.fill('#source-name', 'another');
+    await page.click('#source-create-form button[type=submit]');
+    await page.locator('#key-box').waitFor();
+    await page.click('#sign-out');
+    expect(await page.locator('#key-box').isHidden()).to.equal(true);
+    expect(await page.inputValue('#key-value')).to.equal('');
+  });
+});
