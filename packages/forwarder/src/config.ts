@@ -6,6 +6,7 @@ import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } f
 import type { SigningScheme } from './delivery/options';
 import { standardSigningKey } from './delivery/signing';
 import { rateLimitOption } from './delivery/rate-limit';
+import { DEFAULT_DISABLE_AFTER } from './delivery/endpoint-state';
 import type { RateLimit } from './delivery/rate-limit';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
 import { describeType, describeValue, isPlainObject } from 'eventrelay/internal';
@@ -61,6 +62,11 @@ export interface DeliveryConfig {
   readonly minRetryDelay?: number;
   /** Longest delay between two attempts, in ms. Default 600000 (10 min). */
   readonly maxRetryDelay?: number;
+  /**
+   * A webhook URL whose every attempt failed for this long, in ms, with at least 10 attempts, is
+   * disabled: deliveries skip it until it is enabled again. Default 86400000 (24 h); 0 never.
+   */
+  readonly disableAfter?: number;
 }
 
 export interface StorageConfig {
@@ -201,7 +207,7 @@ export const CONFIG_DEFAULTS = {
   },
   metricsPath: '/metrics',
   // The destination's own defaults: one place to change them.
-  delivery: DESTINATION_DEFAULTS,
+  delivery: { ...DESTINATION_DEFAULTS, disableAfter: DEFAULT_DISABLE_AFTER },
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -402,7 +408,7 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   const r =
     raw.delivery === undefined
       ? {}
-      : expectObject(raw.delivery, 'delivery', ['concurrency', 'sourceConcurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay']);
+      : expectObject(raw.delivery, 'delivery', ['concurrency', 'sourceConcurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay', 'disableAfter']);
   const dd = CONFIG_DEFAULTS.delivery;
   const concurrency = integerOption('delivery.concurrency', r.concurrency ?? dd.concurrency, 1, 1024);
   const delivery: ResolvedConfig['delivery'] = {
@@ -413,6 +419,7 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     retryWindow: durationOption('delivery.retryWindow', r.retryWindow ?? dd.retryWindow, 0, 30 * 24 * 3600_000),
     minRetryDelay: durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000),
     maxRetryDelay: durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000),
+    disableAfter: durationOption('delivery.disableAfter', r.disableAfter ?? dd.disableAfter, 0, 365 * 24 * 3600_000),
   };
   if (storage.lease < delivery.timeout + 1000) {
     throw new ConfigError(

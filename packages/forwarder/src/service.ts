@@ -17,6 +17,16 @@ import type { DeletionRequest } from './routing/deletion';
 import { WebhookDestination } from './delivery/destination';
 import type { DestinationInternals } from './delivery/destination';
 import { MemoryRateBudget } from './delivery/rate-limit';
+import { EndpointGuard, GuardedTargets } from './delivery/endpoint-guard';
+import type { EndpointChange } from './delivery/endpoint-guard';
+import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from './delivery/endpoint-state';
+import type { EndpointStore } from './delivery/endpoint-state';
+import { endpointNotice } from './delivery/notify';
+import type { Notice } from './delivery/notify';
+import { EndpointAdmin } from './admin/endpoints';
+import type { EnabledEndpoint, ShownEndpoint } from './admin/endpoints';
+import { SqliteEndpointStore } from './store/sqlite/sqlite-endpoints';
+import { PostgresEndpointStore } from './store/postgres/postgres-endpoints';
 import type { RateBudget } from './delivery/rate-limit';
 import { openConfiguredStore } from './store/open';
 import { Scheduler } from './scheduling/scheduler';
@@ -121,6 +131,11 @@ export interface ForwarderEvents {
    * Delivery goes on. Without an `error` listener it is only logged (`DEBUG=analytics:forwarder`).
    */
   error: [error: Error];
+  /**
+   * A notice for the operator (the same object `notify.url` receives): a webhook URL this
+   * instance disabled (`endpoint.disabled`) or enabled (`endpoint.enabled`).
+   */
+  endpoint: [notice: Notice];
 }
 
 /**
@@ -170,6 +185,10 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
    * process's. Looked up per claim: destinations made before the store opened use it too.
    */
   private readonly rateBudget: RateBudget;
+  /** Which webhook URLs are disabled (delivery.disableAfter), kept in the store once it opens. */
+  private readonly guard: EndpointGuard;
+  private endpointStore: EndpointStore = new MemoryEndpointStore();
+  private readonly endpointAdmin: EndpointAdmin;
 
   constructor(config: ResolvedConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}) {
     super();
@@ -179,6 +198,20 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     this.internals = internals;
     const localBudget = new MemoryRateBudget(this.clock);
     this.rateBudget = { claim: (...args) => (this.store?.rateBudget ?? localBudget).claim(...args) };
+    this.guard = new EndpointGuard(
+      () => this.endpointStore,
+      { after: config.delivery.disableAfter, minAttempts: MIN_FAILED_ATTEMPTS },
+      this.clock,
+      (change) => this.endpointChanged(change),
+      () => this.scheduler?.wake(),
+    );
+    this.endpointAdmin = new EndpointAdmin({
+      webhooksOf: (source) => {
+        const record = this.table.record(source);
+        return record === undefined ? null : record.webhooks;
+      },
+      guard: this.guard,
+    });
     this.table = new SourceTable(
       (name, settings) => this.makeDestination(name, settings),
       (name, error) => {
@@ -211,6 +244,10 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         ? undefined
         : new ForwarderMetrics({
           queueDepth: () => this.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
+          disabledEndpoints: () => {
+            const counts = this.guard.disabledCounts();
+            return new Map(this.table.names.map((name) => [name, counts.get(name) ?? 0]));
+          },
         });
     const opsOf = async (): Promise<Operations> => {
       await this.openStore();
@@ -226,6 +263,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart() }),
       sources: this.manager,
       applySources: (sources, dryRun) => this.manager.reconcile(sources, 'apply', dryRun),
+      endpoints: this.endpointAdmin,
     });
     const backend = {
       sourceForKey: (key: string) => this.table.sourceForKey(key, this.clock.now()),
@@ -355,7 +393,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       const { concurrency, sourceConcurrency } = this.config.delivery;
       this.scheduler = new Scheduler(
         store,
-        this.table,
+        // Disabled URLs are skipped, and a source with none left waits as when switched off.
+        new GuardedTargets(this.table, (source) => this.table.record(source)?.webhooks, this.guard, this.clock),
         this.clock,
         {
           concurrency,
@@ -394,6 +433,9 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         this.setupStore = setup;
         await this.manager.reconcile(this.config.sources, 'start');
         await this.reload();
+        // Disabled URLs survive restarts (SQLite) and are shared by the instances (PostgreSQL).
+        this.endpointStore = endpointStoreOf(store);
+        await this.guard.load(store instanceof PostgresStore);
       } catch (error) {
         this.setupStore = undefined;
         if (this.options.store === undefined) await store.close().catch(() => {});
@@ -544,6 +586,37 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     return unwrap(await this.manager.remove(name));
   }
 
+  /**
+   * The state of each URL of a source's Webhooks destination: disabled or not, why, and its
+   * current run of failures. ValidationError for an unknown source or one without Webhooks.
+   */
+  async endpoints(name: string): Promise<ShownEndpoint[]> {
+    await this.openStore();
+    return unwrap(this.endpointAdmin.list(name));
+  }
+
+  /**
+   * Enables a URL of a source's Webhooks destination that `delivery.disableAfter` disabled,
+   * named by its full URL or as `endpoints()` shows it; every instance sends to it again within 1 s.
+   */
+  async enableEndpoint(name: string, url: string): Promise<EnabledEndpoint> {
+    await this.openStore();
+    return unwrap(await this.endpointAdmin.enable(name, { url }));
+  }
+
+  /** A URL this instance disabled or enabled: the `endpoint` event (and, with `notify`, a notice). */
+  private endpointChanged(change: EndpointChange): void {
+    this.notice(endpointNotice(change));
+  }
+
+  private notice(notice: Notice): void {
+    try {
+      this.emit('endpoint', notice);
+    } catch (error) {
+      this.backgroundError(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
   /** Sends one signed sample message of `type` (default `track`) to every URL of the source, and reports each. */
   async testWebhooks(name: string, type: TestResult['type'] = 'track'): Promise<TestResult> {
     return unwrap(await this.manager.test(name, { type }));
@@ -668,6 +741,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       await this.starting?.catch(() => {});
       await this.opening?.catch(() => {});
       await this.scheduler?.stop();
+      await this.guard.close();
       await this.reloading?.catch(() => {});
       await Promise.all([...this.table.destinations().map((d) => d.close()), ...this.retiring]);
       await this.ops?.close();
@@ -676,6 +750,13 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     })();
     return this.closing;
   }
+}
+
+/** Where the endpoint states live: beside the queue in SQLite and PostgreSQL, else in memory. */
+function endpointStoreOf(store: ForwarderStore): EndpointStore {
+  if (store instanceof SqliteStore) return new SqliteEndpointStore(store.database);
+  if (store instanceof PostgresStore) return new PostgresEndpointStore(store.logConnections);
+  return new MemoryEndpointStore();
 }
 
 /** A setup result, or its refusal (unknown source, taken name) as a ValidationError. */

@@ -9,6 +9,8 @@ import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from 
 import { serveDebugger } from '../debugger/page';
 import type { Operations } from './operations';
 import { setupRoute } from './sources';
+import { endpointRoute } from './endpoints';
+import type { EndpointRoutesOptions } from './endpoints';
 import type { MethodHandlers, SetupRoutesOptions } from './sources';
 
 /** Rows per page of `GET /admin/messages`: default and most. */
@@ -17,7 +19,7 @@ export const MAX_PAGE = 500;
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
-export interface OperationsRoutesOptions extends SetupRoutesOptions {
+export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRoutesOptions {
   /** The operations layer (opens the store when needed). */
   readonly ops: () => Promise<Operations>;
   readonly metrics: ForwarderMetrics | undefined;
@@ -50,7 +52,7 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       if (!method(req, res, 'GET')) return true;
       return serveDebugger(path, req, res);
     }
-    const route = adminRoute(path) ?? setupRoute(path);
+    const route = adminRoute(path) ?? setupRoute(path) ?? endpointRoute(path);
     if (route === undefined) return false;
     const handle = handlerFor(route, req, res);
     if (handle === undefined) return true;

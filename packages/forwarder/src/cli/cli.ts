@@ -13,12 +13,15 @@ const USAGE = `Usage:
   eventrelay serve --config <file> [--port <n>] [--host <address>] [--data <dir>]
   eventrelay check --config <file>
   eventrelay apply --config <file> [--dry-run] [--url <forwarder URL>] [--data <dir>]
+  eventrelay endpoints --config <file> --url <forwarder URL> --source <name> [--enable <webhook URL>]
   eventrelay --help | --version
 
 serve   runs the forwarder: ingestion API, durable queue, webhook delivery
 check   reads the config file and reports the first problem, if any
 apply   makes the store's sources match the file's and prints the difference
         (--dry-run: print only); through a running forwarder's admin API with --url
+endpoints  shows the webhook URLs of a source, disabled or not and why, through a running
+        forwarder's admin API; --enable sends to a disabled URL again
 
 Options:
   -c, --config <file>   JSON config (sources, write keys, Webhooks destinations); default eventrelay.config.json
@@ -68,6 +71,8 @@ async function main(argv: readonly string[]): Promise<void> {
         data: { type: 'string', short: 'd' },
         'dry-run': { type: 'boolean' },
         url: { type: 'string' },
+        source: { type: 'string' },
+        enable: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -85,10 +90,12 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
   const command = positionals[0];
-  if (command !== 'serve' && command !== 'check' && command !== 'apply') {
+  if (command !== 'serve' && command !== 'check' && command !== 'apply' && command !== 'endpoints') {
     fail(`${command === undefined ? 'a command is needed' : `unknown command "${command}"`}\n\n${USAGE}`, 2);
   }
-  if (command !== 'apply' && (values['dry-run'] === true || values.url !== undefined)) fail(`--dry-run and --url go with apply\n\n${USAGE}`, 2);
+  if (command !== 'apply' && values['dry-run'] === true) fail(`--dry-run goes with apply\n\n${USAGE}`, 2);
+  if (command !== 'apply' && command !== 'endpoints' && values.url !== undefined) fail(`--url goes with apply and endpoints\n\n${USAGE}`, 2);
+  if (command !== 'endpoints' && (values.source !== undefined || values.enable !== undefined)) fail(`--source and --enable go with endpoints\n\n${USAGE}`, 2);
   if (positionals.length > 1) fail(`unexpected argument "${positionals[1]}"\n\n${USAGE}`, 2);
 
   let port: number | undefined;
@@ -107,6 +114,11 @@ async function main(argv: readonly string[]): Promise<void> {
     if (command === 'check') {
       await forwarder.close();
       out(`${configPath}: OK (${config.sources.length} sources${config.sources.length === 0 ? '' : `: ${config.sources.map((s) => s.name).join(', ')}`})\n`);
+      return;
+    }
+    if (command === 'endpoints') {
+      await forwarder.close();
+      await endpoints(config, { url: values.url, source: values.source, enable: values.enable });
       return;
     }
     if (command === 'apply') {
@@ -264,3 +276,36 @@ function describeStore(config: ResolvedConfig, dataDir: string | undefined): str
 }
 
 main(process.argv.slice(2)).catch((error: Error) => fail(error.stack ?? error.message));
+
+/** `eventrelay endpoints`: a source's webhook URLs through a running forwarder's admin API; `--enable` one. */
+async function endpoints(config: ResolvedConfig, options: { url?: string; source?: string; enable?: string }): Promise<void> {
+  const { url, source } = options;
+  if (url === undefined || !/^https?:\/\/[^/]+/.test(url)) fail(`endpoints needs --url, the running forwarder's base URL, such as http://127.0.0.1:8787\n\n${USAGE}`, 2);
+  if (source === undefined || source === '') fail(`endpoints needs --source <name>\n\n${USAGE}`, 2);
+  if (config.adminToken === undefined) fail('endpoints needs "adminToken" in the config file: the admin API takes it as a Bearer token');
+  const base = `${url.replace(/\/+$/, '')}/admin/sources/${encodeURIComponent(source)}/destinations/Webhooks/endpoints`;
+  const call = async (path: string, body?: unknown): Promise<Record<string, unknown>> => {
+    let response: Response;
+    try {
+      response = await fetch(`${base}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${config.adminToken}` },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      fail(`cannot reach the forwarder at ${redactUrl(url)}: ${(error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message}`);
+    }
+    const answer = (await response.json().catch(() => undefined)) as (Record<string, unknown> & { error?: { message: string } }) | undefined;
+    if (!response.ok || answer === undefined) fail(`the forwarder refused (HTTP ${response.status})${answer?.error === undefined ? '' : `: ${answer.error.message}`}`);
+    return answer;
+  };
+  if (options.enable !== undefined) {
+    const enabled = (await call('/enable', { url: options.enable })) as { url: string; wasDisabled: boolean };
+    out(enabled.wasDisabled ? `enabled: ${enabled.url}; deliveries go to it again (every instance within 1 s)\n` : `${enabled.url} was not disabled: nothing changed\n`);
+  }
+  const listed = (await call('')) as { endpoints: { url: string; disabled: boolean; disabledAt: string | null; reason: string | null; failures: number }[] };
+  out(`${source}:\n`);
+  for (const e of listed.endpoints) {
+    out(e.disabled ? `  disabled  ${e.url} since ${e.disabledAt}: ${e.reason}\n` : `  enabled   ${e.url}${e.failures > 0 ? ` (${e.failures} failed attempts in a row)` : ''}\n`);
+  }
+}

@@ -3,6 +3,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 /** Live numbers the gauges read when scraped. */
 export interface GaugeSource {
   queueDepth(): Promise<{ queueDepth: number; oldestPendingAge: number | null; inFlight: number }>;
+  /** Webhook URLs disabled now (delivery.disableAfter), per source. */
+  disabledEndpoints?(): ReadonlyMap<string, number>;
 }
 
 /** Outcome label of `eventrelay_attempts_total`. */
@@ -77,6 +79,19 @@ export class ForwarderMetrics {
         this.set((await read()).inFlight);
       },
     });
+    if (source.disabledEndpoints !== undefined) {
+      const disabled = source.disabledEndpoints.bind(source);
+      new Gauge({
+        name: 'eventrelay_endpoints_disabled',
+        help: 'Webhook URLs disabled after failing for delivery.disableAfter, per source (as this instance last read them)',
+        labelNames: ['source'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [name, count] of disabled()) this.set({ source: name }, count);
+        },
+      });
+    }
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'eventrelay_' });
   }
 

@@ -13,7 +13,7 @@ export interface DeliveryTarget {
    * Rate limits (WebhookDestination#room): how many of `wanted` attempts may start now, and when
    * none may, when to look again. Absent: no limit.
    */
-  room?(now: number, wanted: number): { readonly count: number; readonly readyAt?: number };
+  room?(now: number, wanted: number, skip?: readonly number[]): { readonly count: number; readonly readyAt?: number };
 }
 
 /**

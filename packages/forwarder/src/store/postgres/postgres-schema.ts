@@ -169,6 +169,26 @@ CREATE TABLE IF NOT EXISTS rate_budgets (
 );
 `,
   },
+  {
+    version: 6,
+    name: 'endpoint states: runs of failures and disabled webhook URLs, shared by the instances',
+    // url_key: a digest of the source and the full URL (which may hold a token); url: the URL as
+    // shown, without credentials or query.
+    up: `
+CREATE TABLE IF NOT EXISTS endpoint_states (
+  source text NOT NULL,
+  url_key text NOT NULL,
+  url text NOT NULL,
+  failures integer NOT NULL DEFAULT 0,
+  failing_since bigint,
+  last_failure_at bigint,
+  last_error text,
+  disabled_at bigint,
+  disabled_reason text,
+  PRIMARY KEY (source, url_key)
+);
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

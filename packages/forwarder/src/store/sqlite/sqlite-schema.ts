@@ -88,6 +88,26 @@ CREATE TABLE setup_revision (id INTEGER PRIMARY KEY CHECK (id = 1), revision INT
 INSERT INTO setup_revision (id, revision) VALUES (1, 0);
 `,
   },
+  {
+    version: 4,
+    name: 'endpoint states: runs of failures and disabled webhook URLs',
+    // url_key: a digest of the source and the full URL (which may hold a token); url: the URL as
+    // shown, without credentials or query.
+    up: `
+CREATE TABLE IF NOT EXISTS endpoint_states (
+  source TEXT NOT NULL,
+  url_key TEXT NOT NULL,
+  url TEXT NOT NULL,
+  failures INTEGER NOT NULL DEFAULT 0,
+  failing_since INTEGER,
+  last_failure_at INTEGER,
+  last_error TEXT,
+  disabled_at INTEGER,
+  disabled_reason TEXT,
+  PRIMARY KEY (source, url_key)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */
