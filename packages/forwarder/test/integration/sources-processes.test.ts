@@ -22,8 +22,9 @@ interface Instance {
   exited: Promise<number | null>;
 }
 
-async function serve(configPath: string, env: Record<string, string>): Promise<Instance> {
+async function serve(configPath: string, env: Record<string, string>, children: ChildProcess[]): Promise<Instance> {
   const child = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--port', '0'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -62,8 +63,8 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   let dir: string;
   let receiver: Receiver;
   let configPath: string;
-  let a: Instance;
-  let b: Instance;
+  let a: Instance | undefined;
+  let b: Instance | undefined;
 
   before(async () => {
     if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
@@ -87,18 +88,28 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   });
 
   afterEach(async () => {
-    for (const i of [a, b]) i?.child.kill('SIGTERM');
-    for (const i of [a, b]) if (i !== undefined) expect(await i.exited).to.equal(0);
+    const started = [a, b];
+    a = undefined;
+    b = undefined;
+    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    for (const i of started) if (i !== undefined) expect(await i.exited).to.equal(0);
+    // Each test starts from an empty store (the tables are missing when no instance started).
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
-    await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters, sources, source_keys, log_messages, log_attempts');
-    await client.end();
+    try {
+      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters, sources, source_keys, log_messages, log_attempts').catch(() => {});
+    } finally {
+      await client.end();
+    }
   });
 
-  async function startBoth(): Promise<void> {
+  /** Both instances; a child that started is stopped after the test even when the other did not start. */
+  async function startBoth(): Promise<[Instance, Instance]> {
     const env = { DATABASE_URL: db.url, ADMIN_TOKEN: TOKEN };
-    [a, b] = await Promise.all([serve(configPath, env), serve(configPath, env)]);
-    children.push(a.child, b.child);
+    const starting = [serve(configPath, env, children), serve(configPath, env, children)];
+    const both = (await Promise.all(starting)) as [Instance, Instance];
+    [a, b] = both;
+    return both;
   }
 
   const send = (url: string, key: string, messageId: string) =>
@@ -107,7 +118,7 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   const arrivedAt = (path: string) => new Set(receiver.delivered.filter((r) => r.path === path).map((r) => r.json.messageId as string));
 
   it('a source created through one instance accepts calls on the other within 2 s', async () => {
-    await startBoth();
+    const [a, b] = await startBoth();
     const created = await admin(a.url, 'POST', '/admin/sources', { name: 'web' });
     expect(created.status).to.equal(201);
     const key = created.json.writeKey as string;
@@ -118,7 +129,7 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   });
 
   it('switching the destination off on one stops deliveries on both; switching it on delivers what waited', async () => {
-    await startBoth();
+    const [a, b] = await startBoth();
     const key = (await admin(a.url, 'POST', '/admin/sources', { name: 'web' })).json.writeKey as string;
     const put = await admin(a.url, 'PUT', '/admin/sources/web/destinations/Webhooks', { webhooks: [{ url: `${receiver.url}/cluster` }] });
     expect(put.status).to.equal(200);
@@ -180,7 +191,7 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   });
 
   it('a key rotated on one instance is refused on both once its grace ends', async () => {
-    await startBoth();
+    const [a, b] = await startBoth();
     const first = (await admin(a.url, 'POST', '/admin/sources', { name: 'web' })).json.writeKey as string;
     await waitFor(async () => (await send(b.url, first, unique('k'))).status === 200, 'B to know the key', APPLIED_WITHIN);
     const rotated = await admin(a.url, 'POST', '/admin/sources/web/write-keys', { graceSeconds: 1 });
@@ -197,7 +208,7 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   });
 
   it('`eventrelay apply` reconciles a file with the running store (dry run first), and both instances serve the result', async () => {
-    await startBoth();
+    const [a, b] = await startBoth();
     await admin(a.url, 'POST', '/admin/sources', { name: 'api-made' });
     const file = join(dir, 'apply.json');
     writeFileSync(
