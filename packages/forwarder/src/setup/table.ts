@@ -28,6 +28,8 @@ export class SourceTable implements DeliveryTargets {
   private entries = new Map<string, Entry>();
   private keys = new Map<string, WriteKeyRecord>();
   private delivering: readonly string[] = [];
+  /** Source names and whether their destination is on, made once per snapshot (read per call and attempt). */
+  private onByName: ReadonlyMap<string, boolean> = new Map();
   /** The revision of the snapshot applied last; -1 before the first. */
   revision = -1;
 
@@ -80,6 +82,7 @@ export class SourceTable implements DeliveryTargets {
     this.entries = next;
     this.keys = new Map(snapshot.keys.map((k) => [k.digest, k]));
     this.delivering = [...next.values()].filter((e) => e.route.webhooksOn && this.get(e.record.name) !== undefined).map((e) => e.record.name);
+    this.onByName = new Map([...next.values()].map((e) => [e.record.name, e.route.webhooksOn]));
     this.revision = snapshot.revision;
     return retired;
   }
@@ -102,7 +105,7 @@ export class SourceTable implements DeliveryTargets {
 
   /** Source names, each with whether its Webhooks destination is on. */
   get webhooksOn(): ReadonlyMap<string, boolean> {
-    return new Map([...this.entries.values()].map((e) => [e.record.name, e.route.webhooksOn]));
+    return this.onByName;
   }
 
   record(name: string): SourceRecord | undefined {
