@@ -27,6 +27,7 @@
  * | `config at top level` / `config at PATH` | json: a fragment of a forwarder config, checked in a minimal config at PATH |
  * | `ingest-answer` | json: the answer of a real forwarder to a batch of a valid track and a track without `event` |
  * | `webhook-message` | json: `parseWebhookMessage` accepts it as it is |
+ * | `notice` | json: an `endpoint.disabled` notice, as the forwarder makes it from the run of failures its `reason` tells |
  * | `webhook-request secret=S` | http: what `WebhookDestination` sends for the body shown, header for header and byte for byte |
  * | `batch-request` | http: what `Analytics` sends for the calls in the body shown (`sentAt` aside), header for header and byte for byte |
  * | `config-error FIELD=VALUE` | text: what `eventrelay check` prints for a config whose FIELD is VALUE |
@@ -47,6 +48,8 @@ import { Analytics } from '../../packages/eventrelay/src/index';
 import { parseWebhookMessage } from '../../packages/eventrelay/src/webhooks/index';
 import { createForwarder, MemoryStore, toWebhookMessage, WebhookDestination } from '../../packages/forwarder/src/index';
 import type { ForwarderConfig, InboundMessage } from '../../packages/forwarder/src/index';
+import { applyReport } from '../../packages/forwarder/src/delivery/endpoint-state';
+import { endpointNotice } from '../../packages/forwarder/src/delivery/notify';
 
 const LANGUAGES = new Set(['js', 'ts', 'json', 'sh', 'text', 'http']);
 const CLI = ['--import', 'tsx', '--conditions=eventrelay-source', join(ROOT, 'packages/forwarder/src/cli/cli.ts')];
@@ -237,7 +240,7 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
 
   it('finds the blocks of every documentation file, each in a known language, each marker known', () => {
     expect(blocks.length).to.be.above(40);
-    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'webhook-request', 'batch-request', 'config-error', 'admin-curl', 'unchecked']);
+    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'notice', 'webhook-request', 'batch-request', 'config-error', 'admin-curl', 'unchecked']);
     for (const block of blocks) {
       expect(LANGUAGES.has(block.lang), `${where(block)}: a block in "${block.lang}"; use one of ${[...LANGUAGES].join(', ')}`).to.equal(true);
       if (block.marker !== undefined) expect(known.has(kind(block)), `${where(block)}: unknown marker "${block.marker}"`).to.equal(true);
@@ -389,6 +392,14 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
           if (at === 'top level') Object.assign(config, value);
           else setPath(config, at, value);
           await checkConfig(config, fakeEnv(envNames(config)));
+        } else if (block.marker === 'notice') {
+          // The disabled state the block tells of (attempts, since when, until `at`), through the rule's own code.
+          const shown = value as { source: string; url: string; at: string; lastError: string; reason: string };
+          const [, attempts, since] = /\((\d+) attempts since (\S+)\)/.exec(shown.reason) ?? [];
+          const report = { source: shown.source, key: 'k', url: shown.url, reset: false, failures: Number(attempts), firstFailureAt: Date.parse(since!), lastFailureAt: Date.parse(shown.at), lastError: shown.lastError };
+          const { state, disabled } = applyReport(undefined, report, { after: 86_400_000, minAttempts: 10 });
+          expect(disabled, where(block)).to.equal(true);
+          expect(endpointNotice({ type: 'endpoint.disabled', state, at: Date.parse(shown.at) })).to.deep.equal(value);
         } else if (block.marker === 'webhook-message') {
           expect(parseWebhookMessage(block.code)).to.deep.equal(value);
         } else if (block.marker === 'ingest-answer') {

@@ -110,6 +110,13 @@ export interface StorageConfig {
   readonly deliveryLog?: boolean;
 }
 
+export interface NotifyConfig {
+  /** An http or https URL; may be a SecretValue. */
+  readonly url: SecretValue;
+  /** Signs each notice (`X-Signature`, hex HMAC-SHA1 of the body). Required. */
+  readonly sharedSecret: SecretValue;
+}
+
 export interface MetricsConfig {
   /** Path of the Prometheus endpoint. Default `/metrics`. */
   readonly path?: string;
@@ -128,6 +135,11 @@ export interface ForwarderConfig {
   readonly metrics?: MetricsConfig | false;
   /** The debugger page (`GET /debugger`); `false` turns it off. Default true. */
   readonly debugger?: boolean;
+  /**
+   * Where the operator's notices go (a URL disabled or enabled, a delivery given up): a signed JSON
+   * POST, retried like any delivery. Default none.
+   */
+  readonly notify?: NotifyConfig;
   /**
    * Sources applied to the store at start (see docs/sources.md for which wins); more can be made
    * at runtime through the admin API. Default none.
@@ -182,6 +194,8 @@ export interface ResolvedConfig {
   readonly metricsPath: string | undefined;
   readonly debugger: boolean;
   readonly sources: readonly ResolvedSource[];
+  /** Where notices go; undefined: only the `endpoint` event. */
+  readonly notify?: { readonly url: string; readonly sharedSecret: string };
   /**
    * True when `delivery.sourceConcurrency` was not set: the share of one source then follows the
    * sources delivering at the moment (they change at runtime), and `delivery.sourceConcurrency`
@@ -379,7 +393,7 @@ export function parseSources(value: unknown, env: Env | null): ResolvedSource[] 
 export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
   // The field of the whole config is '' (the top level).
   if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`, '');
-  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', '$comment']);
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', 'notify', '$comment']);
   const host = hostOption(raw.host ?? CONFIG_DEFAULTS.host);
   const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
   const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env, false);
@@ -442,7 +456,9 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     const delivering = sources.filter((s) => s.webhooks?.enabled === true).length;
     delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
   }
-  return { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources, sourceConcurrencyAuto };
+  const notify = notifyOption(raw.notify, env);
+  const resolved: ResolvedConfig = { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources, sourceConcurrencyAuto };
+  return notify === undefined ? resolved : { ...resolved, notify };
 }
 
 /**
@@ -455,6 +471,18 @@ function hostOption(value: unknown): string {
     throw new ConfigError(`Expected \`host\` to be an IP address (such as "127.0.0.1", "0.0.0.0" or "::") or a host name, got ${describeValue(host)}`, 'host');
   }
   return host;
+}
+
+/** `notify`: absent, or `{ "url", "sharedSecret" }` (both may be `{ "env": NAME }`). */
+function notifyOption(value: unknown, env: Env): { url: string; sharedSecret: string } | undefined {
+  if (value === undefined) return undefined;
+  const raw = expectObject(value, 'notify', ['url', 'sharedSecret']);
+  const url = secret(raw.url, 'notify.url', env);
+  urlOption('notify.url', url);
+  if (raw.sharedSecret === undefined) {
+    throw new ConfigError('`notify.sharedSecret` is required: notices are signed (X-Signature) so that their receiver can tell them from forgeries', 'notify.sharedSecret');
+  }
+  return { url, sharedSecret: secret(raw.sharedSecret, 'notify.sharedSecret', env, false) };
 }
 
 /** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */

@@ -21,7 +21,7 @@ import { EndpointGuard, GuardedTargets } from './delivery/endpoint-guard';
 import type { EndpointChange } from './delivery/endpoint-guard';
 import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from './delivery/endpoint-state';
 import type { EndpointStore } from './delivery/endpoint-state';
-import { endpointNotice } from './delivery/notify';
+import { endpointNotice, exhaustedNotice, NOTIFY_SOURCE } from './delivery/notify';
 import type { Notice } from './delivery/notify';
 import { EndpointAdmin } from './admin/endpoints';
 import type { EnabledEndpoint, ShownEndpoint } from './admin/endpoints';
@@ -133,7 +133,8 @@ export interface ForwarderEvents {
   error: [error: Error];
   /**
    * A notice for the operator (the same object `notify.url` receives): a webhook URL this
-   * instance disabled (`endpoint.disabled`) or enabled (`endpoint.enabled`).
+   * instance disabled (`endpoint.disabled`) or enabled (`endpoint.enabled`), or a delivery it gave
+   * up (`delivery.exhausted`).
    */
   endpoint: [notice: Notice];
 }
@@ -189,6 +190,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private readonly guard: EndpointGuard;
   private endpointStore: EndpointStore = new MemoryEndpointStore();
   private readonly endpointAdmin: EndpointAdmin;
+  /** Sends the notices to `notify.url`, signed; undefined without `notify`. */
+  private readonly notifier: WebhookDestination | undefined;
 
   constructor(config: ResolvedConfig, options: ForwarderOptions = {}, internals: ForwarderInternals = {}) {
     super();
@@ -205,6 +208,20 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       (change) => this.endpointChanged(change),
       () => this.scheduler?.wake(),
     );
+    this.notifier =
+      config.notify === undefined
+        ? undefined
+        : new WebhookDestination(
+          {
+            webhooks: [{ url: config.notify.url }],
+            sharedSecret: config.notify.sharedSecret,
+            timeout: config.delivery.timeout,
+            retryWindow: config.delivery.retryWindow,
+            minRetryDelay: config.delivery.minRetryDelay,
+            maxRetryDelay: config.delivery.maxRetryDelay,
+          },
+          { clock: this.clock, ...this.internals.destination },
+        );
     this.endpointAdmin = new EndpointAdmin({
       webhooksOf: (source) => {
         const record = this.table.record(source);
@@ -394,7 +411,11 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       this.scheduler = new Scheduler(
         store,
         // Disabled URLs are skipped, and a source with none left waits as when switched off.
-        new GuardedTargets(this.table, (source) => this.table.record(source)?.webhooks, this.guard, this.clock),
+        // Notices to `notify.url` are queued as a source of their own.
+        new GuardedTargets(this.table, (source) => this.table.record(source)?.webhooks, this.guard, this.clock, {
+          name: NOTIFY_SOURCE,
+          target: () => this.notifier,
+        }),
         this.clock,
         {
           concurrency,
@@ -404,9 +425,16 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           onError: (error) => this.backgroundError(error),
         },
         (report) => {
+          // A notice's own attempts are the operator's business: logged only, never noticed again.
+          if (report.source === NOTIFY_SOURCE) {
+            log('notice %s: attempt %d %s', report.messageId, report.result.attempt, report.result.status);
+            return;
+          }
           this.ops?.attempt(report);
           // Nothing sent (waiting for a rate limit's slot, closing): not an attempt.
-          if (report.result.outcomes.length > 0) this.emit('attempt', report);
+          if (report.result.outcomes.length === 0) return;
+          this.emit('attempt', report);
+          if (report.result.status === 'failed') this.notice(exhaustedNotice(report.source, report.messageId, report.result, this.clock.now()));
         },
       );
       this.ops?.start();
@@ -609,12 +637,26 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     this.notice(endpointNotice(change));
   }
 
+  /** The `endpoint` event and, with `notify`, a signed notice queued like any delivery. */
   private notice(notice: Notice): void {
     try {
       this.emit('endpoint', notice);
     } catch (error) {
       this.backgroundError(error instanceof Error ? error : new Error(String(error)));
     }
+    if (this.notifier === undefined || this.closing !== undefined) return;
+    const delivery: NewDelivery = {
+      source: NOTIFY_SOURCE,
+      destination: 'notify',
+      kind: 'notice',
+      messageId: `notice_${randomBytes(12).toString('hex')}`,
+      body: JSON.stringify(notice),
+      createdAt: this.clock.now(),
+    };
+    this.withStore(async (store) => {
+      await store.enqueue([delivery]);
+      this.scheduler?.wake();
+    }).catch((error: Error) => this.backgroundError(new EventRelayError(`Could not queue a ${notice.type} notice: ${error.message}`, 'ERR_STORE_UNAVAILABLE', { cause: error })));
   }
 
   /** Sends one signed sample message of `type` (default `track`) to every URL of the source, and reports each. */
@@ -743,7 +785,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       await this.scheduler?.stop();
       await this.guard.close();
       await this.reloading?.catch(() => {});
-      await Promise.all([...this.table.destinations().map((d) => d.close()), ...this.retiring]);
+      await Promise.all([...this.table.destinations().map((d) => d.close()), ...this.retiring, this.notifier?.close()]);
       await this.ops?.close();
       await this.store?.close();
       log('closed');

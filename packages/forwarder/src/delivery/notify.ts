@@ -1,4 +1,11 @@
+import type { AttemptResult } from './destination';
 import type { EndpointChange } from './endpoint-guard';
+
+/**
+ * The queue's source name of notices: no source of the config file or the admin API can have it
+ * (names hold no control character), so notices never mix with a source's deliveries.
+ */
+export const NOTIFY_SOURCE = '\u0001notify';
 
 /** What a notice tells the operator. */
 export type NoticeType = 'endpoint.disabled' | 'endpoint.enabled' | 'delivery.exhausted';
@@ -34,5 +41,18 @@ export function endpointNotice(change: EndpointChange): Notice {
     at: new Date(change.at).toISOString(),
     lastError: state.lastError ?? null,
     ...(change.type === 'endpoint.disabled' && state.disabledReason !== undefined ? { reason: state.disabledReason } : {}),
+  };
+}
+
+/** The notice of a delivery given up: the retry window ran out, or a final status (a 4xx, say). */
+export function exhaustedNotice(source: string, messageId: string, result: Extract<AttemptResult, { status: 'failed' }>, at: number): Notice {
+  return {
+    type: 'delivery.exhausted',
+    source,
+    url: result.outcomes[0]?.url ?? '',
+    at: new Date(at).toISOString(),
+    lastError: result.reason,
+    messageId,
+    attempts: result.attempt,
   };
 }

@@ -13,8 +13,11 @@ import type { RateBudget } from '../delivery/rate-limit';
  * any instance may claim it. `record()` checks the token, so an outcome is written once.
  */
 
-/** What produced a delivery: an ingested call, a deletion request or an audience sync. */
-export type DeliveryKind = 'message' | 'delete' | 'audience';
+/**
+ * What produced a delivery: an ingested call, a deletion request, an audience sync, or a notice
+ * to the operator's `notify` URL.
+ */
+export type DeliveryKind = 'message' | 'delete' | 'audience' | 'notice';
 
 /** A delivery to create: one webhook body for one destination of one source. */
 export interface NewDelivery {

@@ -12,4 +12,31 @@ describe('parseConfig: endpoint protection', () => {
       expect(() => parseConfig({ delivery: { disableAfter: bad } }, {})).to.throw(ConfigError).with.property('field', 'delivery.disableAfter');
     }
   });
+
+  it('notify: a URL and a shared secret (either may be { "env" }), each refused naming its field', () => {
+    expect(parseConfig({}, {}).notify).to.equal(undefined);
+    const env = { NOTIFY_URL: 'https://ops.example.com/eventrelay', NOTIFY_SECRET: 's3cret' };
+    expect(parseConfig({ notify: { url: { env: 'NOTIFY_URL' }, sharedSecret: { env: 'NOTIFY_SECRET' } } }, env).notify).to.deep.equal({
+      url: 'https://ops.example.com/eventrelay',
+      sharedSecret: 's3cret',
+    });
+    const bad: [unknown, string][] = [
+      [{ url: 'https://ops.example.com/' }, 'notify.sharedSecret'],
+      [{ url: 'ftp://ops.example.com/', sharedSecret: 's' }, 'notify.url'],
+      [{ sharedSecret: 's' }, 'notify.url'],
+      [{ url: 'https://ops.example.com/', sharedSecret: '   ' }, 'notify.sharedSecret'],
+      [{ url: 'https://ops.example.com/', sharedSecret: 's', headers: {} }, 'notify.headers'],
+      ['https://ops.example.com/', 'notify'],
+    ];
+    for (const [notify, field] of bad) {
+      let error: unknown;
+      try {
+        parseConfig({ notify }, {});
+      } catch (e) {
+        error = e;
+      }
+      expect(error, field).to.be.instanceOf(ConfigError).with.property('field', field);
+      expect((error as Error).message).not.to.contain('s3cret');
+    }
+  });
 });

@@ -1,0 +1,117 @@
+import { describe, it, afterEach } from 'mocha';
+import { expect } from 'chai';
+import pg from 'pg';
+import { createForwarder } from '../../src/service';
+import type { Forwarder } from '../../src/service';
+import type { Notice } from '../../src/delivery/notify';
+import { verifySignature } from '../../../eventrelay/src/webhooks';
+import { basic, post, startReceiver, waitFor } from './helpers';
+import type { ReceivedRequest, Receiver } from './helpers';
+import { usePostgres } from '../../../../test/helpers/postgres';
+import { useTempDirs } from '../../../../test/helpers/temp-dir';
+
+const TOKEN = 'notify-admin-token';
+const NOTIFY_SECRET = 'notify-secret-5e1f';
+
+for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
+  describe(`notices to notify.url (${kind} store)`, function () {
+    this.timeout(60_000);
+    const db = kind === 'postgres' ? usePostgres() : undefined;
+    const tempDir = useTempDirs('eventrelay-notify-');
+    const cleanup: (() => Promise<unknown>)[] = [];
+    afterEach(async () => {
+      for (const step of cleanup.splice(0).reverse()) await step();
+    });
+
+    async function start(receiver: Receiver): Promise<{ forwarder: Forwarder; url: string; events: Notice[] }> {
+      if (db !== undefined) {
+        const client = new pg.Client({ connectionString: db.url });
+        await client.connect();
+        await client.query('TRUNCATE deliveries, messages, counters, sources, source_keys, endpoint_states').catch(() => {});
+        await client.end();
+      }
+      const storage = kind === 'memory' ? { type: 'memory' as const } : kind === 'postgres' ? { type: 'postgres' as const, url: db!.url, poolSize: 3 } : { dataDir: tempDir() };
+      const forwarder = createForwarder({
+        adminToken: TOKEN,
+        storage,
+        // 10 failed attempts over at least 1 ms disable a URL: the rule of 24 h, shortened.
+        delivery: { minRetryDelay: 20, maxRetryDelay: 20, disableAfter: 1 },
+        notify: { url: `${receiver.url}/notify`, sharedSecret: NOTIFY_SECRET },
+        sources: [{ name: 'web', writeKey: 'k-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/hook?token=t0ken` }] } } }],
+      });
+      cleanup.push(() => forwarder.close());
+      const events: Notice[] = [];
+      forwarder.on('endpoint', (n) => events.push(n));
+      const { url } = await forwarder.listen({ port: 0 });
+      return { forwarder, url, events };
+    }
+
+    const notices = (receiver: Receiver): ReceivedRequest[] => receiver.delivered.filter((r) => r.path === '/notify');
+
+    /** A notice as its receiver checks it: the X-Signature of the exact body, with the shared secret. */
+    function verified(request: ReceivedRequest): Notice {
+      expect(verifySignature(request.body, request.headers['x-signature'] as string, NOTIFY_SECRET)).to.equal(true);
+      expect(verifySignature(request.body, request.headers['x-signature'] as string, 'another-secret')).to.equal(false);
+      expect(request.headers['content-type']).to.equal('application/json');
+      return JSON.parse(request.body) as Notice;
+    }
+
+    it('sends a signed delivery.exhausted notice for a delivery given up, retried like any delivery, and emits it as `endpoint`', async () => {
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      receiver.failFirst('/hook?token=t0ken', 1, 400);
+      // The notify URL is down at first: the notice is retried.
+      receiver.failFirst('/notify', 2, 503);
+      const { url, events } = await start(receiver);
+      expect((await post(`${url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E', messageId: 'lost-1' }] }, { Authorization: basic('k-web') })).status).to.equal(200);
+      await waitFor(() => notices(receiver).length === 1, 'the notice');
+      expect(receiver.requests.filter((r) => r.path === '/notify')).to.have.length(3);
+      const notice = verified(notices(receiver)[0]!);
+      expect(notice).to.deep.include({ type: 'delivery.exhausted', source: 'web', url: `${receiver.url}/hook?[redacted]`, messageId: 'lost-1', attempts: 1 });
+      expect(notice.lastError).to.match(/^No webhook accepted the message and none may be retried: .*answered HTTP 400/);
+      expect(new Date(notice.at).toISOString()).to.equal(notice.at);
+      expect(notices(receiver)[0]!.body).not.to.contain('t0ken');
+      expect(events).to.deep.equal([notice]);
+      // Notices are not calls of a source: the delivery log has the message only.
+      const log = await fetch(`${url}/admin/messages`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+      expect(((await log.json()) as { items: { messageId: string }[] }).items.map((m) => m.messageId)).to.deep.equal(['lost-1']);
+    });
+
+    it('makes no notice of a notice that fails', async () => {
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      receiver.failFirst('/hook?token=t0ken', 1, 400);
+      receiver.failFirst('/notify', 1_000_000, 400);
+      const { forwarder, url, events } = await start(receiver);
+      expect((await post(`${url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E', messageId: 'lost-2' }] }, { Authorization: basic('k-web') })).status).to.equal(200);
+      await waitFor(async () => (await forwarder.stats()).failed === 2, 'the message and its notice to fail');
+      await waitFor(async () => (await forwarder.stats()).queueDepth === 0, 'the queue to drain');
+      expect(events.map((e) => e.type)).to.deep.equal(['delivery.exhausted']);
+      expect(receiver.requests.filter((r) => r.path === '/notify')).to.have.length(1);
+    });
+
+    it('sends signed endpoint.disabled and endpoint.enabled notices', async () => {
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      receiver.failFirst('/hook?token=t0ken', 1_000_000, 400);
+      const { forwarder, url } = await start(receiver);
+      for (let i = 0; i < 10; i++) {
+        expect((await post(`${url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E', messageId: `m${i}` }] }, { Authorization: basic('k-web') })).status).to.equal(200);
+        await waitFor(async () => (await forwarder.stats()).failed === i + 1, `failure ${i + 1}`);
+      }
+      const ofType = (type: string) => notices(receiver).map(verified).filter((n) => n.type === type);
+      await waitFor(() => ofType('endpoint.disabled').length === 1, 'the endpoint.disabled notice');
+      expect(ofType('delivery.exhausted')).to.have.length(10);
+      const disabled = ofType('endpoint.disabled')[0]!;
+      expect(disabled).to.deep.include({ source: 'web', url: `${receiver.url}/hook?[redacted]` });
+      expect(disabled.lastError).to.equal(`HTTP 400: ${receiver.url}/hook?[redacted] answered HTTP 400 (final: only 5xx, timeouts and network errors are retried)`);
+      expect(disabled.reason).to.match(/^Every attempt failed for \d+ s \(10 attempts since /);
+      await forwarder.enableEndpoint('web', `${receiver.url}/hook?token=t0ken`);
+      await waitFor(() => ofType('endpoint.enabled').length === 1, 'the endpoint.enabled notice');
+      expect(ofType('endpoint.enabled')[0]).to.deep.include({ source: 'web', url: `${receiver.url}/hook?[redacted]`, lastError: disabled.lastError });
+      // Notices count as deliveries in /stats: 10 messages failed, 12 notices delivered.
+      await waitFor(async () => (await forwarder.stats()).queueDepth === 0, 'the queue to drain');
+      expect(await forwarder.stats()).to.deep.include({ failed: 10, delivered: 12 });
+    });
+  });
+}
