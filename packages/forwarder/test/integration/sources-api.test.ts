@@ -162,6 +162,9 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       expect(again.status).to.equal(409);
       expect(again.json.error).to.include({ code: 'conflict', field: 'name' });
       expect((await call(`${url}/admin/sources/nope`, 'GET')).status).to.equal(404);
+      const one = await call(`${url}/admin/sources/web`, 'GET');
+      expect(one.status).to.equal(200);
+      expect(one.json).to.deep.equal(web);
       // The log is being read (so that the scan after each test means something).
       expect(seen.some((line) => line.includes('source web created'))).to.equal(true);
     });
