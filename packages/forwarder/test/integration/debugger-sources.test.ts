@@ -91,7 +91,7 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
     expect(await page.textContent('#key-source')).to.equal(XSS_NAME);
     await page.click('#key-copy');
     await page.locator('#key-copied', { hasText: 'copied' }).waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(firstKey);
+    expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).to.equal(firstKey);
     await row(XSS_NAME).waitFor();
     expect(await page.textContent('#editor-name')).to.equal(XSS_NAME);
     expect(await page.locator('img[src=x]').count()).to.equal(0);
