@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { MAX_SOURCE_NAME } from './setup/model';
 import { ConfigError } from 'eventrelay/internal';
 import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from './delivery/options';
-import type { SigningScheme } from './delivery/options';
+import type { PreviousSecret, SigningScheme } from './delivery/options';
 import { standardSigningKey } from './delivery/signing';
 import { rateLimitOption } from './delivery/rate-limit';
 import { DEFAULT_DISABLE_AFTER } from './delivery/endpoint-state';
@@ -159,6 +159,11 @@ export interface ResolvedWebhooks {
   readonly webhooks: readonly ResolvedWebhookEntry[];
   readonly sharedSecret: string | readonly string[] | undefined;
   readonly signing: SigningScheme;
+  /**
+   * Secrets replaced by a rotation through the admin API, each signed with (Standard Webhooks)
+   * until its grace ends. Never set by the config file; absent when there are none.
+   */
+  readonly previousSecrets?: readonly PreviousSecret[];
 }
 
 export interface ResolvedSource {

@@ -125,3 +125,9 @@ export type {
 export type { ReconcileLine } from './setup/reconcile';
 export { DEFAULT_GRACE_SECONDS, MAX_SOURCE_NAME } from './setup/model';
 export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './setup/model';
+export type { PreviousSecret } from './delivery/options';
+export type { RateLimit } from './delivery/rate-limit';
+export type { Notice, NoticeType } from './delivery/notify';
+export type { NotifyConfig } from './config';
+export type { ShownEndpoint, EnabledEndpoint } from './admin/endpoints';
+export type { RotatedSecret } from './admin/secrets';

@@ -25,6 +25,8 @@ import { endpointNotice, exhaustedNotice, NOTIFY_SOURCE } from './delivery/notif
 import type { Notice } from './delivery/notify';
 import { EndpointAdmin } from './admin/endpoints';
 import type { EnabledEndpoint, ShownEndpoint } from './admin/endpoints';
+import { rotateSecret } from './admin/secrets';
+import type { RotatedSecret, SecretHost } from './admin/secrets';
 import { SqliteEndpointStore } from './store/sqlite/sqlite-endpoints';
 import { PostgresEndpointStore } from './store/postgres/postgres-endpoints';
 import type { RateBudget } from './delivery/rate-limit';
@@ -190,6 +192,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private readonly guard: EndpointGuard;
   private endpointStore: EndpointStore = new MemoryEndpointStore();
   private readonly endpointAdmin: EndpointAdmin;
+  /** Rotations of a destination's shared secret (`POST .../Webhooks/secret`). */
+  private readonly secretHost: SecretHost;
   /** Sends the notices to `notify.url`, signed; undefined without `notify`. */
   private readonly notifier: WebhookDestination | undefined;
 
@@ -222,6 +226,17 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           },
           { clock: this.clock, ...this.internals.destination },
         );
+    const setupOf = async (): Promise<SetupStore> => this.setupStore ?? (await this.openStore(), this.setupStore!);
+    this.secretHost = {
+      snapshot: async () => (await setupOf()).read(),
+      write: async (ops) => {
+        const result = await (await setupOf()).write(ops);
+        if (result.ok) await this.reload();
+        return result;
+      },
+      checkSettings: (settings) => void this.makeDestination('', settings).close(),
+      now: () => this.clock.now(),
+    };
     this.endpointAdmin = new EndpointAdmin({
       webhooksOf: (source) => {
         const record = this.table.record(source);
@@ -281,6 +296,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       sources: this.manager,
       applySources: (sources, dryRun) => this.manager.reconcile(sources, 'apply', dryRun),
       endpoints: this.endpointAdmin,
+      secrets: this.secretHost,
     });
     const backend = {
       sourceForKey: (key: string) => this.table.sourceForKey(key, this.clock.now()),
@@ -327,6 +343,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         {
           webhooks: settings.webhooks,
           sharedSecret: settings.sharedSecret,
+          ...(settings.previousSecrets === undefined ? {} : { previousSecrets: settings.previousSecrets }),
           signing: settings.signing,
           timeout: delivery.timeout,
           retryWindow: delivery.retryWindow,
@@ -630,6 +647,17 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   async enableEndpoint(name: string, url: string): Promise<EnabledEndpoint> {
     await this.openStore();
     return unwrap(await this.endpointAdmin.enable(name, { url }));
+  }
+
+  /**
+   * Rotates the shared secret of a source's Webhooks destination: `sharedSecret` signs from now on
+   * (`X-Signature` with it alone), and the secret it replaces still signs Standard Webhooks
+   * requests, beside it, for `graceSeconds` (default 86400), then stops. Every instance applies it
+   * within 2 s. ConfigError or ValidationError with `field` for bad input.
+   */
+  async rotateSharedSecret(name: string, sharedSecret: string, options: { readonly graceSeconds?: number } = {}): Promise<RotatedSecret> {
+    const body = { sharedSecret, ...(options.graceSeconds === undefined ? {} : { graceSeconds: options.graceSeconds }) };
+    return unwrap(await rotateSecret(this.secretHost, name, body));
   }
 
   /** A URL this instance disabled or enabled: the `endpoint` event (and, with `notify`, a notice). */

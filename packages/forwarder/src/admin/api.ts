@@ -11,6 +11,8 @@ import type { Operations } from './operations';
 import { setupRoute } from './sources';
 import { endpointRoute } from './endpoints';
 import type { EndpointRoutesOptions } from './endpoints';
+import { secretRoute } from './secrets';
+import type { SecretRoutesOptions } from './secrets';
 import type { MethodHandlers, SetupRoutesOptions } from './sources';
 
 /** Rows per page of `GET /admin/messages`: default and most. */
@@ -19,7 +21,7 @@ export const MAX_PAGE = 500;
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
-export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRoutesOptions {
+export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRoutesOptions, SecretRoutesOptions {
   /** The operations layer (opens the store when needed). */
   readonly ops: () => Promise<Operations>;
   readonly metrics: ForwarderMetrics | undefined;
@@ -52,7 +54,7 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       if (!method(req, res, 'GET')) return true;
       return serveDebugger(path, req, res);
     }
-    const route = adminRoute(path) ?? setupRoute(path) ?? endpointRoute(path);
+    const route = adminRoute(path) ?? setupRoute(path) ?? endpointRoute(path) ?? secretRoute(path);
     if (route === undefined) return false;
     const handle = handlerFor(route, req, res);
     if (handle === undefined) return true;

@@ -105,6 +105,8 @@ export class WebhookDestination {
   readonly #key: KeyObject | undefined;
   /** Standard Webhooks keys, current first; empty when it does not sign that way. */
   readonly #standardKeys: readonly KeyObject[];
+  /** Standard Webhooks keys of secrets replaced by a rotation, each until its grace ends. */
+  readonly #previousKeys: readonly { readonly key: KeyObject; readonly until: number }[];
   readonly #sleepers = new Set<Sleeper>();
   /** Rate limits of the URLs that have one; undefined when none has. */
   readonly #gate: RateGate | undefined;
@@ -122,6 +124,8 @@ export class WebhookDestination {
     this.#key = signing === 'standard-webhooks' || secrets.length === 0 ? undefined : signingKey(secrets[0]!);
     this.#standardKeys =
       signing === 'x-signature' ? [] : secrets.map((secret, i) => standardSigningKey(secret, secrets.length === 1 ? 'sharedSecret' : `sharedSecret[${i}]`));
+    this.#previousKeys =
+      this.#standardKeys.length === 0 ? [] : this.#options.previousSecrets.map((p, i) => ({ key: standardSigningKey(p.secret, `previousSecrets[${i}].secret`), until: p.until }));
     const limits = this.#options.webhooks.flatMap((w) => (w.perSecond === undefined ? [] : [{ index: w.index, url: w.url.href, perSecond: w.perSecond }]));
     if (limits.length > 0) {
       const budget = internals.rateBudget ?? new MemoryRateBudget(this.#clock);
@@ -257,8 +261,12 @@ export class WebhookDestination {
    */
   #attemptHeaders(prepared: PreparedBody): readonly Readonly<Record<string, string>>[] {
     if (prepared.id === undefined) return prepared.headers;
-    const timestamp = Math.floor(this.#clock.now() / 1000);
-    const signature = signStandard(prepared.bytes, prepared.id, timestamp, this.#standardKeys);
+    const now = this.#clock.now();
+    const timestamp = Math.floor(now / 1000);
+    // Secrets in their grace sign too (after the current ones), until it ends.
+    const keys =
+      this.#previousKeys.length === 0 ? this.#standardKeys : [...this.#standardKeys, ...this.#previousKeys.filter((p) => p.until > now).map((p) => p.key)];
+    const signature = signStandard(prepared.bytes, prepared.id, timestamp, keys);
     const stamp = String(timestamp);
     return prepared.headers.map((headers) => {
       const set: Record<string, string> = {};

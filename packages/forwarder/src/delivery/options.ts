@@ -31,6 +31,13 @@ export interface WebhookDestinationOptions {
    */
   readonly sharedSecret?: string | readonly string[];
   /**
+   * Secrets replaced by a rotation, each still signed with until `until` (epoch ms): Standard
+   * Webhooks sends a signature for each besides the current ones, so that a receiver that only has
+   * an old secret keeps accepting during the grace. `X-Signature` holds one value: it is always
+   * made with the current secret. Default none.
+   */
+  readonly previousSecrets?: readonly PreviousSecret[];
+  /**
    * `x-signature` (the spec's hex HMAC-SHA1 of the body, default), `standard-webhooks`
    * (`webhook-id`, `webhook-timestamp`, `webhook-signature`) or `both`. Needs `sharedSecret`
    * unless `x-signature`.
@@ -53,6 +60,13 @@ export interface WebhookDestinationOptions {
    * private CA. It never disables verification, and a self-signed leaf stays refused.
    */
   readonly ca?: string | Buffer | readonly (string | Buffer)[];
+}
+
+/** A secret replaced by a rotation, and when its grace ends. */
+export interface PreviousSecret {
+  readonly secret: string;
+  /** Epoch ms after which it signs nothing. */
+  readonly until: number;
 }
 
 /** How a destination signs its requests. */
@@ -88,6 +102,8 @@ export interface ResolvedDestinationOptions {
   readonly webhooks: readonly ResolvedWebhook[];
   /** The secrets, current first; empty when requests go unsigned. */
   readonly secrets: readonly string[];
+  /** Secrets still signed with (Standard Webhooks) until their `until`. */
+  readonly previousSecrets: readonly PreviousSecret[];
   readonly signing: SigningScheme;
   readonly timeout: number;
   readonly retryWindow: number;
@@ -124,6 +140,7 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
   return {
     webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index)),
     secrets,
+    previousSecrets: resolvePreviousSecrets(options.previousSecrets),
     signing,
     timeout: durationOption('timeout', options.timeout ?? defaults.timeout, 1),
     retryWindow: durationOption('retryWindow', options.retryWindow ?? defaults.retryWindow, 0, Number.MAX_SAFE_INTEGER),
@@ -145,6 +162,21 @@ function resolveSecrets(secret: unknown): string[] {
   }
   secret.forEach((item: unknown, i) => secretOption(`sharedSecret[${i}]`, item, 'a shared secret'));
   return secret as string[];
+}
+
+/** `previousSecrets`: a list of `{ secret, until }`; messages never show a secret. */
+function resolvePreviousSecrets(value: unknown): PreviousSecret[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ConfigError(`Expected \`previousSecrets\` to be a list of { secret, until }, got ${describeType(value)}`, 'previousSecrets');
+  return value.map((item: unknown, i) => {
+    const field = `previousSecrets[${i}]`;
+    const { secret, until } = objectOption(field, item, 'an object { secret, until }');
+    secretOption(`${field}.secret`, secret, 'a shared secret replaced by a rotation');
+    if (typeof until !== 'number' || !Number.isFinite(until)) {
+      throw new ConfigError(`Expected \`${field}.until\` to be a time in epoch milliseconds, got ${describeValue(until)}`, `${field}.until`);
+    }
+    return { secret: secret as string, until };
+  });
 }
 
 /** One `webhooks` entry: its URL (http or https, with a host) and static headers. */
