@@ -1,18 +1,15 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { existsSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
+import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'debugger-sources-admin-token';
-const SCREENSHOTS = resolve('.tmp/screenshots');
 /** Script in a source name, a URL and a header value: shown as text, never run. */
 const XSS_NAME = '<img src=x onerror=alert(1)>';
 const XSS_HEADER = '<b onmouseover=alert(2)>web</b>';
@@ -30,19 +27,11 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
   const pageErrors: string[] = [];
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      if (process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs it with apt-get (apt-get install -y chromium)`);
-      console.log(`      SKIPPED: ${CHROMIUM} is missing; install it with \`apt-get install -y chromium\` to run the browser tests`);
-      this.skip();
-    }
-    mkdirSync(SCREENSHOTS, { recursive: true });
+    requireChromium(this);
     receiver = await startReceiver();
     forwarder = createForwarder({ adminToken: ADMIN, storage: { type: 'memory' }, delivery: { minRetryDelay: 10, maxRetryDelay: 40 } });
     ({ url } = await forwarder.listen({ port: 0 }));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
     page = await context.newPage();

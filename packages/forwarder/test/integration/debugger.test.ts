@@ -1,19 +1,17 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { Analytics } from '../../../eventrelay/src/client/analytics';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
+import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
 import { startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'debugger-admin-token';
-const SCREENSHOTS = resolve('.tmp/screenshots');
 const XSS_IMG = '<img src=x onerror=alert(1)>';
 const XSS_SCRIPT = '</script><script>alert(2)</script>';
 
@@ -31,12 +29,7 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
   const pageErrors: string[] = [];
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      if (process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs it with apt-get (apt-get install -y chromium)`);
-      console.log(`      SKIPPED: ${CHROMIUM} is missing; install it with \`apt-get install -y chromium\` to run the browser tests`);
-      this.skip();
-    }
-    mkdirSync(SCREENSHOTS, { recursive: true });
+    requireChromium(this);
     receiver = await startReceiver();
     dataDir = mkdtempSync(join(tmpdir(), 'eventrelay-debugger-'));
     forwarder = createForwarder(
@@ -55,20 +48,7 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     ({ url } = await forwarder.listen({ port: 0 }));
     analytics = new Analytics({ writeKey: 'key-web', endpoint: url, flushAt: 1 });
     flakyClient = new Analytics({ writeKey: 'key-flaky', endpoint: url, flushAt: 1 });
-    // A fresh temporary profile per launch (no user data dir shared with anything).
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message());
