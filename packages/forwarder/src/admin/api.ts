@@ -210,7 +210,7 @@ function showDetail(d: DeliveryDetail): object {
   return {
     ...showMessage(d),
     body: d.body,
-    attemptLog: d.attemptLog.map((a) => ({ ...a, at: iso(a.at) })),
+    attemptLog: d.attemptLog.map((a) => ({ ...a, at: iso(a.at), nextAttemptAt: iso(a.nextAttemptAt) })),
   };
 }
 

@@ -209,6 +209,7 @@ export class Operations {
       at,
       outcome: result.status,
       ...(result.status === 'failed' ? { reason: result.reason } : {}),
+      ...(result.status === 'retry' ? { nextAttemptAt: result.nextAttemptAt } : {}),
       urls: result.outcomes.map((o) => ({
         url: o.url,
         status: o.status ?? null,
@@ -238,6 +239,7 @@ export class Operations {
         at: new Date(at).toISOString(),
         urls: record.urls,
         ...(result.status === 'failed' ? { reason: result.reason } : {}),
+        ...(result.status === 'retry' ? { nextAttemptAt: new Date(result.nextAttemptAt).toISOString() } : {}),
       });
     }
   }

@@ -268,7 +268,8 @@ export class Scheduler {
       this.rateReady.delete(source);
       if (this.sources.includes(source)) wait = Math.min(wait, Math.max(0, at - now));
     }
-    this.arm(Math.max(0, wait));
+    // Counted from `now`: the time the store took to answer is part of the wait, not added to it.
+    this.arm(Math.max(0, now + wait - this.clock.now()));
   }
 
   private arm(ms: number): void {

@@ -48,6 +48,8 @@ export interface LoggedAttempt {
   readonly durationMs: number;
   /** What the attempt as a whole led to. */
   readonly outcome: 'delivered' | 'retry' | 'failed';
+  /** With `retry`: when the next attempt is due (the retry schedule's answer), epoch ms; else null. */
+  readonly nextAttemptAt: number | null;
 }
 
 /** One attempt of a delivery, as the scheduler reports it. */
@@ -59,6 +61,8 @@ export interface AttemptRecord {
   readonly outcome: 'delivered' | 'retry' | 'failed';
   /** Why it failed for good (`failed` only). */
   readonly reason?: string;
+  /** When the next attempt is due (`retry` only), epoch ms. */
+  readonly nextAttemptAt?: number;
   readonly urls: readonly { readonly url: string; readonly status: number | null; readonly error: string | null; readonly durationMs: number }[];
 }
 
@@ -287,7 +291,8 @@ export class MemoryDeliveryLog implements DeliveryLog {
     const entry = this.live.get(keyOf(record.source, record.messageId));
     if (entry === undefined) return;
     for (const u of record.urls) {
-      entry.attemptLog.push({ series: entry.series, attempt: record.attempt, at: record.at, ...u, outcome: record.outcome });
+      const nextAttemptAt = record.nextAttemptAt ?? null;
+      entry.attemptLog.push({ series: entry.series, attempt: record.attempt, at: record.at, ...u, outcome: record.outcome, nextAttemptAt });
     }
     applyAttempt(entry, record);
     if (entry.state === 'delivered' && this.options.keepDelivered === 0) entry.body = undefined;

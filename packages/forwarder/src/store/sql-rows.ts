@@ -83,6 +83,7 @@ export interface AttemptRow {
   error: string | null;
   duration_ms: number;
   outcome: LoggedAttempt['outcome'];
+  next_attempt_at: number | null;
 }
 
 /** A logged call with its attempts and, while kept, its body: what `GET /admin/deliveries/{id}` shows. */
@@ -99,6 +100,7 @@ export function toDeliveryDetail(row: LogRow, attempts: readonly AttemptRow[]): 
       error: a.error,
       durationMs: a.duration_ms,
       outcome: a.outcome,
+      nextAttemptAt: a.next_attempt_at === null || a.next_attempt_at === undefined ? null : Number(a.next_attempt_at),
     })),
   };
 }

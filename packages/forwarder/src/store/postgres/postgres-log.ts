@@ -132,10 +132,11 @@ interface AttemptRows {
   readonly status: (number | null)[];
   readonly error: (string | null)[];
   readonly duration: number[];
+  readonly next: (number | null)[];
 }
 
 function attemptRows(): AttemptRows {
-  return { id: [], series: [], attempt: [], at: [], outcome: [], url: [], status: [], error: [], duration: [] };
+  return { id: [], series: [], attempt: [], at: [], outcome: [], url: [], status: [], error: [], duration: [], next: [] };
 }
 
 /** One row per URL of the attempt. */
@@ -150,6 +151,7 @@ function addAttemptRows(rows: AttemptRows, id: number, series: number, record: A
     rows.status.push(u.status);
     rows.error.push(u.error);
     rows.duration.push(u.durationMs);
+    rows.next.push(record.nextAttemptAt ?? null);
   }
 }
 
@@ -157,8 +159,8 @@ async function insertAttempts(client: PoolClient, rows: AttemptRows): Promise<vo
   if (rows.id.length === 0) return;
   await client.query({
     name: 'eventrelay-log-attempts',
-    text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms)
-     SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[])`,
+    text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms, next_attempt_at)
+     SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[], $10::bigint[])`,
     values: [
       numberArray(rows.id),
       numberArray(rows.series),
@@ -169,6 +171,7 @@ async function insertAttempts(client: PoolClient, rows: AttemptRows): Promise<vo
       numberArray(rows.status),
       textArray(rows.error),
       numberArray(rows.duration),
+      numberArray(rows.next),
     ],
   });
 }
@@ -490,7 +493,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
 
   private async detail(row: LogRow): Promise<DeliveryDetail> {
     const { rows } = await this.pool.query<AttemptRow>(
-      'SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = $1 ORDER BY id',
+      'SELECT series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at FROM log_attempts WHERE delivery_id = $1 ORDER BY id',
       [row.id],
     );
     return toDeliveryDetail(row, rows);

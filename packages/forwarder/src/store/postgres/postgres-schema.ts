@@ -189,6 +189,13 @@ CREATE TABLE IF NOT EXISTS endpoint_states (
 );
 `,
   },
+  {
+    version: 7,
+    name: 'the delivery log: the next attempt time of each retried attempt',
+    up: `
+ALTER TABLE log_attempts ADD COLUMN IF NOT EXISTS next_attempt_at bigint;
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS log_attempts (
   status INTEGER,
   error TEXT,
   duration_ms INTEGER NOT NULL,
-  outcome TEXT NOT NULL
+  outcome TEXT NOT NULL,
+  next_attempt_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 `;
@@ -82,6 +83,9 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
   ) {
     super();
     db.exec(SCHEMA);
+    // A log made by an earlier release: its attempts gain the next attempt time (null for the old ones).
+    const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('log_attempts') as string[];
+    if (!columns.includes('next_attempt_at')) db.exec('ALTER TABLE log_attempts ADD COLUMN next_attempt_at INTEGER');
     this.statements = {
       insert: db.prepare(
         `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
@@ -97,7 +101,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
          body = CASE WHEN ? THEN NULL ELSE body END WHERE id = ?`,
       ),
       insertAttempt: db.prepare(
-        'INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       replay: db.prepare(
         `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL
@@ -107,7 +111,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
         `UPDATE log_messages SET series = series - 1, state = ?, updated_at = ?, finished_at = ?, reason = ? WHERE id = ? AND series = ? AND state = 'pending'`,
       ),
       get: db.prepare(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = ?`),
-      attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
+      attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
       failed: db.prepare(
         `SELECT ${COLUMNS}, body FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
          ORDER BY id`,
@@ -159,7 +163,8 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
         const found = this.live.get(key) ?? (s.findLive.get(record.source, record.messageId) as { id: number; series: number } | undefined);
         if (found === undefined) return;
         for (const u of record.urls) {
-          s.insertAttempt.run(found.id, found.series, record.attempt, record.at, u.url, u.status, u.error, u.durationMs, record.outcome);
+          const next = record.nextAttemptAt ?? null;
+          s.insertAttempt.run(found.id, found.series, record.attempt, record.at, u.url, u.status, u.error, u.durationMs, record.outcome, next);
         }
         const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
         applyAttempt(next, record);

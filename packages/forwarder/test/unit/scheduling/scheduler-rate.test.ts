@@ -72,3 +72,39 @@ describe('Scheduler with rate-limited targets', () => {
     for (const call of target.calls.map((c) => c.state.attempt)) expect(call).to.equal(1);
   });
 });
+
+/** A memory store whose `nextDueAfter` answers only when the test says. */
+class SlowStore extends MemoryStore {
+  release: (() => void) | undefined;
+  override async nextDueAfter(source: string, now: number): Promise<number | undefined> {
+    const answer = await super.nextDueAfter(source, now);
+    await new Promise<void>((resolve) => (this.release = resolve));
+    return answer;
+  }
+}
+
+describe('Scheduler waiting for a slow store', () => {
+  it('counts the wait for a due time from when it asked: a retry that fell due while the store answered starts at once', async () => {
+    const clock = new FakeClock();
+    const store = new SlowStore();
+    const start = clock.now();
+    await store.enqueue([{ source: 'web', destination: 'Webhooks', kind: 'message', messageId: 'm', body: '{}', createdAt: start }]);
+    const [claimed] = await store.claim('web', start, 1, { owner: 'x', ms: 1 });
+    await store.record([{ id: claimed!.id, lease: claimed!.lease, status: 'retry', attempts: 1, firstAttemptAt: start, nextAttemptAt: start + 750 }]);
+    const target = new LimitedTarget();
+    target.allow = 5;
+    const scheduler = new Scheduler(store, new Map([['web', target]]), clock, { concurrency: 4, idleWait: 60_000, owner: 'me', leaseMs: 30_000 });
+    scheduler.start();
+    await flushMicrotasks();
+    // The loop asked when the retry is due; the answer comes once the clock stands at that time.
+    await clock.tick(750);
+    store.release!();
+    await flushMicrotasks();
+    await clock.tick(0);
+    expect(target.calls.map((c) => c.state.attempt)).to.deep.equal([2]);
+    const stopping = scheduler.stop();
+    store.release?.();
+    for (const call of target.calls) call.resolve(delivered(call.state.attempt));
+    await stopping;
+  });
+});

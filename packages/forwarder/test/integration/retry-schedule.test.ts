@@ -1,0 +1,68 @@
+import { describe, it, afterEach } from 'mocha';
+import { expect } from 'chai';
+import pg from 'pg';
+import { createForwarder } from '../../src/service';
+import type { AttemptReport } from '../../src/scheduling/scheduler';
+import { basic, post, startReceiver, waitFor } from './helpers';
+import { FakeClock } from '../../../../test/helpers/fake-clock';
+import { usePostgres } from '../../../../test/helpers/postgres';
+import { useTempDirs } from '../../../../test/helpers/temp-dir';
+
+const TOKEN = 'schedule-admin-token';
+
+for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
+  describe(`the delivery log shows when each retry is due (${kind} store, fake clock)`, function () {
+    this.timeout(30_000);
+    const db = kind === 'postgres' ? usePostgres() : undefined;
+    const tempDir = useTempDirs('eventrelay-schedule-');
+    const cleanup: (() => Promise<unknown>)[] = [];
+    afterEach(async () => {
+      for (const step of cleanup.splice(0).reverse()) await step();
+    });
+
+    it('GET /admin/deliveries/{id}: each attempt with its nextAttemptAt (the retry schedule), null on the last', async () => {
+      if (db !== undefined) {
+        const client = new pg.Client({ connectionString: db.url });
+        await client.connect();
+        await client.query('TRUNCATE deliveries, messages, counters, sources, source_keys, log_messages, log_attempts').catch(() => {});
+        await client.end();
+      }
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      receiver.failFirst('/hook', 1);
+      const clock = new FakeClock(Date.parse('2026-05-01T12:00:00.000Z'));
+      const storage = kind === 'memory' ? { type: 'memory' as const } : kind === 'postgres' ? { type: 'postgres' as const, url: db!.url, poolSize: 3 } : { dataDir: tempDir() };
+      // Jitter at its middle: the first retry waits 750 ms (between 500 and 1000 by the schedule).
+      const forwarder = createForwarder(
+        { adminToken: TOKEN, storage, sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/hook` }] } } }] },
+        {},
+        { clock, destination: { random: () => 0.5 } },
+      );
+      cleanup.push(() => forwarder.close());
+      const reports: AttemptReport[] = [];
+      forwarder.on('attempt', (r) => reports.push(r));
+      const { url } = await forwarder.listen({ port: 0 });
+      expect((await post(`${url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E', messageId: 'm1' }] }, { Authorization: basic('k') })).status).to.equal(200);
+      await waitFor(() => reports.length === 1, 'the first attempt');
+      expect(reports[0]!.result).to.deep.include({ status: 'retry', nextAttemptAt: clock.now() + 750 });
+      await clock.tick(750);
+      // The delivery loop may arm its timer for the retry only once the store answered (PostgreSQL):
+      // timers due by now fire on each look, the clock standing at the retry's time.
+      await waitFor(async () => {
+        await clock.tick(0);
+        return reports.length === 2;
+      }, 'the retry');
+      const headers = { Authorization: `Bearer ${TOKEN}` };
+      const listed = (await (await fetch(`${url}/admin/messages?messageId=m1`, { headers })).json()) as { items: { id: number }[] };
+      const detail = (await (await fetch(`${url}/admin/deliveries/${listed.items[0]!.id}`, { headers })).json()) as {
+        status: string;
+        attemptLog: { attempt: number; outcome: string; at: string; nextAttemptAt: string | null }[];
+      };
+      expect(detail.status).to.equal('delivered');
+      expect(detail.attemptLog.map(({ attempt, outcome, at, nextAttemptAt }) => ({ attempt, outcome, at, nextAttemptAt }))).to.deep.equal([
+        { attempt: 1, outcome: 'retry', at: '2026-05-01T12:00:00.000Z', nextAttemptAt: '2026-05-01T12:00:00.750Z' },
+        { attempt: 2, outcome: 'delivered', at: '2026-05-01T12:00:00.750Z', nextAttemptAt: null },
+      ]);
+    });
+  });
+}
