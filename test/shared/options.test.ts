@@ -118,7 +118,8 @@ describe('option readers (src/internal/options)', () => {
   });
 
   it('keep the delivery defaults in one place: the config file takes the destination defaults', () => {
-    expect(CONFIG_DEFAULTS.delivery).to.equal(DESTINATION_DEFAULTS);
+    // The config file adds what only the forwarder decides (disableAfter) to the destination's own defaults.
+    expect(CONFIG_DEFAULTS.delivery).to.deep.equal({ ...DESTINATION_DEFAULTS, disableAfter: 86_400_000 });
     expect(parseConfig({ sources: [{ name: 'a', writeKey: 'k' }] }, {}).delivery).to.include(DESTINATION_DEFAULTS);
   });
 });
