@@ -151,7 +151,8 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
   it('deletes the source after a confirmation', async () => {
     await page.click('#source-delete');
     await page.locator('#notice', { hasText: 'Deleted' }).waitFor();
-    expect(await page.locator('#sources-list tr').count()).to.equal(0);
+    // The notice shows before the list is fetched again: wait for the list, not for a moment.
+    await waitFor(async () => (await page.locator('#sources-list tr').count()) === 0, 'the sources list to be empty');
     expect(await forwarder.listSources()).to.deep.equal([]);
     expect(dialogs).to.have.length(1);
     expect(dialogs[0]).to.match(/^confirm: Delete the source/);
