@@ -292,7 +292,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       debuggerOn: config.debugger,
       adminToken: config.adminToken,
       closing: () => this.closing !== undefined,
-      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart() }),
+      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart(), disabled: this.disabledEndpoints() }),
       sources: this.manager,
       applySources: (sources, dryRun) => this.manager.reconcile(sources, 'apply', dryRun),
       endpoints: this.endpointAdmin,
@@ -658,6 +658,14 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   async rotateSharedSecret(name: string, sharedSecret: string, options: { readonly graceSeconds?: number } = {}): Promise<RotatedSecret> {
     const body = { sharedSecret, ...(options.graceSeconds === undefined ? {} : { graceSeconds: options.graceSeconds }) };
     return unwrap(await rotateSecret(this.secretHost, name, body));
+  }
+
+  /** The disabled URLs of every source's destination (what the debugger page lists), without credentials or query. */
+  private disabledEndpoints(): { source: string; url: string; disabledAt: string | null; reason: string | null }[] {
+    return this.table.names.flatMap((source) => {
+      const listed = this.endpointAdmin.list(source);
+      return listed.ok ? listed.value.filter((e) => e.disabled).map((e) => ({ source, url: e.url, disabledAt: e.disabledAt, reason: e.reason })) : [];
+    });
   }
 
   /** A URL this instance disabled or enabled: the `endpoint` event (and, with `notify`, a notice). */

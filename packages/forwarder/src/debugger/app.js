@@ -295,7 +295,9 @@
     clear(attempts);
     for (const a of d.attemptLog) {
       const tr = el('tr');
-      for (const value of [a.series, a.attempt, a.at, a.url, a.status, a.error, a.durationMs, a.outcome]) tr.appendChild(el('td', value === null ? '-' : value));
+      for (const value of [a.series, a.attempt, a.at, a.url, a.status, a.error, a.durationMs, a.outcome, a.nextAttemptAt]) {
+        tr.appendChild(el('td', value === null || value === undefined ? '-' : value));
+      }
       attempts.appendChild(tr);
     }
     let body = d.body;
@@ -379,6 +381,40 @@
 
   // ---- endpoints and chart -------------------------------------------------------------------
 
+  /** Disabled webhook URLs, each with why and a button that enables it again. */
+  function showDisabled(list) {
+    const tbody = $('disabled');
+    clear(tbody);
+    for (const d of list) {
+      const tr = el('tr');
+      for (const value of [d.source, d.url, d.disabledAt, d.reason]) tr.appendChild(el('td', value === null ? '-' : value));
+      const td = el('td');
+      const button = el('button', 'Enable');
+      button.type = 'button';
+      button.addEventListener('click', async () => {
+        button.disabled = true;
+        try {
+          await api(`/admin/sources/${encodeURIComponent(d.source)}/destinations/Webhooks/endpoints/enable`, { body: { url: d.url } });
+          notice(`Enabled ${d.url}: deliveries go to it again.`, 'info');
+          await refreshOverview();
+        } catch (error) {
+          button.disabled = false;
+          if (error.message !== 'unauthorized') notice(error.message);
+        }
+      });
+      td.appendChild(button);
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+    }
+    if (list.length === 0) {
+      const tr = el('tr');
+      const td = el('td', 'None.', 'muted');
+      td.colSpan = 5;
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+    }
+  }
+
   async function refreshOverview() {
     let overview;
     try {
@@ -404,6 +440,7 @@
       tr.appendChild(td);
       tbody.appendChild(tr);
     }
+    showDisabled(overview.disabled || []);
     drawChart($('chart-rates'), overview.chart, [
       ['accepted', '#2457c5'],
       ['delivered', '#1f8a4c'],
