@@ -439,6 +439,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           ...(this.config.sourceConcurrencyAuto === true ? {} : { sourceConcurrency }),
           owner: this.instanceId,
           leaseMs: this.config.storage.lease,
+          // A handed-over delivery starts its attempt while its lease still outlasts one.
+          holdMs: this.config.storage.lease - this.config.delivery.timeout - 1000,
           onError: (error) => this.backgroundError(error),
         },
         (report) => {
@@ -570,9 +572,14 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
 
   private accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult> {
     return this.withStore(async (store) => {
-      const result = await store.accept(messages);
+      // The calls of one request come from one source. Leased to this instance as they are
+      // stored, when its delivery loop takes them: attempted then without a claim.
+      const first = messages[0];
+      const lease = first === undefined ? undefined : this.scheduler?.handOff(first.source, first.receivedAt);
+      const result = await store.accept(messages, lease);
       this.ops?.accepted(messages, calls, result);
-      if (result.stored > 0) this.scheduler?.wake();
+      if (lease !== undefined && result.leased !== undefined) this.scheduler?.adopt(result.leased, lease);
+      else if (result.stored > 0) this.scheduler?.stored(first!.source);
       return result;
     });
   }

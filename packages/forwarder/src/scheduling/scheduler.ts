@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState } from '../delivery/destination';
-import type { DeliveryOutcome, ForwarderStore, LeaseRequest, PendingDelivery } from '../store/store';
+import type { AcceptLease, DeliveryOutcome, ForwarderStore, LeaseRequest, PendingDelivery } from '../store/store';
 
 const log = createDebug('analytics:forwarder');
 
@@ -54,6 +54,13 @@ export interface SchedulerOptions {
    * longest duration (the receivers' timeout). Default 30000.
    */
   readonly leaseMs?: number;
+  /**
+   * How long a delivery handed over at acceptance (see `handOff`) may wait here for a free slot,
+   * in ms from its receipt: its lease minus an attempt's longest duration, so that an attempt
+   * started in time ends within the lease. Past it, it goes back to the store for a claim. 0 (the
+   * default): nothing is handed over, every delivery is claimed.
+   */
+  readonly holdMs?: number;
   /** Called with a failure of the loop that is not the store's (a throwing `onAttempt`). */
   readonly onError?: (error: Error) => void;
 }
@@ -73,6 +80,44 @@ const DEFAULTS = { idleWait: 5000, leaseMs: 30_000 } as const;
 
 /** Delay before a delivery is looked at again when attempt() broke its promise never to reject, in ms. */
 const BROKEN_ATTEMPT_DELAY = 60_000;
+
+/**
+ * Most body characters of handed-over deliveries held at once (16 Mi, some 40,000 deliveries of
+ * 400 bytes); past it, accepted deliveries are stored unleased and claimed.
+ */
+const HOLD_CHARS = 16 * 1024 * 1024;
+
+/** A first-in first-out queue: `shift` in constant time, however long (an array's shift copies a large array). */
+class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head]!;
+    this.items[this.head++] = undefined as T;
+    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+
+  drain(): T[] {
+    const rest = this.items.slice(this.head);
+    this.items = [];
+    this.head = 0;
+    return rest;
+  }
+}
 
 /**
  * How long the store's answer to "when is this source's next delivery due" is reused while
@@ -95,6 +140,13 @@ const NEXT_DUE_MAX_AGE = 1000;
  * (a retry this instance scheduled, or a time the store gave), and at most `NEXT_DUE_MAX_AGE`
  * (1 s) late otherwise (a retry another instance wrote, a lease that ran out), even while other
  * attempts hang in flight; see `sleepUntilNextDue`.
+ *
+ * Hand-over (with `holdMs`): the commit that stores an accepted call may lease its delivery to
+ * this instance at once (`handOff`, then `adopt`), which then attempts it from memory, oldest
+ * first, without a claim: no claim statement, no row read back. It is handed over only while
+ * the store has nothing of the source due that this loop has not claimed (so it never passes an
+ * older delivery) and while at most `HOLD_CHARS` of bodies are held; one that waited past
+ * `holdMs` for a slot, or is held when the loop stops, goes back to the store, due as before.
  */
 export class Scheduler {
   private readonly inFlight = new Set<number>();
@@ -111,6 +163,17 @@ export class Scheduler {
   private readonly nextDue = new Map<string, { at: number | undefined; fetchedAt: number }>();
   /** Per source held back by its rate limits: when they allow attempts again. */
   private readonly rateReady = new Map<string, number>();
+  /** Deliveries handed over at acceptance, per source, oldest first, with the time each must start by. */
+  private readonly held = new Map<string, Fifo<{ delivery: PendingDelivery; until: number }>>();
+  /** Body characters of the held deliveries. */
+  private heldChars = 0;
+  private readonly holdMs: number;
+  /**
+   * Per source whose last claim found every due delivery (with nothing stored unleased since),
+   * when that was: no claim is made until `nextDue` says something is due, or `NEXT_DUE_MAX_AGE`
+   * passed (a delivery another instance stored unleased and left, which no due time announces).
+   */
+  private readonly caughtUp = new Map<string, number>();
   private readonly idleWait: number;
   private readonly lease: LeaseRequest;
   private timer: TimerHandle | undefined;
@@ -130,6 +193,7 @@ export class Scheduler {
     private readonly onAttempt: (report: AttemptReport) => void = () => {},
   ) {
     this.idleWait = options.idleWait ?? DEFAULTS.idleWait;
+    this.holdMs = options.holdMs ?? 0;
     this.lease = { owner: options.owner ?? randomUUID(), ms: options.leaseMs ?? DEFAULTS.leaseMs };
     this.targets = asTargets(targets);
   }
@@ -154,8 +218,107 @@ export class Scheduler {
     this.wake();
   }
 
-  /** New work, or a free slot: look at the store now. */
+  /**
+   * The lease under which a commit storing deliveries of `source` accepted at `now` should hand
+   * them over to this instance (`AcceptLease`), or undefined to store them unleased, to be
+   * claimed: while the loop runs, holds less than its bound, and the store has nothing of the
+   * source due that it has not claimed.
+   */
+  handOff(source: string, now: number): AcceptLease | undefined {
+    if (!this.started || this.stopped || this.holdMs <= 0 || this.heldChars >= HOLD_CHARS) return undefined;
+    if (!this.caughtUp.has(source) || this.knownDue(source, now) || !this.sources.includes(source)) return undefined;
+    return { ...this.lease, now };
+  }
+
+  /** Deliveries a commit leased with `handOff`'s `lease`: attempted from here, in order, without a claim. */
+  adopt(deliveries: readonly PendingDelivery[], lease: AcceptLease): void {
+    if (deliveries.length === 0) return;
+    if (this.stopped) {
+      this.handBack(deliveries);
+      return;
+    }
+    const until = lease.now + this.holdMs;
+    for (const delivery of deliveries) {
+      let queue = this.held.get(delivery.source);
+      if (queue === undefined) this.held.set(delivery.source, (queue = new Fifo()));
+      queue.push({ delivery, until });
+      this.heldChars += delivery.body.length;
+    }
+    this.kick();
+  }
+
+  /** Deliveries of `source` were stored unleased: claim them. */
+  stored(source: string): void {
+    this.caughtUp.delete(source);
+    this.kick();
+  }
+
+  /** Whether the store may have deliveries of `source` due at `now` that no claim of this loop took. */
+  private storeMayHaveDue(source: string, now: number): boolean {
+    const since = this.caughtUp.get(source);
+    return since === undefined || now - since >= NEXT_DUE_MAX_AGE || this.knownDue(source, now);
+  }
+
+  /** Whether the store's last answer (or a retry written here) makes a delivery of `source` due by `now`. */
+  private knownDue(source: string, now: number): boolean {
+    const at = this.nextDue.get(source)?.at;
+    return at !== undefined && at <= now;
+  }
+
+  /**
+   * Starts up to `count` held deliveries of `source`, oldest first; those that waited past their
+   * time go back to the store instead. Returns how many started.
+   */
+  private launchHeld(source: string, count: number, now: number): number {
+    const queue = this.held.get(source);
+    if (queue === undefined) return 0;
+    let started = 0;
+    const late: PendingDelivery[] = [];
+    while (started < count) {
+      const next = queue.shift();
+      if (next === undefined) break;
+      this.heldChars -= next.delivery.body.length;
+      if (now > next.until) late.push(next.delivery);
+      else if (!this.inFlight.has(next.delivery.id)) {
+        this.launch(next.delivery, now);
+        started++;
+      }
+    }
+    if (queue.length === 0) this.held.delete(source);
+    if (late.length > 0) this.handBack(late);
+    return started;
+  }
+
+  /**
+   * Gives held deliveries back to the store as they were (due at their time, unleased, no attempt
+   * counted), for any instance to claim; this loop claims them as it claims any other.
+   */
+  private handBack(deliveries: readonly PendingDelivery[]): void {
+    const outcomes = deliveries.map(
+      (d): DeliveryOutcome => ({ id: d.id, lease: d.lease, status: 'retry', attempts: d.attempts, firstAttemptAt: d.firstAttemptAt, nextAttemptAt: d.nextAttemptAt }),
+    );
+    const previous = this.flushing ?? Promise.resolve();
+    this.flushing = previous.then(async () => {
+      try {
+        await this.store.record(outcomes);
+      } catch (error) {
+        // Still leased: due again when the lease ends, never lost.
+        log('could not hand back %d deliveries: %s', outcomes.length, (error as Error).message);
+      }
+      // Due in the store now (or at its lease's end): claimed like any other.
+      for (const d of deliveries) this.caughtUp.delete(d.source);
+      this.kick();
+    });
+  }
+
+  /** New work in the store: look at it now. */
   wake(): void {
+    this.caughtUp.clear();
+    this.kick();
+  }
+
+  /** A free slot, a held delivery or a due time: run the loop (it claims only what may be due). */
+  private kick(): void {
     if (!this.started || this.stopped) return;
     if (this.pumping !== undefined) {
       this.again = true;
@@ -163,7 +326,7 @@ export class Scheduler {
     }
     this.pumping = this.pump().finally(() => {
       this.pumping = undefined;
-      if (this.again) this.wake();
+      if (this.again) this.kick();
     });
   }
 
@@ -173,6 +336,11 @@ export class Scheduler {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     await this.pumping;
+    // Not attempted here: back to the store, for the next start or another instance.
+    const held = [...this.held.values()].flatMap((queue) => queue.drain().map((h) => h.delivery));
+    this.held.clear();
+    this.heldChars = 0;
+    if (held.length > 0) this.handBack(held);
     if (this.inFlight.size > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;
@@ -214,6 +382,15 @@ export class Scheduler {
             }
             share = allowed.count;
           }
+          // Handed-over deliveries first: the store has nothing older of the source (see handOff).
+          // A claim is due at least once a second, though (see caughtUp): it keeps a slot for it.
+          const mayHaveDue = this.storeMayHaveDue(source, now);
+          const started = this.launchHeld(source, mayHaveDue && share > 1 ? share - 1 : share, now);
+          share -= started;
+          if (share <= 0 || !mayHaveDue) {
+            if (this.held.has(source)) more = true;
+            continue;
+          }
           this.claimedAt.set(source, now);
           const due = await this.store.claim(source, now, share, this.lease);
           for (const delivery of due) {
@@ -222,7 +399,14 @@ export class Scheduler {
             if (!this.inFlight.has(delivery.id)) this.launch(delivery, now);
           }
           if (this.stopped) return;
-          if (due.length === share) more = true;
+          if (due.length === share) {
+            more = true;
+          } else {
+            // Every delivery due by `now` is claimed: none to claim until the next due time.
+            this.caughtUp.set(source, now);
+            const known = this.nextDue.get(source);
+            if (known?.at !== undefined && known.at <= now) known.at = undefined;
+          }
         }
         if (this.again) more = true;
         if (this.inFlight.size >= this.options.concurrency) more = false;
@@ -277,7 +461,7 @@ export class Scheduler {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
-      this.wake();
+      this.kick();
     }, ms);
   }
 
@@ -341,6 +525,8 @@ export class Scheduler {
       const known = this.nextDue.get(report.source);
       if (outcome.status === 'retry' && known !== undefined && (known.at === undefined || known.at <= now || outcome.nextAttemptAt < known.at)) {
         known.at = outcome.nextAttemptAt;
+      } else if (outcome.status === 'retry' && known === undefined) {
+        this.caughtUp.delete(report.source);
       }
     }
     for (const { report } of batch) {
@@ -352,7 +538,7 @@ export class Scheduler {
       }
     }
     if (this.inFlight.size === 0 && this.drained !== undefined) this.drained();
-    this.wake();
+    this.kick();
   }
 }
 

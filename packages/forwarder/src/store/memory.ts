@@ -2,6 +2,7 @@ import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from './
 import { MemorySetup } from './memory-setup';
 import type {
   AcceptedMessage,
+  AcceptLease,
   AcceptResult,
   AudienceChange,
   DeliveryOutcome,
@@ -63,40 +64,45 @@ export class MemoryStore implements ForwarderStore {
     return failed;
   }
 
-  async accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+  async accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult> {
     let stored = 0;
+    const leased: PendingDelivery[] = [];
     const repeated = messages.map((message) => {
       const key = `${message.source}\u0000${message.messageId}`;
       if (this.seen.has(key)) return true;
       this.seen.set(key, message.receivedAt);
       stored++;
-      this.insert(message.deliveries);
+      const items = this.insert(message.deliveries, lease);
+      if (lease !== undefined) for (const item of items) leased.push(publicView(item));
       return false;
     });
     this.totals.accepted += messages.length;
     this.totals.duplicates += messages.length - stored;
-    return { stored, duplicates: messages.length - stored, repeated };
+    const result = { stored, duplicates: messages.length - stored, repeated };
+    return lease === undefined ? result : { ...result, leased };
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
     this.insert(deliveries);
   }
 
-  private insert(deliveries: readonly NewDelivery[]): void {
-    for (const d of deliveries) {
+  /** Stores deliveries, leased as a claim at `lease.now` would lease them when `lease` is given. */
+  private insert(deliveries: readonly NewDelivery[], lease?: AcceptLease): Pending[] {
+    return deliveries.map((d) => {
       const delivery: Pending = {
         ...d,
         id: this.nextId++,
-        lease: 0,
+        lease: lease === undefined ? 0 : 1,
         attempts: 0,
         firstAttemptAt: undefined,
-        nextAttemptAt: d.createdAt,
+        nextAttemptAt: lease === undefined ? d.createdAt : lease.now + lease.ms,
         dueAt: d.createdAt,
-        owner: undefined,
+        owner: lease?.owner,
       };
       this.pending.set(delivery.id, delivery);
       this.heap(delivery.source).push(delivery);
-    }
+      return delivery;
+    });
   }
 
   private heap(source: string): DueHeap {

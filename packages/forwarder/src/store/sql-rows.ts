@@ -1,5 +1,5 @@
 import type { DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage } from './delivery-log';
-import type { DeliveryKind, PendingDelivery } from './store';
+import type { DeliveryKind, NewDelivery, PendingDelivery } from './store';
 import type { KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../setup/model';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
@@ -70,6 +70,23 @@ export function toPendingDelivery(row: ClaimedRow, lease: number, dueAt: number)
     attempts: row.attempts,
     firstAttemptAt: row.first_attempt_at ?? undefined,
     nextAttemptAt: dueAt,
+  };
+}
+
+/** A delivery an accept leased as it stored it (token 1, never attempted): what a claim would have handed out. */
+export function leasedDelivery(d: NewDelivery, id: number): PendingDelivery {
+  return {
+    id,
+    lease: 1,
+    source: d.source,
+    destination: d.destination,
+    kind: d.kind,
+    messageId: d.messageId,
+    body: d.body,
+    createdAt: d.createdAt,
+    attempts: 0,
+    firstAttemptAt: undefined,
+    nextAttemptAt: d.createdAt,
   };
 }
 

@@ -56,6 +56,22 @@ export interface AcceptResult {
    * as the store found it; the delivery log logs those `duplicate`.
    */
   readonly repeated: readonly boolean[];
+  /**
+   * With a `lease` given to `accept()` (and a store that takes it): the deliveries stored, already
+   * leased as a claim would have leased them, in the order of the request's messages. The caller
+   * attempts them without a claim.
+   */
+  readonly leased?: readonly PendingDelivery[];
+}
+
+/**
+ * A lease taken by the commit that stores deliveries (`accept`), so that the instance that
+ * accepted a call attempts it without a claim: from `now` for `ms`, like a claim at `now`. Until
+ * it ends no claim returns the delivery; it is due at the lease's end if no outcome came.
+ */
+export interface AcceptLease extends LeaseRequest {
+  /** When the lease starts, epoch ms: the call's receipt. */
+  readonly now: number;
 }
 
 /** A delivery waiting for its next attempt, as `claim()` hands it out. */
@@ -166,9 +182,11 @@ export interface ForwarderStore {
   readonly rateBudget?: RateBudget;
   /**
    * Stores accepted messages and their deliveries in one transaction; resolves only when they
-   * are durable, so the ingestion API may answer 2xx.
+   * are durable, so the ingestion API may answer 2xx. With `lease`, the deliveries it stores are
+   * leased to `lease.owner` by that same commit and returned in `leased` (a store may ignore it
+   * and lease nothing: the deliveries are then claimed as usual).
    */
-  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult>;
+  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult>;
   /** Stores deliveries that come from no ingested message (deletion notices), in one transaction. */
   enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
   /**

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
-import { toPendingDelivery } from '../sql-rows';
+import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
 import type { Client, Pool, PoolClient, PoolConfig } from 'pg';
 import createDebug from 'debug';
@@ -11,6 +11,7 @@ import { PostgresRateBudget } from './postgres-rate';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../store';
 import type {
   AcceptedMessage,
+  AcceptLease,
   AcceptResult,
   AudienceChange,
   DeliveryOutcome,
@@ -89,6 +90,7 @@ type DeliveryRow = ClaimedRow & { lease: number; due_at: number };
 
 interface AcceptRequest {
   readonly messages: readonly AcceptedMessage[];
+  readonly lease: AcceptLease | undefined;
   readonly resolve: (result: AcceptResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -195,10 +197,10 @@ export class PostgresStore implements ForwarderStore {
   }
 
   /** Group commit: requests queue while a commit runs, and the next commit takes them all. */
-  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult> {
     return new Promise((resolve, reject) => {
       this.assertOpen();
-      this.acceptQueue.push({ messages, resolve, reject });
+      this.acceptQueue.push({ messages, lease, resolve, reject });
       this.commitNext();
     });
   }
@@ -221,11 +223,18 @@ export class PostgresStore implements ForwarderStore {
     // The first occurrence of a key in the group is the candidate; later ones are duplicates.
     const candidates = new Map<string, AcceptedMessage>();
     const keys = group.map((request) => request.messages.map((m) => storedKey(m.source, m.messageId)));
+    /** The end of the lease each candidate's deliveries get, when its request asked for one. */
+    const leaseEnd = new Map<AcceptedMessage, number>();
+    let owner: string | undefined;
     let total = 0;
     group.forEach((request, r) => {
       total += request.messages.length;
+      // One owner per commit (an instance leases to itself): another one's request is stored unleased.
+      const lease = request.lease !== undefined && (owner ??= request.lease.owner) === request.lease.owner ? request.lease : undefined;
       request.messages.forEach((m, i) => {
-        if (!candidates.has(keys[r]![i]!)) candidates.set(keys[r]![i]!, m);
+        if (candidates.has(keys[r]![i]!)) return;
+        candidates.set(keys[r]![i]!, m);
+        if (lease !== undefined) leaseEnd.set(m, lease.now + lease.ms);
       });
     });
     // Sorted, so that two instances inserting the same ids lock them in the same order.
@@ -238,9 +247,12 @@ export class PostgresStore implements ForwarderStore {
       messageId: [] as string[],
       body: [] as string[],
       createdAt: [] as number[],
+      leasedUntil: [] as (number | null)[],
     };
     for (const m of sorted) {
+      const until = leaseEnd.get(m) ?? null;
       for (const x of m.deliveries) {
+        d.leasedUntil.push(until);
         d.owner.push(m.messageId);
         d.source.push(m.source);
         d.destination.push(x.destination);
@@ -251,10 +263,12 @@ export class PostgresStore implements ForwarderStore {
       }
     }
     let stored: Set<string>;
+    /** Ids of the deliveries leased as they were stored, by key and destination. */
+    const leasedIds = new Map<string, number>();
     try {
       // One statement, so one round trip and one commit: the messages new to the store, their
-      // deliveries, and the counters.
-      const result = await this.pool.query<{ source: string; message_id: string }>({
+      // deliveries (leased to this instance when it asked), and the counters.
+      const result = await this.pool.query<{ source: string; message_id: string; id: number | null; destination: string | null }>({
         // Named: prepared once per connection, so the server does not parse and plan it per commit.
         name: 'eventrelay-accept',
         text: `WITH m AS (
@@ -262,15 +276,16 @@ export class PostgresStore implements ForwarderStore {
            SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
            ON CONFLICT DO NOTHING RETURNING source, message_id),
          d AS (
-           INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at)
-           SELECT x.s, x.d, x.k, x.m, x.b, x.c, x.c
-           FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[]) AS x(o, s, d, k, m, b, c)
-           JOIN m ON m.source = x.s AND m.message_id = x.o),
+           INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until)
+           SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0)
+           FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[]) AS x(o, s, d, k, m, b, c, l)
+           JOIN m ON m.source = x.s AND m.message_id = x.o
+           RETURNING id, source, message_id, destination, lease),
          c AS (
            INSERT INTO counters (name, shard, value)
            SELECT name, $11, value FROM (VALUES ('accepted', $12::bigint), ('duplicates', $12::bigint - (SELECT count(*) FROM m))) AS v(name, value)
            ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
-         SELECT source, message_id FROM m`,
+         SELECT m.source, m.message_id, d.id, d.destination FROM m LEFT JOIN d ON d.lease = 1 AND d.source = m.source AND d.message_id = m.message_id`,
         values: [
           textArray(sorted.map((m) => m.source)),
           textArray(sorted.map((m) => m.messageId)),
@@ -284,9 +299,16 @@ export class PostgresStore implements ForwarderStore {
           numberArray(d.createdAt),
           shard(),
           total,
+          numberArray(d.leasedUntil),
+          owner ?? null,
         ],
       });
-      stored = new Set(result.rows.map((r) => storedKey(r.source, r.message_id)));
+      stored = new Set<string>();
+      for (const r of result.rows) {
+        const key = storedKey(r.source, r.message_id);
+        stored.add(key);
+        if (r.id !== null) leasedIds.set(`${key}\u0000${r.destination}`, r.id);
+      }
     } catch (error) {
       for (const request of group) request.reject(error);
       return;
@@ -295,7 +317,20 @@ export class PostgresStore implements ForwarderStore {
       // Counted once: the first request of the group that carries it.
       const repeated = keys[r]!.map((key) => !stored.delete(key));
       const count = repeated.filter((x) => !x).length;
-      request.resolve({ stored: count, duplicates: request.messages.length - count, repeated });
+      const result = { stored: count, duplicates: request.messages.length - count, repeated };
+      if (request.lease === undefined || request.lease.owner !== owner) {
+        request.resolve(result);
+        return;
+      }
+      const leased: PendingDelivery[] = [];
+      request.messages.forEach((m, i) => {
+        if (repeated[i]) return;
+        for (const x of m.deliveries) {
+          const id = leasedIds.get(`${keys[r]![i]!}\u0000${x.destination}`);
+          if (id !== undefined) leased.push(leasedDelivery(x, id));
+        }
+      });
+      request.resolve({ ...result, leased });
     });
   }
 

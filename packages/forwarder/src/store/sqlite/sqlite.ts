@@ -7,10 +7,11 @@ import { ConfigError, StoreError } from 'eventrelay/internal';
 import { migrateSqlite } from './sqlite-schema';
 import { SqliteSetup } from './sqlite-setup';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../store';
-import { toPendingDelivery } from '../sql-rows';
+import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
 import type {
   AcceptedMessage,
+  AcceptLease,
   AcceptResult,
   AudienceChange,
   DeliveryOutcome,
@@ -52,6 +53,11 @@ const SCRUB_DELAY = 1000;
 
 type DeliveryRow = ClaimedRow & { lease: number; next_attempt_at: number };
 
+interface AcceptRequest {
+  readonly messages: readonly AcceptedMessage[];
+  readonly lease: AcceptLease | undefined;
+}
+
 type DatabaseConstructor = typeof BetterSqlite3;
 
 /**
@@ -84,11 +90,11 @@ function loadDriver(): DatabaseConstructor {
 export class SqliteStore implements ForwarderStore {
   private readonly db: BetterSqlite3.Database;
   private readonly statements;
-  private readonly acceptTx: (requests: readonly (readonly AcceptedMessage[])[]) => AcceptResult[];
+  private readonly acceptTx: (requests: readonly AcceptRequest[]) => AcceptResult[];
   private readonly durable: boolean;
   private syncMode: 'FULL' | 'NORMAL' | undefined;
   /** Requests waiting for the next group commit. */
-  private acceptQueue: Array<{ messages: readonly AcceptedMessage[]; resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
+  private acceptQueue: Array<AcceptRequest & { resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
   private readonly enqueueTx: (deliveries: readonly NewDelivery[]) => void;
   private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => RecordResult;
   private readonly claimTx: (source: string, now: number, limit: number, lease: LeaseRequest) => DeliveryRow[];
@@ -143,6 +149,10 @@ export class SqliteStore implements ForwarderStore {
       insertDelivery: db.prepare(
         'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
+      // Leased by the commit that stores it, as a claim leases (due again at the lease's end).
+      insertLeased: db.prepare(
+        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)',
+      ),
       addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
       due: db.prepare(
         `SELECT id, lease, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at
@@ -194,20 +204,29 @@ export class SqliteStore implements ForwarderStore {
     const insert = (d: NewDelivery): void => {
       s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt);
     };
-    this.acceptTx = db.transaction((requests: readonly (readonly AcceptedMessage[])[]) => {
+    this.acceptTx = db.transaction((requests: readonly AcceptRequest[]) => {
       let total = 0;
       let duplicates = 0;
-      const results = requests.map((messages) => {
+      const results = requests.map(({ messages, lease }): AcceptResult => {
         let stored = 0;
+        const leased: PendingDelivery[] = [];
         const repeated = messages.map((m) => {
           if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) return true;
           stored++;
-          for (const d of m.deliveries) insert(d);
+          for (const d of m.deliveries) {
+            if (lease === undefined) {
+              insert(d);
+              continue;
+            }
+            const row = s.insertLeased.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, lease.now + lease.ms, lease.owner);
+            leased.push(leasedDelivery(d, Number(row.lastInsertRowid)));
+          }
           return false;
         });
         total += messages.length;
         duplicates += messages.length - stored;
-        return { stored, duplicates: messages.length - stored, repeated };
+        const result = { stored, duplicates: messages.length - stored, repeated };
+        return lease === undefined ? result : { ...result, leased };
       });
       s.addCounter.run(total, 'accepted');
       if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');
@@ -258,10 +277,10 @@ export class SqliteStore implements ForwarderStore {
    * Group commit: the requests that arrive in the same turn of the event loop are stored in one
    * transaction (one fsync), each request whole. Resolves once that transaction committed.
    */
-  accept(messages: readonly AcceptedMessage[]): Promise<AcceptResult> {
+  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult> {
     return new Promise((resolve, reject) => {
       this.assertOpen();
-      this.acceptQueue.push({ messages, resolve, reject });
+      this.acceptQueue.push({ messages, lease, resolve, reject });
       if (this.acceptQueue.length === 1) setImmediate(() => this.commitAccepts());
     });
   }
@@ -272,7 +291,7 @@ export class SqliteStore implements ForwarderStore {
     try {
       this.assertOpen();
       this.sync(this.durable ? 'FULL' : 'NORMAL');
-      const results = this.acceptTx(queue.map((q) => q.messages));
+      const results = this.acceptTx(queue);
       queue.forEach((q, i) => q.resolve(results[i]!));
     } catch (error) {
       for (const q of queue) q.reject(error);

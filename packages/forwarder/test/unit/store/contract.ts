@@ -171,6 +171,37 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
       expect(await store.counts()).to.deep.include({ delivered: 1, pending: 1, retrying: 1 });
     });
 
+    it('leases what it stores when the accept asks (hand-over): no claim takes it until the lease ends, and its token records', async () => {
+      const result = await store.accept([accepted('a'), accepted('b'), accepted('f', false)], { ...LEASE, now: T0 });
+      expect(result).to.deep.include({ stored: 3, duplicates: 0, repeated: [false, false, false] });
+      expect(ids(result.leased!)).to.deep.equal(['a', 'b']);
+      const [a, b] = result.leased!;
+      expect(a).to.include({ lease: 1, attempts: 0, firstAttemptAt: undefined, nextAttemptAt: T0, createdAt: T0, body: '{"messageId":"a"}', kind: 'message' });
+      expect(await store.claim('web', T0 + LEASE.ms - 1, 10, OTHER)).to.deep.equal([]);
+      expect(await store.record([{ id: a!.id, lease: a!.lease, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 100 }])).to.deep.equal({
+        recorded: 1,
+        stale: [],
+      });
+      // The holder of b died: b is due when the lease ends, and the next claim gets a new token.
+      const later = await store.claim('web', T0 + LEASE.ms, 10, OTHER);
+      expect(ids(later)).to.deep.equal(['a', 'b']);
+      expect(later[1]!.lease).to.not.equal(b!.lease);
+      expect((await store.record([{ id: b!.id, lease: b!.lease, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 1, reason: 'late' }])).stale).to.deep.equal([b!.id]);
+      // A repeated messageId is acknowledged, not stored, not leased.
+      expect(await store.accept([accepted('a')], { ...LEASE, now: T0 })).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true], leased: [] });
+      expect(await store.counts()).to.deep.include({ accepted: 4, duplicates: 1, pending: 2 });
+    });
+
+    it('takes back a handed-over delivery that was not attempted: due at its time, unleased, no attempt counted', async () => {
+      const { leased } = await store.accept([accepted('a')], { ...LEASE, now: T0 });
+      const [a] = leased!;
+      await store.record([{ id: a!.id, lease: a!.lease, status: 'retry', attempts: 0, firstAttemptAt: undefined, nextAttemptAt: a!.nextAttemptAt }]);
+      const due = await store.claim('web', T0, 10, OTHER);
+      expect(ids(due)).to.deep.equal(['a']);
+      expect(due[0]).to.include({ attempts: 0, firstAttemptAt: undefined, nextAttemptAt: T0 });
+      expect(await store.counts()).to.deep.include({ pending: 1, retrying: 0 });
+    });
+
     it('never hands one delivery to two claims made at the same time', async () => {
       await store.enqueue(Array.from({ length: 60 }, (_, i) => delivery(`m${i}`)));
       const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => store.claim('web', T0, 15, { owner: `instance-${i}`, ms: 30_000 })));

@@ -1,0 +1,168 @@
+import { describe, it, beforeEach, afterEach } from 'mocha';
+import { expect } from 'chai';
+import { FakeClock, flushMicrotasks } from '../../../../../test/helpers/fake-clock';
+import { MemoryStore } from '../../../src/store/memory';
+import { Scheduler } from '../../../src/scheduling/scheduler';
+import type { DeliveryTarget } from '../../../src/scheduling/scheduler';
+import type { AttemptResult, AttemptState } from '../../../src/delivery/destination';
+import type { AcceptedMessage, LeaseRequest, PendingDelivery } from '../../../src/store/store';
+
+/** A memory store that counts claims. */
+class CountingStore extends MemoryStore {
+  claims = 0;
+  override claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
+    this.claims++;
+    return super.claim(source, now, limit, lease);
+  }
+}
+
+/** A destination whose attempts the test answers by hand. */
+class ManualTarget implements DeliveryTarget {
+  readonly calls: { body: string; state: AttemptState; resolve: (result: AttemptResult) => void }[] = [];
+  attempt(body: string, state: AttemptState): Promise<AttemptResult> {
+    return new Promise((resolve) => this.calls.push({ body, state, resolve }));
+  }
+}
+
+const delivered = (attempt: number): AttemptResult => ({
+  status: 'delivered',
+  url: 'http://127.0.0.1/x',
+  attempt,
+  outcomes: [{ url: 'http://127.0.0.1/x', index: 0, retryable: false, durationMs: 1, status: 200 }],
+});
+
+const LEASE_MS = 30_000;
+const HOLD_MS = 20_000;
+
+describe('Scheduler: deliveries handed over at acceptance', () => {
+  let clock: FakeClock;
+  let store: CountingStore;
+  let target: ManualTarget;
+  let scheduler: Scheduler;
+
+  function message(messageId: string): AcceptedMessage {
+    const at = clock.now();
+    return { source: 'web', messageId, receivedAt: at, deliveries: [{ source: 'web', destination: 'Webhooks', kind: 'message', messageId, body: `{"id":"${messageId}"}`, createdAt: at }] };
+  }
+
+  /** What the forwarder does with a request: the scheduler's lease on the accept, then adopt (or stored). */
+  async function accept(...ids: string[]): Promise<void> {
+    const lease = scheduler.handOff('web', clock.now());
+    const result = await store.accept(ids.map(message), lease);
+    if (lease !== undefined && result.leased !== undefined) scheduler.adopt(result.leased, lease);
+    else scheduler.stored('web');
+    await flushMicrotasks();
+  }
+
+  function create(concurrency = 8, holdMs = HOLD_MS): Scheduler {
+    scheduler = new Scheduler(store, new Map([['web', target]]), clock, { concurrency, idleWait: 60_000, owner: 'me', leaseMs: LEASE_MS, holdMs });
+    return scheduler;
+  }
+
+  beforeEach(() => {
+    clock = new FakeClock();
+    store = new CountingStore();
+    target = new ManualTarget();
+  });
+
+  afterEach(async () => {
+    const stopping = scheduler?.stop();
+    for (const call of target.calls) call.resolve(delivered(call.state.attempt));
+    await stopping;
+  });
+
+  it('attempts what the accept leased to it, in order, without a claim', async () => {
+    create().start();
+    await flushMicrotasks();
+    const claims = store.claims;
+    await accept('a', 'b');
+    await accept('c');
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}', '{"id":"c"}']);
+    expect(target.calls[0]!.state).to.deep.equal({ attempt: 1, firstAttemptAt: clock.now(), id: 'a' });
+    for (const call of target.calls) call.resolve(delivered(1));
+    await flushMicrotasks();
+    expect(await store.counts()).to.deep.include({ delivered: 3, pending: 0 });
+    expect(store.claims).to.equal(claims);
+  });
+
+  it('hands over nothing without holdMs: every delivery is claimed', async () => {
+    create(8, 0).start();
+    await flushMicrotasks();
+    expect(scheduler.handOff('web', clock.now())).to.equal(undefined);
+    const claims = store.claims;
+    await accept('a');
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}']);
+    expect(store.claims).to.be.above(claims);
+  });
+
+  it('hands over nothing while the store has a due delivery it did not claim, so that none passes an older one', async () => {
+    create(1).start();
+    await flushMicrotasks();
+    await accept('a');
+    expect(target.calls).to.have.length(1);
+    // The slot is taken: b waits in memory; the bound is not reached, so c is handed over too.
+    await accept('b');
+    // Stored unleased (another process's write, or a restart): the store now has one due.
+    await store.enqueue([message('old').deliveries[0]!]);
+    scheduler.wake();
+    await flushMicrotasks();
+    expect(scheduler.handOff('web', clock.now())).to.equal(undefined);
+    await accept('d');
+    // In order of their turn: held b first, then the store's old and d by claims.
+    for (let i = 0; i < 4; i++) {
+      target.calls[i]!.resolve(delivered(1));
+      await flushMicrotasks();
+    }
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}', '{"id":"old"}', '{"id":"d"}']);
+    // Caught up: the next call is handed over again.
+    expect(scheduler.handOff('web', clock.now())).to.not.equal(undefined);
+  });
+
+  it('gives back at stop() what it holds: due at once for another instance, no attempt counted', async () => {
+    create(1).start();
+    await flushMicrotasks();
+    await accept('a', 'b', 'c');
+    expect(target.calls).to.have.length(1);
+    const stopping = scheduler.stop();
+    target.calls[0]!.resolve(delivered(1));
+    await stopping;
+    const due = await store.claim('web', clock.now(), 10, { owner: 'other', ms: LEASE_MS });
+    expect(due.map((d) => [d.messageId, d.attempts])).to.deep.equal([
+      ['b', 0],
+      ['c', 0],
+    ]);
+    expect(await store.counts()).to.deep.include({ delivered: 1, pending: 2, retrying: 0 });
+  });
+
+  it('gives back a delivery that waited past holdMs for a slot, and claims it like any other', async () => {
+    create(1).start();
+    await flushMicrotasks();
+    await accept('a', 'late');
+    expect(target.calls).to.have.length(1);
+    await clock.tick(HOLD_MS + 1);
+    // Its lease still runs for 10 s, too short for an attempt that may take the whole timeout.
+    target.calls[0]!.resolve(delivered(1));
+    await flushMicrotasks();
+    await clock.tick(10);
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"late"}']);
+    const [, late] = target.calls;
+    expect(late!.state.attempt).to.equal(1);
+    // Attempted under a claim of its own: another instance cannot take it now.
+    expect(await store.claim('web', clock.now(), 10, { owner: 'other', ms: LEASE_MS })).to.deep.equal([]);
+  });
+
+  it('the bound on what it holds: past it, calls are stored unleased and claimed', async () => {
+    create(1).start();
+    await flushMicrotasks();
+    const big = 'x'.repeat(4 * 1024 * 1024);
+    // One is attempted at once (concurrency 1), four wait: 16 Mi characters.
+    for (let i = 0; i < 5; i++) {
+      const lease = scheduler.handOff('web', clock.now());
+      expect(lease, `request ${i}`).to.not.equal(undefined);
+      const m = message(`big${i}`);
+      const result = await store.accept([{ ...m, deliveries: [{ ...m.deliveries[0]!, body: big }] }], lease);
+      scheduler.adopt(result.leased!, lease!);
+    }
+    expect(scheduler.handOff('web', clock.now())).to.equal(undefined);
+  });
+});
