@@ -89,6 +89,8 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
         else if (!(name in b.headers)) changes.push(`${where} removed`);
         else if (a.headers[name] !== b.headers[name]) changes.push(`${where} changed (value not shown)`);
       }
+      const limit = (e: typeof a) => (e.rateLimit === undefined ? 'none' : `${e.rateLimit.perSecond}/s`);
+      if (limit(a) !== limit(b)) changes.push(`${at}.rateLimit: ${limit(a)} → ${limit(b)}`);
     }
   }
   const beforeSecrets = secretsOf(before);

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createForwarder } from '../../src/service';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
+import { ConfigError } from '../../../eventrelay/src/errors';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import type { ReceivedRequest, Receiver } from './helpers';
 import { FakeClock } from '../../../../test/helpers/fake-clock';
@@ -107,10 +108,8 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       cleanup.push(() => receiver.close());
       const clock = new FakeClock(Date.now());
       const [oldSecret, newSecret] = [whsec(), whsec()];
-      const { url, send } = await start(receiver, oldSecret, clock);
-      expect((await admin(url, 'POST', '/admin/sources/web/destinations/Webhooks/secret', { sharedSecret: newSecret })).json.previousSecretsValidUntil).to.equal(
-        new Date(clock.now() + 86_400_000).toISOString(),
-      );
+      const { forwarder, url, send } = await start(receiver, oldSecret, clock);
+      expect((await forwarder.rotateSharedSecret('web', newSecret)).previousSecretsValidUntil).to.equal(new Date(clock.now() + 86_400_000).toISOString());
       const put = await admin(url, 'PUT', '/admin/sources/web/destinations/Webhooks', { webhooks: [{ url: `${receiver.url}/hook` }], sharedSecret: newSecret, signing: 'both' });
       expect(put.status).to.equal(200);
       const request = await send('after-put');
@@ -131,6 +130,10 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       }
       const unknown = await admin(url, 'POST', '/admin/sources/nope/destinations/Webhooks/secret', { sharedSecret: whsec() });
       expect(unknown.status).to.equal(404);
+      // The same through the forwarder's method: a refusal is a typed error with the field.
+      let error: unknown;
+      await forwarder.rotateSharedSecret('web', whsec(), { graceSeconds: -5 }).catch((e: unknown) => (error = e));
+      expect(error).to.be.instanceOf(ConfigError).with.property('field', 'graceSeconds');
       // Nothing changed by the refusals: still signed with the new secret alone.
       const still = await send('still');
       expect([accepts(oldSecret, still), accepts(newSecret, still)]).to.deep.equal([false, true]);

@@ -2,6 +2,7 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { parseConfig } from '../../src/config';
 import { ConfigError } from '../../../eventrelay/src/errors';
+import { describeChange } from '../../src/setup/reconcile';
 
 describe('parseConfig: endpoint protection', () => {
   it('delivery.disableAfter: 24 h by default, 0 for never, else a duration in ms naming the field', () => {
@@ -38,5 +39,17 @@ describe('parseConfig: endpoint protection', () => {
       expect(error, field).to.be.instanceOf(ConfigError).with.property('field', field);
       expect((error as Error).message).not.to.contain('s3cret');
     }
+  });
+});
+
+describe('eventrelay apply: the difference of a rate limit', () => {
+  it('names a rateLimit added, changed or removed', () => {
+    const entry = { url: 'https://hooks.example.com/in', headers: {} };
+    const settings = (rateLimit?: { perSecond: number }) => ({ webhooks: [rateLimit === undefined ? entry : { ...entry, rateLimit }], sharedSecret: undefined, signing: 'x-signature' as const });
+    const record = (rateLimit?: { perSecond: number }) => ({ enabled: true, webhooks: settings(rateLimit) });
+    expect(describeChange(record(), true, settings({ perSecond: 20 }))).to.deep.equal(['Webhooks.webhooks[0].rateLimit: none → 20/s']);
+    expect(describeChange(record({ perSecond: 20 }), true, settings({ perSecond: 0.5 }))).to.deep.equal(['Webhooks.webhooks[0].rateLimit: 20/s → 0.5/s']);
+    expect(describeChange(record({ perSecond: 20 }), true, settings())).to.deep.equal(['Webhooks.webhooks[0].rateLimit: 20/s → none']);
+    expect(describeChange(record({ perSecond: 20 }), true, settings({ perSecond: 20 }))).to.deep.equal([]);
   });
 });
