@@ -6,6 +6,7 @@ import type { LogOp } from '../buffered-log';
 import { toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
 import type {
+  AttemptRecord,
   DeliveryDetail,
   DeliveryLog,
   DeliveryLogOptions,
@@ -58,6 +59,29 @@ CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 /** Rows removed per statement when pruning, so a prune never holds the database for long. */
 const PRUNE_CHUNK = 2000;
 
+/**
+ * Attempts made on calls that the same flush writes (a call is accepted, then attempted within
+ * the 50 ms its line waits): each call's attempts, in order, and the set of those records.
+ */
+function foldAttempts(ops: readonly LogOp[]): { byCall: Map<LogCall, AttemptRecord[]>; records: Set<AttemptRecord> } {
+  const open = new Map<string, LogCall>();
+  const byCall = new Map<LogCall, AttemptRecord[]>();
+  const records = new Set<AttemptRecord>();
+  for (const op of ops) {
+    if (op.op === 'calls') {
+      for (const call of op.calls) if (call.state === 'pending') open.set(`${call.source}\u0000${call.messageId}`, call);
+      continue;
+    }
+    const call = open.get(`${op.record.source}\u0000${op.record.messageId}`);
+    if (call === undefined) continue;
+    let list = byCall.get(call);
+    if (list === undefined) byCall.set(call, (list = []));
+    list.push(op.record);
+    records.add(op.record);
+  }
+  return { byCall, records };
+}
+
 const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
@@ -90,6 +114,11 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       insert: db.prepare(
         `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      // A call with the attempts made on it before the flush that writes it: in its state after them.
+      insertAttempted: db.prepare(
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       findLive: db.prepare(
         `SELECT id, series FROM log_messages WHERE source = ? AND message_id = ? AND state NOT IN ('duplicate', 'refused', 'filtered')
@@ -125,7 +154,11 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       ),
     };
     this.apply = db.transaction((ops: readonly LogOp[]) => {
-      for (const op of ops) this.applyOne(op);
+      const folded = foldAttempts(ops);
+      for (const op of ops) {
+        if (op.op === 'calls') this.insertCalls(op.calls, folded.byCall);
+        else if (!folded.records.has(op.record)) this.applyAttempt(op.record);
+      }
     });
   }
 
@@ -148,33 +181,70 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     }
   }
 
-  private applyOne(op: LogOp): void {
-    const s = this.statements;
-    switch (op.op) {
-      case 'calls':
-        for (const call of op.calls) {
-          const id = this.insert(call);
-          if (call.state === 'pending') this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
-        }
-        return;
-      case 'attempt': {
-        const { record } = op;
-        const key = `${record.source}\u0000${record.messageId}`;
-        const found = this.live.get(key) ?? (s.findLive.get(record.source, record.messageId) as { id: number; series: number } | undefined);
-        if (found === undefined) return;
-        for (const u of record.urls) {
-          const next = record.nextAttemptAt ?? null;
-          s.insertAttempt.run(found.id, found.series, record.attempt, record.at, u.url, u.status, u.error, u.durationMs, record.outcome, next);
-        }
-        const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
-        applyAttempt(next, record);
-        const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
-        if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, found.id).changes === 0) return;
-        if (erase === 1) this.erased = true;
-        if (FINAL_STATES.has(next.state)) this.live.delete(key);
-        return;
+  private insertCalls(calls: readonly LogCall[], attemptsOf: ReadonlyMap<LogCall, readonly AttemptRecord[]>): void {
+    for (const call of calls) {
+      const attempts = attemptsOf.get(call);
+      if (attempts !== undefined) {
+        this.insertAttempted(call, attempts);
+        continue;
       }
+      const id = this.insert(call);
+      if (call.state === 'pending') this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
     }
+  }
+
+  /**
+   * A call whose attempts came in the same flush: one row in its state after them (a delivered
+   * body never written when it is not kept), and their attempts; no update.
+   */
+  private insertAttempted(call: LogCall, attempts: readonly AttemptRecord[]): void {
+    const line: { state: DeliveryState; attempts: number; updatedAt: number; finishedAt: number | null; reason: string | null } = {
+      state: call.state,
+      attempts: 0,
+      updatedAt: call.receivedAt,
+      finishedAt: null,
+      reason: null,
+    };
+    for (const record of attempts) applyAttempt(line, record);
+    const keepBody = !(line.state === 'delivered' && this.options.keepDelivered === 0);
+    const { lastInsertRowid } = this.statements.insertAttempted.run(
+      call.source,
+      call.kind,
+      call.messageId,
+      call.type ?? null,
+      call.userId ?? null,
+      call.receivedAt,
+      line.state,
+      line.attempts,
+      line.updatedAt,
+      line.finishedAt,
+      line.reason,
+      keepBody ? (call.body ?? null) : null,
+    );
+    const id = Number(lastInsertRowid);
+    for (const record of attempts) this.insertAttemptRows(id, 1, record);
+    if (!FINAL_STATES.has(line.state)) this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
+  }
+
+  private insertAttemptRows(id: number, series: number, record: AttemptRecord): void {
+    const next = record.nextAttemptAt ?? null;
+    for (const u of record.urls) {
+      this.statements.insertAttempt.run(id, series, record.attempt, record.at, u.url, u.status, u.error, u.durationMs, record.outcome, next);
+    }
+  }
+
+  private applyAttempt(record: AttemptRecord): void {
+    const s = this.statements;
+    const key = `${record.source}\u0000${record.messageId}`;
+    const found = this.live.get(key) ?? (s.findLive.get(record.source, record.messageId) as { id: number; series: number } | undefined);
+    if (found === undefined) return;
+    this.insertAttemptRows(found.id, found.series, record);
+    const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
+    applyAttempt(next, record);
+    const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
+    if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, found.id).changes === 0) return;
+    if (erase === 1) this.erased = true;
+    if (FINAL_STATES.has(next.state)) this.live.delete(key);
   }
 
   private insert(call: LogCall): number {
