@@ -6,15 +6,22 @@
 // flight, and deletes delivered rows in one statement per turn. A failed POST is tried again a
 // second later. No delivery log, no admin API, no metrics, one source, one URL: what it leaves out
 // is what eventrelay's CPU per message is measured against.
+//
+// With `log` (modes floor-sqlite-log, floor-pg-log): the least delivery log a forwarder can keep
+// with the promises of eventrelay's (a line per call and a row per attempt, in tables of their own,
+// written with the others of the next 50 ms without an fsync of their own): each stored message
+// gets a line (messageId, userId, time, state, body), indexed by messageId, userId and time; each
+// answered attempt a row (line, time, status, duration), indexed by line, and its line's new state
+// (body erased once delivered). It measures what such a log costs whoever writes it.
 // Run by bench/forwarder.mjs as its own process; it prints "listening on <url>".
 //
-//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64]
+//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log]
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { Agent } from 'undici';
 import { webhookBody } from './webhook-body.mjs';
 
-const [receiverUrl, writeKey, secret, storeArg, concurrencyArg] = process.argv.slice(2);
+const [receiverUrl, writeKey, secret, storeArg, concurrencyArg, logArg] = process.argv.slice(2);
 const CONCURRENCY = Number(concurrencyArg ?? 64);
 const expected = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
 const target = new URL(receiverUrl);
@@ -33,7 +40,7 @@ async function openStore(spec) {
       const kept = [];
       for (let i = 0; i < ids.length; i++) {
         const { changes, lastInsertRowid } = add.run(ids[i], bodies[i]);
-        if (changes === 1) kept.push([Number(lastInsertRowid), bodies[i]]);
+        if (changes === 1) kept.push([Number(lastInsertRowid), bodies[i], ids[i]]);
       }
       return kept;
     });
@@ -42,7 +49,7 @@ async function openStore(spec) {
       for (const id of rowIds) removeOne.run(id);
     });
     const left = db.prepare('SELECT id, body FROM pending ORDER BY id').raw().all();
-    return { left, insert: async (ids, bodies) => insert(ids, bodies), remove: async (rowIds) => remove(rowIds) };
+    return { left, insert: async (ids, bodies) => insert(ids, bodies), remove: async (rowIds) => remove(rowIds), log: logArg === 'log' ? sqliteLog(db) : undefined };
   }
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({ connectionString: spec.slice('postgres:'.length), max: 4 });
@@ -53,20 +60,132 @@ async function openStore(spec) {
     async insert(ids, bodies) {
       const { rows } = await pool.query({
         name: 'floor-insert',
-        text: 'INSERT INTO pending (message_id, body) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (message_id) DO NOTHING RETURNING id, body',
+        text: 'INSERT INTO pending (message_id, body) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (message_id) DO NOTHING RETURNING id, body, message_id',
         values: [ids, bodies],
       });
-      return rows.map((r) => [r.id, r.body]);
+      return rows.map((r) => [r.id, r.body, r.message_id]);
     },
     async remove(rowIds) {
       await pool.query({ name: 'floor-delete', text: 'DELETE FROM pending WHERE id = ANY($1::bigint[])', values: [rowIds] });
     },
+    log: logArg === 'log' ? await postgresLog(pool) : undefined,
+  };
+}
+
+/** The least delivery log on SQLite: `write(lines, attempts)` commits both in one transaction without an fsync. */
+function sqliteLog(db) {
+  db.exec(`CREATE TABLE IF NOT EXISTS log_lines (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL, user_id TEXT, received_at INTEGER NOT NULL,
+      state TEXT NOT NULL, finished_at INTEGER, body TEXT);
+    CREATE INDEX IF NOT EXISTS log_lines_message ON log_lines (message_id);
+    CREATE INDEX IF NOT EXISTS log_lines_user ON log_lines (user_id);
+    CREATE INDEX IF NOT EXISTS log_lines_time ON log_lines (received_at);
+    CREATE TABLE IF NOT EXISTS log_tries (id INTEGER PRIMARY KEY, line_id INTEGER NOT NULL, at INTEGER NOT NULL, status INTEGER NOT NULL, duration INTEGER NOT NULL);
+    CREATE INDEX IF NOT EXISTS log_tries_line ON log_tries (line_id);`);
+  const line = db.prepare("INSERT INTO log_lines (message_id, user_id, received_at, state, body) VALUES (?, ?, ?, 'pending', ?)");
+  const attempt = db.prepare('INSERT INTO log_tries (line_id, at, status, duration) VALUES (?, ?, ?, ?)');
+  const finish = db.prepare("UPDATE log_lines SET state = 'delivered', finished_at = ?, body = NULL WHERE id = ?");
+  const write = db.transaction((lines, attempts) => {
+    const ids = lines.map((l) => Number(line.run(l.messageId, l.userId, l.at, l.body).lastInsertRowid));
+    for (const a of attempts) {
+      attempt.run(a.lineId, a.at, a.status, a.duration);
+      finish.run(a.at, a.lineId);
+    }
+    return ids;
+  });
+  return async (lines, attempts) => {
+    db.pragma('synchronous = NORMAL');
+    try {
+      return write(lines, attempts);
+    } finally {
+      db.pragma('synchronous = FULL');
+    }
+  };
+}
+
+/** The least delivery log on PostgreSQL: one transaction per flush, committed without waiting for the WAL. */
+async function postgresLog(pool) {
+  await pool.query(`CREATE TABLE IF NOT EXISTS log_lines (id bigserial PRIMARY KEY, message_id text NOT NULL, user_id text, received_at bigint NOT NULL,
+      state text NOT NULL, finished_at bigint, body text) WITH (fillfactor = 50);
+    CREATE INDEX IF NOT EXISTS log_lines_message ON log_lines (message_id);
+    CREATE INDEX IF NOT EXISTS log_lines_user ON log_lines (user_id);
+    CREATE INDEX IF NOT EXISTS log_lines_time ON log_lines (received_at);
+    CREATE TABLE IF NOT EXISTS log_tries (id bigserial PRIMARY KEY, line_id bigint NOT NULL, at bigint NOT NULL, status int NOT NULL, duration int NOT NULL);
+    CREATE INDEX IF NOT EXISTS log_tries_line ON log_tries (line_id);`);
+  return async (lines, attempts) => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL synchronous_commit = off');
+      const { rows } = await client.query({
+        name: 'floor-log-lines',
+        text: `INSERT INTO log_lines (message_id, user_id, received_at, state, body)
+          SELECT m, u, t, 'pending', b FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS x(m, u, t, b, n) ORDER BY n RETURNING id`,
+        values: [lines.map((l) => l.messageId), lines.map((l) => l.userId), lines.map((l) => l.at), lines.map((l) => l.body)],
+      });
+      if (attempts.length > 0) {
+        const values = [attempts.map((a) => a.lineId), attempts.map((a) => a.at), attempts.map((a) => a.status), attempts.map((a) => a.duration)];
+        await client.query({
+          name: 'floor-log-tries',
+          text: `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[]) AS a(l, t, s, d)),
+            i AS (INSERT INTO log_tries (line_id, at, status, duration) SELECT l, t, s, d FROM a)
+            UPDATE log_lines SET state = 'delivered', finished_at = a.t, body = NULL FROM a WHERE log_lines.id = a.l`,
+          values,
+        });
+      }
+      await client.query('COMMIT');
+      return rows.map((r) => Number(r.id));
+    } finally {
+      client.release();
+    }
   };
 }
 
 const store = await openStore(storeArg);
-// Delivery: `queue` holds [rowId, body] committed and not yet sent; what a previous run left comes first.
+// Delivery: `queue` holds [rowId, body, logLine] committed and not yet sent; what a previous run left comes first.
 const queue = [...store.left];
+
+/**
+ * The delivery log's buffer: lines of stored messages and answered attempts, written together
+ * every 50 ms. A line's id comes back from its write; an attempt made before it waits for it.
+ */
+const log = (() => {
+  if (store.log === undefined) return undefined;
+  let lines = [];
+  let attempts = [];
+  let timer;
+  let writing = Promise.resolve();
+  const flush = () => {
+    timer = undefined;
+    const [l, a] = [lines, attempts];
+    lines = [];
+    attempts = [];
+    writing = writing.then(async () => {
+      const ready = a.filter((x) => x.entry.id !== undefined).map((x) => ({ lineId: x.entry.id, at: x.at, status: x.status, duration: x.duration }));
+      attempts.push(...a.filter((x) => x.entry.id === undefined));
+      try {
+        const ids = await store.log(l.map((x) => x.line), ready);
+        ids.forEach((id, i) => (l[i].entry.id = id));
+      } catch {
+        // The log is for looking: a failed write costs lines, never a message.
+      }
+      if (attempts.length > 0) soon();
+    });
+  };
+  const soon = () => (timer ??= setTimeout(flush, 50));
+  return {
+    /** A stored message: its entry, to which its attempt goes. */
+    line(messageId, userId, body) {
+      const entry = { id: undefined };
+      lines.push({ entry, line: { messageId, userId, at: Date.now(), body } });
+      soon();
+      return entry;
+    },
+    attempt(entry, status, duration) {
+      attempts.push({ entry, at: Date.now(), status, duration });
+      soon();
+    },
+  };
+})();
 
 /**
  * Batches of one turn: items added while a batch runs wait for the next one, which takes them all.
@@ -96,6 +215,10 @@ function batches(run) {
 const commit = batches(async (group) => {
   try {
     const kept = await store.insert(group.flatMap((r) => r.ids), group.flatMap((r) => r.bodies));
+    if (log !== undefined) {
+      const users = new Map(group.flatMap((r) => r.ids.map((id, i) => [id, r.users[i]])));
+      for (const row of kept) row.push(log.line(row[2], users.get(row[2]), row[1]));
+    }
     for (const row of kept) queue.push(row);
     for (const request of group) request.res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true}');
     pump();
@@ -124,12 +247,14 @@ const server = http.createServer((req, res) => {
     const receivedAt = new Date().toISOString();
     const ids = [];
     const bodies = [];
+    const users = [];
     for (const m of batch) {
       if (typeof m?.type !== 'string' || typeof m.messageId !== 'string' || (m.userId === undefined && m.anonymousId === undefined)) continue;
       ids.push(m.messageId);
+      users.push(m.userId ?? m.anonymousId);
       bodies.push(JSON.stringify(webhookBody(m, receivedAt)));
     }
-    commit({ res, ids, bodies });
+    commit({ res, ids, bodies, users });
   });
 });
 
@@ -138,8 +263,10 @@ function pump() {
   while (inFlight < CONCURRENCY && queue.length > 0) {
     const row = queue.shift();
     inFlight++;
+    const started = performance.now();
     post(row[1]).then((ok) => {
       inFlight--;
+      if (row[3] !== undefined) log.attempt(row[3], ok ? 200 : 0, Math.round(performance.now() - started));
       if (ok) {
         remove(row[0]);
       } else {

@@ -77,6 +77,9 @@ const allModes = [
   // The floor: a hand-written durable forwarder (bench/forwarder-floor.mjs), on each database.
   { id: 'floor-sqlite', name: 'floor (hand-written), SQLite synchronous=full', floor: 'sqlite' },
   { id: 'floor-pg', name: 'floor (hand-written), PostgreSQL', floor: 'postgres', storage: { type: 'postgres' } },
+  // The floor with the least delivery log (a line per call, a row per attempt, written every 50 ms): what such a log costs.
+  { id: 'floor-sqlite-log', name: 'floor (hand-written) with the least delivery log, SQLite synchronous=full', floor: 'sqlite', floorLog: true },
+  { id: 'floor-pg-log', name: 'floor (hand-written) with the least delivery log, PostgreSQL', floor: 'postgres', floorLog: true, storage: { type: 'postgres' } },
 ];
 // BENCH_BASE_CLI=<another build's dist/cli.js>: every eventrelay mode also runs on that build, as <mode>-base right
 // after it in each round, to compare a change with the code before it in the same minutes.
@@ -192,7 +195,7 @@ async function startForwarders(mode, receiverUrl, dir, databaseUrl) {
   }
   if (mode.floor) {
     const store = mode.floor === 'sqlite' ? `sqlite:${join(dir, 'floor.db')}` : `postgres:${databaseUrl}`;
-    return [await spawnListening([join(here, 'forwarder-floor.mjs'), receiverUrl, WRITE_KEY, SECRET, store, '64'])];
+    return [await spawnListening([join(here, 'forwarder-floor.mjs'), receiverUrl, WRITE_KEY, SECRET, store, '64', ...(mode.floorLog ? ['log'] : [])])];
   }
   const configPath = join(dir, 'config.json');
   const storage = mode.storage.type === 'postgres' ? { ...mode.storage, url: { env: 'DATABASE_URL' }, poolSize: 10 } : mode.storage;
@@ -477,6 +480,10 @@ ratio('SQLite (full) / the floor on SQLite, end to end', 'sqlite-full', 'floor-s
 ratio('CPU per message, PostgreSQL (1 instance) / the floor on PostgreSQL', 'pg-1', 'floor-pg', total);
 ratio('PostgreSQL (1 instance) / the floor on PostgreSQL, end to end', 'pg-1', 'floor-pg', rate);
 ratio('CPU per message, Express + BullMQ / the floor on PostgreSQL', 'bullmq', 'floor-pg', total);
+ratio('CPU per message, the floor with the least delivery log / without, SQLite', 'floor-sqlite-log', 'floor-sqlite', total);
+ratio('CPU per message, the floor with the least delivery log / without, PostgreSQL (database counted)', 'floor-pg-log', 'floor-pg', total);
+ratio('CPU per message, SQLite (full) / the floor with the least delivery log on SQLite', 'sqlite-full', 'floor-sqlite-log', total);
+ratio('CPU per message, PostgreSQL (1 instance) / the floor with the least delivery log on PostgreSQL', 'pg-1', 'floor-pg-log', total);
 ratio('PostgreSQL, 2 instances / 1 instance, end to end', 'pg-2', 'pg-1', rate);
 ratio('PostgreSQL with a receiver answering in 50 ms, 2 instances / 1 instance, end to end', 'pg-2-slow', 'pg-1-slow', rate);
 ratio('PostgreSQL (1 instance), delivery log on / off, end to end', 'pg-1', 'pg-1-nolog', rate);
