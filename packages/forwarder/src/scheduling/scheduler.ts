@@ -150,6 +150,11 @@ const NEXT_DUE_MAX_AGE = 1000;
  */
 export class Scheduler {
   private readonly inFlight = new Set<number>();
+  /**
+   * Deliveries whose attempt ended, with their outcome not written yet: the attempt's slot is free
+   * (slots bound requests to receivers), the delivery is not claimed again meanwhile.
+   */
+  private readonly recording = new Set<number>();
   private readonly perSource = new Map<string, number>();
   private readonly targets: DeliveryTargets;
   private turn = 0;
@@ -279,7 +284,7 @@ export class Scheduler {
       if (next === undefined) break;
       this.heldChars -= next.delivery.body.length;
       if (now > next.until) late.push(next.delivery);
-      else if (!this.inFlight.has(next.delivery.id)) {
+      else if (!this.inFlight.has(next.delivery.id) && !this.recording.has(next.delivery.id)) {
         this.launch(next.delivery, now);
         started++;
       }
@@ -341,7 +346,7 @@ export class Scheduler {
     this.held.clear();
     this.heldChars = 0;
     if (held.length > 0) this.handBack(held);
-    if (this.inFlight.size > 0) {
+    if (this.inFlight.size > 0 || this.recording.size > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;
       });
@@ -396,7 +401,7 @@ export class Scheduler {
           for (const delivery of due) {
             // Claimed again while its attempt still runs here (an attempt longer than the lease):
             // the attempt in flight settles it.
-            if (!this.inFlight.has(delivery.id)) this.launch(delivery, now);
+            if (!this.inFlight.has(delivery.id) && !this.recording.has(delivery.id)) this.launch(delivery, now);
           }
           if (this.stopped) return;
           if (due.length === share) {
@@ -495,6 +500,10 @@ export class Scheduler {
   }
 
   private settle(outcome: DeliveryOutcome, report: AttemptReport): void {
+    // The request is over: its slot goes to the next attempt while the outcome is written.
+    this.inFlight.delete(outcome.id);
+    this.perSource.set(report.source, (this.perSource.get(report.source) ?? 1) - 1);
+    this.recording.add(outcome.id);
     this.outcomes.push({ outcome, report });
     if (this.flushQueued) return;
     this.flushQueued = true;
@@ -503,6 +512,7 @@ export class Scheduler {
       this.flushQueued = false;
       const previous = this.flushing ?? Promise.resolve();
       this.flushing = previous.then(() => this.flush());
+      this.kick();
     });
   }
 
@@ -519,8 +529,7 @@ export class Scheduler {
     }
     const now = this.clock.now();
     for (const { outcome, report } of batch) {
-      this.inFlight.delete(outcome.id);
-      this.perSource.set(report.source, (this.perSource.get(report.source) ?? 1) - 1);
+      this.recording.delete(outcome.id);
       // A retry written now may be due before the store's last answer (or that answer is past): wake for it.
       const known = this.nextDue.get(report.source);
       if (outcome.status === 'retry' && known !== undefined && (known.at === undefined || known.at <= now || outcome.nextAttemptAt < known.at)) {
@@ -537,7 +546,7 @@ export class Scheduler {
         this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
       }
     }
-    if (this.inFlight.size === 0 && this.drained !== undefined) this.drained();
+    if (this.inFlight.size === 0 && this.recording.size === 0 && this.drained !== undefined) this.drained();
     this.kick();
   }
 }

@@ -166,3 +166,43 @@ describe('Scheduler: deliveries handed over at acceptance', () => {
     expect(scheduler.handOff('web', clock.now())).to.equal(undefined);
   });
 });
+
+describe('Scheduler: a slot is free when its request ends', () => {
+  it('starts the next attempt while the outcome of the last one is still being written', async () => {
+    const clock = new FakeClock();
+    /** A store whose outcome writes wait until the test lets them go. */
+    class SlowRecords extends MemoryStore {
+      readonly writes: (() => void)[] = [];
+      override async record(outcomes: Parameters<MemoryStore['record']>[0]): ReturnType<MemoryStore['record']> {
+        await new Promise<void>((resolve) => this.writes.push(resolve));
+        return super.record(outcomes);
+      }
+    }
+    const store = new SlowRecords();
+    const target = new ManualTarget();
+    const at = clock.now();
+    await store.enqueue(['a', 'b'].map((id) => ({ source: 'web', destination: 'Webhooks', kind: 'message' as const, messageId: id, body: `{"id":"${id}"}`, createdAt: at })));
+    const scheduler = new Scheduler(store, new Map([['web', target]]), clock, { concurrency: 1, idleWait: 60_000, owner: 'me', leaseMs: LEASE_MS });
+    scheduler.start();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}']);
+    target.calls[0]!.resolve(delivered(1));
+    await flushMicrotasks();
+    // a's outcome is not written yet, and b is under way.
+    expect(store.writes).to.have.length(1);
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}']);
+    expect(scheduler.active).to.equal(1);
+    // stop() waits for both outcomes to be written.
+    let stopped = false;
+    const stopping = scheduler.stop().then(() => (stopped = true));
+    target.calls[1]!.resolve(delivered(1));
+    // Each write is let go as it comes; stop() resolves only after the last one.
+    while (!stopped) {
+      store.writes.shift()?.();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await stopping;
+    expect(store.writes).to.have.length(0);
+    expect(await store.counts()).to.deep.include({ delivered: 2, pending: 0 });
+  });
+});
