@@ -1,0 +1,208 @@
+// Two forwarders side by side: two builds of `eventrelay serve` (or one and the floor), each with
+// its own receiver (and database), given the same paced load at the same time, so that whatever
+// else loads the machine weighs on both alike; the sequential rounds of forwarder.mjs see the
+// machine change between modes. Prints each one's CPU per message (forwarder, plus its
+// database's connections on PostgreSQL) and their ratio, round by round, the two started in
+// alternate order. What the commits of issue 22 quote as "side by side".
+//
+//   node bench/forwarder-ab.mjs <A> <B> <sqlite|postgres> [msg/s each=1000] [seconds=10] [rounds=3] [warm-up s=3]
+//
+// A and B: a build's dist/cli.js (`<path>:nolog` turns its delivery log off), or `floor`
+// (bench/forwarder-floor.mjs). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
+// delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL).
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const [A, B, STORE = 'sqlite'] = process.argv.slice(2);
+const RATE = Number(process.argv[5] ?? 1000);
+const SECONDS = Number(process.argv[6] ?? 10);
+const ROUNDS = Number(process.argv[7] ?? 3);
+const WARM = Number(process.argv[8] ?? 3);
+const here = dirname(fileURLToPath(import.meta.url));
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+const ADMIN = process.env.EVENTRELAY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+async function receiver() {
+  let count = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const answer = () => {
+        count++;
+        res.writeHead(200).end();
+      };
+      if (process.env.AB_DELAY) setTimeout(answer, Number(process.env.AB_DELAY));
+      else answer();
+    });
+  });
+  server.keepAliveTimeout = 10_000;
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}/hook`, count: () => count, close: () => (server.closeAllConnections(), server.close()) };
+}
+
+async function database() {
+  const admin = new pg.Client({ connectionString: ADMIN });
+  await admin.connect();
+  const name = `eventrelay_ab_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    pids: async () => {
+      const c = new pg.Client({ connectionString: ADMIN });
+      await c.connect();
+      const { rows } = await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+      await c.end();
+      return rows.map((r) => r.pid);
+    },
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+function spawnListening(args, env) {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (c) => {
+      out += c;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve({ url: m[1], pid: child.pid, stop: () => new Promise((d) => (child.once('exit', d), child.kill('SIGTERM'))) });
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
+  });
+}
+
+async function start(snap, rcv, db) {
+  const dir = mkdtempSync(join(tmpdir(), 'ab-'));
+  if (snap === 'floor') {
+    const storeArg = STORE === 'sqlite' ? `sqlite:${join(dir, 'floor.db')}` : `postgres:${db.url}`;
+    const f = await spawnListening([join(here, 'forwarder-floor.mjs'), rcv.url, 'k', 's', storeArg, '64']);
+    return { ...f, dir };
+  }
+  const [cli, variant] = snap.split(':');
+  const storage = STORE === 'sqlite' ? { type: 'sqlite' } : { type: 'postgres', url: { env: 'DATABASE_URL' }, poolSize: 10 };
+  if (variant === 'nolog') storage.deliveryLog = false;
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ storage, delivery: { concurrency: Number(process.env.AB_CONCURRENCY ?? 64) }, sources: [{ name: 'bench', writeKey: 'k', destinations: { Webhooks: { sharedSecret: 's', webhooks: [{ url: rcv.url }] } } }] }));
+  const f = await spawnListening([cli, 'serve', '--config', join(dir, 'config.json'), '--data', join(dir, 'data'), '--port', '0'], db ? { DATABASE_URL: db.url } : {});
+  return { ...f, dir };
+}
+
+const auth = `Basic ${Buffer.from('k:').toString('base64')}`;
+function batch(prefix, from, n) {
+  return Array.from({ length: n }, (_, j) => ({
+    type: 'track',
+    userId: `user-${(from + j) % 1000}`,
+    event: 'Bench Event',
+    messageId: `${prefix}-${from + j}`,
+    properties: { index: from + j, plan: 'pro', amount: 19.99, tags: ['a', 'b'] },
+    context: { library: { name: 'bench', version: '0' } },
+    timestamp: new Date().toISOString(),
+  }));
+}
+
+/** Paced load on both at once: `rate` msg/s each for `seconds`. */
+async function load(targets, prefix, seconds) {
+  const perTick = 20;
+  const ticks = Math.round((RATE * seconds) / perTick);
+  const t0 = performance.now();
+  const pending = [];
+  for (let k = 0; k < ticks; k++) {
+    const wait = t0 + (k * 1000 * perTick) / RATE - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    for (const t of targets) {
+      const body = JSON.stringify({ batch: batch(prefix, k * perTick, perTick), sentAt: new Date().toISOString() });
+      pending.push(fetch(`${t.url}/v1/batch`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body }).then((r) => r.arrayBuffer()));
+    }
+  }
+  await Promise.all(pending);
+  return ticks * perTick;
+}
+
+const results = [];
+for (let round = 0; round < ROUNDS; round++) {
+  const order = round % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
+  const sides = [];
+  for (const label of order) {
+    const snap = label === 'A' ? A : B;
+    const rcv = await receiver();
+    const db = STORE === 'postgres' ? await database() : undefined;
+    const f = await start(snap, rcv, db);
+    sides.push({ snap: label, rcv, db, f });
+  }
+  const sent0 = await load(sides.map((s) => s.f), 'warm', WARM);
+  while (sides.some((s) => s.rcv.count() < sent0)) await new Promise((r) => setTimeout(r, 20));
+  const before = [];
+  for (const s of sides) before.push({ f: cpuMs(s.f.pid), db: s.db ? new Map((await s.db.pids()).map((p) => [p, cpuMs(p)])) : new Map() });
+  const t = performance.now();
+  const mono = () => (Number(process.hrtime.bigint() / 1000n) / 1e6).toFixed(6);
+  const phaseStart = mono();
+  const sent = await load(sides.map((s) => s.f), 'max', SECONDS);
+  const done = new Map();
+  while (sides.some((s) => s.rcv.count() < sent0 + sent)) {
+    for (const s of sides) if (!done.has(s.snap) && s.rcv.count() >= sent0 + sent) done.set(s.snap, performance.now() - t);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  for (const s of sides) if (!done.has(s.snap)) done.set(s.snap, performance.now() - t);
+  const wall = performance.now() - t;
+  console.log(`  done after: ${[...done].map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
+  const row = { round, wall };
+  console.log(`  wall ${wall.toFixed(0)} ms for ${SECONDS} s of load`);
+  console.log(`  phase ${phaseStart},${mono()} pids ${sides.map((s) => `${s.snap}=${s.f.pid}${s.db ? `/db=${s.db.name}` : ''}`).join(' ')}`);
+  for (let i = 0; i < sides.length; i++) {
+    const s = sides[i];
+    const fwd = ((cpuMs(s.f.pid) - before[i].f) * 1000) / sent;
+    let db = 0;
+    if (s.db) for (const p of await s.db.pids()) db += cpuMs(p) - (before[i].db.get(p) ?? 0);
+    row[s.snap] = { fwd, db: (db * 1000) / sent };
+  }
+  if (process.env.AB_STATS) {
+    for (const s of sides) {
+      if (!s.db) continue;
+      const c = new pg.Client({ connectionString: s.db.url });
+      await c.connect();
+      const { rows } = await c.query("SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relname IN ('deliveries','messages','log_messages','log_attempts','counters') ORDER BY relname");
+      const x = await c.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
+      await c.end();
+      const n = sent0 + sent;
+      console.log(`  ${s.snap}: xact/msg ${(x.rows[0].xact_commit / n).toFixed(3)} ` + rows.map((r) => `${r.relname} i${(r.n_tup_ins / n).toFixed(2)} u${(r.n_tup_upd / n).toFixed(2)} d${(r.n_tup_del / n).toFixed(2)}`).join(', '));
+    }
+  }
+  for (const s of sides) {
+    await s.f.stop();
+    s.rcv.close();
+    await s.db?.drop();
+    rmSync(s.f.dir, { recursive: true, force: true });
+  }
+  const tot = (x) => x.fwd + x.db;
+  console.log(
+    `round ${round + 1}: A ${row.A.fwd.toFixed(0)} + ${row.A.db.toFixed(0)} µs, B ${row.B.fwd.toFixed(0)} + ${row.B.db.toFixed(0)} µs, ratio ${(tot(row.A) / tot(row.B)).toFixed(3)} (forwarder ${(row.A.fwd / row.B.fwd).toFixed(3)}${STORE === 'postgres' ? `, db ${(row.A.db / row.B.db).toFixed(3)}` : ''})`,
+  );
+  results.push(row);
+}
+const med = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+const tot = (x) => x.fwd + x.db;
+console.log(`A: ${A}, B: ${B}`);
+console.log(`median ratio A/B: total ${med(results.map((r) => tot(r.A) / tot(r.B))).toFixed(3)}, forwarder ${med(results.map((r) => r.A.fwd / r.B.fwd)).toFixed(3)}${STORE === 'postgres' ? `, db ${med(results.map((r) => r.A.db / r.B.db)).toFixed(3)}` : ''}; A ${med(results.map((r) => tot(r.A))).toFixed(0)} µs, B ${med(results.map((r) => tot(r.B))).toFixed(0)} µs`);
