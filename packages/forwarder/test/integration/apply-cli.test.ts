@@ -1,23 +1,10 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { basic, post, serveCli, startReceiver, waitFor } from './helpers';
+import { join } from 'node:path';
+import { basic, CLI, post, runCli, serveCli, startReceiver, waitFor } from './helpers';
 import type { Receiver, ServedForwarder } from './helpers';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-
-const CLI = resolve('packages/forwarder/dist/cli.js');
-
-async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await new Promise<number | null>((done) => child.once('exit', done));
-  return { code, stdout, stderr };
-}
 
 describe('eventrelay apply (child processes on the built package)', function () {
   this.timeout(60_000);
@@ -50,16 +37,16 @@ describe('eventrelay apply (child processes on the built package)', function () 
         sources: [{ name: 'web', writeKey: { env: 'WEB_KEY' }, destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/applied`, headers: { 'X-Team': 'web' } }] } } }],
       }),
     );
-    const held = await run(['apply', '--config', file, '--data', data], env);
+    const held = await runCli(['apply', '--config', file, '--data', data], env);
     expect(held.code).to.equal(1);
     expect(held.stderr).to.contain('Another forwarder is using the data directory').and.contain('--url http://HOST:PORT');
 
-    const dry = await run(['apply', '--config', file, '--url', served.url, '--dry-run'], env);
+    const dry = await runCli(['apply', '--config', file, '--url', served.url, '--dry-run'], env);
     expect(dry.code, dry.stderr).to.equal(0);
     expect(dry.stdout).to.contain('+ web: Webhooks added (on, 1 URL); write key …1234 from the file').and.contain('dry run: nothing written');
     expect((await post(`${served.url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E' }] }, { Authorization: basic(env.WEB_KEY) })).status).to.equal(401);
 
-    const applied = await run(['apply', '--config', file, '--url', served.url], env);
+    const applied = await runCli(['apply', '--config', file, '--url', served.url], env);
     expect(applied.code, applied.stderr).to.equal(0);
     expect(applied.stdout).to.contain('applied: 1 source changed');
     expect(applied.stdout + applied.stderr).not.to.contain(env.WEB_KEY).and.not.contain(env.ADMIN_TOKEN);
@@ -68,7 +55,7 @@ describe('eventrelay apply (child processes on the built package)', function () 
 
     // A bad file is refused by the forwarder with the field, and changes nothing.
     writeFileSync(file, JSON.stringify({ adminToken: { env: 'ADMIN_TOKEN' }, sources: [{ name: 'web', writeKey: { env: 'WEB_KEY' }, destinations: { Webhooks: { webhooks: [] } } }] }));
-    const bad = await run(['apply', '--config', file, '--url', served.url], env);
+    const bad = await runCli(['apply', '--config', file, '--url', served.url], env);
     expect(bad.code).to.equal(1);
     expect(bad.stderr).to.contain('sources[0].destinations.Webhooks.webhooks');
 
@@ -76,7 +63,7 @@ describe('eventrelay apply (child processes on the built package)', function () 
     expect(await served.stop()).to.equal(0);
     served = undefined;
     writeFileSync(file, JSON.stringify({ sources: [{ name: 'web', writeKey: { env: 'WEB_KEY' } }, { name: 'direct', writeKey: 'direct-key-5678' }] }));
-    const direct = await run(['apply', '--config', file, '--data', data], env);
+    const direct = await runCli(['apply', '--config', file, '--data', data], env);
     expect(direct.code, direct.stderr).to.equal(0);
     expect(direct.stdout).to.contain(`against sqlite in ${data}`).and.contain('~ web: Webhooks removed').and.contain('+ direct: write key …5678 from the file');
     served = await serveCli(['--config', serveConfig, '--data', data], env);
@@ -87,13 +74,13 @@ describe('eventrelay apply (child processes on the built package)', function () 
     const dir = tempDir();
     const file = join(dir, 'memory.json');
     writeFileSync(file, JSON.stringify({ adminToken: 'wrong-token', storage: { type: 'memory' }, sources: [] }));
-    const memory = await run(['apply', '--config', file]);
+    const memory = await runCli(['apply', '--config', file]);
     expect(memory.code).to.equal(1);
     expect(memory.stderr).to.contain('storage.type').and.contain('--url');
-    const wrong = await run(['apply', '--config', file, '--url', served!.url]);
+    const wrong = await runCli(['apply', '--config', file, '--url', served!.url]);
     expect(wrong.code).to.equal(1);
     expect(wrong.stderr).to.contain('HTTP 401').and.not.contain('wrong-token');
-    const misuse = await run(['check', '--config', file, '--dry-run']);
+    const misuse = await runCli(['check', '--config', file, '--dry-run']);
     expect(misuse.code).to.equal(2);
   });
 });

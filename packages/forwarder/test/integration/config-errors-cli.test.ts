@@ -1,26 +1,11 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-
-const CLI = resolve('packages/forwarder/dist/cli.js');
-
-async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  // A serve that started by mistake is stopped, so that the test reports it instead of hanging.
-  const timer = setTimeout(() => child.kill('SIGTERM'), 15_000);
-  const code = await new Promise<number | null>((done) => child.once('exit', done));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
-}
+import { CLI, runCli } from './helpers';
 
 const WEB = { name: 'web', writeKey: 'web-key' };
 
@@ -90,7 +75,7 @@ describe('eventrelay check and serve refuse every kind of bad config naming its 
   for (const k of kinds) {
     it(`${k.kind}: exit 1, the field named, no stack trace`, async () => {
       const args = k.command === 'serve' ? ['serve', '--config', k.config(), ...(k.args?.() ?? ['--port', '0'])] : ['check', '--config', k.config()];
-      const result = await run(args, k.env);
+      const result = await runCli(args, k.env);
       expect(result.code, result.stdout + result.stderr).to.equal(1);
       expect(result.stderr).to.contain(k.field);
       expect(result.stderr).not.to.match(/\n\s+at /);
@@ -98,7 +83,7 @@ describe('eventrelay check and serve refuse every kind of bad config naming its 
   }
 
   it('reads a file that starts with a byte order mark', async () => {
-    const result = await run(['check', '--config', file('bom.json', `\ufeff${JSON.stringify({ sources: [WEB] })}`)]);
+    const result = await runCli(['check', '--config', file('bom.json', `\ufeff${JSON.stringify({ sources: [WEB] })}`)]);
     expect(result.code, result.stderr).to.equal(0);
     expect(result.stdout).to.contain('OK (1 sources: web)');
   });

@@ -1,23 +1,10 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { basic, post, serveCli, startReceiver, waitFor } from './helpers';
+import { join } from 'node:path';
+import { basic, CLI, post, runCli, serveCli, startReceiver, waitFor } from './helpers';
 import type { Receiver, ServedForwarder } from './helpers';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-
-const CLI = resolve('packages/forwarder/dist/cli.js');
-
-async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await new Promise<number | null>((done) => child.once('exit', done));
-  return { code, stdout, stderr };
-}
 
 describe('eventrelay endpoints (child processes on the built package)', function () {
   this.timeout(60_000);
@@ -59,23 +46,23 @@ describe('eventrelay endpoints (child processes on the built package)', function
         endpoints: { disabled: boolean }[];
       }).endpoints;
     await waitFor(async () => (await states())[0]!.disabled, 'the URL to be disabled');
-    const shown = await run(['endpoints', '--config', config, '--url', served.url, '--source', 'solo'], env);
+    const shown = await runCli(['endpoints', '--config', config, '--url', served.url, '--source', 'solo'], env);
     expect(shown.code, shown.stderr).to.equal(0);
     expect(shown.stdout).to.match(new RegExp(`^solo:\\n  disabled  ${receiver.url}/solo\\?\\[redacted\\] since \\S+Z: Every attempt failed for \\d+ s \\(10 attempts since \\S+\\); last error: HTTP 400: `));
     expect(shown.stdout).not.to.contain('hidden');
 
     expect((await post(`${served.url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E', messageId: 'waits' }] }, { Authorization: basic('solo-key') })).status).to.equal(200);
     receiver.failFirst('/solo?token=hidden', 0);
-    const enabled = await run(['endpoints', '--config', config, '--url', served.url, '--source', 'solo', '--enable', `${receiver.url}/solo?[redacted]`], env);
+    const enabled = await runCli(['endpoints', '--config', config, '--url', served.url, '--source', 'solo', '--enable', `${receiver.url}/solo?[redacted]`], env);
     expect(enabled.code, enabled.stderr).to.equal(0);
     expect(enabled.stdout).to.equal(`enabled: ${receiver.url}/solo?[redacted]; deliveries go to it again (every instance within 1 s)\nsolo:\n  enabled   ${receiver.url}/solo?[redacted]\n`);
     await waitFor(() => receiver.delivered.some((r) => r.json.messageId === 'waits'), 'the message that waited');
     expect((await stats()).failed).to.equal(10);
 
-    const unknown = await run(['endpoints', '--config', config, '--url', served.url, '--source', 'nope'], env);
+    const unknown = await runCli(['endpoints', '--config', config, '--url', served.url, '--source', 'nope'], env);
     expect(unknown.code).to.equal(1);
     expect(unknown.stderr).to.equal('eventrelay: the forwarder refused (HTTP 404): No source "nope"\n');
-    const misplaced = await run(['check', '--config', config, '--source', 'solo'], env);
+    const misplaced = await runCli(['check', '--config', config, '--source', 'solo'], env);
     expect(misplaced.code).to.equal(2);
   });
 });

@@ -87,6 +87,32 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   return { status: response.status, json, headers: response.headers };
 }
 
+/** The built CLI (`npm run build`, which `npm test` runs first). */
+export const CLI = resolve('packages/forwarder/dist/cli.js');
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `eventrelay ...args` on the built package with only PATH and `env` in its environment, and
+ * resolves with its exit code and output. A command that has not ended after 15 s (a `serve`
+ * started by mistake) is stopped, so the test reports it instead of hanging.
+ */
+export async function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const timer = setTimeout(() => child.kill('SIGTERM'), 15_000);
+  const code = await new Promise<number | null>((done) => child.once('exit', done));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
 /** An `eventrelay serve` child process on the built package, listening on a free port of 127.0.0.1. */
 export interface ServedForwarder {
   readonly url: string;
@@ -96,7 +122,7 @@ export interface ServedForwarder {
 
 /** Spawns `dist/cli.js serve --port 0 ...args` and resolves once it printed its "listening on" line. */
 export async function serveCli(args: string[], env: Record<string, string> = {}): Promise<ServedForwarder> {
-  const child = spawn(process.execPath, [resolve('packages/forwarder/dist/cli.js'), 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -4,11 +4,9 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { join } from 'node:path';
+import { basic, CLI, post, runCli, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
-
-const CLI = resolve('packages/forwarder/dist/cli.js');
 
 interface Running {
   child: ChildProcess;
@@ -35,16 +33,6 @@ async function serve(args: string[], env: Record<string, string> = {}): Promise<
   const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
   if (url === undefined) throw new Error(`the forwarder did not start:\n${out}\n${err}`);
   return { child, url, stdout: () => out, stderr: () => err, exited };
-}
-
-async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await new Promise<number | null>((done) => child.once('exit', done));
-  return { code, stdout, stderr };
 }
 
 describe('eventrelay CLI (child processes on the built package)', () => {
@@ -185,7 +173,7 @@ describe('eventrelay CLI (child processes on the built package)', () => {
         { name: 'ios', writeKey: 'other-secret', destinations: { Webhooks: { sharedSecret: 'hush-hush', webhooks: [{ url: 'mailto:someone' }] } } },
       ],
     });
-    const result = await run(['serve', '--config', configPath]);
+    const result = await runCli(['serve', '--config', configPath]);
     expect(result.code).to.equal(1);
     expect(result.stderr).to.contain('sources[1].destinations.Webhooks.webhooks[0].url');
     expect(result.stderr).to.match(/http or https/);
@@ -194,10 +182,10 @@ describe('eventrelay CLI (child processes on the built package)', () => {
 
   it('names a missing environment variable, and `check` accepts a good config', async () => {
     const { configPath } = workspace({ sources: [{ name: 'web', writeKey: { env: 'EVENTRELAY_TEST_KEY' } }] });
-    const missing = await run(['check', '--config', configPath]);
+    const missing = await runCli(['check', '--config', configPath]);
     expect(missing.code).to.equal(1);
     expect(missing.stderr).to.contain('EVENTRELAY_TEST_KEY').and.contain('sources[0].writeKey');
-    const ok = await run(['check', '--config', configPath], { EVENTRELAY_TEST_KEY: 'value-not-printed' });
+    const ok = await runCli(['check', '--config', configPath], { EVENTRELAY_TEST_KEY: 'value-not-printed' });
     expect(ok.code).to.equal(0);
     expect(ok.stdout).to.match(/OK \(1 sources: web\)/);
     expect(ok.stdout).not.to.contain('value-not-printed');
@@ -213,8 +201,8 @@ describe('eventrelay CLI (child processes on the built package)', () => {
     ];
     for (const headers of bad) {
       const { configPath } = workspace({ sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'https://ok.example/x', headers }] } } }] });
-      const checked = await run(['check', '--config', configPath]);
-      const served = await run(['serve', '--port', '0', '--config', configPath, '--data', join(configPath, '..', 'data')]);
+      const checked = await runCli(['check', '--config', configPath]);
+      const served = await runCli(['serve', '--port', '0', '--config', configPath, '--data', join(configPath, '..', 'data')]);
       expect(checked.code, JSON.stringify(headers)).to.equal(1);
       expect(served.code, JSON.stringify(headers)).to.equal(1);
       expect(checked.stderr).to.contain('sources[0].destinations.Webhooks.webhooks[0].headers');
@@ -237,10 +225,10 @@ describe('eventrelay CLI (child processes on the built package)', () => {
   });
 
   it('explains its usage', async () => {
-    const help = await run(['--help']);
+    const help = await runCli(['--help']);
     expect(help.code).to.equal(0);
     expect(help.stdout).to.contain('eventrelay serve --config <file>');
-    const wrong = await run(['launch']);
+    const wrong = await runCli(['launch']);
     expect(wrong.code).to.equal(2);
     expect(wrong.stderr).to.contain('unknown command "launch"');
   });

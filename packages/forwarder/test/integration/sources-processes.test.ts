@@ -4,13 +4,12 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, CLI, post, runCli, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
-const CLI = resolve('packages/forwarder/dist/cli.js');
 const TOKEN = 'processes-admin-token';
 /** What the forwarder promises: every instance applies a change within 2 s. */
 const APPLIED_WITHIN = 2000;
@@ -35,16 +34,6 @@ async function serve(configPath: string, env: Record<string, string>, children: 
   const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
   if (url === undefined) throw new Error(`the forwarder did not start:\n${out}`);
   return { child, url, output: () => out, exited };
-}
-
-async function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const code = await new Promise<number | null>((done) => child.once('exit', done));
-  return { code, stdout, stderr };
 }
 
 async function admin(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
@@ -219,7 +208,7 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
       }),
     );
     const env = { DATABASE_URL: db.url, IOS_KEY: 'ios-file-key-0042', IOS_SECRET: 'ios-file-secret-0042' };
-    const dry = await run(['apply', '--config', file, '--dry-run'], env);
+    const dry = await runCli(['apply', '--config', file, '--dry-run'], env);
     expect(dry.code, dry.stderr).to.equal(0);
     expect(dry.stdout).to.contain(`+ ios: Webhooks added (on, 1 URL, signed); write key …0042 from the file`);
     expect(dry.stdout).to.contain('  api-made: in the store only (not in the file): left as it is');
@@ -229,12 +218,12 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
     if (password !== '') expect(dry.stdout + dry.stderr).not.to.contain(password);
     expect((await send(a.url, 'ios-file-key-0042', unique('dry'))).status).to.equal(401);
 
-    const applied = await run(['apply', '--config', file], env);
+    const applied = await runCli(['apply', '--config', file], env);
     expect(applied.code, applied.stderr).to.equal(0);
     expect(applied.stdout).to.contain('applied: 1 source changed');
     for (const i of [a, b]) await waitFor(async () => (await send(i.url, 'ios-file-key-0042', unique('ios'))).status === 200, 'the applied source', APPLIED_WITHIN);
     await waitFor(() => arrivedAt('/ios').size >= 2, 'deliveries of the applied source');
-    const again = await run(['apply', '--config', file], env);
+    const again = await runCli(['apply', '--config', file], env);
     expect(again.stdout).to.contain('= ios: unchanged').and.contain('nothing to change');
   });
 });
