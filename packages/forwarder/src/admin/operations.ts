@@ -217,7 +217,9 @@ export class Operations {
         durationMs: o.durationMs,
       })),
     };
-    this.log?.attempt(record);
+    // An outcome the store refused (the delivery was given up with its deleted source, or finished
+    // through another claim) must not reopen or rewrite a line that is already finished.
+    if (report.stale !== true) this.log?.attempt(record);
     for (const u of record.urls) {
       this.health.record(report.source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
     }

@@ -74,6 +74,12 @@ export interface AttemptReport {
   /** When the delivery was created (accepted, or queued again by a replay), epoch ms. */
   readonly createdAt: number;
   readonly result: AttemptResult;
+  /**
+   * The store did not take the outcome: the delivery was finished meanwhile (its source deleted,
+   * or delivered through another claim) or its lease went to another claim. The request was made;
+   * what it says about the delivery is out of date.
+   */
+  readonly stale?: boolean;
 }
 
 const DEFAULTS = { idleWait: 5000, leaseMs: 30_000 } as const;
@@ -520,9 +526,11 @@ export class Scheduler {
   private async flush(): Promise<void> {
     const batch = this.outcomes.splice(0);
     if (batch.length === 0) return;
+    let stale: ReadonlySet<number> = new Set();
     try {
-      const { stale } = await this.store.record(batch.map((b) => b.outcome));
-      if (stale.length > 0) log('%d outcomes not written: finished already, or the lease went to another claim', stale.length);
+      const recorded = await this.store.record(batch.map((b) => b.outcome));
+      if (recorded.stale.length > 0) log('%d outcomes not written: finished already, or the lease went to another claim', recorded.stale.length);
+      stale = new Set(recorded.stale);
     } catch (error) {
       // Left pending in the store: attempted again once the lease ends (at-least-once), never lost.
       log('could not record %d outcomes: %s', batch.length, (error as Error).message);
@@ -541,7 +549,7 @@ export class Scheduler {
     for (const { report } of batch) {
       log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
       try {
-        this.onAttempt(report);
+        this.onAttempt(stale.has(report.id) ? { ...report, stale: true } : report);
       } catch (error) {
         this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
       }

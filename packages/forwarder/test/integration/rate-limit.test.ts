@@ -164,9 +164,16 @@ describe('per-URL rate limits with two `eventrelay serve` processes on one Postg
       expect(Math.max(...counts), `arrivals per second: ${counts.join(', ')}`).to.be.at.most(ALLOWANCE);
       expect(new Set(arrivals.map((x) => x.messageId)).size).to.equal(MESSAGES);
       // Both sent (each instance's own endpoint health counts its attempts): the budget was shared, not one instance's.
-      const attempts = await Promise.all(
-        [a, b].map(async (i) => ((await (await fetch(`${i.url}/stats`)).json()) as { endpoints: { attempts: number }[] }).endpoints.reduce((n, e) => n + e.attempts, 0)),
-      );
+      // An attempt is counted once its outcome is stored, a little after the receiver saw the request.
+      const attemptsOf = () =>
+        Promise.all(
+          [a, b].map(async (i) => ((await (await fetch(`${i.url}/stats`)).json()) as { endpoints: { attempts: number }[] }).endpoints.reduce((n, e) => n + e.attempts, 0)),
+        );
+      let attempts: number[] = [];
+      await waitFor(async () => {
+        attempts = await attemptsOf();
+        return attempts[0]! + attempts[1]! >= MESSAGES;
+      }, 'every attempt to be counted', 10_000);
       expect(attempts.every((n) => n > 0), `attempts per instance: ${attempts.join(', ')}`).to.equal(true);
       expect(attempts[0]! + attempts[1]!).to.equal(MESSAGES);
       expect(await Promise.all([a.stop(), b.stop()])).to.deep.equal([0, 0]);

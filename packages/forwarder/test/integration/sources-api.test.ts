@@ -13,6 +13,8 @@ import { basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
+import { startSink } from '../../../../test/helpers/sink';
+import type { ServerResponse } from 'node:http';
 
 const TOKEN = 'admin-token-for-sources-3f9c';
 const SECRET = 'shared-secret-for-sources-77ab';
@@ -264,6 +266,35 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       expect(recovered.json.queued).to.equal(3);
       await waitFor(() => at('/doomed?token=q').length === 3, 'the recovered deliveries');
       expect(at('/doomed?token=q').map((r) => r.json.messageId).sort()).to.deep.equal(['d1', 'd2', 'd3']);
+    });
+
+    it('an attempt in flight when its source is deleted leaves its line failed, even once the name is made again', async () => {
+      // The receiver holds the request until the source is gone and made again, then answers 500.
+      const held: ServerResponse[] = [];
+      const sink = await startSink((_request, res) => void held.push(res));
+      try {
+        await start();
+        const key = await createSource('gone');
+        const put = await call(`${url}/admin/sources/gone/destinations/Webhooks`, 'PUT', { webhooks: [{ url: `${sink.url}/held` }] });
+        expect(put.status, put.text).to.equal(200);
+        expect((await ingest(key, [track('g1')])).status).to.equal(200);
+        await waitFor(() => held.length === 1, 'the attempt to reach the receiver');
+        expect((await call(`${url}/admin/sources/gone`, 'DELETE')).json.failedDeliveries).to.equal(1);
+        await createSource('gone');
+        expect((await call(`${url}/admin/sources/gone/destinations/Webhooks`, 'PUT', { webhooks: [{ url: `${sink.url}/held` }] })).status).to.equal(200);
+        held[0]!.writeHead(500).end();
+        // The attempt is counted once its outcome has been through the store and the log.
+        await waitFor(async () => (await forwarder.stats()).endpoints.some((e) => e.attempts === 1), 'the attempt to be counted');
+        const lines = await call(`${url}/admin/messages?source=gone`, 'GET');
+        expect(lines.json.items.map((i: { status: string; reason: string }) => [i.status, i.reason])).to.deep.equal([
+          ['failed', 'The source was deleted before this delivery was made'],
+        ]);
+        expect((await forwarder.stats()).queueDepth).to.equal(0);
+      } finally {
+        for (const res of held) if (!res.writableEnded) res.destroy();
+        await forwarder.close();
+        await sink.close();
+      }
     });
 
     it('rotates a key: the new one works at once, the old one for graceSeconds, then never', async () => {
