@@ -566,7 +566,11 @@
     const webhooks = source.destinations.Webhooks;
     const rows = [['Webhooks', webhooks === null ? 'none' : webhooks.enabled ? 'on' : 'off']];
     if (webhooks !== null) {
-      webhooks.webhooks.forEach((w, i) => rows.push([`URL ${i + 1}`, `${w.url}${w.headerNames.length ? ` (headers: ${w.headerNames.join(', ')})` : ''}`]));
+      webhooks.webhooks.forEach((w, i) => {
+        const headers = w.headerNames.length ? ` (headers: ${w.headerNames.join(', ')})` : '';
+        const limit = w.rateLimit ? `, at most ${w.rateLimit.perSecond} a second` : '';
+        rows.push([`URL ${i + 1}`, `${w.url}${headers}${limit}`]);
+      });
       rows.push(['signing', `${webhooks.signing}${webhooks.hasSharedSecret ? ', with a shared secret' : ', unsigned'}`]);
     }
     for (const [name, value] of rows) {
@@ -587,6 +591,9 @@
       for (let i = 0; i < 5; i++) {
         $(`wh-url-${i}`).value = '';
         $(`wh-headers-${i}`).value = '';
+        // A limit is no secret: shown for the URL in the same place, so that saving keeps it.
+        const limit = webhooks !== null ? webhooks.webhooks[i]?.rateLimit : undefined;
+        $(`wh-rate-${i}`).value = limit ? String(limit.perSecond) : '';
       }
       $('wh-secret').value = '';
       $('wh-result').textContent = '';
@@ -634,7 +641,13 @@
       for (let i = 0; i < 5; i++) {
         const url = $(`wh-url-${i}`).value.trim();
         const headers = parseHeaders($(`wh-headers-${i}`).value, i);
-        if (url) webhooks.push(Object.keys(headers).length ? { url, headers } : { url });
+        const rate = $(`wh-rate-${i}`).value.trim();
+        if (!url) continue;
+        const entry = { url };
+        if (Object.keys(headers).length) entry.headers = headers;
+        // Sent as typed: the API checks it and names the field when it is wrong.
+        if (rate) entry.rateLimit = { perSecond: Number(rate) };
+        webhooks.push(entry);
       }
       const body = { enabled: $('wh-enabled').checked, signing: $('wh-signing').value, webhooks };
       const secret = $('wh-secret').value;

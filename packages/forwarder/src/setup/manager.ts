@@ -45,7 +45,8 @@ export interface ShownWebhooks {
   readonly signing: string;
   /** Whether a shared secret is set (it is never shown). */
   readonly hasSharedSecret: boolean;
-  readonly webhooks: readonly { readonly url: string; readonly headerNames: readonly string[] }[];
+  /** Each URL with its header names and its rate limit (`null`: none). */
+  readonly webhooks: readonly { readonly url: string; readonly headerNames: readonly string[]; readonly rateLimit: { readonly perSecond: number } | null }[];
 }
 
 export interface ShownSource {
@@ -133,7 +134,11 @@ export function showWebhooks(enabled: boolean, webhooks: StoredWebhooks): ShownW
     enabled,
     signing: webhooks.signing,
     hasSharedSecret: webhooks.sharedSecret !== undefined,
-    webhooks: webhooks.webhooks.map((w) => ({ url: shownUrl(w.url), headerNames: Object.keys(w.headers) })),
+    webhooks: webhooks.webhooks.map((w) => ({
+      url: shownUrl(w.url),
+      headerNames: Object.keys(w.headers),
+      rateLimit: w.rateLimit === undefined ? null : { perSecond: w.rateLimit.perSecond },
+    })),
   };
 }
 

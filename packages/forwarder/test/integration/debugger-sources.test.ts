@@ -92,10 +92,13 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
     await page.fill('#wh-url-0', `${receiver.url}/ui?token=<script>alert(3)</script>`);
     await page.fill('#wh-headers-0', `X-Team: ${XSS_HEADER}`);
     await page.fill('#wh-url-1', `${receiver.url}/ui-second`);
+    await page.fill('#wh-rate-1', '250');
     await page.fill('#wh-secret', SECRET);
     await page.click('#wh-form button[type=submit]');
     await page.locator('#wh-result', { hasText: 'saved' }).waitFor();
     await page.locator('#editor-current dd', { hasText: `${receiver.url}/ui?[redacted] (headers: X-Team)` }).waitFor();
+    await page.locator('#editor-current dd', { hasText: `${receiver.url}/ui-second, at most 250 a second` }).waitFor();
+    expect((await forwarder.listSources())[0]!.destinations.Webhooks!.webhooks.map((w) => w.rateLimit)).to.deep.equal([null, { perSecond: 250 }]);
     expect(await page.inputValue('#wh-secret')).to.equal('');
     const html = await page.content();
     expect(html).not.to.contain(SECRET).and.not.to.contain('onmouseover').and.not.to.contain(firstKey.slice(0, 20) + 'x');
@@ -105,6 +108,11 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
     await page.click('#wh-form button[type=submit]');
     await page.locator('#wh-result', { hasText: '(webhooks[0].url)' }).waitFor();
     expect((await forwarder.listSources())[0]!.destinations.Webhooks!.webhooks).to.have.length(2);
+    await page.fill('#wh-url-0', `${receiver.url}/ui?token=<script>alert(3)</script>`);
+    await page.fill('#wh-rate-1', '0');
+    await page.click('#wh-form button[type=submit]');
+    await page.locator('#wh-result', { hasText: '(webhooks[1].rateLimit.perSecond)' }).waitFor();
+    expect((await forwarder.listSources())[0]!.destinations.Webhooks!.webhooks[1]!.rateLimit).to.deep.equal({ perSecond: 250 });
 
     expect((await ingest(firstKey, 'ui-2')).status).to.equal(200);
     await waitFor(() => receiver.delivered.some((r) => r.json.messageId === 'ui-2'), 'a delivery through the settings made on the page');

@@ -94,6 +94,10 @@ describe('per-URL rate limits', function () {
     const writeKey = (await admin(url, 'POST', '/admin/sources', { name: 'web' })).json.writeKey as string;
     const put = await admin(url, 'PUT', '/admin/sources/web/destinations/Webhooks', { webhooks: [{ url: `${sink.url}/in`, rateLimit: { perSecond: LIMIT } }] });
     expect(put.status).to.equal(200);
+    // The limit is shown as set, in the answer and in the list of sources.
+    expect(put.json.webhooks[0].rateLimit).to.deep.equal({ perSecond: LIMIT });
+    const listed = await admin(url, 'GET', '/admin/sources', undefined);
+    expect(listed.json.sources[0].destinations.Webhooks.webhooks[0].rateLimit).to.deep.equal({ perSecond: LIMIT });
     expect((await post(`${url}/v1/batch`, batch('one', MESSAGES), { Authorization: basic(writeKey) })).status).to.equal(200);
     await waitFor(() => arrivals.length >= MESSAGES, 'every message to arrive', 30_000);
     const counts = perSecond(arrivals);
