@@ -83,6 +83,8 @@ export interface ForwarderInternals {
   readonly destination?: DestinationInternals;
   /** Replaces the destinations (by source name): a fake for scheduler tests. */
   readonly targets?: ReadonlyMap<string, DeliveryTarget>;
+  /** How long a test event waits for rate limits, in ms (default 10 s). */
+  readonly testWait?: number;
 }
 
 export interface ListenOptions {
@@ -269,6 +271,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       checkSettings: (settings) => void this.makeDestination('', settings).close(),
       now: () => this.clock.now(),
       deleted: async (name, at, reason) => this.ops?.abandoned(name, at, reason),
+      testWait: internals.testWait,
     });
 
     this.metrics =

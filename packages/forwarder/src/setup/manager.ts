@@ -4,7 +4,7 @@ import { ConfigError, integerOption, isPlainObject, serializeWebhookMessage, toW
 import type { InboundMessage } from 'eventrelay/internal';
 import { sourceName, webhooksDestination } from '../config';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
-import type { WebhookDestination } from '../delivery/destination';
+import type { AttemptResult, WebhookDestination } from '../delivery/destination';
 import { generateWriteKey, keyRecord, keyValid } from './keys';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './model';
 import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, StoredWebhooks, WriteKeyRecord } from './model';
@@ -12,6 +12,15 @@ import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile
 import type { ReconcileLine, ReconcileMode } from './reconcile';
 
 const log = createDebug('analytics:forwarder');
+
+/**
+ * How long a test event waits for the URLs' rate limits to allow it, in ms: a test is a real
+ * request, so it takes its turn like a delivery, but an admin waiting on an answer gets one.
+ */
+const TEST_WAIT = 10_000;
+
+/** The `error` of each URL's result when the rate limits allowed no request within TEST_WAIT. */
+export const TEST_RATE_LIMITED = 'rate_limited';
 
 /** The event types the test route sends a sample of. */
 export const TEST_EVENT_TYPES = ['track', 'identify', 'page', 'screen', 'group', 'alias', 'delete'] as const;
@@ -110,6 +119,8 @@ export interface SetupHost {
   /** A source was deleted here, its pending deliveries failed with `reason` (the delivery log follows). */
   deleted?(name: string, at: number, reason: string): Promise<void>;
   now(): number;
+  /** How long a test event waits for the URLs' rate limits, in ms (default TEST_WAIT); for tests. */
+  readonly testWait?: number;
 }
 
 function iso(ms: number): string {
@@ -313,19 +324,32 @@ export class SourceManager {
     }
     // The settings just read may be newer than this instance's: apply them first.
     await this.host.reload();
-    const destination = this.host.destination(name);
-    if (destination === undefined) {
-      return { ok: false, status: 409, code: 'conflict', message: `The Webhooks settings of ${JSON.stringify(name)} could not be used; PUT them again` };
-    }
     const now = this.host.now();
     const messageId = `test-${randomUUID()}`;
-    const result = await destination.attempt(sampleMessage(type as TestEventType, messageId, now), { attempt: 1, firstAttemptAt: now, id: messageId });
-    const results = result.outcomes.map((o) => ({
-      url: o.url,
-      status: o.status ?? null,
-      durationMs: o.durationMs,
-      error: o.error === undefined ? null : (o.error as { code?: string }).code ?? 'error',
-    }));
+    const sample = sampleMessage(type as TestEventType, messageId, now);
+    const deadline = now + (this.host.testWait ?? TEST_WAIT);
+    let result: AttemptResult;
+    for (;;) {
+      const destination = this.host.destination(name);
+      if (destination === undefined) {
+        return { ok: false, status: 409, code: 'conflict', message: `The Webhooks settings of ${JSON.stringify(name)} could not be used; PUT them again` };
+      }
+      result = await destination.attempt(sample, { attempt: 1, firstAttemptAt: now, id: messageId });
+      // Nothing sent: a rate limit had no slot yet (or the settings were being replaced); wait for its turn.
+      if (result.status !== 'retry' || result.outcomes.length > 0) break;
+      const wait = Math.max(1, result.nextAttemptAt - this.host.now());
+      if (this.host.now() + wait > deadline) break;
+      await new Promise((done) => setTimeout(done, wait));
+    }
+    const results =
+      result.outcomes.length === 0 && result.status === 'retry'
+        ? record.webhooks.webhooks.map((w) => ({ url: shownUrl(w.url), status: null, durationMs: 0, error: TEST_RATE_LIMITED }))
+        : result.outcomes.map((o) => ({
+            url: o.url,
+            status: o.status ?? null,
+            durationMs: o.durationMs,
+            error: o.error === undefined ? null : (o.error as { code?: string }).code ?? 'error',
+          }));
     log('source %s: test %s sent to %d URLs', name, type, results.length);
     return { ok: true, value: { type: type as TestEventType, messageId, delivered: result.status === 'delivered', results } };
   }

@@ -107,6 +107,40 @@ describe('per-URL rate limits', function () {
     const log = await admin(url, 'GET', '/admin/messages?source=web&limit=100', undefined);
     expect(log.json.items.map((m: { attempts: number; status: string }) => [m.status, m.attempts])).to.deep.equal(Array.from({ length: MESSAGES }, () => ['delivered', 1]));
   });
+
+  it('a test event takes its turn under the rate limit: sent once a slot comes, else each URL says rate_limited and nothing is sent', async () => {
+    const { sink, arrivals } = await countingReceiver();
+    cleanup.push(() => sink.close());
+    const webhooks = (perSecond: number) => ({ webhooks: [{ url: `${sink.url}/in`, rateLimit: { perSecond } }, { url: `${sink.url}/free` }] });
+    const test = (url: string) => admin(url, 'POST', '/admin/sources/web/destinations/Webhooks/test', { type: 'track' });
+    // 2 a second: the second test event waits about 500 ms for its slot, then goes.
+    const patient = createForwarder({ adminToken: TOKEN, storage: { type: 'memory' } });
+    cleanup.push(() => patient.close());
+    const first = await patient.listen({ port: 0 });
+    await admin(first.url, 'POST', '/admin/sources', { name: 'web' });
+    expect((await admin(first.url, 'PUT', '/admin/sources/web/destinations/Webhooks', webhooks(2))).status).to.equal(200);
+    for (let i = 0; i < 2; i++) {
+      const answer = await test(first.url);
+      expect(answer.status).to.equal(200);
+      expect(answer.json.results.map((r: { status: number }) => r.status)).to.deep.equal([200, 200]);
+    }
+    expect(arrivals).to.have.length(4);
+    // One every 20 s, and a test that waits 100 ms at most: the second gets no slot and sends nothing.
+    const hurried = createForwarder({ adminToken: TOKEN, storage: { type: 'memory' } }, {}, { testWait: 100 });
+    cleanup.push(() => hurried.close());
+    const second = await hurried.listen({ port: 0 });
+    await admin(second.url, 'POST', '/admin/sources', { name: 'web' });
+    expect((await admin(second.url, 'PUT', '/admin/sources/web/destinations/Webhooks', webhooks(0.05))).status).to.equal(200);
+    expect((await test(second.url)).json.delivered).to.equal(true);
+    const refused = await test(second.url);
+    expect(refused.status).to.equal(200);
+    expect(refused.json.delivered).to.equal(false);
+    expect(refused.json.results).to.deep.equal([
+      { url: `${sink.url}/in`, status: null, durationMs: 0, error: 'rate_limited' },
+      { url: `${sink.url}/free`, status: null, durationMs: 0, error: 'rate_limited' },
+    ]);
+    expect(arrivals).to.have.length(6);
+  });
 });
 
 describe('per-URL rate limits with two `eventrelay serve` processes on one PostgreSQL database', function () {
