@@ -360,6 +360,16 @@ export class Scheduler {
     await this.flushing;
   }
 
+  /**
+   * Slots for new attempts: at most `concurrency` requests in flight, and at most `concurrency`
+   * more attempts whose outcome is still being written. What an instance killed at any moment
+   * sent and did not record (and another instance sends again) stays within twice the concurrency.
+   */
+  private get free(): number {
+    const { concurrency } = this.options;
+    return Math.min(concurrency - this.inFlight.size, 2 * concurrency - this.inFlight.size - this.recording.size);
+  }
+
   private room(source: string, free: number): number {
     return Math.min(free, this.sourceCap - (this.perSource.get(source) ?? 0));
   }
@@ -376,7 +386,7 @@ export class Scheduler {
         const start = this.turn++ % Math.max(1, sources.length);
         for (let k = 0; k < sources.length; k++) {
           const source = sources[(start + k) % sources.length]!;
-          const free = this.options.concurrency - this.inFlight.size;
+          const free = this.free;
           if (free <= 0) break;
           const room = this.room(source, free);
           if (room <= 0) continue;
@@ -420,7 +430,7 @@ export class Scheduler {
           }
         }
         if (this.again) more = true;
-        if (this.inFlight.size >= this.options.concurrency) more = false;
+        if (this.free <= 0) more = false;
       }
       if (!this.stopped) await this.sleepUntilNextDue();
     } catch (error) {
@@ -442,7 +452,7 @@ export class Scheduler {
   private async sleepUntilNextDue(): Promise<void> {
     const now = this.clock.now();
     let wait = this.idleWait;
-    const free = this.options.concurrency - this.inFlight.size;
+    const free = this.free;
     const busy = this.inFlight.size > 0;
     if (free > 0) {
       for (const source of this.sources) {

@@ -76,7 +76,8 @@ describe('several `eventrelay serve` processes on one PostgreSQL database', func
       configPath,
       JSON.stringify({
         storage: { type: 'postgres', url: { env: 'DATABASE_URL' }, poolSize: 4, lease: 3000 },
-        delivery: { concurrency: 8, timeout: 2000, minRetryDelay: 50, maxRetryDelay: 200 },
+        // A 1 s timeout under a 3 s lease: an attempt and its outcome fit in the lease with room for a slow machine.
+        delivery: { concurrency: 8, timeout: 1000, minRetryDelay: 50, maxRetryDelay: 200 },
         sources: [{ name: 'web', writeKey: KEY, destinations: { Webhooks: { sharedSecret: 's', webhooks: [{ url: `${receiver.url}${path}` }] } } }],
       }),
     );
@@ -179,9 +180,10 @@ describe('several `eventrelay serve` processes on one PostgreSQL database', func
     await waitFor(() => acknowledged.every((id) => arrivals('/kill').has(id)), 'every acknowledged message at the receiver', 40_000);
     const counts = arrivals('/kill');
     expect([...counts.keys()].filter((id) => !acknowledged.includes(id))).to.deep.equal([]);
-    // At least once: only what the victim had in flight may arrive twice.
+    // At least once: only what the victim had sent and not recorded may arrive twice, which its
+    // slots bound to twice `delivery.concurrency` (8 requests in flight, 8 outcomes being written).
     const twice = [...counts.entries()].filter(([, n]) => n > 1).map(([id]) => id);
-    expect(twice.length).to.be.at.most(8);
+    expect(twice.length, `arrived twice: ${twice.join(', ')}`).to.be.at.most(16);
 
     await waitFor(async () => ((await (await fetch(`${instances[1]!.url}/stats`)).json()) as { queueDepth: number }).queueDepth === 0, 'an empty queue');
     for (const i of instances.slice(1)) i.child.kill('SIGTERM');

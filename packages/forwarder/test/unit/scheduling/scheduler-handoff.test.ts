@@ -167,17 +167,26 @@ describe('Scheduler: deliveries handed over at acceptance', () => {
   });
 });
 
+/** A store whose outcome writes wait until the test lets them go. */
+class SlowRecords extends MemoryStore {
+  readonly writes: (() => void)[] = [];
+  override async record(outcomes: Parameters<MemoryStore['record']>[0]): ReturnType<MemoryStore['record']> {
+    await new Promise<void>((resolve) => this.writes.push(resolve));
+    return super.record(outcomes);
+  }
+}
+
+/** Lets the store's outcome writes go, one a turn, until `done()`. */
+async function releaseWrites(store: SlowRecords, done: () => boolean): Promise<void> {
+  while (!done()) {
+    store.writes.shift()?.();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 describe('Scheduler: a slot is free when its request ends', () => {
   it('starts the next attempt while the outcome of the last one is still being written', async () => {
     const clock = new FakeClock();
-    /** A store whose outcome writes wait until the test lets them go. */
-    class SlowRecords extends MemoryStore {
-      readonly writes: (() => void)[] = [];
-      override async record(outcomes: Parameters<MemoryStore['record']>[0]): ReturnType<MemoryStore['record']> {
-        await new Promise<void>((resolve) => this.writes.push(resolve));
-        return super.record(outcomes);
-      }
-    }
     const store = new SlowRecords();
     const target = new ManualTarget();
     const at = clock.now();
@@ -197,12 +206,38 @@ describe('Scheduler: a slot is free when its request ends', () => {
     const stopping = scheduler.stop().then(() => (stopped = true));
     target.calls[1]!.resolve(delivered(1));
     // Each write is let go as it comes; stop() resolves only after the last one.
-    while (!stopped) {
-      store.writes.shift()?.();
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await releaseWrites(store, () => stopped);
     await stopping;
     expect(store.writes).to.have.length(0);
     expect(await store.counts()).to.deep.include({ delivered: 2, pending: 0 });
+  });
+
+  it('starts no more attempts while as many outcomes as `concurrency` wait to be written: a killed instance resends at most twice that', async () => {
+    const clock = new FakeClock();
+    const store = new SlowRecords();
+    const target = new ManualTarget();
+    const at = clock.now();
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+    await store.enqueue(ids.map((id) => ({ source: 'web', destination: 'Webhooks', kind: 'message' as const, messageId: id, body: `{"id":"${id}"}`, createdAt: at })));
+    const scheduler = new Scheduler(store, new Map([['web', target]]), clock, { concurrency: 2, idleWait: 60_000, owner: 'me', leaseMs: LEASE_MS });
+    scheduler.start();
+    await flushMicrotasks();
+    // Answered in turn while no outcome is written: a, b, then c, d take the freed slots.
+    for (let answered = 0; answered < 4; answered++) {
+      target.calls[answered]!.resolve(delivered(1));
+      await flushMicrotasks();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // Two outcomes wait to be written and two more behind them: no slot for e and f yet.
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['a', 'b', 'c', 'd'].map((id) => `{"id":"${id}"}`));
+    expect(scheduler.active).to.equal(0);
+    // Once they are written, the rest goes.
+    await releaseWrites(store, () => target.calls.length === 6);
+    let stopped = false;
+    const stopping = scheduler.stop().then(() => (stopped = true));
+    for (const call of target.calls.slice(4)) call.resolve(delivered(1));
+    await releaseWrites(store, () => stopped);
+    await stopping;
+    expect(await store.counts()).to.deep.include({ delivered: 6, pending: 0 });
   });
 });
