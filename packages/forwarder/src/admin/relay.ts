@@ -66,6 +66,8 @@ export class LiveRelay {
   /** The other instances that have subscribers, and until when (epoch ms). */
   private readonly watchers = new Map<string, number>();
   private closed = false;
+  /** The last send failed: the next failures are not logged again, one line per outage. */
+  private failing = false;
 
   constructor(
     private readonly owner: string,
@@ -168,9 +170,12 @@ export class LiveRelay {
     try {
       await this.transport.relay(batch.map((q) => q.payload));
       this.counts.relayed += batch.length;
+      if (this.failing) log('live stream: relaying to the other instances again');
+      this.failing = false;
     } catch (error) {
       this.counts.dropped += batch.length;
-      log('live stream: %d events not relayed to the other instances: %s', batch.length, (error as Error).message);
+      if (!this.failing) log('live stream: events not relayed to the other instances (dropped until it works again): %s', (error as Error).message);
+      this.failing = true;
     }
   }
 }
