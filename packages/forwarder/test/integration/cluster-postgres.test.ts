@@ -194,6 +194,25 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       expect(relayOf(a).counts.omitted).to.equal(omittedBefore + 1);
     });
 
+    it('an instance that starts while another has a subscriber relays to it (it missed the notification; the row says so)', async () => {
+      const onB = await stream(urlB);
+      await waitFor(() => relayOf(a).wanted, 'A to relay');
+      const c = createForwarder({
+        adminToken: ADMIN,
+        storage: { type: 'postgres', url: db.url, poolSize: 2 },
+        sources: [{ name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } }],
+      });
+      try {
+        const { url: urlC } = await c.listen({ port: 0 });
+        await waitFor(() => relayOf(c).wanted, 'C to learn of B’s subscriber from its row');
+        await send(urlC, [track('from-c')]);
+        await waitFor(() => of(onB.events, 'attempt', 'from-c').length === 1, 'C’s call on B’s stream');
+        expect(of(onB.events, 'accepted', 'from-c')).to.have.length(1);
+      } finally {
+        await c.close();
+      }
+    });
+
     it('keeps one LISTEN connection per instance, and relays again after it was lost', async () => {
       const onB = await stream(urlB);
       await waitFor(() => relayOf(a).wanted, 'A to relay');
@@ -202,7 +221,8 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       try {
         const listeners = async () =>
           (await admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'eventrelay-listen' AND datname = current_database()")).rows as { pid: number }[];
-        expect(await listeners()).to.have.length(2);
+        // One each for A and B (an instance that just closed may linger a moment).
+        await waitFor(async () => (await listeners()).length === 2, 'one LISTEN connection per instance');
         for (const { pid } of await listeners()) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
         await waitFor(async () => (await listeners()).length === 2, 'both instances to LISTEN again', 15_000);
       } finally {
