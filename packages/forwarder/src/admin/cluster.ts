@@ -68,6 +68,7 @@ export class ClusterView implements LiveRelayHook {
   private relayListening: { readonly ready: Promise<void>; stop(): void } | undefined;
   private announcements: { stop(): void } | undefined;
   private announcing: Promise<void> = Promise.resolve();
+  private started = false;
   private closed = false;
 
   constructor(
@@ -84,7 +85,8 @@ export class ClusterView implements LiveRelayHook {
 
   /** Starts the exchange: the view written now and every second, announcements heard. */
   start(): void {
-    if (this.closed || this.timer !== undefined) return;
+    if (this.closed || this.started) return;
+    this.started = true;
     this.announcements = this.store.onAnnounce((owner, until) => this.relay.watcher(owner, until));
     this.timer = setInterval(() => this.tickSoon(), TICK);
     this.timer.unref();
@@ -152,7 +154,8 @@ export class ClusterView implements LiveRelayHook {
     if (this.watchingOn) this.announce(0);
     this.watchingOn = false;
     this.hearing = false;
-    if (this.timer !== undefined) await this.exchange(true);
+    // An instance that never started (it only opened the store) has no view to leave behind.
+    if (this.started) await this.exchange(true);
     await this.announcing;
     await this.relay.close();
   }
