@@ -305,9 +305,13 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       // The chart's counts over both instances are the store's totals (every call within the hour).
       expect(sum(o, 'accepted')).to.equal(ownB.accepted);
       expect(sum(o, 'delivered')).to.equal(ownB.delivered);
-      // A's overview is the same picture.
-      const oA = await overview(urlA);
-      expect([oA.instances, entry(oA, 'web').attempts, sum(oA, 'accepted')]).to.deep.equal([2, 5, 7]);
+      // A's overview is the same picture, once B's view has its last requests (B writes within a second).
+      let oA: any;
+      await waitFor(async () => {
+        oA = await overview(urlA);
+        return entry(oA, 'web').attempts === 5 && entry(oA, 'down').attempts === downAttempts;
+      }, 'A’s overview to include B’s view');
+      expect([oA.instances, sum(oA, 'accepted'), sum(oA, 'delivered'), sum(oA, 'failed')]).to.deep.equal([2, 7, 5, 2]);
     });
 
     it('keeps a stopped instance in the picture for its hour, then leaves it out and removes its view', async () => {
