@@ -295,7 +295,17 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       debuggerOn: config.debugger,
       adminToken: config.adminToken,
       closing: () => this.closing !== undefined,
-      overview: async () => ({ sources: this.sources, stats: await this.stats(), chart: await (await opsOf()).chart(), disabled: this.disabledEndpoints() }),
+      overview: async () => {
+        // `/stats` of this instance, but endpoint health and the chart over every instance on the store.
+        const [stats, cluster] = await Promise.all([this.stats(), opsOf().then((ops) => ops.overview())]);
+        return {
+          sources: this.sources,
+          instances: cluster.instances,
+          stats: { ...stats, endpoints: cluster.endpoints },
+          chart: cluster.chart,
+          disabled: this.disabledEndpoints(),
+        };
+      },
       sources: this.manager,
       applySources: (sources, dryRun) => this.manager.reconcile(sources, 'apply', dryRun),
       endpoints: this.endpointAdmin,
@@ -509,6 +519,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         },
         storage.deliveryLog ? this.openLog(store) : undefined,
         this.metrics,
+        store.cluster === undefined ? undefined : { store: store.cluster, owner: this.instanceId },
       );
       return store;
     })().catch((error: unknown) => {

@@ -6,12 +6,14 @@ import { HealthTracker } from '../metrics/health';
 import type { EndpointHealth } from '../metrics/health';
 import type { ForwarderMetrics } from '../metrics/metrics';
 import { Timeline } from '../metrics/timeline';
-import type { TimelinePoint } from '../metrics/timeline';
+import type { ClusterStore } from '../store/cluster';
 import type { AttemptReport } from '../scheduling/scheduler';
 import { DUPLICATE_REASON } from '../store/delivery-log';
 import type { AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/delivery-log';
 import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/store';
 import { LiveStream } from './stream';
+import { ClusterView } from './cluster';
+import type { ClusterOverview } from './cluster';
 
 const log = createDebug('analytics:forwarder');
 
@@ -28,6 +30,12 @@ export interface OperationsHost {
   readonly sources: ReadonlyMap<string, boolean>;
   /** How long a delivered body is kept, in ms (0: erased when delivered). */
   readonly keepDelivered: number;
+}
+
+/** The store shared with other instances (PostgreSQL), and this instance's id among them. */
+export interface SharedWith {
+  readonly store: ClusterStore;
+  readonly owner: string;
 }
 
 export interface ReplayResult {
@@ -55,12 +63,15 @@ function userIdOf(message: ValidMessage): string | undefined {
  * Operating the forwarder: the delivery log, the live stream, endpoint health, the per-minute
  * timeline and the Prometheus metrics, fed by the ingestion path and the delivery loop; replay and
  * recovery through the queue. Every hook is cheap when nobody looks: the live stream builds
- * nothing without subscribers, and the log buffers its writes.
+ * nothing without subscribers (here, or on another instance sharing the store), and the log
+ * buffers its writes.
  */
 export class Operations {
   readonly live = new LiveStream();
   readonly health = new HealthTracker();
   readonly timeline = new Timeline();
+  /** The other instances' part of the overview and the live stream; undefined on a store of one instance. */
+  readonly cluster: ClusterView | undefined;
   private sampler: NodeJS.Timeout | undefined;
 
   constructor(
@@ -68,11 +79,18 @@ export class Operations {
     /** Undefined when the log is off (`storage.deliveryLog: false`). */
     readonly log: DeliveryLog | undefined,
     readonly metrics: ForwarderMetrics | undefined,
-  ) {}
+    shared?: SharedWith,
+  ) {
+    if (shared !== undefined) {
+      this.cluster = new ClusterView(shared.store, shared.owner, this.health, this.timeline, this.live, () => host.now());
+      this.live.attach(this.cluster);
+    }
+  }
 
   start(): void {
     this.sampler = setInterval(() => void this.sample(), SAMPLE_INTERVAL);
     this.sampler.unref();
+    this.cluster?.start();
   }
 
   private async sample(): Promise<void> {
@@ -340,13 +358,17 @@ export class Operations {
     return this.host.sources.has(name);
   }
 
+  /** This instance's endpoint health (`/stats`). */
   endpoints(): EndpointHealth[] {
     return this.health.snapshot(this.host.now());
   }
 
-  async chart(): Promise<TimelinePoint[]> {
+  /** Endpoint health and the chart over every instance sharing the store (this one alone on others). */
+  async overview(): Promise<ClusterOverview> {
     await this.sample();
-    return this.timeline.points(this.host.now());
+    if (this.cluster !== undefined) return this.cluster.overview();
+    const now = this.host.now();
+    return { instances: 1, endpoints: this.health.snapshot(now), chart: this.timeline.points(now) };
   }
 
   async prune(before: number): Promise<number> {
@@ -355,6 +377,7 @@ export class Operations {
 
   async close(): Promise<void> {
     clearInterval(this.sampler);
+    await this.cluster?.close();
     this.live.close();
     await this.log?.close();
   }

@@ -189,7 +189,8 @@
         receivedAt: data.receivedAt,
         state: event === 'refused' ? 'refused' : data.state,
         body: data.body,
-        reason: data.reason || null,
+        // Relayed from another instance without its body (too large for a notification).
+        reason: data.reason || (data.bodyOmitted ? 'Body too large to relay from the instance that accepted it: click to open the message.' : null),
         attempts: [],
       };
       liveItems.unshift(item);
@@ -440,6 +441,9 @@
       tr.appendChild(td);
       tbody.appendChild(tr);
     }
+    const instances = `${overview.instances} instance${overview.instances === 1 ? '' : 's'}`;
+    $('endpoints-scope').textContent = `(last hour, ${instances})`;
+    $('chart-scope').textContent = `(per minute, ${instances})`;
     showDisabled(overview.disabled || []);
     drawChart($('chart-rates'), overview.chart, [
       ['accepted', '#2457c5'],
@@ -449,6 +453,8 @@
     drawChart($('chart-depth'), overview.chart, [['queueDepth', '#7a4cc2']]);
     const stats = $('stats');
     clear(stats);
+    stats.appendChild(el('dt', 'instances'));
+    stats.appendChild(el('dd', overview.instances));
     for (const name of ['accepted', 'duplicates', 'refused', 'delivered', 'retrying', 'failed', 'queueDepth', 'oldestPendingAge', 'inFlight']) {
       stats.appendChild(el('dt', name));
       stats.appendChild(el('dd', overview.stats[name] === null ? '-' : overview.stats[name]));

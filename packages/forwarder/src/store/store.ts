@@ -1,5 +1,6 @@
 import type { SetupStore } from '../setup/model';
 import type { RateBudget } from '../delivery/rate-limit';
+import type { ClusterStore } from './cluster';
 
 /**
  * The forwarder's queue, behind one interface so the embedded SQLite store (one machine) can be
@@ -180,6 +181,11 @@ export interface ForwarderStore {
    * Absent: the forwarder keeps them in memory, which is exact for one process.
    */
   readonly rateBudget?: RateBudget;
+  /**
+   * The instances' views and the live stream's relay, when other processes share the store
+   * (PostgreSQL). Absent: the overview and the live stream are this process's, its only instance.
+   */
+  readonly cluster?: ClusterStore;
   /**
    * Stores accepted messages and their deliveries in one transaction; resolves only when they
    * are durable, so the ingestion API may answer 2xx. With `lease`, the deliveries it stores are

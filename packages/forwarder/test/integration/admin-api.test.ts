@@ -289,6 +289,23 @@ for (const store of ['memory', 'sqlite', 'postgres'] as const) {
         expect(JSON.stringify(stats)).not.to.contain('url-secret');
       });
 
+      it('answers the overview: the sources, this one instance, its /stats and the chart of its calls', async () => {
+        const summary = (endpoints: any[]) => endpoints.map((e) => [e.source, e.url, e.attempts, e.lastStatus, e.consecutiveFailures]);
+        let overview: any;
+        let stats: any;
+        // Compared once nothing moves between the two answers.
+        await waitFor(async () => {
+          overview = (await get(`${url}/admin/overview`)).json;
+          stats = (await get(`${url}/stats`, {})).json;
+          return JSON.stringify(summary(overview.stats.endpoints)) === JSON.stringify(summary(stats.endpoints)) && overview.stats.accepted === stats.accepted;
+        }, 'the same endpoint health in both');
+        expect(overview.instances).to.equal(1);
+        expect(overview.sources).to.include.members(['web', 'flaky', 'bare']);
+        expect(overview.stats.endpoints.length).to.be.greaterThan(0);
+        expect(overview.chart).to.have.length(60);
+        expect(overview.chart.reduce((n: number, p: { accepted: number }) => n + p.accepted, 0)).to.equal(stats.accepted);
+      });
+
       it('serves Prometheus metrics named eventrelay_*, without secrets, URLs or bodies', async () => {
         const metrics = await get(`${url}/metrics`, {});
         expect(metrics.status).to.equal(200);

@@ -185,6 +185,8 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     expect(cells[2]).to.equal('200');
     expect(cells[4]).to.equal('0');
     expect(Number(cells[5])).to.be.at.least(4);
+    // One forwarder (SQLite): the picture is its own.
+    await page.locator('#endpoints-scope', { hasText: '(last hour, 1 instance)' }).waitFor();
     await shot('endpoints');
 
     await page.click('button.tab[data-view=chart]');

@@ -214,6 +214,15 @@ describe('per-URL rate limits with two `eventrelay serve` processes on one Postg
       }, 'every attempt to be counted', 10_000);
       expect(attempts.every((n) => n > 0), `attempts per instance: ${attempts.join(', ')}`).to.equal(true);
       expect(attempts[0]! + attempts[1]!).to.equal(MESSAGES);
+      // Each instance's overview is the picture of both: their attempts summed (each writes its view every second).
+      for (const i of [a, b]) {
+        let overview: { instances: number; stats: { endpoints: { attempts: number }[] } } | undefined;
+        await waitFor(async () => {
+          overview = (await admin(i.url, 'GET', '/admin/overview')).json;
+          return overview!.stats.endpoints.reduce((n, e) => n + e.attempts, 0) === MESSAGES;
+        }, 'the overview to sum both instances', 10_000);
+        expect(overview!.instances).to.equal(2);
+      }
       expect(await Promise.all([a.stop(), b.stop()])).to.deep.equal([0, 0]);
     } finally {
       await sink.close();

@@ -196,6 +196,31 @@ CREATE TABLE IF NOT EXISTS endpoint_states (
 ALTER TABLE log_attempts ADD COLUMN IF NOT EXISTS next_attempt_at bigint;
 `,
   },
+  {
+    version: 8,
+    name: 'instance views: the endpoint health and timeline of each instance, and its live-stream subscribers',
+    // One row per instance (owner: its instanceId), written about once a second while its view
+    // changed: the latest state of each URL and until when it has a live-stream subscriber. Its
+    // minute buckets in rows of their own, so that a write rewrites the current minute, never the
+    // hour. format: the version of the text in endpoints, health and timeline (JSON the metrics
+    // code writes; no body, secret or URL query). Views not written for an hour are removed.
+    up: `
+CREATE TABLE IF NOT EXISTS instance_views (
+  owner text PRIMARY KEY,
+  format integer NOT NULL,
+  updated_at bigint NOT NULL,
+  watching_until bigint NOT NULL DEFAULT 0,
+  endpoints text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS instance_minutes (
+  owner text NOT NULL,
+  minute bigint NOT NULL,
+  health text NOT NULL,
+  timeline text NOT NULL,
+  PRIMARY KEY (owner, minute)
+);
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -1,19 +1,14 @@
-import createDebug from 'debug';
-import type { Client, Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
 import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../../setup/model';
-
-const log = createDebug('analytics:forwarder');
+import type { PostgresListener } from './postgres-listen';
 
 /** The channel every setup write notifies, with the new revision as payload. */
 export const SETUP_CHANNEL = 'eventrelay_setup';
 
 const PENDING = 0;
 const FAILED = 2;
-/** Delay before a dropped LISTEN connection is opened again, in ms (doubling up to 10 s); polling covers the gap. */
-const RELISTEN_DELAY = 500;
-const RELISTEN_MAX = 10_000;
 
 class StepFailed extends Error {
   constructor(readonly result: Extract<SetupWriteResult, { ok: false }>) {
@@ -25,18 +20,17 @@ class StepFailed extends Error {
  * The runtime setup on PostgreSQL, shared by every instance. A write locks the revision row (so
  * setup writes of all instances are serialized), applies its steps, bumps the revision and sends
  * `NOTIFY eventrelay_setup`, all in one transaction: the notification goes out at commit. Each
- * instance LISTENs on a connection of its own and polls the revision as the fallback.
+ * instance LISTENs on its one LISTEN connection (`PostgresListener`) and polls the revision as the
+ * fallback.
  */
 export class PostgresSetup implements SetupStore {
   readonly shared = true;
 
   constructor(
     private readonly pool: Pool,
-    /** A new client for LISTEN, on the store's connection settings (not yet connected). */
-    private readonly listener: () => Client,
+    /** The instance's LISTEN connection. */
+    private readonly listener: PostgresListener,
     private readonly guard: () => void,
-    /** Hides the URL's password in driver messages. */
-    private readonly hide: (text: string) => string,
   ) {}
 
   async read(): Promise<SetupSnapshot> {
@@ -153,61 +147,12 @@ export class PostgresSetup implements SetupStore {
   }
 
   /**
-   * LISTENs on a connection of its own and calls `onChange` on each notification, and once after
-   * every (re)connection (a change may have been missed meanwhile). A dropped connection is
-   * opened again after a delay; the forwarder's polling covers the gap.
+   * Calls `onChange` on each notification of a setup change, and once after every (re)connection
+   * of the instance's LISTEN connection (a change may have been missed meanwhile). While that
+   * connection is down, the forwarder's polling covers the gap.
    */
   watch(onChange: () => void): () => void {
-    let stopped = false;
-    let client: Client | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let delay = RELISTEN_DELAY;
-    const connect = async (): Promise<void> => {
-      if (stopped) return;
-      const c = this.listener();
-      client = c;
-      let failed = false;
-      const retry = (error: Error): void => {
-        if (failed) return;
-        failed = true;
-        log('setup LISTEN connection failed (%s); polling until it is back', this.hide(error.message));
-        c.removeAllListeners('notification');
-        c.end().catch(() => {});
-        if (stopped) return;
-        timer = setTimeout(() => void connect(), delay);
-        timer.unref();
-        delay = Math.min(delay * 2, RELISTEN_MAX);
-      };
-      c.on('error', retry);
-      c.on('end', () => retry(new Error('connection ended')));
-      c.on('notification', (message) => {
-        if (message.channel === SETUP_CHANNEL) onChange();
-      });
-      try {
-        await c.connect();
-        await c.query(`LISTEN ${SETUP_CHANNEL}`);
-        delay = RELISTEN_DELAY;
-        if (stopped) {
-          failed = true;
-          await c.end().catch(() => {});
-          return;
-        }
-        onChange();
-      } catch (error) {
-        retry(error as Error);
-      }
-    };
-    void connect();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-      const c = client;
-      if (c !== undefined) {
-        c.removeAllListeners('end');
-        c.removeAllListeners('error');
-        c.on('error', () => {});
-        c.end().catch(() => {});
-      }
-    };
+    const listening = this.listener.listen(SETUP_CHANNEL, () => onChange(), onChange);
+    return () => listening.stop();
   }
 }

@@ -7,6 +7,8 @@ import createDebug from 'debug';
 import { ConfigError, StoreError } from 'eventrelay/internal';
 import { LOCK_CLASS, LOCKS, migratePostgres } from './postgres-schema';
 import { PostgresSetup } from './postgres-setup';
+import { PostgresListener } from './postgres-listen';
+import { PostgresCluster } from './postgres-cluster';
 import { PostgresRateBudget } from './postgres-rate';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../store';
 import type {
@@ -125,12 +127,18 @@ export class PostgresStore implements ForwarderStore {
   readonly setup: PostgresSetup;
   /** The rate limits' send slots, shared by every instance on the database. */
   readonly rateBudget: PostgresRateBudget;
+  /** The instances' views and the live stream's relay. */
+  readonly cluster: PostgresCluster;
+  /** This instance's one LISTEN connection, for every channel it follows. */
+  private readonly listener: PostgresListener;
 
   private constructor(pool: Pool, fast: Pool, listener: () => Client, url: string) {
     this.pool = pool;
     this.fast = fast;
     this.rateBudget = new PostgresRateBudget(fast);
-    this.setup = new PostgresSetup(pool, listener, () => this.assertOpen(), (text) => hideSecret(text, url));
+    this.listener = new PostgresListener(listener, (text) => hideSecret(text, url));
+    this.setup = new PostgresSetup(pool, this.listener, () => this.assertOpen());
+    this.cluster = new PostgresCluster(fast, this.listener);
   }
 
   /**
@@ -551,6 +559,7 @@ export class PostgresStore implements ForwarderStore {
     this.closing ??= (async () => {
       while (this.committing !== undefined) await this.committing;
       this.closed = true;
+      this.listener.close();
       await Promise.all([this.pool.end(), this.fast.end()]);
     })();
     return this.closing;
