@@ -122,9 +122,18 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
     const key = (await admin(a.url, 'POST', '/admin/sources', { name: 'web' })).json.writeKey as string;
     const put = await admin(a.url, 'PUT', '/admin/sources/web/destinations/Webhooks', { webhooks: [{ url: `${receiver.url}/cluster` }] });
     expect(put.status).to.equal(200);
-    // Both deliver once both applied the setting.
-    const probes = [unique('on-a'), unique('on-b')];
-    await waitFor(async () => (await send(b.url, key, probes[1]!)).status === 200, 'B to know the key', APPLIED_WITHIN);
+    // Both deliver once both applied the setting. B may learn the new source (and its key) before
+    // the PUT: a call it takes then is logged filtered, and the next one is tried.
+    const probes = [unique('on-a')];
+    await waitFor(async () => {
+      const id = unique('on-b');
+      if ((await send(b.url, key, id)).status !== 200) return false;
+      let status: string | undefined;
+      await waitFor(async () => (status = (await admin(b.url, 'GET', `/admin/messages?messageId=${id}`)).json.items[0]?.status) !== undefined, 'the log line');
+      if (status === 'filtered') return false;
+      probes.push(id);
+      return true;
+    }, 'B to apply the setting', APPLIED_WITHIN);
     expect((await send(a.url, key, probes[0]!)).status).to.equal(200);
     await waitFor(() => probes.every((id) => arrivedAt('/cluster').has(id)), 'the deliveries while on');
 
