@@ -2,8 +2,7 @@
 // `@segment/analytics-node` (a dev dependency): what code written for Segment's emitter does
 // with `on`, `once`, `off`, `emit` and `maxListeners` must do the same here, now that the
 // layer's emitter is the client's own rather than node:events.
-import { once } from 'node:events';
-import type { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { Analytics as SegmentAnalytics } from '@segment/analytics-node';
 import { expect } from 'chai';
 import { Analytics } from '../../../src/compat/segment';
@@ -101,6 +100,16 @@ describe("eventrelay/segment's listener API, beside @segment/analytics-node's", 
       { maxListeners: 0, atTen: 0, after: 0 },
     ]);
     expect(counts[0]!.text).to.include('"track"').and.include('maxListeners');
+  });
+
+  it("offers Segment's listener methods and the client's, and is no longer a node:events EventEmitter", () => {
+    const analytics = new Analytics({ writeKey: 'k', disable: true });
+    made = [{ name: 'eventrelay/segment', client: analytics as unknown as Listening, close: () => analytics.closeAndFlush() }];
+    const offered = ['on', 'once', 'off', 'emit', 'addListener', 'removeListener', 'removeAllListeners', 'listenerCount', 'listeners'];
+    expect(offered.filter((name) => typeof (analytics as unknown as Record<string, unknown>)[name] !== 'function')).to.deep.equal([]);
+    expect(analytics).to.not.be.instanceOf(EventEmitter);
+    const nodeOnly = ['prependListener', 'prependOnceListener', 'setMaxListeners', 'getMaxListeners', 'eventNames', 'rawListeners'];
+    expect(nodeOnly.filter((name) => name in analytics)).to.deep.equal([]);
   });
 
   it("works with Node's events.once, as when it was an EventEmitter", async () => {
