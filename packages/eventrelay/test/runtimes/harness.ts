@@ -312,6 +312,8 @@ export function checkLayers(report: ScenarioReport, sink: Sink, warnedVia: Warni
   checkLibraryAndIds(classicSent, classic.ids, classicWhere);
   expect(classicSent.find((m) => m.type === 'track')).to.deep.include({ event: 'Classic Tested', properties: { runtime: 'x' } });
   expect(sink.requests.filter((r) => r.path.startsWith('/classic/bare/')), classicWhere).to.have.length(0);
+  const classicRequest = sink.requests.find((r) => r.path === '/classic/calls/v1/batch');
+  expect(headerNames(classicRequest), `${classicWhere}: the default transport's headers`).to.deep.equal(headerNames(requestsTo(sink, 'default', 'calls')[0]));
   // Without errorHandler, a failure is a warning (never an exception where the runtime has no process).
   expect(classic.warnings.map((w) => w.via), `${classicWhere}: warnings`).to.deep.equal([warnedVia]);
   expect(classic.warnings[0]!.text).to.include('EventRelayWarning [ERR_VALIDATION]').and.include('eventrelay/analytics-node');

@@ -81,6 +81,23 @@ describe("eventrelay/segment's listener API, beside @segment/analytics-node's", 
     expect(runs[0], made[1]!.name).to.deep.equal(runs[1]);
   });
 
+  it("differs where docs/migrating-from-segment.md says: emit's answer, and off() for a listener added twice", () => {
+    made = pairs();
+    const runs = made.map(({ client }) => {
+      let calls = 0;
+      const twice = (): void => void calls++;
+      client.on('custom', twice).on('custom', twice);
+      const emitted = client.emit('custom');
+      client.off('custom', twice);
+      client.emit('custom');
+      return { emitted: emitted === client ? 'the client' : emitted, calls };
+    });
+    // eventrelay: whether a listener was called, and off() removes the latest registration (as Node).
+    expect(runs[0]).to.deep.equal({ emitted: true, calls: 3 });
+    // Segment: the emitter itself, and off() removes every registration.
+    expect(runs[1], made[1]!.name).to.deep.equal({ emitted: 'the client', calls: 2 });
+  });
+
   it('warns once on the console when an event passes maxListeners (10), and never with maxListeners 0', () => {
     made = [...pairs(), ...pairs()];
     const counts = made.map(({ client }, i) => {
