@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -227,6 +227,63 @@ describe('the packed packages, installed from their tarballs', function () {
       );
       // skipLibCheck false also checks the published .d.ts files; @types/node comes from the repo.
       await run(process.execPath, [tsc, '-p', project, '--typeRoots', join(root, 'node_modules', '@types'), '--types', 'node'], project);
+    });
+
+    it('gives a Workers or Vercel Edge TypeScript project (lib WebWorker, no @types/node) the types of eventrelay, eventrelay/segment and eventrelay/analytics-node', async () => {
+      const dir = join(project, 'edge');
+      mkdirSync(dir, { recursive: true });
+      const body = `
+        export default {
+          async fetch(request: Request, env: { WRITE_KEY: string }, ctx: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
+            const analytics = new Analytics({ writeKey: env.WRITE_KEY, endpoint: 'https://events.example.com', transport: new FetchTransport(), waitUntil: (p) => ctx.waitUntil(p) });
+            analytics.track({ userId: 'u', event: 'E' }, (error, messageId) => console.log(error?.code, messageId));
+            // @ts-expect-error: userId or anonymousId is required
+            analytics.track({ event: 'E' });
+            const segment = new Segment({ writeKey: env.WRITE_KEY, host: 'https://events.example.com', httpClient: new FetchHTTPClient(fetch) });
+            segment.on('error', ({ code, reason, ctx: failed }) => console.log(code, reason, failed?.event.messageId));
+            segment.on('http_response', (answer) => console.log(answer.status, answer.statusText));
+            segment.track({ userId: 'u', event: 'E' }, (error, context) => console.log(error, context?.event.messageId));
+            // @ts-expect-error: Segment's track needs an event
+            segment.track({ userId: 'u' });
+            const classic = new Classic(env.WRITE_KEY, { host: 'https://events.example.com', errorHandler: (error) => console.log(error.message) });
+            classic.track({ userId: 'u', event: 'E' }).identify({ userId: 'u' });
+            ctx.waitUntil(Promise.all([analytics.flush(), segment.closeAndFlush(), classic.flush()]));
+            return new Response(request.url);
+          },
+        };
+        export function field(error: unknown): string | undefined {
+          return error instanceof ConfigError || error instanceof SegmentConfigError ? error.field : undefined;
+        }`;
+      writeFileSync(join(dir, 'worker.ts'), `
+        import { Analytics, ConfigError, FetchTransport } from 'eventrelay';
+        import { Analytics as Segment, ConfigError as SegmentConfigError, FetchHTTPClient } from 'eventrelay/segment';
+        import Classic from 'eventrelay/analytics-node';
+        ${body}`);
+      // As wrangler's and Next.js's templates set it up, with every library's declarations checked and no Node types at all.
+      const compilerOptions = { strict: true, target: 'ES2022', lib: ['ES2022', 'WebWorker'], types: [], noEmit: true, skipLibCheck: false };
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, module: 'ES2022', moduleResolution: 'bundler' }, files: ['worker.ts'] }));
+      await run(process.execPath, [tsc, '-p', dir], dir);
+
+      // eventrelay/webhooks declares its Node, Express and Fastify adapters with Node's http types: checked
+      // without them, those are its only complaints, and with skipLibCheck the Fetch handler is typed.
+      writeFileSync(join(dir, 'hooks.ts'), `
+        import { createFetchHandler, verifySignatureAsync } from 'eventrelay/webhooks';
+        export const handle: (request: Request) => Promise<Response> = createFetchHandler({ secret: 's', handler: async (message) => console.log(message.type) });
+        export const verified: Promise<boolean> = verifySignatureAsync('{}', 'ab', 's');
+        // @ts-expect-error: the handler gets the message first, typed
+        createFetchHandler({ secret: 's', handler: async (message: number) => console.log(message) });`);
+      const hooksConfig = (skipLibCheck: boolean) =>
+        JSON.stringify({ compilerOptions: { ...compilerOptions, skipLibCheck, module: 'ES2022', moduleResolution: 'bundler' }, files: ['hooks.ts'] });
+      writeFileSync(join(dir, 'tsconfig.hooks.json'), hooksConfig(true));
+      await run(process.execPath, [tsc, '-p', join(dir, 'tsconfig.hooks.json')], dir);
+      writeFileSync(join(dir, 'tsconfig.hooks.json'), hooksConfig(false));
+      const failed = await exec(process.execPath, [tsc, '-p', join(dir, 'tsconfig.hooks.json')], { cwd: dir, env: userEnv(), encoding: 'utf8' }).then(
+        () => '',
+        (error: { stdout?: string }) => error.stdout ?? '',
+      );
+      const complaints = failed.trim().split('\n').filter((line) => /error TS/.test(line));
+      expect(complaints, failed).to.have.length.greaterThan(0);
+      for (const line of complaints) expect(line).to.match(/eventrelay\/dist\/webhooks\/index\.d\.ts\(\d+,\d+\): error TS\d+: Cannot find (module 'node:http'|namespace 'NodeJS')/);
     });
   });
 

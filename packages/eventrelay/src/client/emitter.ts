@@ -56,13 +56,16 @@ export class Emitter<Events extends EventMap> {
     return (this.#entries.get(event) ?? []).map((entry) => entry.listener as (...args: Events[E]) => void);
   }
 
-  /** Calls the listeners of `event` in order; true if there were any. A listener that throws stops the others, as in Node. */
+  /**
+   * Calls the listeners of `event` in order, each with the emitter as `this` (as Node's and
+   * Segment's emitters do); true if there were any. A listener that throws stops the others, as in Node.
+   */
   emit<E extends keyof Events>(event: E, ...args: Events[E]): boolean {
     const entries = this.#entries.get(event);
     if (entries === undefined) return false;
     for (const entry of [...entries]) {
       if (entry.once) this.#remove(event, entry);
-      (entry.listener as (...args: Events[E]) => void)(...args);
+      Reflect.apply(entry.listener as (...args: Events[E]) => void, this, args);
     }
     return true;
   }
@@ -80,6 +83,10 @@ export class Emitter<Events extends EventMap> {
     const entries = this.#entries.get(event);
     if (entries === undefined) this.#entries.set(event, [{ listener, once }]);
     else entries.push({ listener, once });
+    this.listenerAdded(event, entries?.length ?? 1);
     return this;
   }
+
+  /** Called after each listener is added, with how many `event` has now: for a subclass that watches for leaks. */
+  protected listenerAdded(_event: keyof Events, _count: number): void {}
 }

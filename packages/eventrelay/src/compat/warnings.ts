@@ -17,9 +17,9 @@ export interface OptionCatalog {
 }
 
 /**
- * Warns once per process about every option the layer does not honour: a Node process
- * warning (`EventRelayWarning`, code `EVENTRELAY_UNSUPPORTED_OPTION` or
- * `EVENTRELAY_UNKNOWN_OPTION`) and a line in the `analytics` debug log. Options set to
+ * Warns once per process about every option the layer does not honour: a warning
+ * (`EventRelayWarning`, code `EVENTRELAY_UNSUPPORTED_OPTION` or `EVENTRELAY_UNKNOWN_OPTION`,
+ * see `emitWarning`) and a line in the `analytics` debug log. Options set to
  * `undefined` count as not given. Only option names appear in the warning, never values.
  */
 export function warnAboutOptions(options: object, catalog: OptionCatalog): void {
@@ -34,9 +34,20 @@ export function warnAboutOptions(options: object, catalog: OptionCatalog): void 
         ? `${catalog.layer}: the \`${key}\` option is not supported and is ignored: ${reason}`
         : `${catalog.layer}: unknown option ${key.length <= 40 ? `\`${key}\`` : showValue(key)} is ignored (a typo?). Known options: ${[...catalog.known].join(', ')}`;
     log(message);
-    process.emitWarning(message, {
-      type: 'EventRelayWarning',
-      code: reason !== undefined ? 'EVENTRELAY_UNSUPPORTED_OPTION' : 'EVENTRELAY_UNKNOWN_OPTION',
-    });
+    emitWarning(message, reason !== undefined ? 'EVENTRELAY_UNSUPPORTED_OPTION' : 'EVENTRELAY_UNKNOWN_OPTION');
   }
+}
+
+type EmitWarning = (message: string, options: { type: string; code: string }) => void;
+
+/**
+ * Reports `message` as a warning named `EventRelayWarning` with `code`: a process warning
+ * (`process.on('warning')`, printed by Node) where the runtime has `process.emitWarning` (Node,
+ * Bun, Deno), else one `console.warn` line with the same name, code and message (Cloudflare
+ * Workers without `nodejs_compat`, Vercel Edge, where there is no `process` to ask).
+ */
+export function emitWarning(message: string, code: string): void {
+  const runtime = (globalThis as { process?: { emitWarning?: EmitWarning } }).process;
+  if (typeof runtime?.emitWarning === 'function') runtime.emitWarning(message, { type: 'EventRelayWarning', code });
+  else console.warn(`EventRelayWarning [${code}]: ${message}`);
 }

@@ -19,6 +19,7 @@ export * from '../messages/webhook';
 export * from '../transport/backoff';
 export * from '../transport/network-errors';
 export * from '../transport/node';
+export * from '../transport/node-builtins';
 export * from '../transport/redact';
 export * from '../transport/transport';
 export * from '../webhooks/schemes/standard-webhooks';

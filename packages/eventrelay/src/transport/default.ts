@@ -1,5 +1,6 @@
 import { FetchTransport } from './fetch';
-import { NodeTransport, nodeBuiltins } from './node';
+import { NodeTransport } from './node';
+import { nodeBuiltins } from './node-builtins';
 import type { Transport } from './transport';
 
 /** What the runtime offers, as far as the choice of transport goes. */

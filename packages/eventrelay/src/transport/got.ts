@@ -4,7 +4,7 @@ import type { Got } from 'got';
 import { EventRelayError, TimeoutError } from '../errors';
 import { toNetworkError } from './network-errors';
 import { integerOption } from '../internal/options';
-import { nodeBuiltins } from './node';
+import { nodeBuiltins } from './node-builtins';
 import { redactUrl } from './redact';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 

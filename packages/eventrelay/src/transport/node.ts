@@ -1,11 +1,9 @@
 import type Http from 'node:http';
 import type Https from 'node:https';
-import type Tls from 'node:tls';
-import type { PeerCertificate } from 'node:tls';
-import type Url from 'node:url';
-import { EventRelayError, TimeoutError } from '../errors';
+import { TimeoutError } from '../errors';
 import { errorCode, toNetworkError } from './network-errors';
 import { integerOption } from '../internal/options';
+import { refuseSelfSignedLeaf, requireBuiltins, trustedCertificates } from './node-builtins';
 import { urlTarget } from './target';
 import type { UrlTarget } from './target';
 import { SenderTransport } from './transport';
@@ -28,57 +26,13 @@ export interface NodeTransportOptions {
    * Extra CA certificates (PEM) trusted IN ADDITION to Node's root store, for tests with a
    * private CA. Verification stays on: a self-signed leaf is refused even if listed here.
    */
-  readonly ca?: string | Buffer | readonly (string | Buffer)[];
+  readonly ca?: string | Uint8Array | readonly (string | Uint8Array)[];
   /** Bytes of a response body read and thrown away before the socket is dropped. Default 64 KiB. */
   readonly maxResponseBytes?: number;
 }
 
 /** Bytes of an answer read before the connection is dropped, by default. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
-
-/** The Node modules the transport uses, loaded when one is made (see `nodeBuiltins`). */
-interface NodeBuiltins {
-  readonly http: typeof Http;
-  readonly https: typeof Https;
-  readonly tls: typeof Tls;
-  readonly url: typeof Url;
-}
-
-let builtins: NodeBuiltins | undefined;
-
-/**
- * `node:http`, `node:https`, `node:tls` and `node:url` where the runtime has them (Node, Bun,
- * Deno), else undefined. Looked up with `process.getBuiltinModule` (Node >= 20.16) rather than
- * imported, so that `eventrelay` loads on runtimes without them (Cloudflare Workers, Vercel
- * Edge) and bundlers for those runtimes find no Node import to resolve.
- */
-export function nodeBuiltins(): NodeBuiltins | undefined {
-  if (builtins !== undefined) return builtins;
-  const load = globalThis.process?.getBuiltinModule;
-  if (typeof load !== 'function') return undefined;
-  try {
-    const http = globalThis.process.getBuiltinModule('node:http');
-    const https = globalThis.process.getBuiltinModule('node:https');
-    const tls = globalThis.process.getBuiltinModule('node:tls');
-    const url = globalThis.process.getBuiltinModule('node:url');
-    if (typeof http?.request !== 'function' || typeof https?.request !== 'function' || tls === undefined || url === undefined) return undefined;
-    builtins = { http, https, tls, url };
-    return builtins;
-  } catch {
-    return undefined;
-  }
-}
-
-function requireBuiltins(): NodeBuiltins {
-  const loaded = nodeBuiltins();
-  if (loaded === undefined) {
-    throw new EventRelayError(
-      'NodeTransport needs node:http, which this runtime does not provide. Use FetchTransport (the default where node:http is missing).',
-      'ERR_UNSUPPORTED_RUNTIME',
-    );
-  }
-  return loaded;
-}
 
 interface Target extends UrlTarget {
   readonly module: typeof Http | typeof Https;
@@ -111,7 +65,7 @@ function createNodeSender(options: NodeTransportOptions): Required<Transport> {
     // agent options take precedence over request options in Node's https agent.
     rejectUnauthorized: true,
     checkServerIdentity: refuseSelfSignedLeaf,
-    ...(options.ca === undefined ? {} : { ca: [...tls.rootCertificates, ...[options.ca].flat()] }),
+    ...(options.ca === undefined ? {} : { ca: trustedCertificates(tls, options.ca) }),
   });
   const targets = new WeakMap<URL, Target>();
 
@@ -283,19 +237,4 @@ function collect(res: Http.IncomingMessage, limit: number, done: (body: string) 
 function isStaleSocketError(error: unknown): boolean {
   const code = errorCode(error);
   return code === 'ECONNRESET' || code === 'EPIPE';
-}
-
-/**
- * Runs after Node has verified the chain: refuses a leaf that signed itself even when a
- * test CA list made it "trusted", so no configuration accepts a self-signed receiver.
- */
-export function refuseSelfSignedLeaf(host: string, cert: PeerCertificate): Error | undefined {
-  const { tls } = requireBuiltins();
-  const identityError = tls.checkServerIdentity(host, cert);
-  if (identityError) return identityError;
-  const issuer = (cert as Tls.DetailedPeerCertificate).issuerCertificate;
-  if (issuer !== undefined && issuer.fingerprint256 === cert.fingerprint256) {
-    return Object.assign(new Error('The receiver presented a self-signed certificate'), { code: 'ERR_SELF_SIGNED_LEAF' });
-  }
-  return undefined;
 }

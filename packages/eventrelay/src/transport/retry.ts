@@ -3,6 +3,7 @@ import type { Clock } from '../clock';
 import { backoffDelay, parseRetryAfter } from './backoff';
 import { toNetworkError } from './network-errors';
 import { redactUrl } from './redact';
+import { statusText } from './status-text';
 import type { HttpRequest, HttpResponse, Transport } from './transport';
 
 export interface RetryPolicy {
@@ -31,29 +32,9 @@ export function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 429 || status === 408;
 }
 
-/**
- * Reason phrases of the statuses an ingestion endpoint or a proxy in front of it answers, for
- * error messages (`answered 503 (Service Unavailable)`); a table of its own, since `node:http`'s
- * is not there on every runtime.
- */
-const STATUS_TEXT: Readonly<Record<number, string>> = {
-  300: 'Multiple Choices', 301: 'Moved Permanently', 302: 'Found', 303: 'See Other', 304: 'Not Modified',
-  307: 'Temporary Redirect', 308: 'Permanent Redirect',
-  400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
-  405: 'Method Not Allowed', 406: 'Not Acceptable', 407: 'Proxy Authentication Required', 408: 'Request Timeout',
-  409: 'Conflict', 410: 'Gone', 411: 'Length Required', 412: 'Precondition Failed', 413: 'Payload Too Large',
-  414: 'URI Too Long', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable', 417: 'Expectation Failed',
-  418: "I'm a Teapot", 421: 'Misdirected Request', 422: 'Unprocessable Entity', 423: 'Locked', 424: 'Failed Dependency',
-  425: 'Too Early', 426: 'Upgrade Required', 428: 'Precondition Required', 429: 'Too Many Requests',
-  431: 'Request Header Fields Too Large', 451: 'Unavailable For Legal Reasons',
-  500: 'Internal Server Error', 501: 'Not Implemented', 502: 'Bad Gateway', 503: 'Service Unavailable',
-  504: 'Gateway Timeout', 505: 'HTTP Version Not Supported', 506: 'Variant Also Negotiates', 507: 'Insufficient Storage',
-  508: 'Loop Detected', 509: 'Bandwidth Limit Exceeded', 510: 'Not Extended', 511: 'Network Authentication Required',
-};
-
 function statusError(status: number, url: URL, retryAfter: number | undefined): HttpError {
   const hint = status === 401 || status === 403 ? ': check the write key' : '';
-  const text = STATUS_TEXT[status] ?? 'Unknown';
+  const text = statusText(status) ?? 'Unknown';
   return new HttpError(`${redactUrl(url)} answered ${status} (${text})${hint}`, status, isRetryableStatus(status), retryAfter);
 }
 

@@ -36,12 +36,52 @@ interface VariantReport {
   readonly errors: Record<string, string | null>;
 }
 
+/** How the runtime reported a warning the scenario recorded, and its text. */
+interface WarningReport {
+  readonly via: 'process.emitWarning' | 'console.warn';
+  readonly text: string;
+}
+
+/** What the scenario saw of `eventrelay/segment` (see `segmentChecks` in scenario.mjs). */
+interface SegmentReport {
+  readonly calls: Record<string, number>;
+  readonly errors: Record<string, string | null>;
+  readonly ids: Record<string, string>;
+  readonly events: {
+    readonly error: { code: string; reason: string; type: string; thisIsClient: boolean }[];
+    readonly track: number;
+    readonly drained: number;
+    readonly register: string[][];
+    readonly callAfterClose: string[];
+    readonly requests: { url: string; authorization: string }[];
+    readonly responses: string[];
+  };
+  readonly destinationSaw: (string | null)[];
+  readonly calledWhenClosed: number[];
+  readonly retryResponses: string[];
+  readonly warnings: WarningReport[];
+}
+
+/** What the scenario saw of `eventrelay/analytics-node` (see `classicChecks` in scenario.mjs). */
+interface ClassicReport {
+  readonly named: boolean;
+  readonly chained: boolean;
+  readonly calledWhenFlushed: number[];
+  readonly handled: string[];
+  readonly calls: Record<string, number>;
+  readonly errors: Record<string, string | null>;
+  readonly ids: Record<string, string>;
+  readonly warnings: WarningReport[];
+}
+
 export interface ScenarioReport {
   /** `typeof` what setTimeout returned: 'object' (with unref) on Node, Bun and Deno, 'number' on Workers and Edge. */
   readonly timer: string;
   readonly nodeTransport: string;
   readonly receiver: Record<string, unknown>;
   readonly variants: Record<string, VariantReport>;
+  readonly segment: SegmentReport;
+  readonly classic: ClassicReport;
 }
 
 /** Fails early, with what to do, when the package was not built. */
@@ -175,6 +215,108 @@ export function checkReceiver(report: ScenarioReport, sync: true | 'ERR_UNSUPPOR
     fetchBad: 401,
     handled: ['track'],
   });
+}
+
+/** Every message of the requests the sink got at `path`, in the order they came. */
+function messagesAt(sink: Sink, path: string): Record<string, unknown>[] {
+  return sink.requests.filter((r) => r.path === path).flatMap((r) => batchOf(r).batch);
+}
+
+/** The names of a request's headers, sorted: the same transport sends the same ones. */
+function headerNames(request: ReceivedRequest | undefined): string[] {
+  expect(request, 'a request reached the sink').to.not.equal(undefined);
+  return Object.keys(request!.headers).sort();
+}
+
+function checkLibraryAndIds(messages: Record<string, unknown>[], ids: Record<string, string>, where: string): void {
+  for (const message of messages) {
+    expect(message.messageId, `${where}: the messageId the ${String(message.type)} callback saw`).to.equal(ids[String(message.type)]);
+    expect(message.timestamp, where).to.match(ISO);
+    expect((message.context as { library: unknown }).library, where).to.deep.equal({ name: 'eventrelay', version: VERSION });
+    expect(message.userId, where).to.equal('u1');
+  }
+}
+
+/**
+ * Checks what `eventrelay/segment` and `eventrelay/analytics-node` did inside the runtime (the
+ * scenario's `segmentChecks` and `classicChecks`) and what reached the sink. `warnedVia` is how the
+ * runtime reports the layers' warnings: `process.emitWarning` where it has one, else `console.warn`.
+ */
+export function checkLayers(report: ScenarioReport, sink: Sink, warnedVia: WarningReport['via']): void {
+  const { segment, classic } = report;
+  const where = 'eventrelay/segment';
+
+  // Each callback once, with Segment's (err, ctx): delivered, refused (never sent), or refused after close.
+  expect(segment.calls, where).to.deep.equal({
+    identify: 1, track: 1, page: 1, screen: 1, group: 1, alias: 1, invalid: 1, afterClose: 1, retried: 1, fetchClient: 1,
+  });
+  expect(segment.errors, where).to.deep.equal({
+    identify: null, track: null, page: null, screen: null, group: null, alias: null, invalid: 'ERR_VALIDATION',
+    afterClose: 'ERR_CLIENT_CLOSED', retried: null, fetchClient: null,
+  });
+  expect(segment.calledWhenClosed, `${where}: callbacks run when closeAndFlush() resolved`).to.deep.equal([1, 1, 1, 1, 1, 1, 1]);
+
+  // Segment's events: the refused call's error (the listener's `this` is the client), the plugins, close.
+  expect(segment.events.error, where).to.deep.equal([{ code: 'delivery_failure', reason: 'ERR_VALIDATION', type: 'track', thisIsClient: true }]);
+  expect(segment.events.track, `${where}: track events`).to.equal(1);
+  expect(segment.events.drained, `${where}: drained events`).to.be.at.least(1);
+  expect(segment.events.register, where).to.deep.equal([['Runtime Enrichment', 'Runtime Destination']]);
+  expect(segment.destinationSaw, where).to.include('Runtime Tested');
+  expect(segment.events.callAfterClose, where).to.deep.equal(['track']);
+
+  // The wire: the six calls at Segment's `path`, the enrichment plugin's change included, nothing refused sent.
+  const callsPath = '/segment/calls/v1/batch';
+  const requests = sink.requests.filter((r) => r.path === callsPath);
+  const sent = messagesAt(sink, callsPath);
+  expect(sent.map((m) => m.type).sort(), where).to.deep.equal(['alias', 'group', 'identify', 'page', 'screen', 'track']);
+  checkLibraryAndIds(sent, segment.ids, where);
+  const ofType = (type: string) => sent.find((m) => m.type === type)!;
+  expect(ofType('track')).to.deep.include({ event: 'Runtime Tested', properties: { runtime: 'x', enriched: true } });
+  expect(ofType('page')).to.deep.include({ name: 'Home', category: 'Docs', properties: { path: '/', category: 'Docs' } });
+  expect(ofType('identify')).to.deep.include({ traits: { plan: 'pro' } });
+  expect(ofType('group')).to.deep.include({ groupId: 'g1', traits: { name: 'Team' } });
+  expect(ofType('alias')).to.deep.include({ previousId: 'anon-1' });
+  for (const request of requests) {
+    expect(request.method).to.equal('POST');
+    expect(request.headers.authorization).to.equal(`Basic ${Buffer.from(`${WRITE_KEY}:`).toString('base64')}`);
+    expect(request.headers['content-type']).to.equal('application/json');
+    expect(request.headers['user-agent']).to.equal(`eventrelay-node/${VERSION}`);
+    expect(batchOf(request).sentAt).to.match(ISO);
+  }
+  // Without httpClient, the layer sends with the transport `Analytics` picks on this runtime.
+  expect(headerNames(requests[0]), `${where}: the default transport's headers`).to.deep.equal(headerNames(requestsTo(sink, 'default', 'calls')[0]));
+  expect(segment.events.requests.map((r) => r.url), where).to.deep.equal(requests.map((r) => `${sink.url}${r.path}`));
+  expect(segment.events.requests.map((r) => r.authorization), where).to.deep.equal(requests.map(() => 'Basic [redacted]'));
+  expect(segment.events.responses, where).to.deep.equal(requests.map(() => '200 OK'));
+
+  // A 503 retried with the same messages; Segment's FetchHTTPClient; no call sent twice or after close.
+  const retries = sink.requests.filter((r) => r.path === '/segment/retry/v1/batch').map((r) => batchOf(r).batch.map((m) => m.messageId));
+  expect(retries, `${where}: the 503 was retried`).to.deep.equal([[segment.ids.retried], [segment.ids.retried]]);
+  expect(segment.retryResponses, where).to.deep.equal(['503 Service Unavailable', '200 OK']);
+  expect(messagesAt(sink, '/segment/fetchclient/v1/batch').map((m) => [m.event, m.messageId])).to.deep.equal([['Fetched', segment.ids.fetchClient]]);
+  expect(sink.messages().filter((m) => m.event === 'Too Late'), where).to.have.length(0);
+
+  // A setting Segment never had: one warning, the runtime's way, naming it.
+  expect(segment.warnings.map((w) => w.via), `${where}: warnings`).to.deep.equal([warnedVia]);
+  expect(segment.warnings[0]!.text).to.include('EventRelayWarning [EVENTRELAY_UNKNOWN_OPTION]').and.include('`runtimeTypo`');
+
+  // The classic layer: chained calls with (err, data) callbacks, flush(), errorHandler.
+  const classicWhere = 'eventrelay/analytics-node';
+  expect({ named: classic.named, chained: classic.chained }, classicWhere).to.deep.equal({ named: true, chained: true });
+  expect(classic.calls, classicWhere).to.deep.equal({ track: 1, identify: 1, invalid: 1, bare: 1 });
+  expect(classic.errors, classicWhere).to.deep.equal({ track: null, identify: null, invalid: 'ERR_VALIDATION', bare: 'ERR_VALIDATION' });
+  expect(classic.calledWhenFlushed, `${classicWhere}: callbacks run when flush() resolved`).to.deep.equal([1, 1, 1]);
+  expect(classic.handled, `${classicWhere}: errorHandler`).to.deep.equal(['ERR_VALIDATION']);
+  const classicSent = messagesAt(sink, '/classic/calls/v1/batch');
+  expect(classicSent.map((m) => m.type).sort(), classicWhere).to.deep.equal(['identify', 'track']);
+  checkLibraryAndIds(classicSent, classic.ids, classicWhere);
+  expect(classicSent.find((m) => m.type === 'track')).to.deep.include({ event: 'Classic Tested', properties: { runtime: 'x' } });
+  expect(sink.requests.filter((r) => r.path.startsWith('/classic/bare/')), classicWhere).to.have.length(0);
+  const classicRequest = sink.requests.find((r) => r.path === '/classic/calls/v1/batch');
+  expect(headerNames(classicRequest), `${classicWhere}: the default transport's headers`).to.deep.equal(headerNames(requestsTo(sink, 'default', 'calls')[0]));
+  // Without errorHandler, a failure is a warning (never an exception where the runtime has no process).
+  expect(classic.warnings.map((w) => w.via), `${classicWhere}: warnings`).to.deep.equal([warnedVia]);
+  expect(classic.warnings[0]!.text).to.include('EventRelayWarning [ERR_VALIDATION]').and.include('eventrelay/analytics-node');
 }
 
 /** Runs a command to its end; resolves with its output, rejects with its stderr when it fails. */

@@ -7,8 +7,8 @@ const [mode, dist, config] = process.argv.slice(2);
 const sdk = await import(`${dist}/index.js`);
 
 if (mode === 'scenario') {
-  const webhooks = await import(`${dist}/webhooks/index.js`);
-  console.log(JSON.stringify(await runScenario(sdk, webhooks, JSON.parse(config))));
+  const [webhooks, segment, classic] = await Promise.all(['webhooks', 'segment', 'analytics-node'].map((entry) => import(`${dist}/${entry}/index.js`)));
+  console.log(JSON.stringify(await runScenario({ sdk, webhooks, segment, classic }, JSON.parse(config))));
 } else if (mode === 'ends') {
   const { endpoint } = JSON.parse(config);
   const seen = { calls: 0, errors: [] };

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Sink } from '../../../../test/helpers/sink';
-import { checkClient, checkReceiver, requireDist, runEndingScript, runScenarioScript, scenarioConfig, startScenarioSink } from './harness';
-import type { ScriptRuntime, Variant } from './harness';
+import { checkClient, checkLayers, checkReceiver, requireDist, runEndingScript, runScenarioScript, scenarioConfig, startScenarioSink } from './harness';
+import type { ScenarioReport, ScriptRuntime, Variant } from './harness';
 
 /**
  * The tests of a runtime that runs script files and has node:http (Node, Bun, Deno): the scenario
@@ -11,7 +11,11 @@ import type { ScriptRuntime, Variant } from './harness';
 export function describeScriptRuntime(title: string, runtime: ScriptRuntime): void {
   describe(title, function () {
     this.timeout(60_000);
+    const variants: Variant[] = ['default', 'fetch', 'node'];
     let sink: Sink;
+    // One run of the scenario, which both checks below read (the sink keeps its requests).
+    let scenario: Promise<ScenarioReport> | undefined;
+    const report = (): Promise<ScenarioReport> => (scenario ??= runScenarioScript(runtime, scenarioConfig(sink, variants)));
 
     before(async () => {
       requireDist();
@@ -23,12 +27,19 @@ export function describeScriptRuntime(title: string, runtime: ScriptRuntime): vo
     });
 
     it('sends with each transport: wire format, callbacks once, flush() over queued and in-flight batches, a 503 retried; the receiver verifies', async () => {
-      const variants: Variant[] = ['default', 'fetch', 'node'];
-      const report = await runScenarioScript(runtime, scenarioConfig(sink, variants));
-      expect(report.nodeTransport).to.equal('available');
-      expect(report.timer).to.equal('object');
-      checkClient(report, sink, variants);
-      checkReceiver(report, true);
+      const ran = await report();
+      expect(ran.nodeTransport).to.equal('available');
+      expect(ran.timer).to.equal('object');
+      checkClient(ran, sink, variants);
+      checkReceiver(ran, true);
+    });
+
+    it('runs eventrelay/segment and eventrelay/analytics-node: calls and callbacks once, events, plugins, closeAndFlush(), the default transport', async () => {
+      const ran = await report();
+      checkLayers(ran, sink, 'process.emitWarning');
+      // The check of the default transport can tell node:http from fetch here: they send other headers.
+      const names = (variant: string) => Object.keys(sink.requests.find((r) => r.path === `/${variant}/calls/v1/batch`)!.headers).sort();
+      expect(names('node')).to.not.deep.equal(names('fetch'));
     });
 
     it('delivers what a script tracked when it returns without flushing, each callback once (timers unref\'d, the exit hook sends)', async function () {

@@ -6,8 +6,8 @@ import { expect } from 'chai';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 import { waitFor } from '../../../../test/helpers/wait';
 import type { Sink } from '../../../../test/helpers/sink';
-import { BIN, bundle, checkClient, checkReceiver, DIST, requireDist, SCENARIO, scenarioConfig, startScenarioSink } from './harness';
-import type { ScenarioReport } from './harness';
+import { BIN, bundle, checkClient, checkLayers, checkReceiver, DIST, requireDist, SCENARIO, scenarioConfig, startScenarioSink } from './harness';
+import type { ScenarioConfig, ScenarioReport } from './harness';
 
 /**
  * The Worker: the built package and the scenario bundled into one ES module the way wrangler
@@ -18,13 +18,15 @@ import type { ScenarioReport } from './harness';
 const WORKER = `
 import * as sdk from ${JSON.stringify(`${DIST}/index.js`)};
 import * as webhooks from ${JSON.stringify(`${DIST}/webhooks/index.js`)};
+import * as segment from ${JSON.stringify(`${DIST}/segment/index.js`)};
+import * as classic from ${JSON.stringify(`${DIST}/analytics-node/index.js`)};
 import { runScenario } from ${JSON.stringify(SCENARIO)};
 
 export default {
   async fetch(request, env, ctx) {
     const { pathname } = new URL(request.url);
     const body = await request.json();
-    if (pathname === '/scenario') return Response.json(await runScenario(sdk, webhooks, body));
+    if (pathname === '/scenario') return Response.json(await runScenario({ sdk, webhooks, segment, classic }, body));
     const analytics = new sdk.Analytics({
       writeKey: 'wk_worker',
       endpoint: body.endpoint,
@@ -43,7 +45,7 @@ interface Workerd {
 }
 
 /** Starts workerd on 127.0.0.1 (a port of its choosing, read from its control channel) with the Worker. */
-async function startWorkerd(dir: string, code: string, compatibility: { date: string; flags: string[] }): Promise<Workerd> {
+async function startWorkerd(dir: string, code: string, compatibility: { date: string; flags: readonly string[] }): Promise<Workerd> {
   writeFileSync(join(dir, 'worker.mjs'), code);
   // Outbound fetches may reach this machine's loopback, where the sink listens, and nothing else.
   writeFileSync(join(dir, 'config.capnp'), `using Workerd = import "/workerd/workerd.capnp";
@@ -91,17 +93,27 @@ async function post(url: string, body: unknown): Promise<Response> {
 }
 
 const RUNS = [
-  { name: 'without Node compatibility', compatibility: { date: '2025-09-01', flags: [] } },
+  // No `process` at all: the Segment layers' warnings go to console.warn.
+  { name: 'without Node compatibility', compatibility: { date: '2025-09-01', flags: [] }, warnedVia: 'console.warn' },
   // With nodejs_compat, workerd has a node:http (built on fetch): the client still sends with fetch.
-  { name: 'with nodejs_compat', compatibility: { date: '2025-09-01', flags: ['nodejs_compat'] } },
-];
+  // Its `process` has no emitWarning, so the layers' warnings still go to console.warn.
+  { name: 'with nodejs_compat', compatibility: { date: '2025-09-01', flags: ['nodejs_compat'] }, warnedVia: 'console.warn' },
+] as const;
 
-for (const { name, compatibility } of RUNS) {
+for (const { name, compatibility, warnedVia } of RUNS) {
   describe(`Cloudflare Workers (workerd from npm, ${name}): the built package bundled as wrangler would`, function () {
     this.timeout(60_000);
     const tempDir = useTempDirs('eventrelay-workerd-');
     let sink: Sink;
     let workerd: Workerd;
+    const config = (): ScenarioConfig => scenarioConfig(sink, ['default', 'fetch']);
+    // One run of the scenario, which the checks below read (the sink keeps its requests).
+    let ran: Promise<ScenarioReport> | undefined;
+    const scenario = (): Promise<ScenarioReport> =>
+      (ran ??= post(`${workerd.url}/scenario`, config()).then(async (response) => {
+        expect(response.status, await response.clone().text()).to.equal(200);
+        return (await response.json()) as ScenarioReport;
+      }));
 
     before(async () => {
       requireDist();
@@ -115,14 +127,15 @@ for (const { name, compatibility } of RUNS) {
     });
 
     it('sends with fetch by default: wire format, callbacks once, flush() over queued and in-flight batches, a 503 retried; the receiver verifies', async () => {
-      const config = scenarioConfig(sink, ['default', 'fetch']);
-      const response = await post(`${workerd.url}/scenario`, config);
-      const report = (await response.json()) as ScenarioReport;
-      expect(response.status).to.equal(200);
-      checkClient(report, sink, config.variants);
+      const report = await scenario();
+      checkClient(report, sink, config().variants);
       checkReceiver(report, compatibility.flags.length > 0 ? true : 'ERR_UNSUPPORTED_RUNTIME');
       if (compatibility.flags.length === 0) expect(report.nodeTransport).to.equal('ERR_UNSUPPORTED_RUNTIME');
       expect(report.timer).to.equal('number');
+    });
+
+    it('runs eventrelay/segment and eventrelay/analytics-node: calls and callbacks once, events, plugins, closeAndFlush(), fetch by default', async () => {
+      checkLayers(await scenario(), sink, warnedVia);
     });
 
     it('delivers after the Worker answered, when the client hands its batches to ctx.waitUntil', async () => {

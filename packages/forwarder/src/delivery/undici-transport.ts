@@ -4,7 +4,7 @@ import type { Dispatcher } from 'undici';
 import { TimeoutError } from 'eventrelay/internal';
 import { integerOption } from 'eventrelay/internal';
 import { errorCode, toNetworkError } from 'eventrelay/internal';
-import { DEFAULT_MAX_RESPONSE_BYTES, flatHeaders, refuseSelfSignedLeaf, urlTarget } from 'eventrelay/internal';
+import { DEFAULT_MAX_RESPONSE_BYTES, flatHeaders, refuseSelfSignedLeaf, trustedCertificates, urlTarget } from 'eventrelay/internal';
 import type { NodeTransportOptions, UrlTarget } from 'eventrelay/internal';
 import { SenderTransport } from 'eventrelay/internal';
 import type { HttpRequest, HttpResponse, Transport } from 'eventrelay/internal';
@@ -53,7 +53,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
       // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment cannot turn checks off.
       rejectUnauthorized: true,
       checkServerIdentity: refuseSelfSignedLeaf,
-      ...(options.ca === undefined ? {} : { ca: [...tls.rootCertificates, ...[options.ca].flat()] }),
+      ...(options.ca === undefined ? {} : { ca: trustedCertificates(tls, options.ca) }),
     },
   });
   const targets = new WeakMap<URL, Target>();

@@ -6,7 +6,10 @@
  */
 import type { Checksum } from './format';
 
-/** The synchronous `node:fs` calls the spool makes (`node:fs` itself satisfies it). */
+/**
+ * The synchronous `node:fs` calls the spool makes (`node:fs` itself satisfies it). Bytes read are
+ * typed `Uint8Array`, not Node's `Buffer`, so that `eventrelay`'s declarations need no @types/node.
+ */
 export interface SpoolFs {
   mkdirSync(path: string, options: { recursive: true }): unknown;
   readdirSync(path: string): string[];
@@ -16,7 +19,7 @@ export interface SpoolFs {
   fdatasyncSync(fd: number): void;
   fsyncSync(fd: number): void;
   ftruncateSync(fd: number, length: number): void;
-  readFileSync(path: string): Buffer;
+  readFileSync(path: string): Uint8Array;
   writeFileSync(path: string, data: string, options: { flag: string }): void;
   renameSync(from: string, to: string): void;
   unlinkSync(path: string): void;
@@ -49,6 +52,12 @@ function builtin<T>(id: string): T | undefined {
   return typeof get === 'function' ? (get(id) as T | undefined) : undefined;
 }
 
+/** A file's bytes as a Buffer, which the spool's format code reads them with (`node:fs` gives one already). */
+export function readBytes(fs: SpoolFs, path: string): Buffer {
+  const bytes = fs.readFileSync(path);
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** An error's `code` (`ENOENT`, `ENOSPC`, ...), when it has one. */
 export function errno(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
@@ -78,7 +87,7 @@ export function nodeRuntime(): SpoolRuntime | undefined {
     },
     startOf(pid) {
       try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`).toString('latin1');
+        const stat = readBytes(fs, `/proc/${pid}/stat`).toString('latin1');
         // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
         return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
       } catch {

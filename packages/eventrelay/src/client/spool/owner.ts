@@ -10,7 +10,7 @@
  * heartbeat every scan) for `staleAfter`. Files are taken over by renaming each segment to the
  * taker's id: a rename either moves the file or fails with ENOENT, so exactly one process wins.
  */
-import { errno, type HostInfo, type SpoolFs } from './fs';
+import { errno, readBytes, type HostInfo, type SpoolFs } from './fs';
 
 /** What a lock file holds. */
 export interface LockInfo {
@@ -80,7 +80,7 @@ export function readLock(fs: SpoolFs, path: string): { info: LockInfo | undefine
   let text: string;
   try {
     mtimeMs = fs.statSync(path).mtimeMs;
-    text = fs.readFileSync(path).toString('utf8');
+    text = readBytes(fs, path).toString('utf8');
   } catch (error) {
     if (errno(error) === 'ENOENT') return undefined;
     throw error;

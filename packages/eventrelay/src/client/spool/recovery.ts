@@ -5,7 +5,7 @@
  */
 import { SpoolError } from '../../errors';
 import { checkHeader, scanRecords, type Checksum } from './format';
-import { errno, type SpoolRuntime } from './fs';
+import { errno, readBytes, type SpoolRuntime } from './fs';
 import { lockName, ownerGone, ownersInThisProcess, readLock, spoolFiles } from './owner';
 
 export interface Claimed {
@@ -71,7 +71,7 @@ function claim(context: TakeOverContext, path: string): Claimed | 'left' | undef
   const { fs } = context.runtime;
   let bytes: Buffer;
   try {
-    bytes = fs.readFileSync(path);
+    bytes = readBytes(fs, path);
   } catch (error) {
     if (errno(error) === 'ENOENT') return undefined;
     if (context.refused.has(path)) return 'left';

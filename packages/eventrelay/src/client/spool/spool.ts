@@ -2,7 +2,7 @@ import createDebug from 'debug';
 import type { Clock, TimerHandle } from '../../clock';
 import { ConfigError, SpoolError, type EventRelayError } from '../../errors';
 import { crc32, encodeAcks, encodeMessages, messageRecordBytes, scanRecords, type Checksum } from './format';
-import { errno, nodeRuntime, type SpoolRuntime } from './fs';
+import { errno, nodeRuntime, readBytes, type SpoolRuntime } from './fs';
 import { createLock, identity, lockName, newOwnerId, ownersInThisProcess, segmentName } from './owner';
 import { takeOver, type Claimed } from './recovery';
 import { Segment } from './segment';
@@ -404,7 +404,7 @@ export class Spool {
       const claimed = this.waiting.shift()!;
       let file: Buffer;
       try {
-        file = this.fs.readFileSync(claimed.path);
+        file = readBytes(this.fs, claimed.path);
       } catch (error) {
         this.hooks.report(new SpoolError(`Could not read the spool file ${claimed.path} (${errno(error) ?? 'error'}); it is left for the next client`, 'ERR_SPOOL_CORRUPT', { file: claimed.path, offset: 0, cause: error }));
         continue;

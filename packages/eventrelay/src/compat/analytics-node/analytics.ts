@@ -5,7 +5,7 @@ import type { SpoolOptions } from '../../client/spool/options';
 import { isPlainObject, showValue } from '../../internal/values';
 import type { MessageType } from '../../messages/calls';
 import type { Transport } from '../../transport/transport';
-import { warnAboutOptions, type OptionCatalog } from '../warnings';
+import { emitWarning, warnAboutOptions, type OptionCatalog } from '../warnings';
 import { AxiosTransport, type AxiosLike } from './axios-transport';
 
 const log = createDebug('analytics');
@@ -301,10 +301,7 @@ export class Analytics {
         log('errorHandler threw: %s', thrown instanceof Error ? thrown.message : String(thrown));
       }
     } else {
-      process.emitWarning(`eventrelay/analytics-node: ${error.message} (set \`errorHandler\` to handle failures)`, {
-        type: 'EventRelayWarning',
-        code: error.code,
-      });
+      emitWarning(`eventrelay/analytics-node: ${error.message} (set \`errorHandler\` to handle failures)`, error.code);
     }
   }
 }

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import createDebug from 'debug';
 import { Analytics as Client } from '../../client/analytics';
+import { Emitter } from '../../client/emitter';
 import { ClientClosedError, EventRelayError, SpoolError, ValidationError } from '../../errors';
 import { isPlainObject } from '../../internal/values';
 import { VERSION } from '../../version';
@@ -19,6 +18,7 @@ import type {
   IdentifyParams,
   PageParams,
   Plugin,
+  SegmentEmitterEvents,
   SegmentEvent,
   SegmentEventType,
   TrackParams,
@@ -36,7 +36,7 @@ function makeEvent(type: SegmentEventType, p: Params): SegmentEvent {
   const integrations = p.integrations;
   const event: SegmentEvent = {
     type,
-    messageId: typeof p.messageId === 'string' && p.messageId !== '' ? p.messageId : randomUUID(),
+    messageId: typeof p.messageId === 'string' && p.messageId !== '' ? p.messageId : globalThis.crypto.randomUUID(),
     timestamp: (p.timestamp as Date | string | undefined) ?? new Date(),
     context: (p.context as Params | undefined) ?? {},
     integrations: isPlainObject(integrations) ? { ...(integrations as SegmentEvent['integrations']) } : {},
@@ -104,12 +104,23 @@ function cancellationError(plugin: Plugin, outcome: Error | ContextCancelation):
  * calls, callbacks `(err, ctx)`, events and plugins; eventrelay's batching, 32 KB / 500 KB
  * limits, transport and retry policy underneath. A call never throws: a bad one gets a typed
  * error in its callback and an `error` event.
+ *
+ * Its events come from the client's own emitter, not `node:events` (which Workers and Vercel
+ * Edge lack): Segment's `on`, `once`, `off`, `emit` and `maxListeners`, and Node's other
+ * listener methods besides.
  */
-export class Analytics extends EventEmitter {
+export class Analytics extends Emitter<SegmentEmitterEvents> {
   static {
     // The bundle renames the class beside eventrelay's own `Analytics`; users see this name in logs.
     Object.defineProperty(this, 'name', { value: 'Analytics' });
   }
+
+  /**
+   * Listeners one event may have before a console warning of a likely leak (once per client),
+   * as Segment's emitter warns; 0 never warns. Default 10.
+   */
+  maxListeners = 10;
+  private leakWarned = false;
 
   /** Resolves when the plugins given so far are loaded (there are none at first). */
   readonly ready: Promise<void> = Promise.resolve();
@@ -141,6 +152,14 @@ export class Analytics extends EventEmitter {
     });
     this.closeTimeout = resolved.closeTimeout;
     this.emit('initialize', settings);
+  }
+
+  /** A listener added for every call or request, and never removed, is a leak worth a word (Segment warns too). */
+  protected override listenerAdded(event: string, count: number): void {
+    if (this.leakWarned || !(this.maxListeners > 0) || count <= this.maxListeners) return;
+    this.leakWarned = true;
+    const advice = 'is one added per call or per request and never removed? Raise `maxListeners` if they are all needed.';
+    console.warn(`eventrelay/segment: ${count} listeners for "${event}", more than maxListeners (${this.maxListeners}): ${advice}`);
   }
 
   /** The package version (eventrelay's, which this layer ships in). */
@@ -449,7 +468,7 @@ function noop(): void {}
 
 /** Resolves when `work` settles or after `ms`, whichever is first; the timer keeps the process open meanwhile. */
 function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, ms);
   });

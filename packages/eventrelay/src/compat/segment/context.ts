@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { SegmentEvent } from './types';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -79,7 +78,7 @@ export class Context {
   }
 
   get id(): string {
-    return (this._id ??= randomUUID());
+    return (this._id ??= globalThis.crypto.randomUUID());
   }
 
   get stats(): ContextStats {

@@ -1,6 +1,6 @@
-import { STATUS_CODES } from 'node:http';
 import createDebug from 'debug';
 import { TimeoutError } from '../../errors';
+import { statusText } from '../../transport/status-text';
 import type { HttpRequest, HttpResponse, Transport } from '../../transport/transport';
 
 const log = createDebug('analytics');
@@ -56,12 +56,13 @@ export class FetchHTTPClient implements HTTPClient {
 
   async makeRequest(options: HTTPClientRequest): Promise<HTTPResponse> {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new TimeoutError(options.httpRequestTimeout)), options.httpRequestTimeout);
-    timer.unref();
+    const timer: unknown = setTimeout(() => controller.abort(new TimeoutError(options.httpRequestTimeout)), options.httpRequestTimeout);
+    // The request holds the process open, not its deadline. On Workers and Vercel Edge a timer is a number, with nothing to unref.
+    (timer as { unref?: () => void }).unref?.();
     try {
       return await this.fetchFn(options.url, { method: options.method, headers: options.headers, body: options.body, signal: controller.signal });
     } finally {
-      clearTimeout(timer);
+      clearTimeout(timer as ReturnType<typeof setTimeout>);
     }
   }
 }
@@ -160,7 +161,7 @@ export class EmittingTransport implements Transport {
     if (this.emitter.listenerCount('http_response') > 0) {
       const event: HttpResponseEvent = {
         status: response.status,
-        statusText: STATUS_CODES[response.status] ?? '',
+        statusText: statusText(response.status) ?? '',
         url: request.url.href,
         body: bodyText(request.body),
         headers: response.retryAfter === undefined ? {} : { 'retry-after': response.retryAfter },

@@ -32,6 +32,7 @@ export type {
   PageParams,
   Plugin,
   PluginType,
+  SegmentEmitterEvents,
   SegmentEvent,
   SegmentEventType,
   Timestamp,

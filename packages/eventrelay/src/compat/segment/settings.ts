@@ -1,6 +1,6 @@
 import { ConfigError } from '../../errors';
 import type { AnalyticsOptions } from '../../client/options';
-import { NodeTransport } from '../../transport/node';
+import { defaultTransport } from '../../transport/default';
 import type { Transport } from '../../transport/transport';
 import { warnAboutOptions, type OptionCatalog } from '../warnings';
 import { HttpClientTransport } from './http-client';
@@ -71,7 +71,8 @@ export function resolveSettings(settings: AnalyticsSettings, wrap: (transport: T
   const url = batchUrl(settings.host ?? SEGMENT_DEFAULTS.host, settings.path ?? SEGMENT_DEFAULTS.path);
   const flushAt = settings.flushAt ?? settings.maxEventsInBatch ?? SEGMENT_DEFAULTS.flushAt;
   const flushInterval = settings.flushInterval ?? SEGMENT_DEFAULTS.flushInterval;
-  const base = settings.httpClient !== undefined ? new HttpClientTransport(settings.httpClient) : (settings.transport ?? new NodeTransport());
+  // Without either, the transport eventrelay's client picks on this runtime: node:http on Node, Bun and Deno, fetch on Workers and Vercel Edge.
+  const base = settings.httpClient !== undefined ? new HttpClientTransport(settings.httpClient) : (settings.transport ?? defaultTransport());
   return {
     options: {
       writeKey: settings.writeKey,

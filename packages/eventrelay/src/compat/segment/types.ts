@@ -1,7 +1,8 @@
 import type { SpoolOptions } from '../../client/spool/options';
+import type { SpoolRecovery } from '../../client/spool/spool';
 import type { Transport } from '../../transport/transport';
 import type { Context } from './context';
-import type { HTTPClient, HTTPFetchFn } from './http-client';
+import type { HTTPClient, HTTPFetchFn, HttpRequestEvent, HttpResponseEvent } from './http-client';
 
 /** Free-form JSON values: traits, properties, context. */
 export type Dictionary = Record<string, unknown>;
@@ -32,7 +33,10 @@ export interface AnalyticsSettings {
   httpRequestTimeout?: number;
   /** Validate and call back, but send nothing. Default false. */
   disable?: boolean;
-  /** Your HTTP client: an object with `makeRequest(request)`, or a fetch-like function. Default: eventrelay's node:http transport. */
+  /**
+   * Your HTTP client: an object with `makeRequest(request)`, or a fetch-like function. Default: the
+   * transport eventrelay's `Analytics` picks (node:http on Node, Bun and Deno; fetch on Workers and Vercel Edge).
+   */
   httpClient?: HTTPFetchFn | HTTPClient;
   /** eventrelay extra: the `Transport` used when no `httpClient` is given (tests, proxies). */
   transport?: Transport;
@@ -132,4 +136,33 @@ export interface DeliveryFailure {
   code: 'delivery_failure' | 'initialization_failure' | 'spool_failure';
   reason: unknown;
   ctx?: Context;
+}
+
+/**
+ * The events of `Analytics` and what their listeners get: Segment's (`NodeEmitterEvents`), and
+ * eventrelay's `recover`. Other names are accepted, with listeners of unknown arguments.
+ */
+export interface SegmentEmitterEvents {
+  [event: string]: readonly unknown[];
+  /** The settings the client was made with (emitted in the constructor, as Segment does). */
+  initialize: [settings: AnalyticsSettings];
+  /** Each call's context once it is delivered. */
+  alias: [ctx: Context];
+  group: [ctx: Context];
+  identify: [ctx: Context];
+  page: [ctx: Context];
+  screen: [ctx: Context];
+  track: [ctx: Context];
+  /** The names of the plugins `register()` or `deregister()` handled. */
+  register: [pluginNames: string[]];
+  deregister: [pluginNames: string[]];
+  error: [failure: DeliveryFailure];
+  /** A call made after `closeAndFlush()`: its event, which is not sent. */
+  call_after_close: [event: SegmentEvent];
+  http_request: [request: HttpRequestEvent];
+  http_response: [response: HttpResponseEvent];
+  /** Every accepted call is finished. */
+  drained: [];
+  /** eventrelay extra, with `spool`: messages taken over from processes that are gone. */
+  recover: [info: SpoolRecovery];
 }

@@ -231,9 +231,12 @@ export function readStandardHeaders(headers: HeadersLike): ReadHeaders {
   return { id, seconds: Number(timestamp), signatures };
 }
 
-/** The sync check with keys decoded once (the receiver does that at setup). */
+/**
+ * The sync check with keys decoded once (the receiver does that at setup). `input` is typed with
+ * the standard `ArrayBufferView` rather than Node's, so these declarations need no @types/node.
+ */
 export function checkWithKeys(
-  input: string | NodeJS.ArrayBufferView,
+  input: string | ArrayBufferView,
   headers: HeadersLike,
   keys: readonly Uint8Array[],
   options: ResolvedVerify,
@@ -243,7 +246,7 @@ export function checkWithKeys(
   const { createHmac, createSecretKey, timingSafeEqual } = nodeCrypto();
   const prefix = `${read.id}.${read.seconds}.`;
   for (const key of keys) {
-    const mac = createHmac('sha256', keyObject(key, createSecretKey)).update(prefix).update(input).digest();
+    const mac = createHmac('sha256', keyObject(key, createSecretKey)).update(prefix).update(input as string | NodeJS.ArrayBufferView).digest();
     if (read.signatures.some((candidate) => timingSafeEqual(mac, candidate))) return checkTime(read.seconds, options);
   }
   return mismatch();

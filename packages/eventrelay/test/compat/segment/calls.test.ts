@@ -5,7 +5,7 @@
 // HttpError (status 404) rather than `new Error('[404] Not Found')`; the test client listens
 // for the call events from the start (Segment's `resolveCtx` subscribes after the call).
 import { expect } from 'chai';
-import { Analytics, Context, HttpError, ValidationError } from '../../../src/compat/segment';
+import { Analytics, Context, HttpError, ValidationError, type DeliveryFailure } from '../../../src/compat/segment';
 import { createSegmentClient, failure, nextCtx, RecordingHttpClient } from '../helpers';
 
 const timestamp = new Date();
@@ -103,9 +103,10 @@ describe('eventrelay/segment calls', () => {
     it('without a callback or a listener for its type, an error’s ctx holds the type and messageId only', async () => {
       const http = new RecordingHttpClient(() => failure(400, 'Bad Request'));
       const analytics = new Analytics({ writeKey: 'foo', flushAt: 1, httpClient: http });
-      const failed = new Promise<{ ctx: Context; reason: unknown }>((resolve) => analytics.once('error', resolve));
+      const failed = new Promise<DeliveryFailure>((resolve) => analytics.once('error', resolve));
       analytics.track({ userId: 'sup', event: 'foo', messageId: 'm-1' });
       const { ctx, reason } = await failed;
+      if (ctx === undefined) expect.fail('a delivery failure carries the context of its call');
       expect(ctx.event).to.deep.include({ type: 'track', messageId: 'm-1' });
       expect(ctx.event.userId).to.equal(undefined);
       expect(ctx.failedDelivery()!.reason).to.equal(reason);

@@ -45,6 +45,20 @@ describe('Emitter (the events part of the client, without node:events)', () => {
     expect(emitter.emit('tick', 2)).to.equal(false);
   });
 
+  it('calls a listener with the emitter as `this`, as Node does', () => {
+    const emitter = new Emitter<Events>();
+    const receivers: unknown[] = [];
+    emitter.on('tick', function (this: unknown) {
+      receivers.push(this);
+    });
+    emitter.once('tick', function (this: unknown) {
+      receivers.push(this);
+    });
+    emitter.emit('tick', 1);
+    expect(receivers).to.have.length(2);
+    expect(receivers.every((receiver) => receiver === emitter)).to.equal(true);
+  });
+
   it('refuses a listener that is not a function', () => {
     expect(() => new Emitter<Events>().on('tick', 'nope' as never)).to.throw(TypeError, /must be a function/);
   });
