@@ -9,8 +9,8 @@ import type { ForwarderConfig } from '../../src/config';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { MemoryStore } from '../../src/store/memory';
 import { StoreError } from '../../../eventrelay/src/errors';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, startReceiver, takeSseEvents, waitFor } from './helpers';
+import type { Receiver, SseEvent } from './helpers';
 
 const ADMIN = 'admin-token-for-ops-tests';
 const auth = { Authorization: `Bearer ${ADMIN}` };
@@ -32,31 +32,24 @@ async function readEvents(
   url: string,
   headers: Record<string, string>,
   start: () => Promise<void>,
-  until: (events: Array<{ event: string; data: any }>) => boolean,
-): Promise<Array<{ event: string; data: any }>> {
+  until: (events: SseEvent[]) => boolean,
+): Promise<SseEvent[]> {
   const control = new AbortController();
   const response = await fetch(url, { headers, signal: control.signal });
   expect(response.status).to.equal(200);
   expect(response.headers.get('content-type')).to.match(/^text\/event-stream/);
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
-  const events: Array<{ event: string; data: any }> = [];
-  let buffer = '';
+  const events: SseEvent[] = [];
+  const buffer = { text: '' };
   await start();
   const deadline = Date.now() + 10_000;
   while (!until(events)) {
     if (Date.now() > deadline) throw new Error(`Timed out; events so far: ${JSON.stringify(events.map((e) => e.event))}`);
     const { value, done } = await reader.read();
     if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event !== undefined && data !== undefined) events.push({ event, data: JSON.parse(data) });
-    }
+    buffer.text += decoder.decode(value, { stream: true });
+    takeSseEvents(buffer, events);
   }
   control.abort();
   return events;

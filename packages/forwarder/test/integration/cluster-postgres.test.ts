@@ -8,21 +8,16 @@ import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import type { Operations } from '../../src/admin/operations';
 import type { LiveRelay } from '../../src/admin/relay';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, startReceiver, takeSseEvents, waitFor } from './helpers';
+import type { Receiver, SseEvent } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const ADMIN = 'cluster-admin-token';
 const auth = { Authorization: `Bearer ${ADMIN}` };
 
-interface StreamEvent {
-  readonly event: string;
-  readonly data: any;
-}
-
 /** A live stream read in the background: its events so far, in order. */
 interface OpenStream {
-  readonly events: StreamEvent[];
+  readonly events: SseEvent[];
   close(): Promise<void>;
 }
 
@@ -32,22 +27,15 @@ async function openStream(url: string): Promise<OpenStream> {
   expect(response.status).to.equal(200);
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
-  const events: StreamEvent[] = [];
+  const events: SseEvent[] = [];
   const reading = (async () => {
-    let buffer = '';
+    const buffer = { text: '' };
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return;
-        buffer += decoder.decode(value, { stream: true });
-        let end;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event !== undefined && data !== undefined) events.push({ event, data: JSON.parse(data) });
-        }
+        buffer.text += decoder.decode(value, { stream: true });
+        takeSseEvents(buffer, events);
       }
     } catch {
       // aborted by close()
@@ -78,7 +66,7 @@ async function ownStats(url: string): Promise<any> {
 }
 
 const track = (messageId: string, properties: object = {}) => ({ type: 'track', userId: 'u-cluster', event: 'Clustered', messageId, properties });
-const of = (events: readonly StreamEvent[], event: string, messageId: string) => events.filter((e) => e.event === event && e.data.messageId === messageId);
+const of = (events: readonly SseEvent[], event: string, messageId: string) => events.filter((e) => e.event === event && e.data.messageId === messageId);
 
 describe('one picture of the cluster: two forwarders on one PostgreSQL database', function () {
   this.timeout(60_000);

@@ -174,3 +174,21 @@ export function useForwarderWithReceiver(source: string, writeKey: string): Forw
   });
   return context;
 }
+
+/** A Server-Sent Event of the admin stream, its data parsed. */
+export interface SseEvent {
+  readonly event: string;
+  readonly data: any;
+}
+
+/** Moves each complete event at the start of `buffer.text` into `into`; the rest stays for the next read. */
+export function takeSseEvents(buffer: { text: string }, into: SseEvent[]): void {
+  let end;
+  while ((end = buffer.text.indexOf('\n\n')) >= 0) {
+    const block = buffer.text.slice(0, end);
+    buffer.text = buffer.text.slice(end + 2);
+    const event = /^event: (.*)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    if (event !== undefined && data !== undefined) into.push({ event, data: JSON.parse(data) });
+  }
+}
