@@ -110,26 +110,24 @@ type AttemptEntry = [number, number, LoggedAttempt['outcome'], string, number | 
 
 /**
  * Attempts kept in their line (`attempt_log`, PostgreSQL schema step 8): JSON arrays joined by
- * commas, one per write, each `[series, entry, ...]` with an entry per URL of each attempt. A
+ * commas, one per write, each `[series, [entry, ...]]` with an entry per URL of each attempt. A
  * write appends its chunk to the line it updates anyway, so an attempt costs no row and no index
- * entry of its own. This is a chunk's text after its series: `entry,entry,...`.
+ * entry of its own. This is a chunk's second element, the entries' JSON array.
  */
 export function attemptEntries(records: readonly AttemptRecord[]): string {
   const entries: AttemptEntry[] = [];
   for (const r of records) {
     for (const u of r.urls) entries.push([r.attempt, r.at, r.outcome, u.url, u.status, u.error, u.durationMs, r.nextAttemptAt ?? null]);
   }
-  return JSON.stringify(entries).slice(1, -1);
+  return JSON.stringify(entries);
 }
 
 /** The attempts of an `attempt_log`, oldest first. */
 export function parseAttemptLog(text: string | null | undefined): LoggedAttempt[] {
   if (text === null || text === undefined || text === '') return [];
   const out: LoggedAttempt[] = [];
-  for (const chunk of JSON.parse(`[${text}]`) as [number, ...AttemptEntry[]][]) {
-    const series = chunk[0];
-    for (let i = 1; i < chunk.length; i++) {
-      const [attempt, at, outcome, url, status, error, durationMs, nextAttemptAt] = chunk[i] as AttemptEntry;
+  for (const [series, entries] of JSON.parse(`[${text}]`) as [number, AttemptEntry[]][]) {
+    for (const [attempt, at, outcome, url, status, error, durationMs, nextAttemptAt] of entries) {
       out.push({ series, attempt, at, url, status, error, durationMs, outcome, nextAttemptAt });
     }
   }
