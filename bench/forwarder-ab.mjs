@@ -8,7 +8,8 @@
 //   node bench/forwarder-ab.mjs <A> <B> <sqlite|postgres> [msg/s each=1000] [seconds=10] [rounds=3] [warm-up s=3]
 //
 // A and B: a build's dist/cli.js (`<path>:nolog` turns its delivery log off), or `floor`
-// (bench/forwarder-floor.mjs). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
+// (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
+// messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
 // delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -97,9 +98,10 @@ function spawnListening(args, env) {
 
 async function start(snap, rcv, db) {
   const dir = mkdtempSync(join(tmpdir(), 'ab-'));
-  if (snap === 'floor') {
+  if (snap === 'floor' || snap.startsWith('floor:')) {
     const storeArg = STORE === 'sqlite' ? `sqlite:${join(dir, 'floor.db')}` : `postgres:${db.url}`;
-    const f = await spawnListening([join(here, 'forwarder-floor.mjs'), rcv.url, 'k', 's', storeArg, '64']);
+    const features = snap.slice('floor:'.length);
+    const f = await spawnListening([join(here, 'forwarder-floor.mjs'), rcv.url, 'k', 's', storeArg, '64', ...(features === '' ? [] : [features])]);
     return { ...f, dir };
   }
   const [cli, variant] = snap.split(':');

@@ -132,7 +132,7 @@ await measure('delivery log: lines written pending', async () => {
   }
   await log.flush();
 });
-await measure('delivery log: attempts (the line updated, an attempt row)', async () => {
+await measure('delivery log: attempts (the line updated, its attempts appended to it)', async () => {
   for (let i = 0; i < calls.length; i++) {
     log.attempt(attempt(calls[i].messageId));
     if (i % (BATCH * GROUP) === BATCH * GROUP - 1) await log.flush();
@@ -140,7 +140,7 @@ await measure('delivery log: attempts (the line updated, an attempt row)', async
   await log.flush();
 });
 const folded = calls.map((c) => ({ ...c, messageId: `f-${c.messageId}` }));
-await measure('delivery log: lines attempted before their flush (written finished, with the attempt row)', async () => {
+await measure('delivery log: lines attempted before their flush (written finished, with their attempts)', async () => {
   for (let i = 0; i < folded.length; i += BATCH) {
     log.add(folded.slice(i, i + BATCH));
     for (const c of folded.slice(i, i + BATCH)) log.attempt(attempt(c.messageId));

@@ -13,15 +13,24 @@
 // gets a line (messageId, userId, time, state, body), indexed by messageId, userId and time; each
 // answered attempt a row (line, time, status, duration), indexed by line, and its line's new state
 // (body erased once delivered). It measures what such a log costs whoever writes it.
+//
+// With `kept` (modes floor-sqlite-kept, floor-pg-kept, with `log`): every messageId is also kept
+// for the retention window in a table of its own (messageId, time), so that a batch sent again a
+// day later is still known, as eventrelay promises (the floor alone forgets a messageId once it is
+// delivered); a stored message is one whose messageId was new there. Nothing here prunes it: a run
+// is shorter than the 10 minutes between eventrelay's prunes too.
 // Run by bench/forwarder.mjs as its own process; it prints "listening on <url>".
 //
-//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log]
+//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log[,kept]]
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { Agent } from 'undici';
 import { webhookBody } from './webhook-body.mjs';
 
-const [receiverUrl, writeKey, secret, storeArg, concurrencyArg, logArg] = process.argv.slice(2);
+const [receiverUrl, writeKey, secret, storeArg, concurrencyArg, featuresArg = ''] = process.argv.slice(2);
+const features = new Set(featuresArg.split(','));
+const logArg = features.has('log') ? 'log' : undefined;
+const KEPT = features.has('kept');
 const CONCURRENCY = Number(concurrencyArg ?? 64);
 const expected = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
 const target = new URL(receiverUrl);
@@ -36,9 +45,13 @@ async function openStore(spec) {
     db.pragma('synchronous = FULL');
     db.exec('CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL)');
     const add = db.prepare('INSERT OR IGNORE INTO pending (message_id, body) VALUES (?, ?)');
+    if (KEPT) db.exec('CREATE TABLE IF NOT EXISTS seen (message_id TEXT PRIMARY KEY, received_at INTEGER NOT NULL) WITHOUT ROWID');
+    const see = KEPT ? db.prepare('INSERT OR IGNORE INTO seen (message_id, received_at) VALUES (?, ?)') : undefined;
     const insert = db.transaction((ids, bodies) => {
       const kept = [];
+      const now = Date.now();
       for (let i = 0; i < ids.length; i++) {
+        if (see !== undefined && see.run(ids[i], now).changes === 0) continue;
         const { changes, lastInsertRowid } = add.run(ids[i], bodies[i]);
         if (changes === 1) kept.push([Number(lastInsertRowid), bodies[i], ids[i]]);
       }
@@ -54,15 +67,26 @@ async function openStore(spec) {
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({ connectionString: spec.slice('postgres:'.length), max: 4 });
   await pool.query('CREATE TABLE IF NOT EXISTS pending (id bigserial PRIMARY KEY, message_id text NOT NULL UNIQUE, body text NOT NULL)');
+  if (KEPT) await pool.query('CREATE TABLE IF NOT EXISTS seen (message_id text PRIMARY KEY, received_at bigint NOT NULL)');
   const { rows: left } = await pool.query({ text: 'SELECT id, body FROM pending ORDER BY id', rowMode: 'array' });
   return {
     left,
     async insert(ids, bodies) {
-      const { rows } = await pool.query({
-        name: 'floor-insert',
-        text: 'INSERT INTO pending (message_id, body) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (message_id) DO NOTHING RETURNING id, body, message_id',
-        values: [ids, bodies],
-      });
+      const { rows } = await pool.query(
+        KEPT
+          ? {
+              name: 'floor-insert-kept',
+              text: `WITH s AS (INSERT INTO seen (message_id, received_at) SELECT m, $3 FROM unnest($1::text[]) AS m ON CONFLICT DO NOTHING RETURNING message_id)
+              INSERT INTO pending (message_id, body) SELECT x.m, x.b FROM unnest($1::text[], $2::text[]) AS x(m, b) JOIN s ON s.message_id = x.m
+              ON CONFLICT (message_id) DO NOTHING RETURNING id, body, message_id`,
+              values: [ids, bodies, Date.now()],
+            }
+          : {
+              name: 'floor-insert',
+              text: 'INSERT INTO pending (message_id, body) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (message_id) DO NOTHING RETURNING id, body, message_id',
+              values: [ids, bodies],
+            },
+      );
       return rows.map((r) => [r.id, r.body, r.message_id]);
     },
     async remove(rowIds) {

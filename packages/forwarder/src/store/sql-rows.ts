@@ -1,4 +1,4 @@
-import type { DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage } from './delivery-log';
+import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage } from './delivery-log';
 import type { DeliveryKind, NewDelivery, PendingDelivery } from './store';
 import type { KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../setup/model';
 
@@ -21,6 +21,8 @@ export interface LogRow {
   reason: string | null;
   has_body: number | boolean;
   body?: string | null;
+  /** The attempts kept in the line (see `attemptChunk`); null until one is, and in lines of earlier releases. */
+  attempt_log?: string | null;
 }
 
 /** A `log_messages` row as the admin API shows it. */
@@ -103,22 +105,78 @@ export interface AttemptRow {
   next_attempt_at: number | null;
 }
 
-/** A logged call with its attempts and, while kept, its body: what `GET /admin/deliveries/{id}` shows. */
+/** One URL of an attempt as a line keeps it: `[attempt, at, outcome, url, status, error, durationMs, nextAttemptAt]`. */
+type AttemptEntry = [number, number, LoggedAttempt['outcome'], string, number | null, string | null, number, number | null];
+
+/**
+ * Attempts kept in their line (`attempt_log`, PostgreSQL schema step 9): JSON arrays joined by
+ * commas, one per write, each `[series, [entry, ...]]` with an entry per URL of each attempt. A
+ * write appends its chunk to the line it updates anyway, so an attempt costs no row and no index
+ * entry of its own. This is a chunk's second element, the entries' JSON array.
+ */
+export function attemptEntries(records: readonly AttemptRecord[]): string {
+  const entries: AttemptEntry[] = [];
+  for (const r of records) {
+    for (const u of r.urls) entries.push([r.attempt, r.at, r.outcome, u.url, u.status, u.error, u.durationMs, r.nextAttemptAt ?? null]);
+  }
+  return JSON.stringify(entries);
+}
+
+/** The attempts of an `attempt_log`, oldest first. */
+export function parseAttemptLog(text: string | null | undefined): LoggedAttempt[] {
+  if (text === null || text === undefined || text === '') return [];
+  const out: LoggedAttempt[] = [];
+  for (const [series, entries] of JSON.parse(`[${text}]`) as [number, AttemptEntry[]][]) {
+    for (const [attempt, at, outcome, url, status, error, durationMs, nextAttemptAt] of entries) {
+      out.push({ series, attempt, at, url, status, error, durationMs, outcome, nextAttemptAt });
+    }
+  }
+  return out;
+}
+
+function fromAttemptRow(a: AttemptRow): LoggedAttempt {
+  return {
+    series: a.series,
+    attempt: a.attempt,
+    at: a.at,
+    url: a.url,
+    status: a.status,
+    error: a.error,
+    durationMs: a.duration_ms,
+    outcome: a.outcome,
+    nextAttemptAt: a.next_attempt_at === null || a.next_attempt_at === undefined ? null : Number(a.next_attempt_at),
+  };
+}
+
+/**
+ * Attempts from two lists each in its own order, by series and time: rows of `log_attempts`
+ * (earlier releases) and those the line keeps. During an upgrade instances of both releases may
+ * attempt one delivery; a tie keeps the rows first.
+ */
+function mergeAttempts(rows: readonly LoggedAttempt[], kept: readonly LoggedAttempt[]): LoggedAttempt[] {
+  if (kept.length === 0) return [...rows];
+  if (rows.length === 0) return [...kept];
+  const out: LoggedAttempt[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < rows.length && j < kept.length) {
+    const a = rows[i]!;
+    const b = kept[j]!;
+    if (b.series < a.series || (b.series === a.series && b.at < a.at)) out.push(kept[j++]!);
+    else out.push(rows[i++]!);
+  }
+  return out.concat(rows.slice(i), kept.slice(j));
+}
+
+/**
+ * A logged call with its attempts and, while kept, its body: what `GET /admin/deliveries/{id}`
+ * shows. `attempts`: its rows of `log_attempts`, oldest first; the line's own `attempt_log` joins them.
+ */
 export function toDeliveryDetail(row: LogRow, attempts: readonly AttemptRow[]): DeliveryDetail {
   return {
     ...toLoggedMessage(row),
     body: row.body ?? null,
-    attemptLog: attempts.map((a) => ({
-      series: a.series,
-      attempt: a.attempt,
-      at: a.at,
-      url: a.url,
-      status: a.status,
-      error: a.error,
-      durationMs: a.duration_ms,
-      outcome: a.outcome,
-      nextAttemptAt: a.next_attempt_at === null || a.next_attempt_at === undefined ? null : Number(a.next_attempt_at),
-    })),
+    attemptLog: mergeAttempts(attempts.map(fromAttemptRow), parseAttemptLog(row.attempt_log)),
   };
 }
 

@@ -79,7 +79,9 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
       const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
       const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
       const ids = Array.from({ length: 40 }, (_, i) => `log-hot-${i}`);
-      const call = (id: string) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body: '{"x":1}', state: 'pending' as const });
+      // A body of a webhook's usual size: erased once delivered, it leaves the room the attempts take.
+      const body = JSON.stringify({ type: 'track', event: 'Signed Up', properties: { plan: 'x'.repeat(300) } });
+      const call = (id: string) => ({ source: 'web', kind: 'message' as const, messageId: id, type: 'track', userId: 'u', receivedAt: T0, body, state: 'pending' as const });
       try {
         log.add(ids.slice(0, 20).map(call));
         log.add(ids.slice(20).map(call));
@@ -92,7 +94,8 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         const detail = await log.get((await log.list({ messageId: 'log-hot-7', limit: 1 }))[0]!.id);
         expect(detail).to.deep.include({ state: 'delivered', attempts: 2, body: null, finishedAt: T0 + 2 });
         expect(detail!.attemptLog.map((a) => [a.attempt, a.status, a.outcome])).to.deep.equal([[1, 503, 'retry'], [2, 200, 'delivered']]);
-        expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 80 }]);
+        // The attempts are kept in their lines: no row of their own.
+        expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 0 }]);
       } finally {
         await log.close();
         await store.close();
@@ -137,7 +140,9 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         }
         await log.flush();
         expect(await query(db.url, "SELECT count(*)::int AS n FROM log_messages WHERE state = 'delivered' AND body IS NULL AND attempts = 1")).to.deep.equal([{ n: 20 }]);
-        expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 20 }]);
+        expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 0 }]);
+        const [line] = await log.list({ messageId: 'log-fold-3', limit: 1 });
+        expect((await log.get(line!.id))!.attemptLog.map((a) => [a.series, a.attempt, a.status, a.outcome])).to.deep.equal([[1, 1, 200, 'delivered']]);
       } finally {
         await log.close();
         await store.close();
@@ -173,6 +178,46 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         expect((await log.list({ limit: 10 })).map((m) => m.messageId)).to.deep.equal(['old-line']);
         expect(await log.prune(T0 + 1, T0 + 1)).to.equal(1);
         expect(await log.list({ limit: 10 })).to.deep.equal([]);
+      } finally {
+        await log.close();
+        await store.close();
+      }
+    });
+  });
+
+  describe('upgrading from schema step 7', () => {
+    const db = usePostgres();
+
+    it("shows a line's attempts written by an earlier release (rows of log_attempts) with those it keeps now, in order, and prunes both", async () => {
+      for (const step of POSTGRES_MIGRATIONS.slice(0, 7)) await query(db.url, step.up);
+      await query(db.url, 'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+      for (const step of POSTGRES_MIGRATIONS.slice(0, 7)) await query(db.url, 'INSERT INTO schema_migrations VALUES ($1, $2, 0)', [step.version, step.name]);
+      // A line the previous release wrote and attempted once (a retry), with its attempt row.
+      const [line] = await query<{ id: number }>(
+        db.url,
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, reason, body)
+         VALUES ('web', 'message', 'upgraded', 'track', 'u', $1, 'retrying', 1, $2, 'HTTP 503 from http://a/', '{"x":1}') RETURNING id`,
+        [T0, T0 + 10],
+      );
+      await query(
+        db.url,
+        `INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at)
+         VALUES ($1, 1, 1, $2, 'http://a/', 503, 'HTTP', 4, 'retry', $3)`,
+        [line!.id, T0 + 10, T0 + 500],
+      );
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 });
+      try {
+        log.attempt({ source: 'web', messageId: 'upgraded', attempt: 2, at: T0 + 500, outcome: 'delivered', urls: [{ url: 'http://a/', status: 200, error: null, durationMs: 3 }] });
+        const detail = (await log.get(line!.id))!;
+        expect(detail).to.include({ state: 'delivered', attempts: 2, body: null });
+        expect(detail.attemptLog).to.deep.equal([
+          { series: 1, attempt: 1, at: T0 + 10, url: 'http://a/', status: 503, error: 'HTTP', durationMs: 4, outcome: 'retry', nextAttemptAt: T0 + 500 },
+          { series: 1, attempt: 2, at: T0 + 500, url: 'http://a/', status: 200, error: null, durationMs: 3, outcome: 'delivered', nextAttemptAt: null },
+        ]);
+        expect(await log.prune(T0 + 501, T0 + 501)).to.equal(2);
+        expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 0 }]);
+        expect(await log.get(line!.id)).to.equal(undefined);
       } finally {
         await log.close();
         await store.close();

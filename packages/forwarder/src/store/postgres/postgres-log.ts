@@ -5,7 +5,7 @@ import { BufferedDeliveryLog } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { LOCK_CLASS, LOCKS } from './postgres-schema';
-import { toDeliveryDetail, toLoggedMessage } from '../sql-rows';
+import { attemptEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
 import type {
   AttemptRecord,
@@ -40,9 +40,6 @@ const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.source, l
   WHERE l.state NOT IN ('duplicate', 'refused', 'filtered')
   ORDER BY l.source, l.message_id, l.id DESC`;
 
-/** Calls to log, with the attempts made on them before the flush that writes them (see foldAttempts). */
-type CallsOp = Extract<LogOp, { op: 'calls' }> & { readonly attempts?: ReadonlyMap<LogCall, readonly AttemptRecord[]> };
-type AttemptOp = Extract<LogOp, { op: 'attempt' }>;
 /**
  * Whether attempts (`x`) decide a line's state: always while no attempt has (state `pending`:
  * the line's time is then its receipt or replay, perhaps on another machine's clock), else when
@@ -60,36 +57,6 @@ const WAITING_ATTEMPTS = 10_000;
 
 /** Open lines remembered per instance by default (a cache: a line not remembered is looked up). */
 const OPEN_LINES = 50_000;
-
-/**
- * Attempts on calls accepted in the same flush join their call, which is then written once, in
- * its state after them: most calls are delivered within the 50 ms a flush waits, so most lines
- * are inserted finished (without a body to erase) and never updated.
- */
-function foldAttempts(ops: readonly LogOp[]): (LogOp | CallsOp)[] {
-  const open = new Map<string, { call: LogCall; attempts: Map<LogCall, AttemptRecord[]> }>();
-  const out: (LogOp | CallsOp)[] = [];
-  for (const op of ops) {
-    if (op.op === 'attempt') {
-      const fresh = open.get(storedKey(op.record.source, op.record.messageId));
-      if (fresh === undefined) out.push(op);
-      else fresh.attempts.get(fresh.call)!.push(op.record);
-      continue;
-    }
-    if (op.op === 'calls') {
-      const attempts = new Map<LogCall, AttemptRecord[]>();
-      for (const call of op.calls) {
-        if (call.state !== 'pending') continue;
-        attempts.set(call, []);
-        open.set(storedKey(call.source, call.messageId), { call, attempts });
-      }
-      out.push({ ...op, attempts });
-      continue;
-    }
-    out.push(op);
-  }
-  return out;
-}
 
 const UNTRIED: LineState = { state: 'pending', attempts: 0, updatedAt: 0, finishedAt: null, reason: null };
 
@@ -121,70 +88,112 @@ function lineOf(call: LogCall, attempts: readonly AttemptRecord[], eraseDelivere
   return { call, attempts, state, updatedAt, finishedAt, reason, body };
 }
 
-/** Rows of log_attempts, column by column. */
-interface AttemptRows {
-  readonly id: number[];
-  readonly series: number[];
-  readonly attempt: number[];
-  readonly at: number[];
-  readonly outcome: string[];
-  readonly url: string[];
-  readonly status: (number | null)[];
-  readonly error: (string | null)[];
-  readonly duration: number[];
-  readonly next: (number | null)[];
-}
-
-function attemptRows(): AttemptRows {
-  return { id: [], series: [], attempt: [], at: [], outcome: [], url: [], status: [], error: [], duration: [], next: [] };
-}
-
-/** One row per URL of the attempt. */
-function addAttemptRows(rows: AttemptRows, id: number, series: number, record: AttemptRecord): void {
-  for (const u of record.urls) {
-    rows.id.push(id);
-    rows.series.push(series);
-    rows.attempt.push(record.attempt);
-    rows.at.push(record.at);
-    rows.outcome.push(record.outcome);
-    rows.url.push(u.url);
-    rows.status.push(u.status);
-    rows.error.push(u.error);
-    rows.duration.push(u.durationMs);
-    rows.next.push(record.nextAttemptAt ?? null);
-  }
-}
-
-async function insertAttempts(client: PoolClient, rows: AttemptRows): Promise<void> {
-  if (rows.id.length === 0) return;
-  await client.query({
-    name: 'eventrelay-log-attempts',
-    text: `INSERT INTO log_attempts (delivery_id, series, attempt, at, outcome, url, status, error, duration_ms, next_attempt_at)
-     SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::text[], $9::int[], $10::bigint[])`,
-    values: [
-      numberArray(rows.id),
-      numberArray(rows.series),
-      numberArray(rows.attempt),
-      numberArray(rows.at),
-      textArray(rows.outcome),
-      textArray(rows.url),
-      numberArray(rows.status),
-      textArray(rows.error),
-      numberArray(rows.duration),
-      numberArray(rows.next),
-    ],
-  });
-}
-
-/** Consecutive writes of one kind (calls, attempts): the order of the log is kept. */
-function runs(ops: readonly (LogOp | CallsOp)[]): (LogOp | CallsOp)[][] {
-  const out: (LogOp | CallsOp)[][] = [];
+/**
+ * A flush's writes as two statements: the attempts on lines written before it, in order, then
+ * its calls. An attempt on a call of the same flush joins its call, which is then inserted once,
+ * in its state after them: most calls are delivered within the 50 ms a flush waits, so most lines
+ * are inserted finished (without a body to erase) and never updated. Putting the other attempts
+ * first keeps the log's order: none of them is on a call of this flush that came before it.
+ */
+function splitOps(ops: readonly LogOp[], eraseDelivered: boolean): { attempts: AttemptRecord[]; lines: Line[] } {
+  const open = new Map<string, { call: LogCall; attempts: AttemptRecord[] }>();
+  const calls: { call: LogCall; attempts: AttemptRecord[] }[] = [];
+  const attempts: AttemptRecord[] = [];
   for (const op of ops) {
-    const last = out.at(-1);
-    if (last !== undefined && last[0]!.op === op.op) last.push(op);
-    else out.push([op]);
+    if (op.op === 'attempt') {
+      const fresh = open.get(`${op.record.source}\u0000${op.record.messageId}`);
+      if (fresh === undefined) attempts.push(op.record);
+      else fresh.attempts.push(op.record);
+      continue;
+    }
+    for (const call of op.calls) {
+      const entry = { call, attempts: [] };
+      calls.push(entry);
+      if (call.state === 'pending') open.set(`${call.source}\u0000${call.messageId}`, entry);
+    }
   }
-  return out;
+  return { attempts, lines: calls.map((c) => lineOf(c.call, c.attempts, eraseDelivered)) };
+}
+
+/**
+ * The insert's parameters, a column each, in one loop: a function TurboFan compiles small, where
+ * a `map` and a closure per column made one of the forwarder's largest compile jobs, done again
+ * at each deoptimization.
+ */
+function lineValues(lines: readonly Line[]): string[] {
+  const n = lines.length;
+  const source = new Array<string>(n);
+  const kind = new Array<string>(n);
+  const messageId = new Array<string>(n);
+  const type = new Array<string | null>(n);
+  const userId = new Array<string | null>(n);
+  const receivedAt = new Array<number>(n);
+  const state = new Array<string>(n);
+  const attempts = new Array<number>(n);
+  const updatedAt = new Array<number>(n);
+  const finishedAt = new Array<number | null>(n);
+  const reason = new Array<string | null>(n);
+  const body = new Array<string | null>(n);
+  const attemptLog = new Array<string | null>(n);
+  for (let i = 0; i < n; i++) {
+    const l = lines[i]!;
+    const c = l.call;
+    source[i] = c.source;
+    kind[i] = c.kind;
+    messageId[i] = c.messageId;
+    type[i] = c.type ?? null;
+    userId[i] = c.userId ?? null;
+    receivedAt[i] = c.receivedAt;
+    state[i] = l.state;
+    attempts[i] = l.attempts.length;
+    updatedAt[i] = l.updatedAt;
+    finishedAt[i] = l.finishedAt;
+    reason[i] = l.reason;
+    body[i] = l.body;
+    // A new line is in its first series.
+    attemptLog[i] = l.attempts.length === 0 ? null : `[1,${attemptEntries(l.attempts)}]`;
+  }
+  return [
+    textArray(source),
+    textArray(kind),
+    textArray(messageId),
+    textArray(type),
+    textArray(userId),
+    numberArray(receivedAt),
+    textArray(state),
+    numberArray(attempts),
+    numberArray(updatedAt),
+    numberArray(finishedAt),
+    textArray(reason),
+    textArray(body),
+    textArray(attemptLog),
+  ];
+}
+
+/**
+ * The attempt update's parameters for lines `ids`, each with its attempts here in order: the
+ * line's state after them (the previous state does not matter: the last attempt decides) and
+ * their `attempt_log` entries.
+ */
+function stateValues(ids: readonly number[], attemptsOf: readonly (readonly AttemptRecord[])[]): string[] {
+  const n = ids.length;
+  const count = new Array<number>(n);
+  const state = new Array<string>(n);
+  const updatedAt = new Array<number>(n);
+  const finishedAt = new Array<number | null>(n);
+  const reason = new Array<string | null>(n);
+  const entries = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const records = attemptsOf[i]!;
+    const after = stateAfter(UNTRIED, records);
+    count[i] = records.length;
+    state[i] = after.state;
+    updatedAt[i] = after.updatedAt;
+    finishedAt[i] = after.finishedAt;
+    reason[i] = after.reason;
+    entries[i] = attemptEntries(records);
+  }
+  return [numberArray(ids), numberArray(count), textArray(state), numberArray(updatedAt), numberArray(finishedAt), textArray(reason), textArray(entries)];
 }
 
 /**
@@ -246,23 +255,23 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       const since = new Map(waiting.map((o) => [o.record, o.since]));
       const ops: LogOp[] = [...waiting.map((o): LogOp => ({ op: 'attempt', record: o.record })), ...taken];
       if (ops.length === 0) return;
+      const { attempts, lines } = splitOps(ops, this.options.keepDelivered === 0);
       let client: PoolClient | undefined;
       let failure: Error | undefined;
       // A connection that breaks between two queries reports here, not as an uncaught 'error'.
       const onError = (error: Error) => (failure ??= error);
+      // One statement commits alone; two share a transaction, so that a flush is written whole or not at all.
+      const both = attempts.length > 0 && lines.length > 0;
       try {
         client = await this.pool.connect();
         client.on('error', onError);
-        await client.query('BEGIN');
-        // Runs of the same kind of write share a statement: a few round trips per flush, however many lines.
-        for (const run of runs(foldAttempts(ops))) {
-          if (run[0]!.op === 'attempt') await this.writeAttempts(client, run.map((op) => (op as AttemptOp).record), since);
-          else await this.writeCalls(client, run as CallsOp[]);
-        }
-        await client.query('COMMIT');
+        if (both) await client.query('BEGIN');
+        if (attempts.length > 0) await this.writeAttempts(client, attempts, since);
+        if (lines.length > 0) await this.writeCalls(client, lines);
+        if (both) await client.query('COMMIT');
       } catch (error) {
         failure ??= error as Error;
-        await client?.query('ROLLBACK').catch(() => {});
+        if (both) await client?.query('ROLLBACK').catch(() => {});
         this.live.clear();
         this.orphans = [];
         log('delivery log: could not write %d entries: %s', ops.length, failure.message);
@@ -299,59 +308,51 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     return found;
   }
 
-  private async writeCalls(client: PoolClient, ops: readonly CallsOp[]): Promise<void> {
-    const eraseDelivered = this.options.keepDelivered === 0;
-    const lines = ops.flatMap((op) => op.calls.map((call) => lineOf(call, op.attempts?.get(call) ?? [], eraseDelivered)));
+  /**
+   * Lines in one statement, with the attempts made on them before this flush in `attempt_log`.
+   * Only open lines' ids come back: later attempts go to them.
+   */
+  private async writeCalls(client: PoolClient, lines: readonly Line[]): Promise<void> {
     const { rows } = await client.query<{ id: number }>({
       name: 'eventrelay-log-lines',
-      text: `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
-         $11::text[], $12::text[])
-       RETURNING id`,
-      values: [
-        textArray(lines.map((l) => l.call.source)),
-        textArray(lines.map((l) => l.call.kind)),
-        textArray(lines.map((l) => l.call.messageId)),
-        textArray(lines.map((l) => l.call.type ?? null)),
-        textArray(lines.map((l) => l.call.userId ?? null)),
-        numberArray(lines.map((l) => l.call.receivedAt)),
-        textArray(lines.map((l) => l.state)),
-        numberArray(lines.map((l) => l.attempts.length)),
-        numberArray(lines.map((l) => l.updatedAt)),
-        numberArray(lines.map((l) => l.finishedAt)),
-        textArray(lines.map((l) => l.reason)),
-        textArray(lines.map((l) => l.body)),
-      ],
+      text: `WITH i AS (
+         INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
+           $11::text[], $12::text[], $13::text[])
+         RETURNING id, state)
+       SELECT id FROM i WHERE state IN ('pending', 'retrying')`,
+      values: lineValues(lines),
     });
     // Ids are taken in the order the rows were given; the newest open line of a key gets its later attempts.
     rows.sort((a, b) => a.id - b.id);
-    const attempts = attemptRows();
-    rows.forEach((row, i) => {
-      const line = lines[i]!;
-      for (const record of line.attempts) addAttemptRows(attempts, row.id, 1, record);
-      if (FINAL_STATES.has(line.state)) return;
+    let next = 0;
+    for (const line of lines) {
+      if (FINAL_STATES.has(line.state)) continue;
+      const id = rows[next++]!.id;
       const key = storedKey(line.call.source, line.call.messageId);
-      if ((this.live.get(key) ?? 0) < row.id) this.remember(key, row.id);
-    });
-    await insertAttempts(client, attempts);
+      if ((this.live.get(key) ?? 0) < id) this.remember(key, id);
+    }
   }
 
   /**
-   * Attempts in order: their rows in one statement, and each line's new state in another. An
-   * attempt whose line is not there yet (another instance accepted the call and has not written
-   * it) waits for a later flush, up to `waitMs` (a minute); `since` says when a waiting one first missed.
+   * Attempts in order, one statement: each line's new state and its attempts appended to its
+   * `attempt_log`, in the series the line is in when the update lands (another instance may have
+   * replayed it since this one saw it). An attempt whose line is not there yet (another instance
+   * accepted the call and has not written it) waits for a later flush, up to `waitMs` (a
+   * minute); `since` says when a waiting one first missed.
    */
   private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[], since: ReadonlyMap<AttemptRecord, number>): Promise<void> {
+    const keys = records.map((r) => storedKey(r.source, r.messageId));
     const unknown = new Map<string, { source: string; messageId: string }>();
-    for (const r of records) {
-      const key = storedKey(r.source, r.messageId);
-      if (!this.live.has(key)) unknown.set(key, r);
-    }
+    records.forEach((r, i) => {
+      if (!this.live.has(keys[i]!)) unknown.set(keys[i]!, r);
+    });
     const stored = await this.findLive(client, unknown.values());
     // Each line's attempts here, in order.
     const byLine = new Map<number, { key: string; records: AttemptRecord[] }>();
-    for (const record of records) {
-      const key = storedKey(record.source, record.messageId);
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i]!;
+      const key = keys[i]!;
       const found = this.live.get(key) ?? stored.get(key);
       if (found === undefined) {
         const first = since.get(record) ?? Date.now();
@@ -365,42 +366,22 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     }
     if (byLine.size === 0) return;
     const ids = [...byLine.keys()].sort((a, b) => a - b);
-    // The state after them (the previous state does not matter: the last attempt decides).
-    const of = ids.map((id) => {
-      const { key, records: attempts } = byLine.get(id)!;
-      const after = stateAfter(UNTRIED, attempts);
-      if (FINAL_STATES.has(after.state)) this.live.delete(key);
-      return { ...after, count: attempts.length };
-    });
-    // Only columns no index covers change, so PostgreSQL can update each line in place (HOT). The
-    // series comes back from the line itself: another instance may have replayed it since this one
-    // saw it.
-    const updated = await client.query<{ id: number; series: number }>({
+    // The last attempt decides: a line delivered or failed gets no more.
+    for (const { key, records: attempts } of byLine.values()) if (attempts.at(-1)!.outcome !== 'retry') this.live.delete(key);
+    // Only columns no index covers change, so PostgreSQL can update each line in place (HOT).
+    await client.query({
       name: 'eventrelay-log-states',
       text: `UPDATE log_messages l SET attempts = l.attempts + x.n,
          state = CASE WHEN ${NEWER} THEN x.state ELSE l.state END,
          updated_at = CASE WHEN ${NEWER} THEN x.updated_at ELSE l.updated_at END,
          finished_at = CASE WHEN ${NEWER} THEN x.finished_at ELSE l.finished_at END,
          reason = CASE WHEN ${NEWER} THEN x.reason ELSE l.reason END,
-         body = CASE WHEN x.erase AND ${NEWER} THEN NULL ELSE l.body END
-       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bool[]) AS x(id, n, state, updated_at, finished_at, reason, erase)
-       WHERE l.id = x.id
-       RETURNING l.id, l.series`,
-      values: [
-        numberArray(ids),
-        numberArray(of.map((l) => l.count)),
-        textArray(of.map((l) => l.state)),
-        numberArray(of.map((l) => l.updatedAt)),
-        numberArray(of.map((l) => l.finishedAt)),
-        textArray(of.map((l) => l.reason)),
-        of.map((l) => this.options.keepDelivered === 0 && l.state === 'delivered'),
-      ],
+         body = CASE WHEN $8::boolean AND x.state = 'delivered' AND ${NEWER} THEN NULL ELSE l.body END,
+         attempt_log = concat_ws(',', l.attempt_log, '[' || l.series || ',' || x.entries || ']')
+       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[]) AS x(id, n, state, updated_at, finished_at, reason, entries)
+       WHERE l.id = x.id`,
+      values: [...stateValues(ids, ids.map((id) => byLine.get(id)!.records)), this.options.keepDelivered === 0],
     });
-    const rows = attemptRows();
-    for (const { id, series } of updated.rows) {
-      for (const record of byLine.get(id)!.records) addAttemptRows(rows, id, series, record);
-    }
-    await insertAttempts(client, rows);
   }
 
   async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
@@ -487,7 +468,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
 
   async get(id: number): Promise<DeliveryDetail | undefined> {
     await this.drain();
-    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = $1`, [id]);
+    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE id = $1`, [id]);
     return rows[0] === undefined ? undefined : this.detail(rows[0]);
   }
 
@@ -502,7 +483,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
     await this.drain();
     const { rows } = await this.pool.query<LogRow>(
-      `SELECT ${COLUMNS}, body FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
+      `SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
        ORDER BY id`,
       [source, since, until],
     );

@@ -221,6 +221,18 @@ CREATE TABLE IF NOT EXISTS instance_minutes (
 );
 `,
   },
+  {
+    version: 9,
+    name: 'the delivery log: attempts kept in their line',
+    // A line's attempts as JSON text in the line (see attemptEntries in sql-rows.ts), appended by
+    // the update that writes the line's new state anyway: no row and no index entries per
+    // attempt. No index covers the column, so the update stays in place (HOT). Attempts written
+    // by earlier releases stay in log_attempts, read and pruned with their line. A nullable
+    // column without a default is added without rewriting the table.
+    up: `
+ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS attempt_log text;
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -101,6 +101,26 @@ const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, me
   SELECT s, d, k, m, b, c, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS x(s, d, k, m, b, c)`;
 
 /**
+ * A group commit: the messages new to the store (`m`), their deliveries (`d`, leased with `$14` as
+ * owner until `$13` when the request asked), and the counters (`c`); the rows are the new messages.
+ */
+const ACCEPT = `WITH m AS (
+  INSERT INTO messages (source, message_id, received_at)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+  ON CONFLICT DO NOTHING RETURNING source, message_id),
+d AS (
+  INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until)
+  SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0)
+  FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[]) AS x(o, s, d, k, m, b, c, l)
+  JOIN m ON m.source = x.s AND m.message_id = x.o
+  RETURNING id, source, message_id, destination, lease),
+c AS (
+  INSERT INTO counters (name, shard, value)
+  SELECT name, $11, value FROM (VALUES ('accepted', $12::bigint), ('duplicates', $12::bigint - (SELECT count(*) FROM m))) AS v(name, value)
+  ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+SELECT m.source, m.message_id, d.id, d.destination FROM m LEFT JOIN d ON d.lease = 1 AND d.source = m.source AND d.message_id = m.message_id`;
+
+/**
  * A ForwarderStore on PostgreSQL, shared by any number of forwarder processes. Deliveries are
  * claimed with `FOR UPDATE SKIP LOCKED` and a lease; messageIds are unique per source across
  * instances (primary key); an audience's syncs take an advisory lock; one pruner runs at a time.
@@ -227,119 +247,22 @@ export class PostgresStore implements ForwarderStore {
     });
   }
 
+  /**
+   * One statement, so one round trip and one commit: the messages new to the store, their
+   * deliveries (leased to this instance when it asked), and the counters. The work around the
+   * query is in plain functions (acceptPlan, settleGroup): this async one stays small for the JIT.
+   */
   private async commitGroup(group: readonly AcceptRequest[]): Promise<void> {
-    // The first occurrence of a key in the group is the candidate; later ones are duplicates.
-    const candidates = new Map<string, AcceptedMessage>();
-    const keys = group.map((request) => request.messages.map((m) => storedKey(m.source, m.messageId)));
-    /** The end of the lease each candidate's deliveries get, when its request asked for one. */
-    const leaseEnd = new Map<AcceptedMessage, number>();
-    let owner: string | undefined;
-    let total = 0;
-    group.forEach((request, r) => {
-      total += request.messages.length;
-      // One owner per commit (an instance leases to itself): another one's request is stored unleased.
-      const lease = request.lease !== undefined && (owner ??= request.lease.owner) === request.lease.owner ? request.lease : undefined;
-      request.messages.forEach((m, i) => {
-        if (candidates.has(keys[r]![i]!)) return;
-        candidates.set(keys[r]![i]!, m);
-        if (lease !== undefined) leaseEnd.set(m, lease.now + lease.ms);
-      });
-    });
-    // Sorted, so that two instances inserting the same ids lock them in the same order.
-    const sorted = [...candidates.values()].sort((a, b) => compare(a.source, b.source) || compare(a.messageId, b.messageId));
-    const d = {
-      owner: [] as string[],
-      source: [] as string[],
-      destination: [] as string[],
-      kind: [] as string[],
-      messageId: [] as string[],
-      body: [] as string[],
-      createdAt: [] as number[],
-      leasedUntil: [] as (number | null)[],
-    };
-    for (const m of sorted) {
-      const until = leaseEnd.get(m) ?? null;
-      for (const x of m.deliveries) {
-        d.leasedUntil.push(until);
-        d.owner.push(m.messageId);
-        d.source.push(m.source);
-        d.destination.push(x.destination);
-        d.kind.push(x.kind);
-        d.messageId.push(x.messageId);
-        d.body.push(x.body);
-        d.createdAt.push(x.createdAt);
-      }
-    }
-    let stored: Set<string>;
-    /** Ids of the deliveries leased as they were stored, by key and destination. */
-    const leasedIds = new Map<string, number>();
+    const plan = acceptPlan(group);
+    let rows: AcceptRow[];
     try {
-      // One statement, so one round trip and one commit: the messages new to the store, their
-      // deliveries (leased to this instance when it asked), and the counters.
-      const result = await this.pool.query<{ source: string; message_id: string; id: number | null; destination: string | null }>({
-        // Named: prepared once per connection, so the server does not parse and plan it per commit.
-        name: 'eventrelay-accept',
-        text: `WITH m AS (
-           INSERT INTO messages (source, message_id, received_at)
-           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
-           ON CONFLICT DO NOTHING RETURNING source, message_id),
-         d AS (
-           INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until)
-           SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0)
-           FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[]) AS x(o, s, d, k, m, b, c, l)
-           JOIN m ON m.source = x.s AND m.message_id = x.o
-           RETURNING id, source, message_id, destination, lease),
-         c AS (
-           INSERT INTO counters (name, shard, value)
-           SELECT name, $11, value FROM (VALUES ('accepted', $12::bigint), ('duplicates', $12::bigint - (SELECT count(*) FROM m))) AS v(name, value)
-           ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
-         SELECT m.source, m.message_id, d.id, d.destination FROM m LEFT JOIN d ON d.lease = 1 AND d.source = m.source AND d.message_id = m.message_id`,
-        values: [
-          textArray(sorted.map((m) => m.source)),
-          textArray(sorted.map((m) => m.messageId)),
-          numberArray(sorted.map((m) => m.receivedAt)),
-          textArray(d.owner),
-          textArray(d.source),
-          textArray(d.destination),
-          textArray(d.kind),
-          textArray(d.messageId),
-          textArray(d.body),
-          numberArray(d.createdAt),
-          shard(),
-          total,
-          numberArray(d.leasedUntil),
-          owner ?? null,
-        ],
-      });
-      stored = new Set<string>();
-      for (const r of result.rows) {
-        const key = storedKey(r.source, r.message_id);
-        stored.add(key);
-        if (r.id !== null) leasedIds.set(`${key}\u0000${r.destination}`, r.id);
-      }
+      // Named: prepared once per connection, so the server does not parse and plan it per commit.
+      rows = (await this.pool.query<AcceptRow>({ name: 'eventrelay-accept', text: ACCEPT, values: plan.values })).rows;
     } catch (error) {
       for (const request of group) request.reject(error);
       return;
     }
-    group.forEach((request, r) => {
-      // Counted once: the first request of the group that carries it.
-      const repeated = keys[r]!.map((key) => !stored.delete(key));
-      const count = repeated.filter((x) => !x).length;
-      const result = { stored: count, duplicates: request.messages.length - count, repeated };
-      if (request.lease === undefined || request.lease.owner !== owner) {
-        request.resolve(result);
-        return;
-      }
-      const leased: PendingDelivery[] = [];
-      request.messages.forEach((m, i) => {
-        if (repeated[i]) return;
-        for (const x of m.deliveries) {
-          const id = leasedIds.get(`${keys[r]![i]!}\u0000${x.destination}`);
-          if (id !== undefined) leased.push(leasedDelivery(x, id));
-        }
-      });
-      request.resolve({ ...result, leased });
-    });
+    settleGroup(group, plan, rows);
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
@@ -567,6 +490,127 @@ export class PostgresStore implements ForwarderStore {
 
   private assertOpen(): void {
     if (this.closed) throw new StoreError('The store is closed', 'ERR_STORE_CLOSED');
+  }
+}
+
+/** A row of ACCEPT: a message new to the store, with the id of its delivery when the commit leased it. */
+interface AcceptRow {
+  source: string;
+  message_id: string;
+  id: number | null;
+  destination: string | null;
+}
+
+/** A group commit's statement parameters, with what settleGroup needs to answer its requests. */
+interface AcceptPlan {
+  /** Each request's message keys, in order. */
+  readonly keys: readonly (readonly string[])[];
+  /** The instance the commit leases to (one owner per commit: an instance leases to itself). */
+  readonly owner: string | undefined;
+  readonly values: unknown[];
+}
+
+function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
+  // The first occurrence of a key in the group is the candidate; later ones are duplicates.
+  const candidates = new Map<string, AcceptedMessage>();
+  const keys = group.map((request) => request.messages.map((m) => storedKey(m.source, m.messageId)));
+  /** The end of the lease each candidate's deliveries get, when its request asked for one. */
+  const leaseEnd = new Map<AcceptedMessage, number>();
+  let owner: string | undefined;
+  let total = 0;
+  for (let r = 0; r < group.length; r++) {
+    const request = group[r]!;
+    total += request.messages.length;
+    // Another instance's request is stored unleased.
+    const lease = request.lease !== undefined && (owner ??= request.lease.owner) === request.lease.owner ? request.lease : undefined;
+    for (let i = 0; i < request.messages.length; i++) {
+      const key = keys[r]![i]!;
+      if (candidates.has(key)) continue;
+      const m = request.messages[i]!;
+      candidates.set(key, m);
+      if (lease !== undefined) leaseEnd.set(m, lease.now + lease.ms);
+    }
+  }
+  // Sorted, so that two instances inserting the same ids lock them in the same order.
+  const sorted = [...candidates.values()].sort((a, b) => compare(a.source, b.source) || compare(a.messageId, b.messageId));
+  const source: string[] = [];
+  const messageId: string[] = [];
+  const receivedAt: number[] = [];
+  const d = {
+    owner: [] as string[],
+    source: [] as string[],
+    destination: [] as string[],
+    kind: [] as string[],
+    messageId: [] as string[],
+    body: [] as string[],
+    createdAt: [] as number[],
+    leasedUntil: [] as (number | null)[],
+  };
+  for (const m of sorted) {
+    source.push(m.source);
+    messageId.push(m.messageId);
+    receivedAt.push(m.receivedAt);
+    const until = leaseEnd.get(m) ?? null;
+    for (const x of m.deliveries) {
+      d.leasedUntil.push(until);
+      d.owner.push(m.messageId);
+      d.source.push(m.source);
+      d.destination.push(x.destination);
+      d.kind.push(x.kind);
+      d.messageId.push(x.messageId);
+      d.body.push(x.body);
+      d.createdAt.push(x.createdAt);
+    }
+  }
+  const values = [
+    textArray(source),
+    textArray(messageId),
+    numberArray(receivedAt),
+    textArray(d.owner),
+    textArray(d.source),
+    textArray(d.destination),
+    textArray(d.kind),
+    textArray(d.messageId),
+    textArray(d.body),
+    numberArray(d.createdAt),
+    shard(),
+    total,
+    numberArray(d.leasedUntil),
+    owner ?? null,
+  ];
+  return { keys, owner, values };
+}
+
+/** Answers each request of a committed group: which of its messages were new, and the deliveries leased to it. */
+function settleGroup(group: readonly AcceptRequest[], plan: AcceptPlan, rows: readonly AcceptRow[]): void {
+  const stored = new Set<string>();
+  /** Ids of the deliveries leased as they were stored, by key and destination. */
+  const leasedIds = new Map<string, number>();
+  for (const row of rows) {
+    const key = storedKey(row.source, row.message_id);
+    stored.add(key);
+    if (row.id !== null) leasedIds.set(`${key}\u0000${row.destination}`, row.id);
+  }
+  for (let r = 0; r < group.length; r++) {
+    const request = group[r]!;
+    const keys = plan.keys[r]!;
+    // Counted once: the first request of the group that carries it.
+    const repeated = keys.map((key) => !stored.delete(key));
+    const count = repeated.filter((x) => !x).length;
+    const result = { stored: count, duplicates: request.messages.length - count, repeated };
+    if (request.lease === undefined || request.lease.owner !== plan.owner) {
+      request.resolve(result);
+      continue;
+    }
+    const leased: PendingDelivery[] = [];
+    request.messages.forEach((m, i) => {
+      if (repeated[i]) return;
+      for (const x of m.deliveries) {
+        const id = leasedIds.get(`${keys[i]!}\u0000${x.destination}`);
+        if (id !== undefined) leased.push(leasedDelivery(x, id));
+      }
+    });
+    request.resolve({ ...result, leased });
   }
 }
 

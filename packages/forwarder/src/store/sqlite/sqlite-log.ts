@@ -3,7 +3,7 @@ import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from '../delivery-log';
 import { BufferedDeliveryLog } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
-import { toDeliveryDetail, toLoggedMessage } from '../sql-rows';
+import { attemptEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
 import type {
   AttemptRecord,
@@ -35,11 +35,13 @@ CREATE TABLE IF NOT EXISTS log_messages (
   updated_at INTEGER NOT NULL,
   finished_at INTEGER,
   reason TEXT,
-  body TEXT
+  body TEXT,
+  attempt_log TEXT
 );
 CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
 CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
 CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL;
+-- Attempts written by releases before attempt_log; read and pruned with their line.
 CREATE TABLE IF NOT EXISTS log_attempts (
   id INTEGER PRIMARY KEY,
   delivery_id INTEGER NOT NULL,
@@ -108,8 +110,10 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     super();
     db.exec(SCHEMA);
     // A log made by an earlier release: its attempts gain the next attempt time (null for the old ones).
-    const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('log_attempts') as string[];
-    if (!columns.includes('next_attempt_at')) db.exec('ALTER TABLE log_attempts ADD COLUMN next_attempt_at INTEGER');
+    const columns = (table: string) => db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(table) as string[];
+    if (!columns('log_attempts').includes('next_attempt_at')) db.exec('ALTER TABLE log_attempts ADD COLUMN next_attempt_at INTEGER');
+    // And its lines keep their attempts from now on (see attemptEntries): no row and no index entry per attempt.
+    if (!columns('log_messages').includes('attempt_log')) db.exec('ALTER TABLE log_messages ADD COLUMN attempt_log TEXT');
     this.statements = {
       insert: db.prepare(
         `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
@@ -117,20 +121,17 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       ),
       // A call with the attempts made on it before the flush that writes it: in its state after them.
       insertAttempted: db.prepare(
-        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       findLive: db.prepare(
         `SELECT id, series FROM log_messages WHERE source = ? AND message_id = ? AND state NOT IN ('duplicate', 'refused', 'filtered')
          ORDER BY id DESC LIMIT 1`,
       ),
-      // One statement per attempt: the new state follows from the outcome alone.
+      // One statement per attempt: the new state follows from the outcome alone; the attempt joins the line's.
       update: db.prepare(
         `UPDATE log_messages SET state = ?, attempts = attempts + 1, updated_at = ?, finished_at = ?, reason = ?,
-         body = CASE WHEN ? THEN NULL ELSE body END WHERE id = ?`,
-      ),
-      insertAttempt: db.prepare(
-        'INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+         body = CASE WHEN ? THEN NULL ELSE body END, attempt_log = coalesce(attempt_log || ',', '') || ? WHERE id = ?`,
       ),
       replay: db.prepare(
         `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL
@@ -139,10 +140,10 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       unreplay: db.prepare(
         `UPDATE log_messages SET series = series - 1, state = ?, updated_at = ?, finished_at = ?, reason = ? WHERE id = ? AND series = ? AND state = 'pending'`,
       ),
-      get: db.prepare(`SELECT ${COLUMNS}, body FROM log_messages WHERE id = ?`),
+      get: db.prepare(`SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE id = ?`),
       attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
       failed: db.prepare(
-        `SELECT ${COLUMNS}, body FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
+        `SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
          ORDER BY id`,
       ),
       pruneIds: db.prepare(`SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
@@ -220,17 +221,10 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       line.finishedAt,
       line.reason,
       keepBody ? (call.body ?? null) : null,
+      `[1,${attemptEntries(attempts)}]`,
     );
     const id = Number(lastInsertRowid);
-    for (const record of attempts) this.insertAttemptRows(id, 1, record);
     if (!FINAL_STATES.has(line.state)) this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
-  }
-
-  private insertAttemptRows(id: number, series: number, record: AttemptRecord): void {
-    const next = record.nextAttemptAt ?? null;
-    for (const u of record.urls) {
-      this.statements.insertAttempt.run(id, series, record.attempt, record.at, u.url, u.status, u.error, u.durationMs, record.outcome, next);
-    }
   }
 
   private applyAttempt(record: AttemptRecord): void {
@@ -238,11 +232,11 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     const key = `${record.source}\u0000${record.messageId}`;
     const found = this.live.get(key) ?? (s.findLive.get(record.source, record.messageId) as { id: number; series: number } | undefined);
     if (found === undefined) return;
-    this.insertAttemptRows(found.id, found.series, record);
     const next = { state: 'pending' as DeliveryState, attempts: 0, updatedAt: 0, finishedAt: null as number | null, reason: null as string | null };
     applyAttempt(next, record);
     const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
-    if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, found.id).changes === 0) return;
+    const entries = `[${found.series},${attemptEntries([record])}]`;
+    if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, entries, found.id).changes === 0) return;
     if (erase === 1) this.erased = true;
     if (FINAL_STATES.has(next.state)) this.live.delete(key);
   }

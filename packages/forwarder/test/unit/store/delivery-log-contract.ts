@@ -156,6 +156,20 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
       expect((await log.list({ messageId: 'd1', limit: 10 })).map((r) => r.state)).to.deep.equal(['duplicate', 'delivered']);
     });
 
+    it('sends an attempt to the line it was made on when a newer line of its messageId comes in the same flush', async () => {
+      log = await make(0);
+      log.add([call('again')]);
+      await log.list({ limit: 1 });
+      // The retention forgot the messageId: a client sends it again while the first call's attempt is being written.
+      log.attempt(attempt('again', 1, 'delivered', T0 + 5));
+      log.add([call('again', { receivedAt: T0 + 10 })]);
+      const lines = await log.list({ messageId: 'again', limit: 10 });
+      expect(lines.map((l) => [l.receivedAt, l.state, l.attempts])).to.deep.equal([
+        [T0 + 10, 'pending', 0],
+        [T0, 'delivered', 1],
+      ]);
+    });
+
     it('stores filtered and refused calls as finished, with why and without a body', async () => {
       log = await make(0);
       log.add([call('x1', { state: 'filtered', body: undefined, reason: 'integrations' })]);

@@ -71,3 +71,57 @@ describe('SqliteDeliveryLog: attempts made before the flush that writes their ca
     db.close();
   });
 });
+
+describe('SqliteDeliveryLog: attempts kept in their line', () => {
+  /** The log's tables as the release before attempt_log made them. */
+  const BEFORE = `
+    CREATE TABLE log_messages (id INTEGER PRIMARY KEY, source TEXT NOT NULL, kind TEXT NOT NULL, message_id TEXT NOT NULL, type TEXT, user_id TEXT,
+      received_at INTEGER NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, series INTEGER NOT NULL DEFAULT 1, updated_at INTEGER NOT NULL,
+      finished_at INTEGER, reason TEXT, body TEXT);
+    CREATE TABLE log_attempts (id INTEGER PRIMARY KEY, delivery_id INTEGER NOT NULL, series INTEGER NOT NULL, attempt INTEGER NOT NULL, at INTEGER NOT NULL,
+      url TEXT NOT NULL, status INTEGER, error TEXT, duration_ms INTEGER NOT NULL, outcome TEXT NOT NULL, next_attempt_at INTEGER);`;
+
+  it('writes no attempt row: a retried and delivered line shows both attempts from the line itself', async () => {
+    const db = new Database(':memory:');
+    const log = new SqliteDeliveryLog(db, { keepDelivered: 0 });
+    log.add([call('own')]);
+    await log.list({ limit: 1 });
+    log.attempt(attempt('own', 1, 'retry', T0 + 5));
+    log.attempt(attempt('own', 2, 'delivered', T0 + 50));
+    const detail = (await log.get((await log.list({ limit: 1 }))[0]!.id))!;
+    expect(detail.attemptLog.map((a) => [a.series, a.attempt, a.status, a.outcome])).to.deep.equal([
+      [1, 1, 503, 'retry'],
+      [1, 2, 200, 'delivered'],
+    ]);
+    expect(db.prepare('SELECT count(*) AS n FROM log_attempts').get()).to.deep.equal({ n: 0 });
+    await log.close();
+  });
+
+  it("shows a line's attempts written by the earlier release with those it keeps now, in order, and prunes both", async () => {
+    const db = new Database(':memory:');
+    db.exec(BEFORE);
+    const { lastInsertRowid } = db
+      .prepare(
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, reason, body)
+         VALUES ('web', 'message', 'old', 'track', 'u1', ?, 'retrying', 1, ?, 'HTTP 503 from http://hooks.test/in', '{}')`,
+      )
+      .run(T0, T0 + 10);
+    const id = Number(lastInsertRowid);
+    db.prepare(
+      `INSERT INTO log_attempts (delivery_id, series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at)
+       VALUES (?, 1, 1, ?, 'http://hooks.test/in', 503, 'HTTP', 12, 'retry', ?)`,
+    ).run(id, T0 + 10, T0 + 400);
+    const log = new SqliteDeliveryLog(db, { keepDelivered: 0 });
+    log.attempt(attempt('old', 2, 'delivered', T0 + 400));
+    const detail = (await log.get(id))!;
+    expect(detail).to.include({ state: 'delivered', attempts: 2, body: null });
+    expect(detail.attemptLog.map((a) => [a.series, a.attempt, a.at, a.status, a.outcome, a.nextAttemptAt])).to.deep.equal([
+      [1, 1, T0 + 10, 503, 'retry', T0 + 400],
+      [1, 2, T0 + 400, 200, 'delivered', null],
+    ]);
+    expect(await log.prune(T0 + 401, T0 + 401)).to.equal(2);
+    expect(await log.get(id)).to.equal(undefined);
+    expect(db.prepare('SELECT count(*) AS n FROM log_attempts').get()).to.deep.equal({ n: 0 });
+    await log.close();
+  });
+});
