@@ -185,6 +185,11 @@ export class Scheduler {
    * passed (a delivery another instance stored unleased and left, which no due time announces).
    */
   private readonly caughtUp = new Map<string, number>();
+  /**
+   * Counts the times `caughtUp` was unset (new work stored, given back or due): a claim that began
+   * before the last of them may have missed that work, so it cannot set `caughtUp` itself.
+   */
+  private invalidations = 0;
   private readonly idleWait: number;
   private readonly lease: LeaseRequest;
   private timer: TimerHandle | undefined;
@@ -260,8 +265,15 @@ export class Scheduler {
 
   /** Deliveries of `source` were stored unleased: claim them. */
   stored(source: string): void {
-    this.caughtUp.delete(source);
+    this.notCaughtUp(source);
     this.kick();
+  }
+
+  /** New work of `source` (of every source without one) may be in the store: the next round claims. */
+  private notCaughtUp(source?: string): void {
+    this.invalidations++;
+    if (source === undefined) this.caughtUp.clear();
+    else this.caughtUp.delete(source);
   }
 
   /** Whether the store may have deliveries of `source` due at `now` that no claim of this loop took. */
@@ -317,14 +329,14 @@ export class Scheduler {
         log('could not hand back %d deliveries: %s', outcomes.length, (error as Error).message);
       }
       // Due in the store now (or at its lease's end): claimed like any other.
-      for (const d of deliveries) this.caughtUp.delete(d.source);
+      for (const d of deliveries) this.notCaughtUp(d.source);
       this.kick();
     });
   }
 
   /** New work in the store: look at it now. */
   wake(): void {
-    this.caughtUp.clear();
+    this.notCaughtUp();
     this.kick();
   }
 
@@ -413,6 +425,7 @@ export class Scheduler {
             continue;
           }
           this.claimedAt.set(source, now);
+          const invalidations = this.invalidations;
           const due = await this.store.claim(source, now, share, this.lease);
           for (const delivery of due) {
             // Claimed again while its attempt still runs here (an attempt longer than the lease):
@@ -420,7 +433,8 @@ export class Scheduler {
             if (!this.inFlight.has(delivery.id) && !this.recording.has(delivery.id)) this.launch(delivery, now);
           }
           if (this.stopped) return;
-          if (due.length === share) {
+          if (due.length === share || this.invalidations !== invalidations) {
+            // More due, or work stored while the claim ran, which it may not have seen: claim again.
             more = true;
           } else {
             // Every delivery due by `now` is claimed: none to claim until the next due time.
@@ -553,7 +567,7 @@ export class Scheduler {
       if (outcome.status === 'retry' && known !== undefined && (known.at === undefined || known.at <= now || outcome.nextAttemptAt < known.at)) {
         known.at = outcome.nextAttemptAt;
       } else if (outcome.status === 'retry' && known === undefined) {
-        this.caughtUp.delete(report.source);
+        this.notCaughtUp(report.source);
       }
     }
     for (const { report } of batch) {

@@ -118,6 +118,35 @@ describe('Scheduler: deliveries handed over at acceptance', () => {
     expect(scheduler.handOff('web', clock.now())).to.not.equal(undefined);
   });
 
+  it('claims again at once what was stored while a claim ran that could not see it (no wait for the next second)', async () => {
+    /** A claim that answers what the store held when it began, once the test lets it go. */
+    class HeldClaims extends CountingStore {
+      readonly gates: (() => void)[] = [];
+      hold = false;
+      override async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
+        const due = await super.claim(source, now, limit, lease);
+        if (this.hold) await new Promise<void>((resolve) => this.gates.push(resolve));
+        return due;
+      }
+    }
+    const held = new HeldClaims();
+    store = held;
+    create(8).start();
+    await flushMicrotasks();
+    held.hold = true;
+    scheduler.wake();
+    await flushMicrotasks();
+    expect(held.gates).to.have.length(1);
+    // Stored unleased while that claim runs (its answer, empty, predates it).
+    await store.enqueue([message('late').deliveries[0]!]);
+    scheduler.stored('web');
+    held.hold = false;
+    held.gates.shift()!();
+    await flushMicrotasks();
+    // Attempted without the clock moving: the loop did not take the old answer for caught up.
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"late"}']);
+  });
+
   it('gives back at stop() what it holds: due at once for another instance, no attempt counted', async () => {
     create(1).start();
     await flushMicrotasks();
