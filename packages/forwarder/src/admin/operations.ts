@@ -114,24 +114,25 @@ export class Operations {
     // Which messages were repeats: the store says (a log could not always tell: the first call
     // may be on another instance, not written yet).
     const { repeated } = result;
-    const entries: LogCall[] = accepted.map((m, i) => {
+    // One literal per state, every field in it: no spread of a shared part per call.
+    const entries: LogCall[] = [];
+    for (let i = 0; i < accepted.length; i++) {
+      const m = accepted[i]!;
       const call = calls?.[i];
-      const common = {
-        source: m.source,
-        kind: 'message' as const,
-        messageId: m.messageId,
-        type: call?.type,
-        userId: call === undefined ? undefined : userIdOf(call),
-        receivedAt: m.receivedAt,
-      };
-      if (repeated[i] === true) return { ...common, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON };
+      const type = call?.type;
+      const userId = call === undefined ? undefined : userIdOf(call);
+      if (repeated[i] === true) {
+        entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON });
+        continue;
+      }
       const body = m.deliveries[0]?.body;
       if (body === undefined) {
         const reason = webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on';
-        return { ...common, body, state: 'filtered', reason };
+        entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'filtered', reason });
+        continue;
       }
-      return { ...common, body, state: 'pending' };
-    });
+      entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'pending' });
+    }
     this.log?.add(entries);
     if (this.live.active) {
       for (const e of entries) {
