@@ -207,11 +207,17 @@ export class SqliteStore implements ForwarderStore {
     this.acceptTx = db.transaction((requests: readonly AcceptRequest[]) => {
       let total = 0;
       let duplicates = 0;
-      const results = requests.map(({ messages, lease }): AcceptResult => {
+      const results: AcceptResult[] = [];
+      for (const { messages, lease } of requests) {
         let stored = 0;
         const leased: PendingDelivery[] = [];
-        const repeated = messages.map((m) => {
-          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) return true;
+        const repeated: boolean[] = [];
+        for (const m of messages) {
+          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) {
+            repeated.push(true);
+            continue;
+          }
+          repeated.push(false);
           stored++;
           for (const d of m.deliveries) {
             if (lease === undefined) {
@@ -221,13 +227,15 @@ export class SqliteStore implements ForwarderStore {
             const row = s.insertLeased.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, lease.now + lease.ms, lease.owner);
             leased.push(leasedDelivery(d, Number(row.lastInsertRowid)));
           }
-          return false;
-        });
+        }
         total += messages.length;
         duplicates += messages.length - stored;
-        const result = { stored, duplicates: messages.length - stored, repeated };
-        return lease === undefined ? result : { ...result, leased };
-      });
+        results.push(
+          lease === undefined
+            ? { stored, duplicates: messages.length - stored, repeated }
+            : { stored, duplicates: messages.length - stored, repeated, leased },
+        );
+      }
       s.addCounter.run(total, 'accepted');
       if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');
       return results;
