@@ -556,7 +556,11 @@ export class Scheduler {
     if (batch.length === 0) return;
     let stale: ReadonlySet<number> = new Set();
     try {
-      const recorded = await this.store.record(batch.map((b) => b.outcome));
+      // By push, not Array#map: a list whose elements kind changes once this function is
+      // optimized sends the store's reader of it back to the interpreter.
+      const outcomes: DeliveryOutcome[] = [];
+      for (const b of batch) outcomes.push(b.outcome);
+      const recorded = await this.store.record(outcomes);
       if (recorded.stale.length > 0) log('%d outcomes not written: finished already, or the lease went to another claim', recorded.stale.length);
       stale = new Set(recorded.stale);
     } catch (error) {
