@@ -93,6 +93,8 @@ export class SqliteStore implements ForwarderStore {
   private readonly acceptTx: (requests: readonly AcceptRequest[]) => AcceptResult[];
   private readonly durable: boolean;
   private syncMode: 'FULL' | 'NORMAL' | undefined;
+  private syncFull!: BetterSqlite3.Statement;
+  private syncNormal!: BetterSqlite3.Statement;
   /** Requests waiting for the next group commit. */
   private acceptQueue: Array<AcceptRequest & { resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
   private readonly enqueueTx: (deliveries: readonly NewDelivery[]) => void;
@@ -126,6 +128,8 @@ export class SqliteStore implements ForwarderStore {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('secure_delete = ON');
       this.durable = (options.synchronous ?? 'full') === 'full';
+      this.syncFull = this.db.prepare('PRAGMA synchronous = FULL');
+      this.syncNormal = this.db.prepare('PRAGMA synchronous = NORMAL');
       this.sync(this.durable ? 'FULL' : 'NORMAL');
       migrateSqlite(this.db);
       // No other process can hold a lease here: what a killed predecessor had claimed is due now.
@@ -306,10 +310,14 @@ export class SqliteStore implements ForwarderStore {
     }
   }
 
-  /** Sets `PRAGMA synchronous` when it differs: accepted messages get FULL, outcomes NORMAL. */
+  /**
+   * Sets `PRAGMA synchronous` when it differs: accepted messages get FULL, outcomes NORMAL. The
+   * two statements are prepared once: `pragma()` prepares one per call, and the mode changes
+   * about twice per group commit.
+   */
   private sync(mode: 'FULL' | 'NORMAL'): void {
     if (this.syncMode === mode) return;
-    this.db.pragma(`synchronous = ${mode}`);
+    (mode === 'FULL' ? this.syncFull : this.syncNormal).run();
     this.syncMode = mode;
   }
 
