@@ -504,22 +504,24 @@ interface AcceptRow {
 }
 
 /** A group commit's statement parameters, with what settleGroup needs to answer its requests. */
+interface OutcomeColumns {
+  readonly id: number[];
+  readonly lease: number[];
+  readonly status: number[];
+  readonly attempts: number[];
+  readonly firstAt: (number | null)[];
+  readonly at: number[];
+  readonly error: (string | null)[];
+}
+
 /**
  * The columns of `eventrelay-record`, by id (so that concurrent writers lock rows in one order),
  * built in one loop: arrays by push, never by Array#map, whose results have another elements
  * kind once their caller is optimized, which sent the statement's functions back to the interpreter.
  */
-function outcomeColumns(outcomes: readonly DeliveryOutcome[]): {
-  id: number[];
-  lease: number[];
-  status: number[];
-  attempts: number[];
-  firstAt: (number | null)[];
-  at: number[];
-  error: (string | null)[];
-} {
+function outcomeColumns(outcomes: readonly DeliveryOutcome[]): OutcomeColumns {
   const sorted = outcomes.slice().sort((a, b) => a.id - b.id);
-  const c = { id: [] as number[], lease: [] as number[], status: [] as number[], attempts: [] as number[], firstAt: [] as (number | null)[], at: [] as number[], error: [] as (string | null)[] };
+  const c: OutcomeColumns = { id: [], lease: [], status: [], attempts: [], firstAt: [], at: [], error: [] };
   for (const o of sorted) {
     c.id.push(o.id);
     c.lease.push(o.lease);
