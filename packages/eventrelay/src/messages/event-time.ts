@@ -24,19 +24,31 @@ export const TIMESTAMP_EXPECTED = 'a Date or an ISO 8601 date-time with a time z
  * or out-of-range Date, a string that is not an RFC 3339 date-time, a number, a Proxy).
  */
 export function timestampMs(value: unknown): number | undefined {
-  let ms: number;
   if (typeof value === 'string') {
-    if (!isTimestamp(value)) return undefined;
-    ms = parseRfc3339(value);
-  } else if (value instanceof Date) {
+    // The rules check a message's timestamp and its event time reads it next: parsed once.
+    if (value === lastText) return lastMs;
+    const parsed = isTimestamp(value) ? inRange(parseRfc3339(value)) : undefined;
+    lastText = value;
+    lastMs = parsed;
+    return parsed;
+  }
+  if (value instanceof Date) {
+    let ms: number;
     try {
       ms = getTime.call(value);
     } catch {
       return undefined; // a Proxy around a Date, say
     }
-  } else {
-    return undefined;
+    return inRange(ms);
   }
+  return undefined;
+}
+
+/** The last string `timestampMs` read, and what it made of it (a pure function of the text). */
+let lastText: string | undefined;
+let lastMs: number | undefined;
+
+function inRange(ms: number): number | undefined {
   return ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS ? ms : undefined;
 }
 
@@ -47,6 +59,7 @@ export function isoTimestamp(ms: number): string {
 
 /** Epoch ms of an RFC 3339 string `isTimestamp` accepted (lowercase t/z, a leap second). */
 function parseRfc3339(value: string): number {
+  if (isCanonical(value)) return Date.parse(value);
   const upper = value.toUpperCase();
   const ms = Date.parse(upper);
   if (!Number.isNaN(ms)) return ms;
@@ -88,4 +101,29 @@ export function eventTimeMs(message: EventTimeInput, options: EventTimeOptions):
 
 function present(value: unknown): boolean {
   return value !== undefined && value !== null;
+}
+
+/**
+ * Whether an RFC 3339 string `isTimestamp` accepted is already in the webhook form
+ * `YYYY-MM-DDTHH:mm:ss.sssZ` (what `toISOString` and every eventrelay client send), second 60
+ * aside: then it is its own `isoTimestamp`, and `Date.parse` reads it as it is.
+ */
+function isCanonical(value: string): boolean {
+  return (
+    value.length === 24 &&
+    value.charCodeAt(10) === 84 &&
+    value.charCodeAt(19) === 46 &&
+    value.charCodeAt(23) === 90 &&
+    !(value.charCodeAt(17) === 54 && value.charCodeAt(18) === 48)
+  );
+}
+
+/**
+ * `isoTimestamp(eventTimeMs(message, options))`: the event time in the webhook form. A valid
+ * `timestamp` already in that form is returned as it is, without a round trip through a Date.
+ */
+export function eventTimestamp(message: EventTimeInput, options: EventTimeOptions): string {
+  const timestamp = message.timestamp;
+  if (typeof timestamp === 'string' && isCanonical(timestamp) && timestampMs(timestamp) !== undefined) return timestamp;
+  return isoTimestamp(eventTimeMs(message, options));
 }

@@ -114,24 +114,25 @@ export class Operations {
     // Which messages were repeats: the store says (a log could not always tell: the first call
     // may be on another instance, not written yet).
     const { repeated } = result;
-    const entries: LogCall[] = accepted.map((m, i) => {
+    // One literal per state, every field in it: no spread of a shared part per call.
+    const entries: LogCall[] = [];
+    for (let i = 0; i < accepted.length; i++) {
+      const m = accepted[i]!;
       const call = calls?.[i];
-      const common = {
-        source: m.source,
-        kind: 'message' as const,
-        messageId: m.messageId,
-        type: call?.type,
-        userId: call === undefined ? undefined : userIdOf(call),
-        receivedAt: m.receivedAt,
-      };
-      if (repeated[i] === true) return { ...common, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON };
+      const type = call?.type;
+      const userId = call === undefined ? undefined : userIdOf(call);
+      if (repeated[i] === true) {
+        entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON });
+        continue;
+      }
       const body = m.deliveries[0]?.body;
       if (body === undefined) {
         const reason = webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on';
-        return { ...common, body, state: 'filtered', reason };
+        entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'filtered', reason });
+        continue;
       }
-      return { ...common, body, state: 'pending' };
-    });
+      entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'pending' });
+    }
     this.log?.add(entries);
     if (this.live.active) {
       for (const e of entries) {
@@ -220,34 +221,27 @@ export class Operations {
     // An attempt in flight when its source was deleted: the delivery was given up, its line is failed.
     if (!this.host.sources.has(report.source)) return;
     const at = this.host.now();
-    const record: AttemptRecord = {
-      source: report.source,
-      messageId: report.messageId,
-      attempt: result.attempt,
-      at,
-      outcome: result.status,
-      ...(result.status === 'failed' ? { reason: result.reason } : {}),
-      ...(result.status === 'retry' ? { nextAttemptAt: result.nextAttemptAt } : {}),
-      urls: result.outcomes.map((o) => ({
-        url: o.url,
-        status: o.status ?? null,
-        error: o.status === undefined ? (o.error?.code ?? 'error') : null,
-        durationMs: o.durationMs,
-      })),
-    };
+    const urls = result.outcomes.map((o) => ({
+      url: o.url,
+      status: o.status ?? null,
+      error: o.status === undefined ? (o.error?.code ?? 'error') : null,
+      durationMs: o.durationMs,
+    }));
+    // A literal per outcome, with exactly its fields: no spread per attempt.
+    const { source, messageId } = report;
+    const record: AttemptRecord =
+      result.status === 'delivered'
+        ? { source, messageId, attempt: result.attempt, at, outcome: 'delivered', urls }
+        : result.status === 'failed'
+          ? { source, messageId, attempt: result.attempt, at, outcome: 'failed', reason: result.reason, urls }
+          : { source, messageId, attempt: result.attempt, at, outcome: 'retry', nextAttemptAt: result.nextAttemptAt, urls };
     // An outcome the store refused (the delivery was given up with its deleted source, or finished
     // through another claim) must not reopen or rewrite a line that is already finished.
     if (report.stale !== true) this.log?.attempt(record);
-    for (const u of record.urls) {
+    for (const u of urls) {
       this.health.record(report.source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
     }
-    this.metrics?.attempt(
-      report.source,
-      result.status,
-      record.urls.map((u) => u.durationMs),
-      report.createdAt,
-      at,
-    );
+    this.metrics?.attempt(report.source, result.status, urls, report.createdAt, at);
     if (result.status !== 'retry') this.timeline.finished(at, result.status);
     if (this.live.active) {
       this.live.publish('attempt', report.source, {

@@ -1,5 +1,4 @@
 import createDebug from 'debug';
-import PQueue from 'p-queue';
 import { systemClock } from 'eventrelay/internal';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import { EventRelayError, HttpError } from 'eventrelay/internal';
@@ -100,7 +99,11 @@ export class WebhookDestination {
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #transport: Transport;
-  readonly #queue: PQueue;
+  /** Attempts in flight (at most `concurrency`), and those waiting for a slot, oldest first. */
+  #active = 0;
+  readonly #waiting: Array<() => void> = [];
+  /** Resolves `close()`'s wait once no attempt is in flight. */
+  #idle: (() => void) | undefined;
   /** X-Signature key (the current secret), when the destination signs that way. */
   readonly #key: KeyObject | undefined;
   /** Standard Webhooks keys, current first; empty when it does not sign that way. */
@@ -119,7 +122,6 @@ export class WebhookDestination {
     this.#random = internals.random ?? Math.random;
     this.#transport =
       options.transport ?? new UndiciTransport({ connectTimeout: this.#options.timeout, ...(options.ca === undefined ? {} : { ca: options.ca }) });
-    this.#queue = new PQueue({ concurrency: this.#options.concurrency });
     const { secrets, signing } = this.#options;
     this.#key = signing === 'standard-webhooks' || secrets.length === 0 ? undefined : signingKey(secrets[0]!);
     this.#standardKeys =
@@ -209,9 +211,12 @@ export class WebhookDestination {
    * attempt: when the budget has none soon, or the destination closes meanwhile, nothing is sent
    * and the answer is `retry` without outcomes, due when slots may be had.
    */
-  async #attemptInTurn(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
+  #attemptInTurn(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
     const gate = this.#gate;
-    if (gate === undefined) return this.#attempt(prepared, state);
+    return gate === undefined ? this.#attempt(prepared, state) : this.#attemptWithSlot(prepared, state, gate);
+  }
+
+  async #attemptWithSlot(prepared: PreparedBody, state: AttemptState, gate: RateGate): Promise<AttemptResult> {
     const slot = gate.tryTake(this.#clock.now(), state.skip) ?? (await gate.take(state.skip));
     if ('blockedUntil' in slot) return waiting(state.attempt, slot.blockedUntil);
     if (slot.at > this.#clock.now() && !(await this.#sleepUntil(slot.at))) return waiting(state.attempt, this.#clock.now());
@@ -233,7 +238,7 @@ export class WebhookDestination {
       sleeper.wake(false);
     }
     this.#sleepers.clear();
-    await this.#queue.onIdle();
+    if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
     this.#transport.close?.();
     log('closed');
   }
@@ -282,7 +287,17 @@ export class WebhookDestination {
   #attempt(prepared: PreparedBody, state: AttemptState, deadline = Infinity): Promise<AttemptResult> {
     const skip = state.skip;
     const webhooks = skip === undefined || skip.length === 0 ? this.#options.webhooks : this.#options.webhooks.filter((w) => !skip.includes(w.index));
-    return this.#queue.add(async () => {
+    // A free slot is taken at once; otherwise the attempt waits its turn (first come, first served).
+    if (this.#active < this.#options.concurrency) {
+      this.#active++;
+      return this.#run(prepared, state, webhooks, deadline);
+    }
+    return new Promise<void>((resolve) => this.#waiting.push(resolve)).then(() => this.#run(prepared, state, webhooks, deadline));
+  }
+
+  /** One attempt in a slot taken for it; gives the slot to the next waiting attempt, or frees it, when done. */
+  async #run(prepared: PreparedBody, state: AttemptState, webhooks: readonly ResolvedWebhook[], deadline: number): Promise<AttemptResult> {
+    try {
       // Every URL skipped, or the slots went stale while queued: nothing sent, due again now.
       if (webhooks.length === 0 || this.#clock.now() > deadline) return waiting(state.attempt, this.#clock.now());
       // Signed when the attempt starts (not when queued), so the timestamp is the send time.
@@ -294,7 +309,14 @@ export class WebhookDestination {
       const result = this.#decide(outcomes, state);
       if (log.enabled) logResult(result);
       return result;
-    });
+    } finally {
+      const next = this.#waiting.shift();
+      if (next !== undefined) {
+        next();
+      } else if (--this.#active === 0) {
+        this.#idle?.();
+      }
+    }
   }
 
   async #send(
@@ -342,8 +364,9 @@ export class WebhookDestination {
 
   #decide(outcomes: UrlOutcome[], state: AttemptState): AttemptResult {
     const { attempt } = state;
-    const accepted = outcomes.find((outcome) => outcome.error === undefined);
-    if (accepted !== undefined) return { status: 'delivered', url: accepted.url, attempt, outcomes };
+    for (const outcome of outcomes) {
+      if (outcome.error === undefined) return { status: 'delivered', url: outcome.url, attempt, outcomes };
+    }
 
     const retryable = outcomes.filter((outcome) => outcome.retryable);
     if (retryable.length === 0) {

@@ -41,6 +41,8 @@ interface Pending {
   lastError?: string;
 }
 
+const NONE: readonly number[] = Object.freeze([]);
+
 function showUrl(url: string): string {
   try {
     return redactUrl(new URL(url));
@@ -121,10 +123,10 @@ export class EndpointGuard {
     return this.states.get(this.id(source, key))?.disabledAt !== undefined;
   }
 
-  /** Positions of the disabled URLs among `urls`. */
-  disabledIndexes(source: string, urls: readonly EndpointUrl[]): number[] {
+  /** Positions of the disabled URLs among `urls` (the same empty list while none is known). */
+  disabledIndexes(source: string, urls: readonly EndpointUrl[]): readonly number[] {
+    if (this.states.size === 0) return NONE;
     const out: number[] = [];
-    if (this.states.size === 0) return out;
     urls.forEach((u, i) => {
       if (this.isDisabled(source, u.key)) out.push(i);
     });
@@ -141,6 +143,8 @@ export class EndpointGuard {
   /** Notes the outcome of each URL of an attempt; written within 200 ms. */
   record(source: string, urls: readonly EndpointUrl[], result: AttemptResult): void {
     if (this.closed || result.outcomes.length === 0) return;
+    // Delivered with no failure anywhere on record: nothing to write (the usual case, every attempt).
+    if (result.status === 'delivered' && this.pending.size === 0 && this.states.size === 0 && result.outcomes.length === 1) return;
     const at = this.clock.now();
     for (const outcome of result.outcomes) {
       const url = urls[outcome.index];

@@ -3,11 +3,12 @@ import { SerializationError } from 'eventrelay/internal';
 import { describeValue, isPlainObject, showValue } from 'eventrelay/internal';
 import { MESSAGE_TYPES } from 'eventrelay/internal';
 import type { MessageType } from 'eventrelay/internal';
-import { eventTimeMs, isoTimestamp } from 'eventrelay/internal';
+import { eventTimestamp } from 'eventrelay/internal';
+import type { EventTimeOptions } from 'eventrelay/internal';
 import { MAX_MESSAGE_BYTES } from 'eventrelay/internal';
 import { checkMessage } from 'eventrelay/internal';
 import { buildWebhookMessage, serializeWebhookMessage } from 'eventrelay/internal';
-import type { InboundMessage, WebhookMessage } from 'eventrelay/internal';
+import type { InboundMessage, JsonObject, WebhookMessage } from 'eventrelay/internal';
 
 export { MESSAGE_TYPES };
 export type { MessageType };
@@ -56,7 +57,8 @@ export type IngestParse = IngestResult | IngestFailure;
 interface BatchDefaults {
   readonly context?: unknown;
   readonly integrations?: unknown;
-  readonly sentAt?: unknown;
+  /** The batch's `sentAt` with the time of receipt: made once per request, read for each message. */
+  readonly time: EventTimeOptions;
 }
 
 /**
@@ -88,14 +90,14 @@ export function parseIngestBody(
       return invalidBody(`Expected \`batch\` to be an array of messages, got ${describeValue(body.batch)}`);
     }
     raw = body.batch;
-    defaults = { context: body.context, integrations: body.integrations, sentAt: body.sentAt };
+    defaults = { context: body.context, integrations: body.integrations, time: { receivedAt, sentAt: body.sentAt } };
   } else {
     const { writeKey: _writeKey, sentAt, ...message } = body;
     if (message.type !== undefined && message.type !== endpoint) {
       return invalidBody(`The body's \`type\` (${showValue(message.type)}) does not match the endpoint /v1/${endpoint}`);
     }
     raw = [{ ...message, type: endpoint }];
-    defaults = { sentAt };
+    defaults = { time: { receivedAt, sentAt } };
   }
 
   const messages: ValidMessage[] = [];
@@ -105,7 +107,7 @@ export function parseIngestBody(
   for (let index = 0; index < raw.length; index++) {
     const value = raw[index];
     try {
-      const result = checkOne(value, index, defaults, receivedAt, measure);
+      const result = checkOne(value, index, defaults, measure);
       if ('index' in result) rejected.push(result);
       else messages.push(result);
     } catch (error) {
@@ -122,7 +124,7 @@ function invalidBody(message: string): IngestFailure {
   return { ok: false, status: 400, code: 'invalid_body', message };
 }
 
-function checkOne(value: unknown, index: number, defaults: BatchDefaults, receivedAt: number, measure: boolean): ValidMessage | RejectedMessage {
+function checkOne(value: unknown, index: number, defaults: BatchDefaults, measure: boolean): ValidMessage | RejectedMessage {
   if (!isPlainObject(value)) {
     return { index, code: 'invalid_message', message: `Expected a message object, got ${describeValue(value)}` };
   }
@@ -145,19 +147,15 @@ function checkOne(value: unknown, index: number, defaults: BatchDefaults, receiv
       : { index, code: 'invalid_message', field: invalid.field, message: invalid.message };
   }
   const messageId = typeof value.messageId === 'string' ? value.messageId : randomUUID();
-  const message: InboundMessage = {
-    ...(value as unknown as InboundMessage),
-    context: mergeDefault(defaults.context, value.context),
-    integrations: mergeDefault(defaults.integrations, value.integrations),
-    messageId,
-  };
-  const timestamp = isoTimestamp(eventTimeMs(value, { receivedAt, sentAt: defaults.sentAt }));
-  const webhook = buildWebhookMessage(message, timestamp);
-  return { messageId, type: message.type, integrations: message.integrations, webhook, body: serializeWebhookMessage(webhook) };
+  // The message is read as it came (never copied): its merged context and messageId go beside it.
+  const integrations = mergeDefault(defaults.integrations, value.integrations);
+  const timestamp = eventTimestamp(value, defaults.time);
+  const webhook = buildWebhookMessage(value as unknown as InboundMessage, timestamp, mergeDefault(defaults.context, value.context), messageId);
+  return { messageId, type: value.type as MessageType, integrations, webhook, body: serializeWebhookMessage(webhook) };
 }
 
 /** A batch-level object under the message's own keys; undefined when neither is an object. */
-function mergeDefault(batchLevel: unknown, own: unknown): Record<string, unknown> | undefined {
+function mergeDefault(batchLevel: unknown, own: unknown): JsonObject | undefined {
   const base = isPlainObject(batchLevel) ? batchLevel : undefined;
   const mine = isPlainObject(own) ? own : undefined;
   if (base === undefined) return mine;

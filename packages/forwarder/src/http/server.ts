@@ -190,7 +190,10 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
     fail(res, parsed.status, parsed.code, parsed.message);
     return;
   }
-  const accepted = parsed.messages.map((m) => routeMessage(source, m, receivedAt));
+  // Built by push, not Array#map: the array map makes had another elements kind once this
+  // function was optimized, which sent it and Operations#accepted back to the interpreter.
+  const accepted: AcceptedMessage[] = [];
+  for (const m of parsed.messages) accepted.push(routeMessage(source, m, receivedAt));
   // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
   const result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages);
   log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);

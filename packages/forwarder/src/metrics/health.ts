@@ -101,17 +101,19 @@ export function windowStart(now: number): number {
 }
 
 export class HealthTracker {
-  private readonly urls = new Map<string, UrlState>();
+  /** By source, then URL: a request is recorded without building a key string. */
+  private readonly bySource = new Map<string, Map<string, UrlState>>();
   /** Bumped by every request recorded: a shared view is written again when it moved. */
   version = 0;
 
   /** One request to one URL: `ok` for a 2xx. */
   record(source: string, url: string, at: number, ok: boolean, status: number | null, error: string | null, durationMs: number): void {
-    const key = keyOf(source, url);
-    let state = this.urls.get(key);
+    let urls = this.bySource.get(source);
+    if (urls === undefined) this.bySource.set(source, (urls = new Map()));
+    let state = urls.get(url);
     if (state === undefined) {
       state = { source, url, lastAt: at, lastStatus: null, lastError: null, consecutiveFailures: 0, lastOkAt: null, minutes: [] };
-      this.urls.set(key, state);
+      urls.set(url, state);
     }
     this.version++;
     state.lastAt = at;
@@ -133,7 +135,7 @@ export class HealthTracker {
 
   /** The latest state of every URL that had a request. */
   latest(): EndpointLatest[] {
-    return [...this.urls.values()].map((s) => ({
+    return this.states().map((s) => ({
       source: s.source,
       url: s.url,
       lastAt: s.lastAt,
@@ -147,12 +149,18 @@ export class HealthTracker {
   /** The minute buckets from minute `from` (minutes since the epoch) to `to`, both included. */
   minutes(from: number, to = Number.MAX_SAFE_INTEGER): EndpointMinute[] {
     const out: EndpointMinute[] = [];
-    for (const s of this.urls.values()) {
+    for (const s of this.states()) {
       for (const m of s.minutes) {
         if (m.minute < from || m.minute > to) continue;
         out.push({ source: s.source, url: s.url, minute: m.minute, attempts: m.attempts, ok: m.ok, histogram: m.histogram });
       }
     }
+    return out;
+  }
+
+  private states(): UrlState[] {
+    const out: UrlState[] = [];
+    for (const urls of this.bySource.values()) for (const s of urls.values()) out.push(s);
     return out;
   }
 

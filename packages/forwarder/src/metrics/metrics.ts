@@ -105,9 +105,9 @@ export class ForwarderMetrics {
   }
 
   /** One attempt: its outcome, the duration of each URL's request and, once delivered, the latency since `since`. */
-  attempt(source: string, outcome: AttemptOutcome, durationsMs: readonly number[], since: number | undefined, now: number): void {
+  attempt(source: string, outcome: AttemptOutcome, urls: readonly { readonly durationMs: number }[], since: number | undefined, now: number): void {
     this.attemptsTotal.inc({ source, outcome });
-    for (const ms of durationsMs) this.attemptDuration.observe({ source }, ms / 1000);
+    for (const u of urls) this.attemptDuration.observe({ source }, u.durationMs / 1000);
     if (outcome === 'delivered') {
       this.deliveredTotal.inc({ source });
       if (since !== undefined) this.deliveryLatency.observe({ source }, Math.max(0, now - since) / 1000);

@@ -510,23 +510,27 @@ export class Scheduler {
     // and it waits in the store until the destination is on again.
     const attempt: Promise<AttemptResult> =
       target === undefined ? Promise.resolve({ status: 'retry', attempt: state.attempt, nextAttemptAt: now, outcomes: [] }) : target.attempt(delivery.body, state);
-    attempt
-      .catch((error: unknown): AttemptResult => {
+    // One reaction for either ending: no chained promise per attempt.
+    attempt.then(
+      (result) => this.attempted(delivery, state, result),
+      (error: unknown) => {
         // attempt() never rejects; should it ever, look again later rather than lose the delivery.
         log('delivery %d: attempt threw %s', delivery.id, (error as Error).message);
-        return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now() + BROKEN_ATTEMPT_DELAY, outcomes: [] };
-      })
-      .then((result) => {
-        const report: AttemptReport = {
-          id: delivery.id,
-          source: delivery.source,
-          kind: delivery.kind,
-          messageId: delivery.messageId,
-          createdAt: delivery.createdAt,
-          result,
-        };
-        this.settle(outcomeOf(delivery, state, result, this.clock.now()), report);
-      });
+        this.attempted(delivery, state, { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now() + BROKEN_ATTEMPT_DELAY, outcomes: [] });
+      },
+    );
+  }
+
+  private attempted(delivery: PendingDelivery, state: AttemptState, result: AttemptResult): void {
+    const report: AttemptReport = {
+      id: delivery.id,
+      source: delivery.source,
+      kind: delivery.kind,
+      messageId: delivery.messageId,
+      createdAt: delivery.createdAt,
+      result,
+    };
+    this.settle(outcomeOf(delivery, state, result, this.clock.now()), report);
   }
 
   private settle(outcome: DeliveryOutcome, report: AttemptReport): void {
@@ -552,7 +556,11 @@ export class Scheduler {
     if (batch.length === 0) return;
     let stale: ReadonlySet<number> = new Set();
     try {
-      const recorded = await this.store.record(batch.map((b) => b.outcome));
+      // By push, not Array#map: a list whose elements kind changes once this function is
+      // optimized sends the store's reader of it back to the interpreter.
+      const outcomes: DeliveryOutcome[] = [];
+      for (const b of batch) outcomes.push(b.outcome);
+      const recorded = await this.store.record(outcomes);
       if (recorded.stale.length > 0) log('%d outcomes not written: finished already, or the lease went to another claim', recorded.stale.length);
       stale = new Set(recorded.stale);
     } catch (error) {

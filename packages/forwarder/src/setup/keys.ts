@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { KeyOrigin, WriteKeyRecord } from './model';
 
 /** Random bytes in a generated write key: 256 bits, so a digest without salt cannot be reversed. */
@@ -14,7 +14,8 @@ export function generateWriteKey(): string {
  * also keeps the lookup time independent of how much of a guess matches.
  */
 export function writeKeyDigest(key: string): string {
-  return createHash('sha256').update(key).digest('base64url');
+  // The one-shot form (Node 20.12+): no Hash object per request, whose setup cost more than the hashing.
+  return hash('sha256', key, 'base64url');
 }
 
 /** The stored form of a key, made when it is issued (the key itself is not kept). */

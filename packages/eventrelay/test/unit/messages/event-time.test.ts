@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { eventTimeMs, isoTimestamp, MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, timestampMs } from '../../../src/messages/event-time';
+import { eventTimeMs, eventTimestamp, isoTimestamp, MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, timestampMs } from '../../../src/messages/event-time';
 
 const iso = (value: unknown) => {
   const ms = timestampMs(value);
@@ -36,5 +36,38 @@ describe('event time', () => {
     const receivedAt = Date.parse('2026-05-01T10:00:00.000Z');
     const ms = eventTimeMs({ originalTimestamp: '0000-01-01T00:00:00Z' }, { receivedAt, sentAt: '9999-01-01T00:00:00Z' });
     expect(ms).to.equal(MIN_TIMESTAMP_MS);
+  });
+
+  it('eventTimestamp is isoTimestamp(eventTimeMs(...)), for timestamps in the webhook form too', () => {
+    const receivedAt = Date.parse('2026-05-01T10:00:00.000Z');
+    const sentAt = '2026-05-01T10:00:30.000Z';
+    const timestamps = [
+      '2026-03-01T12:34:56.789Z',
+      '0000-01-01T00:00:00.000Z',
+      '9999-12-31T23:59:59.999Z',
+      '2016-12-31T23:59:60.000Z', // a leap second: not its own webhook form
+      '2016-12-31T23:59:60.500Z',
+      '2026-03-01t12:34:56.789z',
+      '2026-03-01T12:34:56.789+02:00',
+      '2026-02-30T12:34:56.789Z',
+      '2026-03-01T12:34:56.7890',
+      undefined,
+    ];
+    for (const timestamp of timestamps) {
+      for (const message of [{ timestamp }, { timestamp, originalTimestamp: '2026-05-01T10:00:20.000Z' }]) {
+        const options = { receivedAt, sentAt };
+        // Twice: the second reading of a string comes from timestampMs's memory of the last one.
+        for (let i = 0; i < 2; i++) expect(eventTimestamp(message, options), String(timestamp)).to.equal(isoTimestamp(eventTimeMs(message, options)));
+      }
+    }
+    expect(eventTimestamp({ timestamp: '2016-12-31T23:59:60.000Z' }, { receivedAt })).to.equal('2016-12-31T23:59:59.999Z');
+  });
+
+  it('reads a string the same however often in a row, and a different one after it', () => {
+    expect(timestampMs('2026-03-01T12:34:56.789Z')).to.equal(Date.parse('2026-03-01T12:34:56.789Z'));
+    expect(timestampMs('2026-03-01T12:34:56.789Z')).to.equal(Date.parse('2026-03-01T12:34:56.789Z'));
+    expect(timestampMs('2026-02-30T12:34:56.789Z')).to.equal(undefined);
+    expect(timestampMs('2026-02-30T12:34:56.789Z')).to.equal(undefined);
+    expect(timestampMs('2026-03-02T12:34:56.789Z')).to.equal(Date.parse('2026-03-02T12:34:56.789Z'));
   });
 });

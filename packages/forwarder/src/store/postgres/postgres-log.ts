@@ -112,7 +112,11 @@ function splitOps(ops: readonly LogOp[], eraseDelivered: boolean): { attempts: A
       if (call.state === 'pending') open.set(`${call.source}\u0000${call.messageId}`, entry);
     }
   }
-  return { attempts, lines: calls.map((c) => lineOf(c.call, c.attempts, eraseDelivered)) };
+  // Lists crossing into other functions are built by push: Array#map's result has another
+  // elements kind once its caller is optimized, which sent the readers back to the interpreter.
+  const lines: Line[] = [];
+  for (const c of calls) lines.push(lineOf(c.call, c.attempts, eraseDelivered));
+  return { attempts, lines };
 }
 
 /**
@@ -252,8 +256,13 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       // Attempts still waiting for their line go first: they happened before anything taken now.
       const waiting = this.orphans;
       this.orphans = [];
-      const since = new Map(waiting.map((o) => [o.record, o.since]));
-      const ops: LogOp[] = [...waiting.map((o): LogOp => ({ op: 'attempt', record: o.record })), ...taken];
+      const since = new Map<AttemptRecord, number>();
+      const ops: LogOp[] = [];
+      for (const o of waiting) {
+        since.set(o.record, o.since);
+        ops.push({ op: 'attempt', record: o.record });
+      }
+      for (const op of taken) ops.push(op);
       if (ops.length === 0) return;
       const { attempts, lines } = splitOps(ops, this.options.keepDelivered === 0);
       let client: PoolClient | undefined;
@@ -342,11 +351,13 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
    * minute); `since` says when a waiting one first missed.
    */
   private async writeAttempts(client: PoolClient, records: readonly AttemptRecord[], since: ReadonlyMap<AttemptRecord, number>): Promise<void> {
-    const keys = records.map((r) => storedKey(r.source, r.messageId));
+    const keys: string[] = [];
     const unknown = new Map<string, { source: string; messageId: string }>();
-    records.forEach((r, i) => {
-      if (!this.live.has(keys[i]!)) unknown.set(keys[i]!, r);
-    });
+    for (const r of records) {
+      const key = storedKey(r.source, r.messageId);
+      keys.push(key);
+      if (!this.live.has(key)) unknown.set(key, r);
+    }
     const stored = await this.findLive(client, unknown.values());
     // Each line's attempts here, in order.
     const byLine = new Map<number, { key: string; records: AttemptRecord[] }>();
@@ -365,7 +376,11 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       else line.records.push(record);
     }
     if (byLine.size === 0) return;
-    const ids = [...byLine.keys()].sort((a, b) => a - b);
+    const ids: number[] = [];
+    for (const id of byLine.keys()) ids.push(id);
+    ids.sort((a, b) => a - b);
+    const attemptsOf: AttemptRecord[][] = [];
+    for (const id of ids) attemptsOf.push(byLine.get(id)!.records);
     // The last attempt decides: a line delivered or failed gets no more.
     for (const { key, records: attempts } of byLine.values()) if (attempts.at(-1)!.outcome !== 'retry') this.live.delete(key);
     // Only columns no index covers change, so PostgreSQL can update each line in place (HOT).
@@ -380,7 +395,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
          attempt_log = concat_ws(',', l.attempt_log, '[' || l.series || ',' || x.entries || ']')
        FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[]) AS x(id, n, state, updated_at, finished_at, reason, entries)
        WHERE l.id = x.id`,
-      values: [...stateValues(ids, ids.map((id) => byLine.get(id)!.records)), this.options.keepDelivered === 0],
+      values: [...stateValues(ids, attemptsOf), this.options.keepDelivered === 0],
     });
   }
 

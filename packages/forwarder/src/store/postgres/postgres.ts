@@ -306,8 +306,7 @@ export class PostgresStore implements ForwarderStore {
   async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
     this.assertOpen();
     if (outcomes.length === 0) return { recorded: 0, stale: [] };
-    const sorted = [...outcomes].sort((a, b) => a.id - b.id);
-    const status = sorted.map((o) => (o.status === 'retry' ? PENDING : o.status === 'delivered' ? DELIVERED : FAILED));
+    const columns = outcomeColumns(outcomes);
     const { rows } = await this.fast.query<{ id: number }>({
       name: 'eventrelay-record',
       // A delivered delivery's row is deleted (its count is kept): one row version less than an
@@ -340,18 +339,21 @@ export class PostgresStore implements ForwarderStore {
          ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
        SELECT id FROM w`,
       values: [
-        numberArray(sorted.map((o) => o.id)),
-        numberArray(sorted.map((o) => o.lease)),
-        numberArray(status),
-        numberArray(sorted.map((o) => o.attempts)),
-        numberArray(sorted.map((o) => o.firstAttemptAt ?? null)),
-        numberArray(sorted.map((o) => (o.status === 'retry' ? o.nextAttemptAt : o.at))),
-        textArray(sorted.map((o) => (o.status === 'retry' ? (o.error ?? null) : o.status === 'failed' ? o.reason : null))),
+        numberArray(columns.id),
+        numberArray(columns.lease),
+        numberArray(columns.status),
+        numberArray(columns.attempts),
+        numberArray(columns.firstAt),
+        numberArray(columns.at),
+        textArray(columns.error),
         shard(),
       ],
     });
-    const written = new Set(rows.map((r) => r.id));
-    return { recorded: written.size, stale: outcomes.filter((o) => !written.has(o.id)).map((o) => o.id) };
+    const written = new Set<number>();
+    for (const r of rows) written.add(Number(r.id));
+    const stale: number[] = [];
+    for (const o of outcomes) if (!written.has(o.id)) stale.push(o.id);
+    return { recorded: written.size, stale };
   }
 
   async syncAudience(
@@ -502,6 +504,42 @@ interface AcceptRow {
 }
 
 /** A group commit's statement parameters, with what settleGroup needs to answer its requests. */
+interface OutcomeColumns {
+  readonly id: number[];
+  readonly lease: number[];
+  readonly status: number[];
+  readonly attempts: number[];
+  readonly firstAt: (number | null)[];
+  readonly at: number[];
+  readonly error: (string | null)[];
+}
+
+/**
+ * The columns of `eventrelay-record`, by id (so that concurrent writers lock rows in one order),
+ * built in one loop: arrays by push, never by Array#map, whose results have another elements
+ * kind once their caller is optimized, which sent the statement's functions back to the interpreter.
+ */
+function outcomeColumns(outcomes: readonly DeliveryOutcome[]): OutcomeColumns {
+  const sorted = outcomes.slice().sort((a, b) => a.id - b.id);
+  const c: OutcomeColumns = { id: [], lease: [], status: [], attempts: [], firstAt: [], at: [], error: [] };
+  for (const o of sorted) {
+    c.id.push(o.id);
+    c.lease.push(o.lease);
+    c.attempts.push(o.attempts);
+    c.firstAt.push(o.firstAttemptAt ?? null);
+    if (o.status === 'retry') {
+      c.status.push(PENDING);
+      c.at.push(o.nextAttemptAt);
+      c.error.push(o.error ?? null);
+    } else {
+      c.status.push(o.status === 'delivered' ? DELIVERED : FAILED);
+      c.at.push(o.at);
+      c.error.push(o.status === 'failed' ? o.reason : null);
+    }
+  }
+  return c;
+}
+
 interface AcceptPlan {
   /** Each request's message keys, in order. */
   readonly keys: readonly (readonly string[])[];
@@ -513,7 +551,12 @@ interface AcceptPlan {
 function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
   // The first occurrence of a key in the group is the candidate; later ones are duplicates.
   const candidates = new Map<string, AcceptedMessage>();
-  const keys = group.map((request) => request.messages.map((m) => storedKey(m.source, m.messageId)));
+  const keys: string[][] = [];
+  for (const request of group) {
+    const own: string[] = [];
+    for (const m of request.messages) own.push(storedKey(m.source, m.messageId));
+    keys.push(own);
+  }
   /** The end of the lease each candidate's deliveries get, when its request asked for one. */
   const leaseEnd = new Map<AcceptedMessage, number>();
   let owner: string | undefined;
@@ -595,22 +638,26 @@ function settleGroup(group: readonly AcceptRequest[], plan: AcceptPlan, rows: re
     const request = group[r]!;
     const keys = plan.keys[r]!;
     // Counted once: the first request of the group that carries it.
-    const repeated = keys.map((key) => !stored.delete(key));
-    const count = repeated.filter((x) => !x).length;
-    const result = { stored: count, duplicates: request.messages.length - count, repeated };
+    const repeated: boolean[] = [];
+    let count = 0;
+    for (const key of keys) {
+      const first = stored.delete(key);
+      repeated.push(!first);
+      if (first) count++;
+    }
     if (request.lease === undefined || request.lease.owner !== plan.owner) {
-      request.resolve(result);
+      request.resolve({ stored: count, duplicates: request.messages.length - count, repeated });
       continue;
     }
     const leased: PendingDelivery[] = [];
-    request.messages.forEach((m, i) => {
-      if (repeated[i]) return;
-      for (const x of m.deliveries) {
+    for (let i = 0; i < request.messages.length; i++) {
+      if (repeated[i]) continue;
+      for (const x of request.messages[i]!.deliveries) {
         const id = leasedIds.get(`${keys[i]!}\u0000${x.destination}`);
         if (id !== undefined) leased.push(leasedDelivery(x, id));
       }
-    });
-    request.resolve({ ...result, leased });
+    }
+    request.resolve({ stored: count, duplicates: request.messages.length - count, repeated, leased });
   }
 }
 

@@ -93,6 +93,8 @@ export class SqliteStore implements ForwarderStore {
   private readonly acceptTx: (requests: readonly AcceptRequest[]) => AcceptResult[];
   private readonly durable: boolean;
   private syncMode: 'FULL' | 'NORMAL' | undefined;
+  private syncFull!: BetterSqlite3.Statement;
+  private syncNormal!: BetterSqlite3.Statement;
   /** Requests waiting for the next group commit. */
   private acceptQueue: Array<AcceptRequest & { resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
   private readonly enqueueTx: (deliveries: readonly NewDelivery[]) => void;
@@ -126,6 +128,8 @@ export class SqliteStore implements ForwarderStore {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('secure_delete = ON');
       this.durable = (options.synchronous ?? 'full') === 'full';
+      this.syncFull = this.db.prepare('PRAGMA synchronous = FULL');
+      this.syncNormal = this.db.prepare('PRAGMA synchronous = NORMAL');
       this.sync(this.durable ? 'FULL' : 'NORMAL');
       migrateSqlite(this.db);
       // No other process can hold a lease here: what a killed predecessor had claimed is due now.
@@ -207,11 +211,17 @@ export class SqliteStore implements ForwarderStore {
     this.acceptTx = db.transaction((requests: readonly AcceptRequest[]) => {
       let total = 0;
       let duplicates = 0;
-      const results = requests.map(({ messages, lease }): AcceptResult => {
+      const results: AcceptResult[] = [];
+      for (const { messages, lease } of requests) {
         let stored = 0;
         const leased: PendingDelivery[] = [];
-        const repeated = messages.map((m) => {
-          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) return true;
+        const repeated: boolean[] = [];
+        for (const m of messages) {
+          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) {
+            repeated.push(true);
+            continue;
+          }
+          repeated.push(false);
           stored++;
           for (const d of m.deliveries) {
             if (lease === undefined) {
@@ -221,13 +231,15 @@ export class SqliteStore implements ForwarderStore {
             const row = s.insertLeased.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, lease.now + lease.ms, lease.owner);
             leased.push(leasedDelivery(d, Number(row.lastInsertRowid)));
           }
-          return false;
-        });
+        }
         total += messages.length;
         duplicates += messages.length - stored;
-        const result = { stored, duplicates: messages.length - stored, repeated };
-        return lease === undefined ? result : { ...result, leased };
-      });
+        results.push(
+          lease === undefined
+            ? { stored, duplicates: messages.length - stored, repeated }
+            : { stored, duplicates: messages.length - stored, repeated, leased },
+        );
+      }
       s.addCounter.run(total, 'accepted');
       if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');
       return results;
@@ -298,10 +310,14 @@ export class SqliteStore implements ForwarderStore {
     }
   }
 
-  /** Sets `PRAGMA synchronous` when it differs: accepted messages get FULL, outcomes NORMAL. */
+  /**
+   * Sets `PRAGMA synchronous` when it differs: accepted messages get FULL, outcomes NORMAL. The
+   * two statements are prepared once: `pragma()` prepares one per call, and the mode changes
+   * about twice per group commit.
+   */
   private sync(mode: 'FULL' | 'NORMAL'): void {
     if (this.syncMode === mode) return;
-    this.db.pragma(`synchronous = ${mode}`);
+    (mode === 'FULL' ? this.syncFull : this.syncNormal).run();
     this.syncMode = mode;
   }
 

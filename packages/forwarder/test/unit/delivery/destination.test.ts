@@ -227,6 +227,25 @@ describe('WebhookDestination concurrency and close', () => {
     expect(transport.maxInFlight).to.equal(2);
   });
 
+  it('starts attempts waiting for a slot in the order they came, and close() waits for those too', async () => {
+    const gates = [deferred<number>(), deferred<number>(), deferred<number>()];
+    const { transport, destination } = setup({ concurrency: 1 }, (_url, call) => gates[call - 1]!.promise);
+    const attempts = ['{"n":1}', '{"n":2}', '{"n":3}'].map((body) => destination.attempt(body, { attempt: 1, firstAttemptAt: 0 }));
+    let closed = false;
+    const closing = destination.close().then(() => (closed = true));
+    const sent = () => transport.requests.map((r) => Buffer.from(r.body ?? '').toString('utf8'));
+    for (let i = 0; i < 3; i++) {
+      await flushMicrotasks();
+      expect(transport.inFlight).to.equal(1);
+      expect(sent()).to.deep.equal(['{"n":1}', '{"n":2}', '{"n":3}'].slice(0, i + 1));
+      expect(closed).to.equal(false);
+      gates[i]!.resolve(200);
+    }
+    expect((await Promise.all(attempts)).map((r) => r.status)).to.deep.equal(['delivered', 'delivered', 'delivered']);
+    await closing;
+    expect(transport.closed).to.equal(true);
+  });
+
   it('close() stops retry timers: a waiting delivery resolves as failed', async () => {
     const { clock, transport, destination } = setup({}, () => 500);
     const pending = destination.deliver(message);
