@@ -9,6 +9,19 @@ export type LogOp =
 const FLUSH_DELAY = 50;
 
 /**
+ * Longest a pending call's line waits in the buffer for its first attempt, in ms. A line written
+ * with its attempts is one insert in its state after them; one written before them is an insert,
+ * then an update per flush that brings attempts, which costs a SQLite log a quarter more and a
+ * PostgreSQL log half again (bench/forwarder-log.mjs). A forwarder whose deliveries lag its
+ * acceptance (a burst, a receiver that takes 200 ms) would otherwise write nearly every line
+ * twice. Reads never wait for it: a read commits the whole buffer first.
+ */
+export const HOLD_MS = 1000;
+
+/** Most lines held back for their attempts at once; past it the oldest are written pending. */
+export const HOLD_LINES = 20_000;
+
+/**
  * Most lines (calls and attempts) a timed flush writes in one commit; the rest follow in the next
  * turns of the event loop, so that a burst (an audience sync of 300,000 members) never holds
  * the event loop, or memory, for one huge commit. A flush a read asks for writes everything.
@@ -16,32 +29,85 @@ const FLUSH_DELAY = 50;
 export const MAX_FLUSH_LINES = 1000;
 
 /**
+ * Buffered calls: `open` counts their pending calls no attempt has come for yet; attempts on them
+ * that arrive while they wait are kept here, in order, to be written after them.
+ */
+interface CallsEntry {
+  readonly op: 'calls';
+  readonly calls: readonly LogCall[];
+  readonly at: number;
+  open: number;
+  attempts: AttemptRecord[] | undefined;
+}
+
+type Buffered = CallsEntry | { op: 'attempt'; record: AttemptRecord };
+
+/** A buffered pending call, by its key: the entry it is in, and whether an attempt came for it. */
+interface Waiting {
+  readonly entry: CallsEntry;
+  attempted: boolean;
+}
+
+const keyOf = (source: string, messageId: string): string => `${source}\u0000${messageId}`;
+
+/**
  * What the SQLite and PostgreSQL delivery logs share: every write is buffered and committed with
- * the others of the next 50 ms, off the ingestion and delivery paths. Each store commits its way.
+ * the others of the next 50 ms, off the ingestion and delivery paths; a pending call waits up to
+ * HOLD_MS for its first attempt, so that its line is written once, finished, and the lines keep
+ * the order the calls came in (a call waiting holds the calls after it). Each store commits its way.
  */
 export abstract class BufferedDeliveryLog {
-  private pending: LogOp[] = [];
+  private pending: Buffered[] = [];
+  /** Pending calls in the buffer, by key, so that their attempts join them. */
+  private readonly waiting = new Map<string, Waiting>();
+  /** Lines of the calls in the buffer. */
+  private heldLines = 0;
   private timer: NodeJS.Timeout | undefined;
   protected closed = false;
-  /** True while a timed flush takes its writes: it takes at most MAX_FLUSH_LINES. */
+  /** True while a timed flush or a drain takes its writes: it takes at most MAX_FLUSH_LINES. */
   private bounded = false;
+  /** True while a timed flush takes its writes: calls still waiting for their attempts stay. */
+  private timed = false;
 
   private readonly onTimer = (): void => {
     this.timer = undefined;
     this.bounded = true;
+    this.timed = true;
     try {
       void this.flush();
     } finally {
       this.bounded = false;
+      this.timed = false;
     }
   };
 
   add(calls: readonly LogCall[]): void {
-    this.queue({ op: 'calls', calls });
+    if (this.closed) return;
+    const entry: CallsEntry = { op: 'calls', calls, at: Date.now(), open: 0, attempts: undefined };
+    for (const call of calls) {
+      if (call.state !== 'pending') continue;
+      entry.open++;
+      this.waiting.set(keyOf(call.source, call.messageId), { entry, attempted: false });
+    }
+    this.heldLines += calls.length;
+    this.pending.push(entry);
+    this.flushSoon();
   }
 
   attempt(record: AttemptRecord): void {
-    this.queue({ op: 'attempt', record });
+    if (this.closed) return;
+    const waiting = this.waiting.get(keyOf(record.source, record.messageId));
+    if (waiting === undefined) {
+      this.pending.push({ op: 'attempt', record });
+    } else {
+      const entry = waiting.entry;
+      (entry.attempts ??= []).push(record);
+      if (!waiting.attempted) {
+        waiting.attempted = true;
+        entry.open--;
+      }
+    }
+    this.flushSoon();
   }
 
   /** Commits the buffered writes; failures are logged, never thrown. */
@@ -67,26 +133,52 @@ export abstract class BufferedDeliveryLog {
   }
 
   /**
-   * The buffered writes, handed over once (the timer is cleared): all of them, or for a timed
-   * flush the first MAX_FLUSH_LINES lines' worth, the rest flushed on the next turn.
+   * The buffered writes, handed over once, each call followed by the attempts that joined it: all
+   * of them, or for a timed flush the first MAX_FLUSH_LINES lines' worth, stopping at the first
+   * calls that still wait for an attempt (younger than HOLD_MS, fewer than HOLD_LINES held);
+   * attempts on lines written before are taken past them. What stays is flushed later.
    */
   protected take(): LogOp[] {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (!this.bounded) {
-      const ops = this.pending;
-      this.pending = [];
-      return ops;
-    }
+    const timed = this.timed;
+    const ops: LogOp[] = [];
+    const kept: Buffered[] = [];
+    const now = Date.now();
     let lines = 0;
-    let count = 0;
-    while (count < this.pending.length && lines < MAX_FLUSH_LINES) {
-      const op = this.pending[count++]!;
-      lines += op.op === 'calls' ? op.calls.length : 1;
+    let holding = false;
+    for (const item of this.pending) {
+      if (this.bounded && lines >= MAX_FLUSH_LINES) {
+        kept.push(item);
+        continue;
+      }
+      if (item.op === 'attempt') {
+        ops.push(item);
+        lines++;
+        continue;
+      }
+      holding ||= timed && item.open > 0 && now - item.at < HOLD_MS && this.heldLines <= HOLD_LINES;
+      if (holding) {
+        kept.push(item);
+        continue;
+      }
+      ops.push(item);
+      lines += item.calls.length;
+      this.heldLines -= item.calls.length;
+      for (const call of item.calls) {
+        if (call.state !== 'pending') continue;
+        const key = keyOf(call.source, call.messageId);
+        if (this.waiting.get(key)?.entry === item) this.waiting.delete(key);
+      }
+      if (item.attempts !== undefined) {
+        for (const record of item.attempts) ops.push({ op: 'attempt', record });
+        lines += item.attempts.length;
+      }
     }
-    const ops = this.pending.splice(0, count);
-    if (this.pending.length > 0 && !this.closed) {
-      this.timer = setTimeout(this.onTimer, 0);
+    this.pending = kept;
+    if (kept.length > 0 && !this.closed) {
+      // More than one commit's worth: the rest on the next turn; calls waiting: look again soon.
+      this.timer = setTimeout(this.onTimer, lines >= MAX_FLUSH_LINES ? 0 : FLUSH_DELAY);
       this.timer.unref();
     }
     return ops;
@@ -97,11 +189,5 @@ export abstract class BufferedDeliveryLog {
     if (this.closed || this.timer !== undefined) return;
     this.timer = setTimeout(this.onTimer, FLUSH_DELAY);
     this.timer.unref();
-  }
-
-  private queue(op: LogOp): void {
-    if (this.closed) return;
-    this.pending.push(op);
-    this.flushSoon();
   }
 }
