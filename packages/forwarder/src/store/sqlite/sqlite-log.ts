@@ -40,10 +40,7 @@ CREATE TABLE IF NOT EXISTS log_messages (
 );
 CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
 CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
--- Pruning finds finished lines through received_at (a line finishes after it arrives): set once,
--- at insert, where an index on finished_at took a second entry when an attempt finished the line.
-DROP INDEX IF EXISTS log_messages_finished;
-CREATE INDEX IF NOT EXISTS log_messages_received ON log_messages (received_at);
+CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL;
 -- Attempts written by releases before attempt_log; read and pruned with their line.
 CREATE TABLE IF NOT EXISTS log_attempts (
   id INTEGER PRIMARY KEY,
@@ -149,11 +146,11 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
         `SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
          ORDER BY id`,
       ),
-      pruneIds: db.prepare(`SELECT id FROM log_messages WHERE received_at < ? AND finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
+      pruneIds: db.prepare(`SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
       pruneMessages: db.prepare('DELETE FROM log_messages WHERE id IN (SELECT value FROM json_each(?))'),
       pruneAttempts: db.prepare('DELETE FROM log_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))'),
       eraseDelivered: db.prepare(
-        `UPDATE log_messages SET body = NULL WHERE id IN (SELECT id FROM log_messages WHERE received_at < ? AND finished_at < ? AND state = 'delivered' AND body IS NOT NULL
+        `UPDATE log_messages SET body = NULL WHERE id IN (SELECT id FROM log_messages WHERE state = 'delivered' AND finished_at < ? AND body IS NOT NULL
          LIMIT ${PRUNE_CHUNK})`,
       ),
     };
@@ -342,8 +339,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     // A call and its attempts go together, a chunk at a time, letting requests in between.
     for (;;) {
       if (this.closed) return removed;
-      // received_at <= finished_at: its index (set once, at insert) finds the candidates.
-      const ids = s.pruneIds.all(before, before) as number[];
+      const ids = s.pruneIds.all(before) as number[];
       if (ids.length === 0) break;
       const list = JSON.stringify(ids);
       this.db.transaction(() => {
@@ -355,8 +351,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     }
     for (;;) {
       if (this.closed) return removed;
-      const cutoff = now - this.options.keepDelivered;
-      if (s.eraseDelivered.run(cutoff, cutoff).changes < PRUNE_CHUNK) break;
+      if (s.eraseDelivered.run(now - this.options.keepDelivered).changes < PRUNE_CHUNK) break;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return removed;

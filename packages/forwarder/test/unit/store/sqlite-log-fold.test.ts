@@ -124,30 +124,4 @@ describe('SqliteDeliveryLog: attempts kept in their line', () => {
     expect(db.prepare('SELECT count(*) AS n FROM log_attempts').get()).to.deep.equal({ n: 0 });
     await log.close();
   });
-
-  it('indexes lines by receipt, not by finish: an earlier release\'s finished_at index is replaced, and pruning finds lines through received_at', async () => {
-    const db = new Database(':memory:');
-    db.exec(BEFORE);
-    db.exec('CREATE INDEX log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL');
-    const log = new SqliteDeliveryLog(db, { keepDelivered: 0 });
-    const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_messages' AND sql IS NOT NULL ORDER BY name").pluck().all();
-    expect(indexes).to.deep.equal(['log_messages_key', 'log_messages_received', 'log_messages_user']);
-    // An attempt that finishes a line changes no indexed column, so it writes no index entry.
-    const indexed = db.prepare("SELECT DISTINCT ii.name FROM sqlite_master m, pragma_index_info(m.name) ii WHERE m.type = 'index' AND m.tbl_name = 'log_messages'").pluck().all();
-    expect(indexed).to.not.include.members(['state', 'finished_at', 'updated_at', 'attempts', 'body', 'attempt_log']);
-    log.add([call('early', { receivedAt: T0 }), call('late', { receivedAt: T0 + 1000 }), call('open', { receivedAt: T0 })]);
-    log.attempt(attempt('early', 1, 'delivered', T0 + 10));
-    log.attempt(attempt('late', 1, 'delivered', T0 + 1010));
-    await log.list({ limit: 1 });
-    const plan = db
-      .prepare('EXPLAIN QUERY PLAN SELECT id FROM log_messages WHERE received_at < 1 AND finished_at < 1 LIMIT 10')
-      .all()
-      .map((row) => (row as { detail: string }).detail)
-      .join(' ');
-    expect(plan).to.include('log_messages_received');
-    // Only the line finished before the cut goes; the open one, received as early, stays.
-    expect(await log.prune(T0 + 500, T0 + 500)).to.equal(1);
-    expect((await log.list({ limit: 10 })).map((l) => l.messageId).sort()).to.deep.equal(['late', 'open']);
-    await log.close();
-  });
 });
