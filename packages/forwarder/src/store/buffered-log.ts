@@ -9,12 +9,14 @@ export type LogOp =
 const FLUSH_DELAY = 50;
 
 /**
- * Longest a pending call's line waits in the buffer for its first attempt, in ms. A line written
- * with its attempts is one insert in its state after them; one written before them is an insert,
- * then an update per flush that brings attempts, which costs a SQLite log a quarter more and a
- * PostgreSQL log half again (bench/forwarder-log.mjs). A forwarder whose deliveries lag its
- * acceptance (a burst, a receiver that takes 200 ms) would otherwise write nearly every line
- * twice. Reads never wait for it: a read commits the whole buffer first.
+ * Longest a pending call's line waits in the buffer for its first attempt, in ms, where a log
+ * holds lines (PostgreSQL's). A line written with its attempts is one insert in its state after
+ * them; one written before them is an insert, then an update per flush that brings attempts,
+ * which costs a PostgreSQL log 1.6 times as much, its server's share most (bench/forwarder-log.mjs).
+ * A forwarder whose deliveries lag its acceptance (a burst, a receiver that takes 200 ms) would
+ * otherwise write nearly every line twice. Reads never wait for it: a read commits the whole
+ * buffer first. The SQLite log does not hold: side by side, holding cost it 3 % of CPU per
+ * message with a receiver answering at once and saved nothing with one answering in 200 ms.
  */
 export const HOLD_MS = 1000;
 
@@ -52,9 +54,10 @@ const keyOf = (source: string, messageId: string): string => `${source}\u0000${m
 
 /**
  * What the SQLite and PostgreSQL delivery logs share: every write is buffered and committed with
- * the others of the next 50 ms, off the ingestion and delivery paths; a pending call waits up to
- * HOLD_MS for its first attempt, so that its line is written once, finished, and the lines keep
- * the order the calls came in (a call waiting holds the calls after it). Each store commits its way.
+ * the others of the next 50 ms, off the ingestion and delivery paths. With `holdMs`, a pending
+ * call waits up to that long for its first attempt, so that its line is written once, finished,
+ * and the lines keep the order the calls came in (a call waiting holds the calls after it). Each
+ * store commits its way.
  */
 export abstract class BufferedDeliveryLog {
   private pending: Buffered[] = [];
@@ -81,22 +84,30 @@ export abstract class BufferedDeliveryLog {
     }
   };
 
+  /** `holdMs`: how long a pending call may wait for its first attempt (0: not at all). */
+  constructor(private readonly holdMs = 0) {}
+
   add(calls: readonly LogCall[]): void {
     if (this.closed) return;
     const entry: CallsEntry = { op: 'calls', calls, at: Date.now(), open: 0, attempts: undefined };
-    for (const call of calls) {
-      if (call.state !== 'pending') continue;
-      entry.open++;
-      this.waiting.set(keyOf(call.source, call.messageId), { entry, attempted: false });
-    }
+    if (this.holdMs > 0) this.track(entry);
     this.heldLines += calls.length;
     this.pending.push(entry);
     this.flushSoon();
   }
 
+  /** Its pending calls, so that their attempts join them. */
+  private track(entry: CallsEntry): void {
+    for (const call of entry.calls) {
+      if (call.state !== 'pending') continue;
+      entry.open++;
+      this.waiting.set(keyOf(call.source, call.messageId), { entry, attempted: false });
+    }
+  }
+
   attempt(record: AttemptRecord): void {
     if (this.closed) return;
-    const waiting = this.waiting.get(keyOf(record.source, record.messageId));
+    const waiting = this.holdMs > 0 ? this.waiting.get(keyOf(record.source, record.messageId)) : undefined;
     if (waiting === undefined) {
       this.pending.push({ op: 'attempt', record });
     } else {
@@ -157,7 +168,7 @@ export abstract class BufferedDeliveryLog {
         lines++;
         continue;
       }
-      holding ||= timed && item.open > 0 && now - item.at < HOLD_MS && this.heldLines <= HOLD_LINES;
+      holding ||= timed && item.open > 0 && now - item.at < this.holdMs && this.heldLines <= HOLD_LINES;
       if (holding) {
         kept.push(item);
         continue;
@@ -165,11 +176,7 @@ export abstract class BufferedDeliveryLog {
       ops.push(item);
       lines += item.calls.length;
       this.heldLines -= item.calls.length;
-      for (const call of item.calls) {
-        if (call.state !== 'pending') continue;
-        const key = keyOf(call.source, call.messageId);
-        if (this.waiting.get(key)?.entry === item) this.waiting.delete(key);
-      }
+      if (item.open > 0 || item.attempts !== undefined) this.untrack(item);
       if (item.attempts !== undefined) {
         for (const record of item.attempts) ops.push({ op: 'attempt', record });
         lines += item.attempts.length;
@@ -182,6 +189,15 @@ export abstract class BufferedDeliveryLog {
       this.timer.unref();
     }
     return ops;
+  }
+
+  /** Its pending calls are no longer in the buffer: their attempts go alone. */
+  private untrack(item: CallsEntry): void {
+    for (const call of item.calls) {
+      if (call.state !== 'pending') continue;
+      const key = keyOf(call.source, call.messageId);
+      if (this.waiting.get(key)?.entry === item) this.waiting.delete(key);
+    }
   }
 
   /** A flush within 50 ms, even with nothing buffered (for writes a store holds back itself). */

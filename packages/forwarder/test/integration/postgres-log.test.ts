@@ -36,6 +36,33 @@ describe('PostgresDeliveryLog (real server)', function () {
     return log;
   });
 
+  it('holds a pending call until its first attempt and inserts its line once, finished: no second row version', async () => {
+    const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
+    stores.push(store);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    // A hold longer than the test: the line can only reach the table with its attempt, or on a read.
+    const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered: 0 }, { holdMs: 60_000 });
+    try {
+      await client.query('TRUNCATE log_messages, log_attempts RESTART IDENTITY');
+      log.add([call('held')]);
+      // Several timed flushes pass (one per 50 ms) without writing the line.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await client.query('SELECT count(*)::int AS n FROM log_messages')).rows[0].n).to.equal(0);
+      log.attempt(attempt('held', 1, 'delivered', T0 + 400));
+      await waitFor(async () => (await client.query('SELECT count(*)::int AS n FROM log_messages')).rows[0].n === 1);
+      // The first tuple of an empty table, never updated (an update leaves a new version at (0,2)).
+      const { rows } = await client.query("SELECT ctid::text AS ctid, state, attempts, body IS NULL AS erased FROM log_messages WHERE message_id = 'held'");
+      expect(rows).to.deep.equal([{ ctid: '(0,1)', state: 'delivered', attempts: 1, erased: true }]);
+      // A read does not wait for the hold.
+      log.add([call('read')]);
+      expect((await log.list({ messageId: 'read', limit: 1 }))[0]).to.deep.include({ state: 'pending', hasBody: true });
+    } finally {
+      await log.close();
+      await client.end();
+    }
+  });
+
   describe("two instances' logs on one database", () => {
     const opened: PostgresDeliveryLog[] = [];
     afterEach(async () => {

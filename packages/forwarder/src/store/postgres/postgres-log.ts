@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from '../delivery-log';
-import { BufferedDeliveryLog } from '../buffered-log';
+import { BufferedDeliveryLog, HOLD_MS } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { LOCK_CLASS, LOCKS } from './postgres-schema';
@@ -203,7 +203,8 @@ function stateValues(ids: readonly number[], attemptsOf: readonly (readonly Atte
 /**
  * The delivery log on PostgreSQL, beside the shared queue: every instance writes its calls and
  * attempts there, so any instance's admin API sees them all. Writes are buffered and committed
- * together every 50 ms; a crash may cost the last lines of the log, never a message.
+ * together every 50 ms, a pending call's line once its first attempt came (up to HOLD_MS); a
+ * crash may cost the last lines of the log, never a message.
  */
 export class PostgresDeliveryLog extends BufferedDeliveryLog implements DeliveryLog {
   private flushing: Promise<void> = Promise.resolve();
@@ -225,9 +226,10 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   constructor(
     private readonly pool: Pool,
     private readonly options: DeliveryLogOptions,
-    internals: { readonly openLines?: number; readonly waitingAttempts?: number; readonly waitMs?: number } = {},
+    internals: { readonly openLines?: number; readonly waitingAttempts?: number; readonly waitMs?: number; readonly holdMs?: number } = {},
   ) {
-    super();
+    // A line written with its attempts saves PostgreSQL an update per line (see HOLD_MS).
+    super(internals.holdMs ?? HOLD_MS);
     this.openLimit = internals.openLines ?? OPEN_LINES;
     this.waitingLimit = internals.waitingAttempts ?? WAITING_ATTEMPTS;
     this.waitMs = internals.waitMs ?? ORPHAN_WAIT;

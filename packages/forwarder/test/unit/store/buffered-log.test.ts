@@ -9,6 +9,10 @@ class Recorder extends BufferedDeliveryLog {
   readonly flushes: { ops: string[]; at: number }[] = [];
   private waiters: (() => void)[] = [];
 
+  constructor(holdMs = HOLD_MS) {
+    super(holdMs);
+  }
+
   flush(): void {
     const ops = this.take();
     if (ops.length === 0) return;
@@ -40,13 +44,13 @@ function describeOp(op: LogOp): string {
   return op.op === 'calls' ? `calls:${op.calls.map((c) => c.messageId).join(',')}` : `attempt:${op.record.messageId}`;
 }
 
-describe('BufferedDeliveryLog: a call waits for its first attempt, so its line is written once', () => {
+describe('BufferedDeliveryLog with a hold (the PostgreSQL log): a call waits for its first attempt, so its line is written once', () => {
   const logs: Recorder[] = [];
   afterEach(() => {
     for (const log of logs.splice(0)) log.close();
   });
-  const open = () => {
-    const log = new Recorder();
+  const open = (holdMs = HOLD_MS) => {
+    const log = new Recorder(holdMs);
     logs.push(log);
     return log;
   };
@@ -128,5 +132,15 @@ describe('BufferedDeliveryLog: a call waits for its first attempt, so its line i
     log.flushNow();
     expect(log.flushes[1]!.ops.slice(0, 2)).to.deep.equal([`calls:${batch(1).map((c) => c.messageId).join(',')}`, 'attempt:m1-0']);
     expect(log.flushes[1]!.ops).to.have.length(HOLD_LINES / 1000 + 1);
+  });
+
+  it('holds nothing without a hold (the SQLite log): calls go with the first timed flush, attempts after them', async () => {
+    const log = open(0);
+    log.add([call('a')]);
+    await log.nextFlush();
+    expect(log.flushes[0]!.ops).to.deep.equal(['calls:a']);
+    log.attempt(attempt('a', 1, 'delivered', T0 + 5));
+    await log.nextFlush();
+    expect(log.flushes[1]!.ops).to.deep.equal(['attempt:a']);
   });
 });
