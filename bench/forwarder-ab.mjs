@@ -11,13 +11,14 @@
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
 // messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
 // delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL).
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { cpuMs } from './proc-cpu.mjs';
 
 const [A, B, STORE = 'sqlite'] = process.argv.slice(2);
 const RATE = Number(process.argv[5] ?? 1000);
@@ -25,18 +26,7 @@ const SECONDS = Number(process.argv[6] ?? 10);
 const ROUNDS = Number(process.argv[7] ?? 3);
 const WARM = Number(process.argv[8] ?? 3);
 const here = dirname(fileURLToPath(import.meta.url));
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 const ADMIN = process.env.EVENTRELAY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-function cpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
 
 async function receiver() {
   let count = 0;

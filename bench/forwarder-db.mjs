@@ -10,28 +10,16 @@
 // batch: messages per request, claims and outcomes per statement; group: requests per group
 // commit, and the delivery log flushes every batch * group calls. PostgreSQL at
 // EVENTRELAY_BENCH_PG_URL, as for forwarder.mjs; a database of its own, dropped after.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { PostgresStore } from '../packages/forwarder/src/store/postgres/postgres.ts';
 import { PostgresDeliveryLog } from '../packages/forwarder/src/store/postgres/postgres-log.ts';
+import { cpuMs } from './proc-cpu.mjs';
 
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const BATCH = Number(process.argv[3] ?? 20);
 const GROUP = Number(process.argv[4] ?? 3);
 const ADMIN = process.env.EVENTRELAY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 const LEASE = { owner: 'bench', ms: 30_000 };
-
-function cpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
 
 const admin = new pg.Client({ connectionString: ADMIN });
 await admin.connect();

@@ -16,8 +16,7 @@
 // PostgreSQL's processes for this database, the WAL writer, checkpointer and background writer
 // (from /proc). PostgreSQL at EVENTRELAY_BENCH_PG_URL, as for forwarder.mjs (skipped when it does
 // not answer); databases of its own, dropped after.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -26,23 +25,13 @@ import { SqliteDeliveryLog } from '../packages/forwarder/src/store/sqlite/sqlite
 import { PostgresStore } from '../packages/forwarder/src/store/postgres/postgres.ts';
 import { PostgresDeliveryLog } from '../packages/forwarder/src/store/postgres/postgres-log.ts';
 import { postgresLog, sqliteLog } from './least-log.mjs';
+import { cpuMs } from './proc-cpu.mjs';
 
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
 const STORES = (process.argv[4] ?? 'sqlite,postgres').split(',');
 const FLUSH = Number(process.argv[5] ?? 600);
 const ADMIN = process.env.EVENTRELAY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
-
-function cpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const now = Date.now();

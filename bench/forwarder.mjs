@@ -37,12 +37,13 @@
 //
 // Needs `npm run build` first and `npm --prefix bench ci` (bullmq, express).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { cpuMs } from './proc-cpu.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -58,7 +59,6 @@ const RUN_TIMEOUT = 180_000;
 const WRITE_KEY = 'bench-write-key';
 const SECRET = 'bench-secret';
 const PG_ADMIN_URL = process.env.EVENTRELAY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
 const allModes = [
   { id: 'sqlite-full', name: 'SQLite, synchronous=full (default)', storage: { type: 'sqlite', synchronous: 'full' } },
@@ -102,17 +102,6 @@ if (process.env.BENCH_BASE_CLI) {
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-/** CPU time (user + system) of a process so far, in ms; 0 once it is gone. */
-function cpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
 }
 
 function pidsOf(user) {
@@ -373,6 +362,15 @@ async function runMode(mode) {
     if (WARMUP > 0) {
       await blast('warm', WARMUP, new Map());
       await receiver.waitFor(WARMUP);
+    }
+
+    // A checkpoint now writes out what earlier modes left in the server's buffers, and the next
+    // one is due minutes later (checkpoint_timeout): no mode's phase pays for another's pages.
+    if (databaseUrl !== undefined) {
+      const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await client.connect();
+      await client.query('CHECKPOINT').catch((error) => console.error(`    CHECKPOINT before the phase failed: ${error.message}`));
+      await client.end();
     }
 
     // Phase 1: throughput, and CPU per message.
