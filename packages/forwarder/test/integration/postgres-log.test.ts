@@ -50,7 +50,7 @@ describe('PostgresDeliveryLog (real server)', function () {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await client.query('SELECT count(*)::int AS n FROM log_messages')).rows[0].n).to.equal(0);
       log.attempt(attempt('held', 1, 'delivered', T0 + 400));
-      await waitFor(async () => (await client.query('SELECT count(*)::int AS n FROM log_messages')).rows[0].n === 1);
+      await waitFor(async () => (await client.query('SELECT count(*)::int AS n FROM log_messages')).rows[0].n === 1, 'the line with its attempt');
       // The first tuple of an empty table, never updated (an update leaves a new version at (0,2)).
       const { rows } = await client.query("SELECT ctid::text AS ctid, state, attempts, body IS NULL AS erased FROM log_messages WHERE message_id = 'held'");
       expect(rows).to.deep.equal([{ ctid: '(0,1)', state: 'delivered', attempts: 1, erased: true }]);
