@@ -349,3 +349,11 @@ export function usePostgres(): { url: string } {
   });
   return state;
 }
+
+/** The backends of forwarders' LISTEN connections (`application_name` eventrelay-listen) on the connected database. */
+export async function listenConnections(admin: pg.Client): Promise<{ pid: number }[]> {
+  const { rows } = await admin.query<{ pid: number }>(
+    "SELECT pid FROM pg_stat_activity WHERE application_name = 'eventrelay-listen' AND datname = current_database()",
+  );
+  return rows;
+}

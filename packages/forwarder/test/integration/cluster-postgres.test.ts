@@ -10,7 +10,7 @@ import type { Operations } from '../../src/admin/operations';
 import type { LiveRelay } from '../../src/admin/relay';
 import { basic, post, startReceiver, takeSseEvents, waitFor } from './helpers';
 import type { Receiver, SseEvent } from './helpers';
-import { usePostgres } from '../../../../test/helpers/postgres';
+import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
 
 const ADMIN = 'cluster-admin-token';
 const auth = { Authorization: `Bearer ${ADMIN}` };
@@ -212,8 +212,7 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       const admin = new pg.Client({ connectionString: db.url });
       await admin.connect();
       try {
-        const listeners = async () =>
-          (await admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'eventrelay-listen' AND datname = current_database()")).rows as { pid: number }[];
+        const listeners = () => listenConnections(admin);
         // One each for A and B (an instance that just closed may linger a moment).
         await waitFor(async () => (await listeners()).length === 2, 'one LISTEN connection per instance');
         for (const { pid } of await listeners()) await admin.query('SELECT pg_terminate_backend($1)', [pid]);

@@ -5,7 +5,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
-import { usePostgres } from '../../../../test/helpers/postgres';
+import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
 
 /** What the forwarder promises: every instance applies a change within 2 s. */
 const APPLIED_WITHIN = 2000;
@@ -61,8 +61,7 @@ describe('runtime setup shared by two forwarders on one PostgreSQL database', fu
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
     try {
-      const listeners = async () =>
-        (await admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'eventrelay-listen' AND datname = current_database()")).rows as { pid: number }[];
+      const listeners = () => listenConnections(admin);
       await waitFor(async () => (await listeners()).length === 2, 'both instances to LISTEN');
       // Cut every LISTEN connection, again and again, so that only polling can carry the change.
       let cutting = true;
