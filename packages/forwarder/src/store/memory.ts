@@ -78,8 +78,8 @@ export class MemoryStore implements ForwarderStore {
     });
     this.totals.accepted += messages.length;
     this.totals.duplicates += messages.length - stored;
-    const result = { stored, duplicates: messages.length - stored, repeated };
-    return lease === undefined ? result : { ...result, leased };
+    // One shape, leased or not (see SqliteStore.accept).
+    return { stored, duplicates: messages.length - stored, repeated, leased: lease === undefined ? undefined : leased };
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {

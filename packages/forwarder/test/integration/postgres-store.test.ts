@@ -46,15 +46,15 @@ describe('PostgresStore (real server)', function () {
       expect(first.duplicates + second.duplicates).to.equal(2);
       // Each id is new to exactly one of the two requests.
       expect([first.repeated![0]! !== second.repeated![1]!, first.repeated![1]! !== second.repeated![0]!]).to.deep.equal([true, true]);
-      expect(await b.accept([accepted('x1')])).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true] });
+      expect(await b.accept([accepted('x1')])).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true], leased: undefined });
       const claimed = [...(await a.claim('web', T0, 10, { owner: 'a', ms: 30_000 })), ...(await b.claim('web', T0, 10, { owner: 'b', ms: 30_000 }))];
       expect(claimed.map((d) => d.messageId).sort()).to.deep.equal(['x1', 'x2']);
       expect(await a.counts()).to.deep.include({ accepted: 5, duplicates: 3 });
     });
 
     it('keeps U+0000 in an id as U+FFFD: ids that differ only there are one id, the body keeps the id as sent', async () => {
-      expect(await a.accept([accepted('nul-\u0000-id')])).to.deep.equal({ stored: 1, duplicates: 0, repeated: [false] });
-      expect(await b.accept([accepted('nul-\ufffd-id'), accepted('nul-\u0000-id')])).to.deep.equal({ stored: 0, duplicates: 2, repeated: [true, true] });
+      expect(await a.accept([accepted('nul-\u0000-id')])).to.deep.equal({ stored: 1, duplicates: 0, repeated: [false], leased: undefined });
+      expect(await b.accept([accepted('nul-\ufffd-id'), accepted('nul-\u0000-id')])).to.deep.equal({ stored: 0, duplicates: 2, repeated: [true, true], leased: undefined });
       const [claimed] = await a.claim('web', T0, 10, { owner: 'a', ms: 30_000 });
       expect(JSON.parse(claimed!.body).messageId).to.equal('nul-\u0000-id');
       expect(claimed!.messageId).to.equal('nul-\ufffd-id');
@@ -87,7 +87,7 @@ describe('PostgresStore (real server)', function () {
     it('splits a large backlog of requests into bounded group commits, each request whole', async () => {
       const requests = Array.from({ length: 4 }, (_, r) => Array.from({ length: 3000 }, (_, i) => accepted(`big-${r}-${i}`)));
       const results = await Promise.all(requests.map((messages) => a.accept(messages)));
-      expect(results).to.deep.equal(requests.map(() => ({ stored: 3000, duplicates: 0, repeated: new Array(3000).fill(false) })));
+      expect(results).to.deep.equal(requests.map(() => ({ stored: 3000, duplicates: 0, repeated: new Array(3000).fill(false), leased: undefined })));
       expect((await a.counts()).pending).to.be.at.least(12_000);
     });
 
@@ -174,7 +174,7 @@ describe('the PostgreSQL test server', () => {
     try {
       const store = await PostgresStore.open({ url: server.adminUrl, poolSize: 2 });
       try {
-        expect(await store.accept([accepted('embedded')])).to.deep.equal({ stored: 1, duplicates: 0, repeated: [false] });
+        expect(await store.accept([accepted('embedded')])).to.deep.equal({ stored: 1, duplicates: 0, repeated: [false], leased: undefined });
         expect((await store.claim('web', T0, 10, { owner: 'x', ms: 1000 })).map((d) => d.messageId)).to.deep.equal(['embedded']);
       } finally {
         await store.close();

@@ -646,7 +646,8 @@ function settleGroup(group: readonly AcceptRequest[], plan: AcceptPlan, rows: re
       if (first) count++;
     }
     if (request.lease === undefined || request.lease.owner !== plan.owner) {
-      request.resolve({ stored: count, duplicates: request.messages.length - count, repeated });
+      // One shape, leased or not (see SqliteStore.accept).
+      request.resolve({ stored: count, duplicates: request.messages.length - count, repeated, leased: undefined });
       continue;
     }
     const leased: PendingDelivery[] = [];

@@ -234,11 +234,8 @@ export class SqliteStore implements ForwarderStore {
         }
         total += messages.length;
         duplicates += messages.length - stored;
-        results.push(
-          lease === undefined
-            ? { stored, duplicates: messages.length - stored, repeated }
-            : { stored, duplicates: messages.length - stored, repeated, leased },
-        );
+        // One shape, leased or not: the ingestion path's optimized code sees one map.
+        results.push({ stored, duplicates: messages.length - stored, repeated, leased: lease === undefined ? undefined : leased });
       }
       s.addCounter.run(total, 'accepted');
       if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');

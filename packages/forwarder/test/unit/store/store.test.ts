@@ -44,7 +44,7 @@ describe('SqliteStore on disk', () => {
       expect(due.map((d) => [d.messageId, d.attempts])).to.deep.equal([['b', 0], ['a', 1]]);
       expect(await second.counts()).to.deep.include({ accepted: 2, pending: 2, retrying: 1 });
       expect(await second.syncAudience('web', 'vip', ['u1', 'u2'], () => [])).to.deep.equal({ firstSync: false, added: ['u2'], removed: [] });
-      expect(await second.accept([accepted('a')])).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true] });
+      expect(await second.accept([accepted('a')])).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true], leased: undefined });
     } finally {
       await second.close();
     }
@@ -129,7 +129,7 @@ describe('SqliteStore on disk', () => {
       const [due] = await store.claim('web', T0 + 50, 10, LEASE);
       expect(due).to.include({ messageId: 'old-1', attempts: 2, firstAttemptAt: T0, body: '{"messageId":"old-1"}' });
       expect(await store.counts()).to.deep.include({ accepted: 7, pending: 1, retrying: 1 });
-      expect(await store.accept([accepted('old-1')])).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true] });
+      expect(await store.accept([accepted('old-1')])).to.deep.equal({ stored: 0, duplicates: 1, repeated: [true], leased: undefined });
       await store.record([{ id: due!.id, lease: due!.lease, status: 'delivered', attempts: 3, firstAttemptAt: T0, at: T0 + 60 }]);
       expect((await store.counts()).delivered).to.equal(1);
     } finally {
