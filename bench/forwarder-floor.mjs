@@ -19,9 +19,17 @@
 // day later is still known, as eventrelay promises (the floor alone forgets a messageId once it is
 // delivered); a stored message is one whose messageId was new there. Nothing here prunes it: a run
 // is shorter than the 10 minutes between eventrelay's prunes too.
+// With `erase` (SQLite): a delivered body is not left readable in the data directory, as
+// eventrelay promises (docs/running-the-forwarder.md): `secure_delete` zeroes the space a deleted
+// row or an erased body leaves, and the WAL, which still holds the pages that carried the body, is
+// checkpointed and truncated within a second after a delivery was deleted.
+// With `valid`: each message is checked against the client message table of the specification
+// (2.4), as eventrelay's ingestion checks it: a known type, userId or anonymousId a string, the
+// fields each type requires (track: event; group: groupId; alias: userId and previousId), the
+// maps objects and the timestamp a date; a message that fails is not stored.
 // Run by bench/forwarder.mjs as its own process; it prints "listening on <url>".
 //
-//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log[,kept]]
+//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log[,kept][,erase][,valid]]
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { Agent } from 'undici';
@@ -32,6 +40,8 @@ const [receiverUrl, writeKey, secret, storeArg, concurrencyArg, featuresArg = ''
 const features = new Set(featuresArg.split(','));
 const logArg = features.has('log') ? 'log' : undefined;
 const KEPT = features.has('kept');
+const ERASE = features.has('erase');
+const VALID = features.has('valid');
 const CONCURRENCY = Number(concurrencyArg ?? 64);
 const expected = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
 const target = new URL(receiverUrl);
@@ -44,6 +54,7 @@ async function openStore(spec) {
     const db = new Database(spec.slice('sqlite:'.length));
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
+    if (ERASE) db.pragma('secure_delete = ON');
     db.exec('CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL)');
     const add = db.prepare('INSERT OR IGNORE INTO pending (message_id, body) VALUES (?, ?)');
     if (KEPT) db.exec('CREATE TABLE IF NOT EXISTS seen (message_id TEXT PRIMARY KEY, received_at INTEGER NOT NULL) WITHOUT ROWID');
@@ -59,9 +70,15 @@ async function openStore(spec) {
       return kept;
     });
     const removeOne = db.prepare('DELETE FROM pending WHERE id = ?');
-    const remove = db.transaction((rowIds) => {
+    const removeTx = db.transaction((rowIds) => {
       for (const id of rowIds) removeOne.run(id);
     });
+    // With `erase`: the WAL frames that carried the deleted bodies are gone within a second.
+    let scrub;
+    const remove = (rowIds) => {
+      removeTx(rowIds);
+      if (ERASE && scrub === undefined) scrub = setTimeout(() => ((scrub = undefined), db.pragma('wal_checkpoint(TRUNCATE)')), 1000);
+    };
     const left = db.prepare('SELECT id, body FROM pending ORDER BY id').raw().all();
     return { left, insert: async (ids, bodies) => insert(ids, bodies), remove: async (rowIds) => remove(rowIds), log: logArg === 'log' ? sqliteLog(db) : undefined };
   }
@@ -207,6 +224,7 @@ const server = http.createServer((req, res) => {
     const users = [];
     for (const m of batch) {
       if (typeof m?.type !== 'string' || typeof m.messageId !== 'string' || (m.userId === undefined && m.anonymousId === undefined)) continue;
+      if (VALID && !valid(m)) continue;
       ids.push(m.messageId);
       users.push(m.userId ?? m.anonymousId);
       bodies.push(JSON.stringify(webhookBody(m, receivedAt)));
@@ -214,6 +232,22 @@ const server = http.createServer((req, res) => {
     commit({ res, ids, bodies, users });
   });
 });
+
+const TYPES = new Set(['identify', 'track', 'page', 'screen', 'group', 'alias']);
+const isMap = (v) => v === undefined || (typeof v === 'object' && v !== null && !Array.isArray(v));
+const isText = (v) => typeof v === 'string' && v !== '';
+
+/** The specification's client message table (2.4), as `valid` checks it. */
+function valid(m) {
+  if (!TYPES.has(m.type)) return false;
+  if (m.userId !== undefined ? !isText(m.userId) : !isText(m.anonymousId)) return false;
+  if (!isMap(m.properties) || !isMap(m.traits) || !isMap(m.context) || !isMap(m.integrations)) return false;
+  if (m.timestamp !== undefined && (typeof m.timestamp !== 'string' || Number.isNaN(Date.parse(m.timestamp)))) return false;
+  if (m.type === 'track') return isText(m.event);
+  if (m.type === 'group') return isText(m.groupId);
+  if (m.type === 'alias') return isText(m.userId) && isText(m.previousId);
+  return true;
+}
 
 let inFlight = 0;
 function pump() {

@@ -83,6 +83,18 @@ const allModes = [
   // And with every messageId kept for the retention window, as eventrelay promises (a batch sent
   // again a day later is known): the floor of those two guarantees.
   { id: 'floor-sqlite-kept', name: 'floor (hand-written) with the least delivery log and messageIds kept, SQLite synchronous=full', floor: 'sqlite', floorLog: true, floorKept: true },
+  // And every other promise of eventrelay's that costs a message something on the way: delivered
+  // bodies erased from the data directory (secure_delete, the WAL truncated within a second) and
+  // the specification's message checks (2.4). The least forwarder that keeps what eventrelay keeps.
+  {
+    id: 'floor-sqlite-same',
+    name: 'floor (hand-written) with eventrelay\'s promises: the least delivery log, messageIds kept, delivered bodies erased from disk, spec 2.4 checks, SQLite synchronous=full',
+    floor: 'sqlite',
+    floorLog: true,
+    floorKept: true,
+    floorErase: true,
+    floorValid: true,
+  },
   {
     id: 'floor-pg-kept',
     name: 'floor (hand-written) with the least delivery log and messageIds kept, PostgreSQL',
@@ -195,7 +207,10 @@ async function startForwarders(mode, receiverUrl, dir, databaseUrl) {
   }
   if (mode.floor) {
     const store = mode.floor === 'sqlite' ? `sqlite:${join(dir, 'floor.db')}` : `postgres:${databaseUrl}`;
-    const features = [...(mode.floorLog ? ['log'] : []), ...(mode.floorKept ? ['kept'] : [])].join(',');
+    const features = Object.entries({ log: mode.floorLog, kept: mode.floorKept, erase: mode.floorErase, valid: mode.floorValid })
+      .filter(([, on]) => on === true)
+      .map(([name]) => name)
+      .join(',');
     return [await spawnListening([join(here, 'forwarder-floor.mjs'), receiverUrl, WRITE_KEY, SECRET, store, '64', ...(features === '' ? [] : [features])])];
   }
   const configPath = join(dir, 'config.json');
@@ -503,6 +518,10 @@ ratio('CPU per message, SQLite (full) / the floor with the least delivery log an
 ratio('CPU per message, PostgreSQL (1 instance) / the floor with the least delivery log and messageIds kept', 'pg-1', 'floor-pg-kept', total);
 ratio('SQLite (full) / the floor with the least delivery log and messageIds kept, end to end', 'sqlite-full', 'floor-sqlite-kept', rate);
 ratio('PostgreSQL (1 instance) / the floor with the least delivery log and messageIds kept, end to end', 'pg-1', 'floor-pg-kept', rate);
+ratio("CPU per message, the floor with eventrelay's promises / the floor, SQLite", 'floor-sqlite-same', 'floor-sqlite', total);
+ratio("CPU per message, SQLite (full) / the floor with eventrelay's promises", 'sqlite-full', 'floor-sqlite-same', total);
+ratio("SQLite (full) / the floor with eventrelay's promises, end to end", 'sqlite-full', 'floor-sqlite-same', rate);
+ratio("The floor with eventrelay's promises / the floor, SQLite, end to end", 'floor-sqlite-same', 'floor-sqlite', rate);
 ratio('PostgreSQL, 2 instances / 1 instance, end to end', 'pg-2', 'pg-1', rate);
 ratio('PostgreSQL with a receiver answering in 50 ms, 2 instances / 1 instance, end to end', 'pg-2-slow', 'pg-1-slow', rate);
 ratio('PostgreSQL (1 instance), delivery log on / off, end to end', 'pg-1', 'pg-1-nolog', rate);
