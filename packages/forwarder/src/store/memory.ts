@@ -78,7 +78,7 @@ export class MemoryStore implements ForwarderStore {
     });
     this.totals.accepted += messages.length;
     this.totals.duplicates += messages.length - stored;
-    // One shape, leased or not (see SqliteStore.accept).
+    // One shape, leased or not (AcceptResult.leased).
     return { stored, duplicates: messages.length - stored, repeated, leased: lease === undefined ? undefined : leased };
   }
 

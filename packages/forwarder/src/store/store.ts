@@ -60,7 +60,9 @@ export interface AcceptResult {
   /**
    * With a `lease` given to `accept()` (and a store that takes it): the deliveries stored, already
    * leased as a claim would have leased them, in the order of the request's messages. The caller
-   * attempts them without a claim.
+   * attempts them without a claim. Every store answers with this key present (`undefined` when
+   * nothing was leased), in this order: one object shape, so that the ingestion path's optimized
+   * code is not thrown away when hand-over turns on or off (the store contract checks the keys).
    */
   readonly leased?: readonly PendingDelivery[];
 }

@@ -646,7 +646,7 @@ function settleGroup(group: readonly AcceptRequest[], plan: AcceptPlan, rows: re
       if (first) count++;
     }
     if (request.lease === undefined || request.lease.owner !== plan.owner) {
-      // One shape, leased or not (see SqliteStore.accept).
+      // One shape, leased or not (AcceptResult.leased).
       request.resolve({ stored: count, duplicates: request.messages.length - count, repeated, leased: undefined });
       continue;
     }

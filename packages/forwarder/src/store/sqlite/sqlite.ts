@@ -234,7 +234,7 @@ export class SqliteStore implements ForwarderStore {
         }
         total += messages.length;
         duplicates += messages.length - stored;
-        // One shape, leased or not: the ingestion path's optimized code sees one map.
+        // One shape, leased or not (AcceptResult.leased).
         results.push({ stored, duplicates: messages.length - stored, repeated, leased: lease === undefined ? undefined : leased });
       }
       s.addCounter.run(total, 'accepted');
