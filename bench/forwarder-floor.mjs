@@ -27,9 +27,19 @@
 // (2.4), as eventrelay's ingestion checks it: a known type, userId or anonymousId a string, the
 // fields each type requires (track: event; group: groupId; alias: userId and previousId), the
 // maps objects and the timestamp a date; a message that fails is not stored.
+// With `shared` (PostgreSQL, with `kept`): what several instances on one database need, as
+// eventrelay promises them (docs/running-the-forwarder.md, "Several instances"): messageIds kept
+// per source (the key is source and messageId); each stored message leased to the instance that
+// took it (owner and expiry written with the row, 30 s), a delivered one deleted whoever holds it;
+// once a second, rows whose lease ran out (an instance died) taken over with FOR UPDATE SKIP
+// LOCKED, the instance's own renewed and not sent again; counters every instance reads (accepted,
+// duplicates, delivered) in a table, one row per name and instance, updated in the statements
+// that insert and delete. Deletes and takeovers commit with synchronous_commit off (losing one to
+// a server crash means a delivery sent again), as eventrelay's do. `pending` has no unique index
+// of its own here: `seen` already refuses a repeated messageId.
 // Run by bench/forwarder.mjs as its own process; it prints "listening on <url>".
 //
-//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log[,kept][,erase][,valid]]
+//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log[,kept][,erase][,valid][,shared]]
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { Agent } from 'undici';
@@ -42,6 +52,12 @@ const logArg = features.has('log') ? 'log' : undefined;
 const KEPT = features.has('kept');
 const ERASE = features.has('erase');
 const VALID = features.has('valid');
+const SHARED = features.has('shared');
+if (SHARED && !KEPT) throw new Error('shared needs kept');
+/** With `shared`: this instance, as the owner of its leases and the shard of its counters. */
+const INSTANCE = `floor-${process.pid}-${Date.now()}`;
+const SOURCE = 'bench';
+const LEASE_MS = 30_000;
 const CONCURRENCY = Number(concurrencyArg ?? 64);
 const expected = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
 const target = new URL(receiverUrl);
@@ -84,6 +100,7 @@ async function openStore(spec) {
   }
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({ connectionString: spec.slice('postgres:'.length), max: 4 });
+  if (SHARED) return sharedPostgres(pg, pool, spec.slice('postgres:'.length));
   await pool.query('CREATE TABLE IF NOT EXISTS pending (id bigserial PRIMARY KEY, message_id text NOT NULL UNIQUE, body text NOT NULL)');
   if (KEPT) await pool.query('CREATE TABLE IF NOT EXISTS seen (message_id text PRIMARY KEY, received_at bigint NOT NULL)');
   const { rows: left } = await pool.query({ text: 'SELECT id, body FROM pending ORDER BY id', rowMode: 'array' });
@@ -114,9 +131,80 @@ async function openStore(spec) {
   };
 }
 
+/**
+ * The PostgreSQL store with `shared`: rows leased at insert, counters in the same statements, and
+ * a takeover of lapsed leases once a second. `takeover(held)` resolves with the rows it took that
+ * `held` (row ids this process queued or is sending) does not have.
+ */
+async function sharedPostgres(pg, pool, url) {
+  const fast = new pg.Pool({ connectionString: url, max: 2, options: '-c synchronous_commit=off' });
+  await pool.query(`CREATE TABLE IF NOT EXISTS seen (source text NOT NULL, message_id text NOT NULL, received_at bigint NOT NULL, PRIMARY KEY (source, message_id));
+    CREATE TABLE IF NOT EXISTS pending (id bigserial PRIMARY KEY, source text NOT NULL, message_id text NOT NULL, body text NOT NULL, lease_owner text NOT NULL, leased_until bigint NOT NULL);
+    CREATE TABLE IF NOT EXISTS counters (name text NOT NULL, shard text NOT NULL, value bigint NOT NULL, PRIMARY KEY (name, shard));`);
+  const take = async (held) => {
+    const now = Date.now();
+    const { rows } = await fast.query({
+      name: 'floor-takeover',
+      text: `UPDATE pending SET lease_owner = $1, leased_until = $2
+        WHERE id IN (SELECT id FROM pending WHERE leased_until <= $3 LIMIT 1000 FOR UPDATE SKIP LOCKED)
+        RETURNING id, body, message_id`,
+      values: [INSTANCE, now + LEASE_MS, now],
+      rowMode: 'array',
+    });
+    const taken = rows.map((r) => [Number(r[0]), r[1], r[2]]);
+    return held === undefined ? taken : taken.filter((r) => !held.has(r[0]));
+  };
+  // What an earlier run left is everyone's once its lease ran out; this process takes it like any other.
+  const left = await take(undefined);
+  return {
+    left,
+    async insert(ids, bodies) {
+      const { rows } = await pool.query({
+        name: 'floor-insert-shared',
+        text: `WITH s AS (INSERT INTO seen (source, message_id, received_at) SELECT $3, m, $4 FROM unnest($1::text[]) AS m ON CONFLICT DO NOTHING RETURNING message_id),
+          p AS (INSERT INTO pending (source, message_id, body, lease_owner, leased_until)
+            SELECT $3, x.m, x.b, $5, $6 FROM unnest($1::text[], $2::text[]) AS x(m, b) JOIN s ON s.message_id = x.m RETURNING id, body, message_id),
+          c AS (INSERT INTO counters (name, shard, value)
+            SELECT name, $5, value FROM (VALUES ('accepted', $7::bigint), ('duplicates', $7::bigint - (SELECT count(*) FROM s))) AS v(name, value)
+            ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+          SELECT * FROM p`,
+        values: [ids, bodies, SOURCE, Date.now(), INSTANCE, Date.now() + LEASE_MS, ids.length],
+      });
+      return rows.map((r) => [Number(r.id), r.body, r.message_id]);
+    },
+    async remove(rowIds) {
+      await fast.query({
+        name: 'floor-delete-shared',
+        text: `WITH x AS (DELETE FROM pending WHERE id = ANY($1::bigint[]) RETURNING 1)
+          INSERT INTO counters (name, shard, value) SELECT 'delivered', $2, count(*) FROM x
+          ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value`,
+        values: [rowIds, INSTANCE],
+      });
+    },
+    takeover: take,
+    log: logArg === 'log' ? await postgresLog(fast) : undefined,
+  };
+}
+
 const store = await openStore(storeArg);
 // Delivery: `queue` holds [rowId, body, logLine] committed and not yet sent; what a previous run left comes first.
 const queue = [...store.left];
+/** With `shared`: the row ids this process queued or is sending, which a takeover renews and does not queue again. */
+const held = SHARED ? new Set(queue.map((row) => row[0])) : undefined;
+if (SHARED) {
+  const takeover = () =>
+    store.takeover(held).then(
+      (rows) => {
+        for (const row of rows) {
+          held.add(row[0]);
+          queue.push(row);
+        }
+        if (rows.length > 0) pump();
+      },
+      () => {},
+    ).finally(() => setTimeout(takeover, 1000).unref());
+  setTimeout(takeover, 1000).unref();
+}
 
 /**
  * The delivery log's buffer: lines of stored messages and answered attempts, written together
@@ -194,6 +282,7 @@ const commit = batches(async (group) => {
       for (const row of kept) row.push(log.line(row[2], users.get(row[2]), row[1]));
     }
     for (const row of kept) queue.push(row);
+    if (held !== undefined) for (const row of kept) held.add(row[0]);
     for (const request of group) request.res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true}');
     pump();
   } catch {
@@ -259,6 +348,7 @@ function pump() {
       inFlight--;
       if (row[3] !== undefined) log.attempt(row[3], ok ? 200 : 0, Math.round(performance.now() - started));
       if (ok) {
+        held?.delete(row[0]);
         remove(row[0]);
       } else {
         setTimeout(() => (queue.push(row), pump()), 1000);
