@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
 const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css'];
@@ -23,5 +23,8 @@ export default defineConfig({
     // The debugger page's static files, served by the forwarder from dist/debugger/.
     mkdirSync('dist/debugger', { recursive: true });
     for (const file of DEBUGGER_FILES) copyFileSync(`src/debugger/${file}`, `dist/debugger/${file}`);
+    // The CLI runs as ESM only (the `eventrelay` bin is dist/cli.js): its CommonJS build would
+    // only weigh on the package. The CommonJS chunk stays, for require('@eventrelay/forwarder').
+    for (const file of ['dist/cli.cjs', 'dist/cli.cjs.map']) rmSync(file, { force: true });
   },
 });

@@ -122,6 +122,8 @@ describe('the packed packages, installed from their tarballs', function () {
     }
     expect(tarball('eventrelay').files).to.include.members(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'types/analytics-node.d.cts']);
     expect(tarball('@eventrelay/forwarder').files).to.include.members(['dist/cli.js', 'dist/index.d.ts', 'dist/index.d.cts', 'examples/eventrelay.config.json']);
+    // The bin is ESM; a CommonJS build of the CLI would be dead weight.
+    expect(tarball('@eventrelay/forwarder').files.filter((file) => file.startsWith('dist/cli.cjs'))).to.deep.equal([]);
   });
 
   describe('eventrelay alone', () => {
