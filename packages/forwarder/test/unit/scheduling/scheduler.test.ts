@@ -182,6 +182,45 @@ describe('Scheduler', () => {
     for (const call of other.calls) call.resolve(delivered(1));
   });
 
+  it('asks the store for the next due time at most once a second per source under a paced load that leaves it idle between deliveries', async () => {
+    const counting = new CountingStore();
+    store = counting;
+    create().start();
+    await flushMicrotasks();
+    const before = counting.nextDueCalls;
+    // Five seconds of a delivery every 10 ms, each answered at once: the loop goes idle 500 times.
+    for (let i = 0; i < 500; i++) {
+      await store.enqueue([delivery(`p${i}`)]);
+      scheduler.wake();
+      await flushMicrotasks();
+      for (const call of target.calls.slice(i)) call.resolve(delivered(1));
+      await clock.tick(10);
+    }
+    expect(target.calls).to.have.length(500);
+    expect(scheduler.active).to.equal(0);
+    expect(counting.nextDueCalls - before).to.be.at.most(7);
+  });
+
+  it('idle, starts a delivery another instance made due no later than the idle wait after the last answer', async () => {
+    await store.enqueue([delivery('b')]);
+    // Another instance holds b; its retry, written after this loop's last answer, is news to it.
+    const [other] = await store.claim('web', clock.now(), 1, { owner: 'other', ms: 3_600_000 });
+    create().start();
+    await flushMicrotasks();
+    await store.enqueue([delivery('a')]);
+    scheduler.wake();
+    await flushMicrotasks();
+    target.calls[0]!.resolve(delivered(1));
+    await flushMicrotasks();
+    const answered = clock.now();
+    await clock.tick(200);
+    await store.record([{ id: other!.id, lease: other!.lease, status: 'retry', attempts: 1, firstAttemptAt: clock.now(), nextAttemptAt: clock.now() + 100 }]);
+    while (target.calls.length < 2 && clock.now() < answered + 120_000) await clock.tick(100);
+    expect(target.calls[1]?.body).to.equal('{"id":"b"}');
+    // idleWait is 60 s here.
+    expect(clock.now() - answered).to.be.at.most(60_000);
+  });
+
   it('keeps at most `concurrency` attempts in flight and never the same delivery twice', async () => {
     await store.enqueue(['a', 'b', 'c', 'd', 'e'].map((id) => delivery(id)));
     create(2).start();
