@@ -145,7 +145,7 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
     // records it as holding no rows. The planner believes that until the next one, however many
     // deliveries a burst or an endpoint's outage queues meanwhile: a plan that reads the table
     // (or the pending index, which holds id only as its third column) to find a row by id would
-    // read the whole queue for every claim and outcome. Measured in the benchmark: 5 to 10 times
+    // read the whole queue for every claim and outcome. Measured in the benchmark: 3 to 12 times
     // the database's CPU per message, until the next VACUUM.
     it('claims and outcomes find their rows through an index, not by reading the queue, whatever the statistics say', async () => {
       const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
