@@ -37,9 +37,13 @@
 // that insert and delete. Deletes and takeovers commit with synchronous_commit off (losing one to
 // a server crash means a delivery sent again), as eventrelay's do. `pending` has no unique index
 // of its own here: `seen` already refuses a repeated messageId.
+// With `due` (with `shared`): an index on the lease's end, through which the takeover finds lapsed
+// rows instead of reading the table, as a queue that may hold an outage's worth of deliveries
+// must (eventrelay's claims go through its pending index likewise); measured side by side only.
 // Run by bench/forwarder.mjs as its own process; it prints "listening on <url>".
 //
-//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [log[,kept][,erase][,valid][,shared]]
+//   node bench/forwarder-floor.mjs <receiverUrl> <writeKey> <secret> sqlite:<file> | postgres:<url> [concurrency=64] [features]
+//   features: log[,kept][,erase][,valid][,shared[,due]]
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import { Agent } from 'undici';
@@ -53,6 +57,7 @@ const KEPT = features.has('kept');
 const ERASE = features.has('erase');
 const VALID = features.has('valid');
 const SHARED = features.has('shared');
+const DUE = features.has('due');
 if (SHARED && !KEPT) throw new Error('shared needs kept');
 /** With `shared`: this instance, as the owner of its leases and the shard of its counters. */
 const INSTANCE = `floor-${process.pid}-${Date.now()}`;
@@ -146,6 +151,7 @@ async function sharedPostgres(pg, pool, url, planning) {
   await pool.query(`CREATE TABLE IF NOT EXISTS seen (source text NOT NULL, message_id text NOT NULL, received_at bigint NOT NULL, PRIMARY KEY (source, message_id));
     CREATE TABLE IF NOT EXISTS pending (id bigserial PRIMARY KEY, source text NOT NULL, message_id text NOT NULL, body text NOT NULL, lease_owner text NOT NULL, leased_until bigint NOT NULL);
     CREATE TABLE IF NOT EXISTS counters (name text NOT NULL, shard text NOT NULL, value bigint NOT NULL, PRIMARY KEY (name, shard));`);
+  if (DUE) await pool.query('CREATE INDEX IF NOT EXISTS pending_due ON pending (leased_until)');
   const take = async (held) => {
     const now = Date.now();
     const { rows } = await fast.query({
