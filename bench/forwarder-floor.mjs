@@ -58,6 +58,7 @@ const ERASE = features.has('erase');
 const VALID = features.has('valid');
 const SHARED = features.has('shared');
 const DUE = features.has('due');
+if (DUE && !SHARED) throw new Error('due needs shared');
 if (SHARED && !KEPT) throw new Error('shared needs kept');
 /** With `shared`: this instance, as the owner of its leases and the shard of its counters. */
 const INSTANCE = `floor-${process.pid}-${Date.now()}`;
