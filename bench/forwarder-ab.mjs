@@ -10,7 +10,8 @@
 // A and B: a build's dist/cli.js (`<path>:nolog` turns its delivery log off), or `floor`
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
 // messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
-// delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL).
+// delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_NODE_ARGS:
+// options for node before each forwarder's script (`--cpu-prof --cpu-prof-dir=/tmp/prof`, say).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -74,7 +75,7 @@ async function database() {
 }
 
 function spawnListening(args, env) {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...(process.env.AB_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (c) => {
@@ -162,12 +163,17 @@ for (let round = 0; round < ROUNDS; round++) {
   console.log(`  done after: ${[...done].map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
   const row = { round, wall };
   console.log(`  wall ${wall.toFixed(0)} ms for ${SECONDS} s of load`);
-  console.log(`  phase ${phaseStart},${mono()} pids ${sides.map((s) => `${s.snap}=${s.f.pid}${s.db ? `/db=${s.db.name}` : ''}`).join(' ')}`);
+  console.log(`  phase ${phaseStart},${mono()} pids ${sides.map((s, i) => `${s.snap}=${s.f.pid}${s.db ? `/db=${s.db.name}/${[...before[i].db.keys()].join('+')}` : ''}`).join(' ')}`);
   for (let i = 0; i < sides.length; i++) {
     const s = sides[i];
     const fwd = ((cpuMs(s.f.pid) - before[i].f) * 1000) / sent;
     let db = 0;
-    if (s.db) for (const p of await s.db.pids()) db += cpuMs(p) - (before[i].db.get(p) ?? 0);
+    if (s.db) {
+      const after = await s.db.pids();
+      for (const p of after) db += cpuMs(p) - (before[i].db.get(p) ?? 0);
+      const added = after.filter((p) => !before[i].db.has(p));
+      if (added.length > 0) console.log(`  ${s.snap}: connections opened during the phase: ${added.join('+')}`);
+    }
     row[s.snap] = { fwd, db: (db * 1000) / sent };
   }
   if (process.env.AB_STATS) {
@@ -175,11 +181,11 @@ for (let round = 0; round < ROUNDS; round++) {
       if (!s.db) continue;
       const c = new pg.Client({ connectionString: s.db.url });
       await c.connect();
-      const { rows } = await c.query("SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relname IN ('deliveries','messages','log_messages','log_attempts','counters') ORDER BY relname");
+      const { rows } = await c.query("SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname");
       const x = await c.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
       await c.end();
       const n = sent0 + sent;
-      console.log(`  ${s.snap}: xact/msg ${(x.rows[0].xact_commit / n).toFixed(3)} ` + rows.map((r) => `${r.relname} i${(r.n_tup_ins / n).toFixed(2)} u${(r.n_tup_upd / n).toFixed(2)} d${(r.n_tup_del / n).toFixed(2)}`).join(', '));
+      console.log(`  ${s.snap}: xact/msg ${(x.rows[0].xact_commit / n).toFixed(3)} ` + rows.map((r) => `${r.relname} i${(r.n_tup_ins / n).toFixed(2)} u${(r.n_tup_upd / n).toFixed(2)} (hot ${(r.n_tup_hot_upd / n).toFixed(2)}) d${(r.n_tup_del / n).toFixed(2)}`).join(', '));
     }
   }
   for (const s of sides) {

@@ -206,7 +206,9 @@ export interface ForwarderStore {
   claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]>;
   /**
    * The earliest time after `now` at which a delivery of the source becomes due (a retry time,
-   * or the end of a lease), if any.
+   * or the end of a lease), if any. A store may leave out the end of a claim's lease when finding
+   * it costs a read of every due delivery (PostgreSQL): the scheduler claims at least once a
+   * second while attempts are in flight and every `idleWait` (5 s) when idle, and that claim finds it.
    */
   nextDueAfter(source: string, now: number): Promise<number | undefined>;
   /** Writes attempt outcomes in one transaction, each only if its lease still holds (see RecordResult). */

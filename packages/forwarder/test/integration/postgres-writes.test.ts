@@ -1,7 +1,7 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import { CLAIM, PostgresStore, RECORD } from '../../src/store/postgres/postgres';
+import { CLAIM, PostgresStore, RECORD, RECORD_DELIVERED } from '../../src/store/postgres/postgres';
 import { PostgresDeliveryLog } from '../../src/store/postgres/postgres-log';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/postgres-schema';
 import { accepted, T0 } from '../unit/store/contract';
@@ -165,12 +165,20 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         };
         const claim = () => explain('test_claim', `'web', ${T0}, 64, 'a', ${T0 + 30_000}`);
         const record = () => explain('test_record', `'{1,2,3}', '{1,1,1}', '{1,0,2}', '{1,1,1}', '{0,0,0}', '{0,0,0}', '{NULL,NULL,NULL}', 0`);
+        // Rows by id through the primary key (an index scan, or a bitmap of it for many ids).
+        const recordDelivered = async () => {
+          const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE test_record_delivered('{1,2,3}', 0)`);
+          const plan = JSON.stringify(rows[0]['QUERY PLAN']);
+          return { scans: scans(rows[0]['QUERY PLAN'], 'deliveries'), indexes: [...plan.matchAll(/"Index Name":"([^"]+)"/g)].map((m) => m[1]) };
+        };
         try {
           await client.query(`PREPARE test_claim AS ${CLAIM}`);
           await client.query(`PREPARE test_record AS ${RECORD}`);
+          await client.query(`PREPARE test_record_delivered AS ${RECORD_DELIVERED}`);
           await client.query('SET plan_cache_mode = force_generic_plan');
           await claim();
           await record();
+          await recordDelivered();
           for (let i = 0; i < 6; i++) await store.accept(Array.from({ length: 500 }, (_, j) => accepted(`queued-${i}-${j}`)));
           for (const mode of ['force_generic_plan', 'force_custom_plan']) {
             await client.query(`SET plan_cache_mode = ${mode}`);
@@ -180,6 +188,9 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
             const recordScans = await record();
             expect(recordScans, mode).to.have.length.of.at.least(2);
             for (const scan of recordScans) expect(scan, mode).to.include({ index: 'deliveries_pkey' });
+            const delivered = await recordDelivered();
+            expect(delivered.scans.map((x) => x.type), mode).to.not.include('Seq Scan');
+            expect(delivered.indexes, mode).to.deep.equal(['deliveries_pkey']);
           }
           // A table no index serves is still read, and planned as cheap as it is: not compiled
           // (the server's JIT starts at a cost that a disabled scan always passes).
@@ -318,9 +329,12 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         expect(await store.nextDueAfter('web', T0 + 1)).to.equal(T0 + 30_000);
         const [again] = await store.claim('web', T0 + 30_000, 10, LEASE);
         expect(again).to.include({ messageId: 'old-claim', lease: 2 });
-        // Now leased under step 2: not handed out again before its new lease ends.
+        // Now leased under step 2: not handed out again before its new lease ends, which the
+        // next claim finds (nextDueAfter leaves a claim's lease end out).
         expect(await store.claim('web', T0 + 30_001, 10, LEASE)).to.deep.equal([]);
-        expect(await store.nextDueAfter('web', T0 + 30_001)).to.equal(T0 + 60_000);
+        expect(await store.nextDueAfter('web', T0 + 30_001)).to.equal(undefined);
+        expect(await store.claim('web', T0 + 59_999, 10, LEASE)).to.deep.equal([]);
+        expect(await store.claim('web', T0 + 60_000, 10, LEASE)).to.have.length(1);
       } finally {
         await store.close();
       }

@@ -170,6 +170,19 @@ export const RECORD = `WITH o AS (
  SELECT id FROM w`;
 
 /**
+ * RECORD for the usual batch, every outcome delivered: the rows deleted by id (whoever holds
+ * their lease, as RECORD does), and the count. One array instead of seven, no join.
+ */
+export const RECORD_DELIVERED = `WITH x AS (
+   DELETE FROM deliveries WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING}
+   RETURNING id),
+ c AS (
+   INSERT INTO counters (name, shard, value)
+   SELECT 'delivered', $2, count(*) FROM x HAVING count(*) > 0
+   ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+ SELECT id FROM x`;
+
+/**
  * A ForwarderStore on PostgreSQL, shared by any number of forwarder processes. Deliveries are
  * claimed with `FOR UPDATE SKIP LOCKED` and a lease; messageIds are unique per source across
  * instances (primary key); an audience's syncs take an advisory lock; one pruner runs at a time.
@@ -343,10 +356,12 @@ export class PostgresStore implements ForwarderStore {
     this.assertOpen();
     const { rows } = await this.fast.query<{ at: number | null }>({
       name: 'eventrelay-next-due',
-      // Two index range scans: retries due later, and the leases of deliveries due already.
-      text: `SELECT least(
-         (SELECT min(next_attempt_at) FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2),
-         (SELECT min(leased_until) FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2 AND leased_until > $2)) AS at`,
+      // One step of the pending index: retries due later, and the leases of hand-overs (whose
+      // next_attempt_at is the lease's end). The end of a claim's lease is not looked for: the
+      // row is due already (the claim leaves next_attempt_at alone, to stay a HOT update), and
+      // the least leased_until of the due rows would read every one of them, under a burst the
+      // whole queue, each time. A claim that lapses is found by the next claim (see nextDueAfter).
+      text: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2`,
       values: [source, now],
     });
     return rows[0]?.at ?? undefined;
@@ -355,8 +370,20 @@ export class PostgresStore implements ForwarderStore {
   async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
     this.assertOpen();
     if (outcomes.length === 0) return { recorded: 0, stale: [] };
+    const delivered = deliveredIds(outcomes);
+    const { rows } = delivered !== undefined
+      ? await this.fast.query<{ id: number }>({ name: 'eventrelay-record-delivered', text: RECORD_DELIVERED, values: [numberArray(delivered), shard()] })
+      : await this.writeOutcomes(outcomes);
+    const written = new Set<number>();
+    for (const r of rows) written.add(Number(r.id));
+    const stale: number[] = [];
+    for (const o of outcomes) if (!written.has(o.id)) stale.push(o.id);
+    return { recorded: written.size, stale };
+  }
+
+  private writeOutcomes(outcomes: readonly DeliveryOutcome[]) {
     const columns = outcomeColumns(outcomes);
-    const { rows } = await this.fast.query<{ id: number }>({
+    return this.fast.query<{ id: number }>({
       name: 'eventrelay-record',
       text: RECORD,
       values: [
@@ -370,11 +397,6 @@ export class PostgresStore implements ForwarderStore {
         shard(),
       ],
     });
-    const written = new Set<number>();
-    for (const r of rows) written.add(Number(r.id));
-    const stale: number[] = [];
-    for (const o of outcomes) if (!written.has(o.id)) stale.push(o.id);
-    return { recorded: written.size, stale };
   }
 
   async syncAudience(
@@ -559,6 +581,16 @@ function outcomeColumns(outcomes: readonly DeliveryOutcome[]): OutcomeColumns {
     }
   }
   return c;
+}
+
+/** The ids in order (so that concurrent writers lock rows in one order), when every outcome is `delivered`; otherwise undefined. */
+function deliveredIds(outcomes: readonly DeliveryOutcome[]): number[] | undefined {
+  const ids: number[] = [];
+  for (const o of outcomes) {
+    if (o.status !== 'delivered') return undefined;
+    ids.push(o.id);
+  }
+  return ids.sort((a, b) => a - b);
 }
 
 interface AcceptPlan {

@@ -16,6 +16,13 @@ class CountingStore extends MemoryStore {
   }
 }
 
+/** A memory store that never tells a due time, as the PostgreSQL store leaves out a claim's lease end. */
+class SilentStore extends MemoryStore {
+  override async nextDueAfter(): Promise<number | undefined> {
+    return undefined;
+  }
+}
+
 interface Call {
   body: string;
   state: AttemptState;
@@ -219,6 +226,35 @@ describe('Scheduler', () => {
     expect(target.calls[1]?.body).to.equal('{"id":"b"}');
     // idleWait is 60 s here.
     expect(clock.now() - answered).to.be.at.most(60_000);
+  });
+
+  it('takes over a lapsed claim the store did not announce: within 1 s while an attempt hangs, within the idle wait when idle', async () => {
+    store = new SilentStore();
+    await store.enqueue([delivery('busy')]);
+    // Another instance claims it and dies; its lease ends 30 s from now.
+    const leaseEnd = clock.now() + 30_000;
+    expect(await store.claim('web', clock.now(), 1, { owner: 'other', ms: 30_000 })).to.have.length(1);
+    await store.enqueue([delivery('hang')]);
+    create(2).start();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"hang"}']);
+    // Busy (an attempt hangs, a slot is free): claims stay a second apart at most.
+    while (target.calls.length < 2 && clock.now() < leaseEnd + 10_000) await clock.tick(100);
+    expect(target.calls[1]?.body).to.equal('{"id":"busy"}');
+    expect(clock.now()).to.be.at.least(leaseEnd);
+    expect(clock.now() - leaseEnd).to.be.at.most(1000);
+    for (const call of target.calls) call.resolve(delivered(1));
+    await flushMicrotasks();
+    expect(scheduler.active).to.equal(0);
+    // Idle: a claim lapses while nothing is in flight; found at the latest one idle wait (60 s here) after.
+    await store.enqueue([delivery('idle')]);
+    const [idle] = await store.claim('web', clock.now(), 1, { owner: 'other', ms: 30_000 });
+    expect(idle).to.include({ messageId: 'idle' });
+    const idleEnd = clock.now() + 30_000;
+    while (target.calls.length < 3 && clock.now() < idleEnd + 120_000) await clock.tick(500);
+    expect(target.calls[2]?.body).to.equal('{"id":"idle"}');
+    expect(clock.now()).to.be.at.least(idleEnd);
+    expect(clock.now() - idleEnd).to.be.at.most(60_000);
   });
 
   it('keeps at most `concurrency` attempts in flight and never the same delivery twice', async () => {
