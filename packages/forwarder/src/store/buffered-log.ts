@@ -17,8 +17,11 @@ const FLUSH_DELAY = 50;
  * otherwise write nearly every line twice. Reads never wait for it: a read commits the whole
  * buffer first. The SQLite log does not hold: side by side, holding cost it 3 % of CPU per
  * message with a receiver answering at once and saved nothing with one answering in 200 ms.
+ * 5 s rather than 1: under a burst (4,000 messages/s offered for 5 s, bench/forwarder-ab.mjs)
+ * deliveries lag acceptance by more than a second, and 0.6 to 0.9 lines per message were still
+ * updated; with 5 s none were, at 0.946 times the CPU per message (the database's 0.879 times).
  */
-export const HOLD_MS = 1000;
+export const HOLD_MS = 5000;
 
 /** Most lines held back for their attempts at once; past it the oldest are written pending. */
 export const HOLD_LINES = 20_000;
