@@ -16,6 +16,15 @@ class CountingStore extends MemoryStore {
   }
 }
 
+/** A memory store that keeps the outcome batches the scheduler writes. */
+class RecordingStore extends MemoryStore {
+  readonly writes: string[][] = [];
+  override record(outcomes: Parameters<MemoryStore['record']>[0]): ReturnType<MemoryStore['record']> {
+    this.writes.push(outcomes.map((o) => o.status));
+    return super.record(outcomes);
+  }
+}
+
 /** A memory store that never tells a due time, as the PostgreSQL store leaves out a claim's lease end. */
 class SilentStore extends MemoryStore {
   override async nextDueAfter(): Promise<number | undefined> {
@@ -255,6 +264,34 @@ describe('Scheduler', () => {
     expect(target.calls[2]?.body).to.equal('{"id":"idle"}');
     expect(clock.now()).to.be.at.least(idleEnd);
     expect(clock.now() - idleEnd).to.be.at.most(60_000);
+  });
+
+  it('writes outcomes together while attempts are in flight (up to 5 ms, or half of concurrency), and at once when none is', async () => {
+    const recording = new RecordingStore();
+    store = recording;
+    await store.enqueue(['hang', 'a', 'b', 'c', 'd', 'e', 'f'].map((id) => delivery(id)));
+    create(8).start();
+    await flushMicrotasks();
+    expect(target.calls).to.have.length(7);
+    // Two outcomes in separate turns, with attempts still in flight: they wait for each other.
+    target.calls[1]!.resolve(delivered(1));
+    await flushMicrotasks();
+    target.calls[2]!.resolve(delivered(1));
+    await flushMicrotasks();
+    expect(recording.writes).to.deep.equal([]);
+    await clock.tick(5);
+    expect(recording.writes).to.deep.equal([['delivered', 'delivered']]);
+    // Half of concurrency (4) waiting: written without the wait.
+    for (const i of [3, 4, 5, 6]) {
+      target.calls[i]!.resolve(delivered(1));
+      await flushMicrotasks();
+    }
+    expect(recording.writes).to.deep.equal([['delivered', 'delivered'], ['delivered', 'delivered', 'delivered', 'delivered']]);
+    // The last attempt in flight ends: nothing more to wait for.
+    target.calls[0]!.resolve(retry(1, clock.now() + 60_000));
+    await flushMicrotasks();
+    expect(recording.writes).to.have.length(3);
+    expect(recording.writes[2]).to.deep.equal(['retry']);
   });
 
   it('keeps at most `concurrency` attempts in flight and never the same delivery twice', async () => {
