@@ -53,9 +53,10 @@ const GROUP_MESSAGES = 5000;
  * long after it for more requests, unless it holds GATHER_MESSAGES already. A commit costs the
  * server about a millisecond of CPU whatever it holds (measured: 31 µs per message in groups of
  * 50, 21 in groups of 100, 18 in groups of 200): without the wait, a faster commit only made
- * smaller groups. Idle, a request is committed at once.
+ * smaller groups. Idle, a request is committed at once. Side by side under a burst, a wait of
+ * 5 ms cost 0.979 times the CPU per message of none, and 10 ms 0.974 times that of 5.
  */
-const GATHER_MS = 5;
+const GATHER_MS = 10;
 const GATHER_MESSAGES = 200;
 /** Rows removed per statement when pruning. */
 const PRUNE_CHUNK = 2000;
