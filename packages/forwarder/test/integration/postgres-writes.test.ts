@@ -125,62 +125,6 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
     });
   });
 
-  describe('group commit under load', () => {
-    const db = usePostgres();
-
-    /** The store with its ACCEPT statements counted. */
-    async function counted(gatherMs: number): Promise<{ store: PostgresStore; commits: () => number }> {
-      const store = await PostgresStore.open({ url: db.url, poolSize: 2 }, { gatherMs });
-      const durable = (store as unknown as { pool: pg.Pool }).pool;
-      let commits = 0;
-      const query = durable.query.bind(durable) as (...args: unknown[]) => unknown;
-      (durable as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        if ((args[0] as { name?: string }).name === 'eventrelay-accept') commits++;
-        return query(...args);
-      };
-      return { store, commits: () => commits };
-    }
-    const batch = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => accepted(`${prefix}-${i}`));
-
-    it('right after a commit, waits for more requests (here up to a minute) until the group holds 200 messages', async () => {
-      const { store, commits } = await counted(60_000);
-      try {
-        // Idle (no commit within the wait): at once.
-        const first = store.accept(batch('a', 10));
-        // Queued while the first commits: it ends within the wait, so the next group waits.
-        const second = first.then(() => store.accept(batch('b', 10)));
-        await first;
-        expect(commits()).to.equal(1);
-        let done = false;
-        void second.then(() => (done = true));
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        expect(done, 'waits for more').to.equal(false);
-        const third = store.accept(batch('c', 100));
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        expect(done, 'still under 200 messages').to.equal(false);
-        const fourth = store.accept(batch('d', 90));
-        const results = await Promise.all([second, third, fourth]);
-        expect(results.map((r) => r.stored)).to.deep.equal([10, 100, 90]);
-        expect(commits(), 'one commit for the three').to.equal(2);
-        expect((await store.counts()).accepted).to.equal(210);
-      } finally {
-        await store.close();
-      }
-    });
-
-    it('close() commits a group that waits for more, at once', async () => {
-      const { store, commits } = await counted(60_000);
-      const first = store.accept(batch('close-a', 10));
-      const second = first.then(() => store.accept(batch('close-b', 10)));
-      await first;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      await store.close();
-      expect((await second).stored).to.equal(10);
-      expect(commits()).to.equal(2);
-      expect(await query(db.url, "SELECT count(*)::int AS n FROM messages WHERE message_id LIKE 'close-b-%'")).to.deep.equal([{ n: 10 }]);
-    });
-  });
-
   describe('plans after the queue was vacuumed empty', () => {
     const db = usePostgres();
 

@@ -48,16 +48,6 @@ const DELIVERED = 1;
 const FAILED = 2;
 /** Most messages in one group commit. */
 const GROUP_MESSAGES = 5000;
-/**
- * Under load (the last commit ended less than this many ms ago), the next group waits up to this
- * long after it for more requests, unless it holds GATHER_MESSAGES already. A commit costs the
- * server about a millisecond of CPU whatever it holds (measured: 31 µs per message in groups of
- * 50, 21 in groups of 100, 18 in groups of 200): without the wait, a faster commit only made
- * smaller groups. Idle, a request is committed at once. Side by side under a burst, a wait of
- * 5 ms cost 0.979 times the CPU per message of none, and 10 ms 0.974 times that of 5.
- */
-const GATHER_MS = 10;
-const GATHER_MESSAGES = 200;
 /** Rows removed per statement when pruning. */
 const PRUNE_CHUNK = 2000;
 /** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
@@ -220,12 +210,7 @@ export class PostgresStore implements ForwarderStore {
   private readonly fast: Pool;
   private readonly audienceTurns = new KeyedTurns();
   private acceptQueue: AcceptRequest[] = [];
-  /** Messages in acceptQueue. */
-  private queuedMessages = 0;
   private committing: Promise<void> | undefined;
-  /** When the last commit ended (performance.now()), and the wait for more requests after it. */
-  private committedAt = -Infinity;
-  private gathering: NodeJS.Timeout | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
   /** The sources and their settings (runtime setup), shared by every instance on the database. */
@@ -237,7 +222,7 @@ export class PostgresStore implements ForwarderStore {
   /** This instance's one LISTEN connection, for every channel it follows. */
   private readonly listener: PostgresListener;
 
-  private constructor(pool: Pool, fast: Pool, listener: () => Client, url: string, private readonly gatherMs: number) {
+  private constructor(pool: Pool, fast: Pool, listener: () => Client, url: string) {
     this.pool = pool;
     this.fast = fast;
     this.rateBudget = new PostgresRateBudget(fast);
@@ -254,8 +239,7 @@ export class PostgresStore implements ForwarderStore {
     return this.fast;
   }
 
-  /** `internals.gatherMs`: GATHER_MS, for tests. */
-  static async open(options: PostgresStoreOptions, internals: { readonly gatherMs?: number } = {}): Promise<PostgresStore> {
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const pg = loadDriver();
     const field = options.field ?? 'storage.url';
     const config: PoolConfig = {
@@ -307,49 +291,28 @@ export class PostgresStore implements ForwarderStore {
       );
     }
     const { max: _max, ...single } = config;
-    return new PostgresStore(pool, fast, () => new pg.Client({ ...single, application_name: 'eventrelay-listen' }), options.url, internals.gatherMs ?? GATHER_MS);
+    return new PostgresStore(pool, fast, () => new pg.Client({ ...single, application_name: 'eventrelay-listen' }), options.url);
   }
 
-  /**
-   * Group commit: requests queue while a commit runs, and the next commit takes them all; under
-   * load it waits up to GATHER_MS after the last one for more (see GATHER_MS).
-   */
+  /** Group commit: requests queue while a commit runs, and the next commit takes them all. */
   accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult> {
     return new Promise((resolve, reject) => {
       this.assertOpen();
       this.acceptQueue.push({ messages, lease, resolve, reject });
-      this.queuedMessages += messages.length;
       this.commitNext();
     });
   }
 
-  /** `now`: commit what is queued without waiting for more (the wait ended, or the store closes). */
-  private commitNext(now = false): void {
+  private commitNext(): void {
     if (this.committing !== undefined || this.acceptQueue.length === 0) return;
-    if (!now && this.closing === undefined && this.queuedMessages < GATHER_MESSAGES) {
-      if (this.gathering !== undefined) return;
-      const since = performance.now() - this.committedAt;
-      if (since < this.gatherMs) {
-        this.gathering = setTimeout(() => {
-          this.gathering = undefined;
-          this.commitNext(true);
-        }, this.gatherMs - since);
-        return;
-      }
-    }
-    clearTimeout(this.gathering);
-    this.gathering = undefined;
     // Whole requests, up to GROUP_MESSAGES messages (at least one request): one statement stays bounded.
     let take = 0;
-    let messages = 0;
-    for (; take < this.acceptQueue.length && (take === 0 || messages + this.acceptQueue[take]!.messages.length <= GROUP_MESSAGES); take++) {
+    for (let messages = 0; take < this.acceptQueue.length && (take === 0 || messages + this.acceptQueue[take]!.messages.length <= GROUP_MESSAGES); take++) {
       messages += this.acceptQueue[take]!.messages.length;
     }
     const group = this.acceptQueue.splice(0, take);
-    this.queuedMessages -= messages;
     this.committing = this.commitGroup(group).finally(() => {
       this.committing = undefined;
-      this.committedAt = performance.now();
       this.commitNext();
     });
   }
@@ -562,8 +525,6 @@ export class PostgresStore implements ForwarderStore {
   /** Commits what was accepted already, then closes the pool. Returns the same promise when called again. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      // What was accepted and waits for more requests is committed now.
-      this.commitNext(true);
       while (this.committing !== undefined) await this.committing;
       this.closed = true;
       this.listener.close();
