@@ -206,6 +206,8 @@ export class Scheduler {
   private flushQueued = false;
   /** An outcome's wait for others (RECORD_WAIT_MS). */
   private recordTimer: TimerHandle | undefined;
+  /** A run of the loop is queued for the next turn (slots freed by outcomes that wait). */
+  private kickQueued = false;
   private stopped = false;
   private started = false;
   private drained: (() => void) | undefined;
@@ -552,12 +554,20 @@ export class Scheduler {
     this.recording.add(outcome.id);
     this.outcomes.push({ outcome, report });
     if (this.flushQueued) return;
-    // More outcomes come soon while attempts are in flight: wait for them, briefly.
+    // More outcomes come soon while attempts are in flight: wait for them, briefly. The slot is
+    // free meanwhile: the loop runs in the next turn to fill it, as when the outcome goes at once.
     if (this.inFlight.size > 0 && !this.stopped && this.outcomes.length < Math.max(1, this.options.concurrency >> 1)) {
       this.recordTimer ??= this.clock.setTimeout(() => {
         this.recordTimer = undefined;
         this.queueFlush();
       }, RECORD_WAIT_MS);
+      if (!this.kickQueued) {
+        this.kickQueued = true;
+        setImmediate(() => {
+          this.kickQueued = false;
+          this.kick();
+        });
+      }
       return;
     }
     this.queueFlush();

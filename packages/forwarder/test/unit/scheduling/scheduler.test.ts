@@ -294,6 +294,20 @@ describe('Scheduler', () => {
     expect(recording.writes[2]).to.deep.equal(['retry']);
   });
 
+  it('fills a slot at once when its outcome waits for others', async () => {
+    const recording = new RecordingStore();
+    store = recording;
+    await store.enqueue(['hang', 'a', 'c', 'd', 'b'].map((id) => delivery(id)));
+    create(4).start();
+    await flushMicrotasks();
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"hang"}', '{"id":"a"}', '{"id":"c"}', '{"id":"d"}']);
+    target.calls[1]!.resolve(delivered(1));
+    await flushMicrotasks();
+    // a's outcome waits (attempts are in flight); its slot went to b without waiting for the write.
+    expect(recording.writes).to.deep.equal([]);
+    expect(target.calls.map((c) => c.body)).to.include('{"id":"b"}');
+  });
+
   it('keeps at most `concurrency` attempts in flight and never the same delivery twice', async () => {
     await store.enqueue(['a', 'b', 'c', 'd', 'e'].map((id) => delivery(id)));
     create(2).start();
