@@ -181,7 +181,7 @@ for (let round = 0; round < ROUNDS; round++) {
       if (!s.db) continue;
       const c = new pg.Client({ connectionString: s.db.url });
       await c.connect();
-      const { rows } = await c.query("SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname");
+      const { rows } = await c.query('SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname');
       const x = await c.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
       await c.end();
       const n = sent0 + sent;
