@@ -25,8 +25,14 @@ const TICK = 1000;
 export const VIEW_MAX_AGE = 3_600_000;
 /** An instance with nothing new writes its view this often anyway: it still counts as running, in ms. */
 const KEEPALIVE = 60_000;
-/** How long an instance's subscribers hold the others' relay on without being renewed, in ms (renewed every tick). */
-const WATCH_TTL = 3000;
+/**
+ * How long an instance's subscribers hold the others' relay on without being renewed, in ms
+ * (renewed every tick, each second). 10 s, not 3: on a loaded machine a renewal can queue behind
+ * the delivery loop's writes, and the others then stopped relaying for a moment (a test saw an
+ * `accepted` event missing on another instance's stream). An instance that leaves announces it at
+ * once; one that dies is relayed to for up to this long, for nothing.
+ */
+const WATCH_TTL = 10_000;
 /** How often old views are removed, in ms. */
 const PRUNE_EVERY = 60_000;
 
