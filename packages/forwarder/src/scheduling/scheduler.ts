@@ -95,8 +95,9 @@ const HOLD_CHARS = 16 * 1024 * 1024;
 
 /**
  * While attempts are in flight, an outcome waits up to this many ms for others to share its
- * write, or until half of `concurrency` wait (each write costs PostgreSQL about the same whatever
- * it holds; under a burst, writes held 21 outcomes on average). Idle or stopping: written at once.
+ * write, or until half of `concurrency` wait: fewer, larger writes (under a burst a write had held
+ * 21 outcomes on average; together, 0.962 times the CPU per message on PostgreSQL, 0.959 on
+ * SQLite, side by side). Idle or stopping: written at once.
  */
 const RECORD_WAIT_MS = 5;
 
@@ -561,16 +562,20 @@ export class Scheduler {
         this.recordTimer = undefined;
         this.queueFlush();
       }, RECORD_WAIT_MS);
-      if (!this.kickQueued) {
-        this.kickQueued = true;
-        setImmediate(() => {
-          this.kickQueued = false;
-          this.kick();
-        });
-      }
+      this.kickNextTurn();
       return;
     }
     this.queueFlush();
+  }
+
+  /** Runs the loop in the next turn, once however many outcomes of this turn ask. */
+  private kickNextTurn(): void {
+    if (this.kickQueued) return;
+    this.kickQueued = true;
+    setImmediate(() => {
+      this.kickQueued = false;
+      this.kick();
+    });
   }
 
   private queueFlush(): void {
