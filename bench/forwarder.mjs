@@ -11,6 +11,7 @@
 //   node bench/forwarder.mjs [messages=20000] [batch=20] [requestsInFlight=8] [paced msg/s=1000]
 //   BENCH_MODES=sqlite-full,pg-1 node bench/forwarder.mjs     (a subset; names below)
 //   BENCH_PROFILE=/tmp/prof node bench/forwarder.mjs             (CPU profiles of the forwarders)
+//   BENCH_NODE_ARGS="--log-code --logfile-per-isolate" node bench/forwarder.mjs   (flags for the forwarder processes)
 //   BENCH_ROUNDS=3 node bench/forwarder.mjs                      (every mode 3 times, alternating; medians)
 //   BENCH_WARMUP=5000 node bench/forwarder.mjs                   (messages sent and delivered first, not measured; PostgreSQL then vacuumed)
 //   BENCH_CLI=<a build's dist/cli.js> node bench/forwarder.mjs    (that build instead of packages/forwarder/dist)
@@ -201,7 +202,9 @@ async function startReceiver(delay = 0) {
 function spawnListening(args, env = {}) {
   // BENCH_PROFILE=<dir>: each forwarder writes a V8 CPU profile there (bench/client/profile-summary.mjs reads it).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  // BENCH_NODE_ARGS: Node or V8 flags for the forwarder processes (those NODE_OPTIONS refuses, such as --log-code).
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, ...profile, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (c) => {

@@ -53,7 +53,27 @@ interface Waiting {
   attempted: boolean;
 }
 
-const keyOf = (source: string, messageId: string): string => `${source}\u0000${messageId}`;
+/**
+ * Values by source and messageId, in a map per source: a lookup hashes strings the call already
+ * holds instead of a key string made for it (three per call: held, attempted, written).
+ */
+class BySourceAndId<T> {
+  private readonly bySource = new Map<string, Map<string, T>>();
+
+  get(source: string, messageId: string): T | undefined {
+    return this.bySource.get(source)?.get(messageId);
+  }
+
+  set(source: string, messageId: string, value: T): void {
+    let ids = this.bySource.get(source);
+    if (ids === undefined) this.bySource.set(source, (ids = new Map()));
+    ids.set(messageId, value);
+  }
+
+  delete(source: string, messageId: string): void {
+    this.bySource.get(source)?.delete(messageId);
+  }
+}
 
 /**
  * What the SQLite and PostgreSQL delivery logs share: every write is buffered and committed with
@@ -65,7 +85,7 @@ const keyOf = (source: string, messageId: string): string => `${source}\u0000${m
 export abstract class BufferedDeliveryLog {
   private pending: Buffered[] = [];
   /** Pending calls in the buffer, by key, so that their attempts join them. */
-  private readonly waiting = new Map<string, Waiting>();
+  private readonly waiting = new BySourceAndId<Waiting>();
   /** Lines of the calls in the buffer. */
   private heldLines = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -104,13 +124,13 @@ export abstract class BufferedDeliveryLog {
     for (const call of entry.calls) {
       if (call.state !== 'pending') continue;
       entry.open++;
-      this.waiting.set(keyOf(call.source, call.messageId), { entry, attempted: false });
+      this.waiting.set(call.source, call.messageId, { entry, attempted: false });
     }
   }
 
   attempt(record: AttemptRecord): void {
     if (this.closed) return;
-    const waiting = this.holdMs > 0 ? this.waiting.get(keyOf(record.source, record.messageId)) : undefined;
+    const waiting = this.holdMs > 0 ? this.waiting.get(record.source, record.messageId) : undefined;
     if (waiting === undefined) {
       this.pending.push({ op: 'attempt', record });
     } else {
@@ -198,8 +218,7 @@ export abstract class BufferedDeliveryLog {
   private untrack(item: CallsEntry): void {
     for (const call of item.calls) {
       if (call.state !== 'pending') continue;
-      const key = keyOf(call.source, call.messageId);
-      if (this.waiting.get(key)?.entry === item) this.waiting.delete(key);
+      if (this.waiting.get(call.source, call.messageId)?.entry === item) this.waiting.delete(call.source, call.messageId);
     }
   }
 
