@@ -29,6 +29,7 @@ export class ForwarderMetrics {
     'Time of one webhook request until its status line (or error)',
     [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   );
+
   private readonly deliveryLatency = new SourceHistogram(
     'eventrelay_delivery_latency_seconds',
     'From acceptance (or replay) to delivery',
