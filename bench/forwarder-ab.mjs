@@ -10,7 +10,8 @@
 // A and B: a build's dist/cli.js (`<path>:nolog` turns its delivery log off), or `floor`
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
 // messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
-// delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_NODE_ARGS:
+// delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_THREADS=1:
+// each forwarder's CPU per message on its main thread and on the others (V8's compiler and GC, libuv's pool); AB_NODE_ARGS:
 // options for node before each forwarder's script (`--cpu-prof --cpu-prof-dir=/tmp/prof`, say).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { cpuMs } from './proc-cpu.mjs';
+import { cpuMs, threadCpuMs } from './proc-cpu.mjs';
 
 const [A, B, STORE = 'sqlite'] = process.argv.slice(2);
 const RATE = Number(process.argv[5] ?? 1000);
@@ -148,7 +149,9 @@ for (let round = 0; round < ROUNDS; round++) {
   const sent0 = await load(sides.map((s) => s.f), 'warm', WARM);
   while (sides.some((s) => s.rcv.count() < sent0)) await new Promise((r) => setTimeout(r, 20));
   const before = [];
-  for (const s of sides) before.push({ f: cpuMs(s.f.pid), db: s.db ? new Map((await s.db.pids()).map((p) => [p, cpuMs(p)])) : new Map() });
+  for (const s of sides) {
+    before.push({ threads: threadCpuMs(s.f.pid), f: cpuMs(s.f.pid), db: s.db ? new Map((await s.db.pids()).map((p) => [p, cpuMs(p)])) : new Map() });
+  }
   const t = performance.now();
   const mono = () => (Number(process.hrtime.bigint() / 1000n) / 1e6).toFixed(6);
   const phaseStart = mono();
@@ -175,6 +178,10 @@ for (let round = 0; round < ROUNDS; round++) {
       if (added.length > 0) console.log(`  ${s.snap}: connections opened during the phase: ${added.join('+')}`);
     }
     row[s.snap] = { fwd, db: (db * 1000) / sent };
+    if (process.env.AB_THREADS) {
+      const parts = [...threadCpuMs(s.f.pid)].map(([kind, ms]) => `${kind} ${(((ms - (before[i].threads.get(kind) ?? 0)) * 1000) / sent).toFixed(1)}`);
+      console.log(`  ${s.snap}: forwarder threads, µs per message: ${parts.join(', ')}`);
+    }
   }
   if (process.env.AB_STATS) {
     for (const s of sides) {
