@@ -39,35 +39,31 @@ export class ForwarderMetrics {
   constructor(source: GaugeSource, options: { readonly processMetrics?: boolean } = {}) {
     const registers = [this.registry];
     // The delivery path adds to plain numbers; prom-client reads them when scraped (see SourceHistogram).
-    const counter = (name: string, help: string, totals: ReadonlyMap<string, number>) =>
+    const counter = (name: string, help: string, labelNames: string[], read: () => Iterable<[Record<string, string>, number]>) =>
       new Counter({
         name,
         help,
-        labelNames: ['source'],
+        labelNames,
         registers,
         collect() {
           this.reset();
-          for (const [source, total] of totals) this.inc({ source }, total);
+          for (const [labels, total] of read()) this.inc(labels, total);
         },
       });
-    counter('eventrelay_accepted_total', 'Calls accepted by the ingestion API, duplicates included', this.acceptedTotal);
-    counter('eventrelay_refused_total', 'Calls refused by the ingestion API (invalid or too large)', this.refusedTotal);
-    counter('eventrelay_duplicates_total', 'Accepted calls whose messageId the source had sent before; not forwarded again', this.duplicatesTotal);
-    counter('eventrelay_delivered_total', 'Deliveries a webhook accepted', this.deliveredTotal);
-    counter('eventrelay_failed_total', 'Deliveries given up: a final status, or the retry window ran out', this.failedTotal);
+    const bySource = (totals: ReadonlyMap<string, number>) => () => [...totals].map(([source, total]): [Record<string, string>, number] => [{ source }, total]);
+    counter('eventrelay_accepted_total', 'Calls accepted by the ingestion API, duplicates included', ['source'], bySource(this.acceptedTotal));
+    counter('eventrelay_refused_total', 'Calls refused by the ingestion API (invalid or too large)', ['source'], bySource(this.refusedTotal));
+    counter('eventrelay_duplicates_total', 'Accepted calls whose messageId the source had sent before; not forwarded again', ['source'], bySource(this.duplicatesTotal));
+    counter('eventrelay_delivered_total', 'Deliveries a webhook accepted', ['source'], bySource(this.deliveredTotal));
+    counter('eventrelay_failed_total', 'Deliveries given up: a final status, or the retry window ran out', ['source'], bySource(this.failedTotal));
     const attempts = this.attemptsTotal;
-    new Counter({
-      name: 'eventrelay_attempts_total',
-      help: 'Webhook attempts by outcome (delivered, retry, failed)',
-      labelNames: ['source', 'outcome'],
-      registers,
-      collect() {
-        this.reset();
-        for (const outcome of ['delivered', 'retry', 'failed'] as const) {
-          for (const [source, total] of attempts[outcome]) this.inc({ source, outcome }, total);
-        }
-      },
-    });
+    counter('eventrelay_attempts_total', 'Webhook attempts by outcome (delivered, retry, failed)', ['source', 'outcome'], () =>
+      (['delivered', 'retry', 'failed'] as const).flatMap((outcome) =>
+        [...attempts[outcome]].map(([name, total]): [Record<string, string>, number] => [{ source: name, outcome }, total]),
+      ),
+    );
+    // The registry reads `name`, `help`, `type` and `get()` of what it holds; prom-client's types
+    // declare `type` an enum where the registry prints a string, hence the cast.
     this.registry.registerMetric(this.attemptDuration as unknown as Metric);
     this.registry.registerMetric(this.deliveryLatency as unknown as Metric);
     // One scrape reads the store once for the three gauges.
