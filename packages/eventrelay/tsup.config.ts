@@ -16,7 +16,7 @@ export default defineConfig({
     'segment/index': 'src/compat/segment/index.ts',
     'analytics-node/index': 'src/compat/analytics-node/index.ts',
     // What @eventrelay/forwarder loads from the SDK (messages, rules, signing, errors): one copy.
-    'internal/index': 'src/internal/index.ts',
+    'shared/index': 'src/shared/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

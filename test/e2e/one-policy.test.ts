@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { parseIngestBody } from '../../packages/forwarder/src/http/ingest';
+import { parseIngestBody } from '../../packages/forwarder/src/routing/ingest';
 import type { MessageType } from '../../packages/eventrelay/src/messages/calls';
 import { eventTimeMs, MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, timestampMs } from '../../packages/eventrelay/src/messages/event-time';
 import { validateParams } from '../../packages/eventrelay/src/messages/rules';

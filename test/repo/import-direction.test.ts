@@ -19,10 +19,9 @@ function specifiers(file: string): string[] {
   return [...readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*'([^']+)'/g)].map((m) => m[1]!);
 }
 
-/** The area of an SDK file: `messages`, `client`, `errors.ts`, `internal/index.ts` (the forwarder's entry), ... */
+/** The area of an SDK file: `messages`, `client`, `errors.ts`, `shared` (the `eventrelay/internal` entry the forwarder loads), ... */
 function area(file: string): string {
   const path = relative(sdk, file);
-  if (path === 'internal/index.ts') return 'internal/index.ts';
   return path.split('/')[0]!;
 }
 
@@ -39,7 +38,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   compat: ['errors.ts', 'internal', 'messages', 'transport', 'client', 'clock.ts', 'version.ts', 'index.ts'],
   'index.ts': ['errors.ts', 'internal', 'messages', 'transport', 'client', 'clock.ts', 'version.ts'],
   // The entry `@eventrelay/forwarder` loads: it re-exports what the two packages share.
-  'internal/index.ts': ['errors.ts', 'internal', 'messages', 'transport', 'webhooks', 'clock.ts', 'version.ts'],
+  shared: ['errors.ts', 'internal', 'messages', 'transport', 'webhooks', 'clock.ts', 'version.ts'],
 };
 
 function existsAsFile(path: string): string {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { MAX_SOURCE_NAME } from './setup/model';
+import { MAX_SOURCE_NAME } from './registry/model';
 import { ConfigError } from 'eventrelay/internal';
 import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from './delivery/options';
 import type { PreviousSecret, SigningScheme } from './delivery/options';

@@ -52,7 +52,7 @@ export type {
   JsonObject,
 } from 'eventrelay/internal';
 export { checkMessage, MAX_MESSAGE_ID_LENGTH } from 'eventrelay/internal';
-export type { RejectedMessage } from './http/ingest';
+export type { RejectedMessage } from './routing/ingest';
 export { nextAttemptAt } from './delivery/retry-schedule';
 export type { RetryScheduleInput } from './delivery/retry-schedule';
 export { WebhookDestination } from './delivery/destination';
@@ -108,9 +108,9 @@ export type { AttemptReport } from './scheduling/scheduler';
 export type { MetricsConfig } from './config';
 export { DELIVERY_STATES } from './store/delivery-log';
 export type { DeliveryState, LoggedMessage, LoggedAttempt, DeliveryDetail } from './store/delivery-log';
-export type { EndpointHealth } from './metrics/health';
-export type { TimelinePoint } from './metrics/timeline';
-export { TEST_EVENT_TYPES } from './setup/manager';
+export type { EndpointHealth } from './observability/health';
+export type { TimelinePoint } from './observability/timeline';
+export { TEST_EVENT_TYPES } from './registry/manager';
 export type {
   ShownSource,
   ShownWebhooks,
@@ -121,10 +121,10 @@ export type {
   TestResult,
   TestEventType,
   ApplyResult,
-} from './setup/manager';
-export type { ReconcileLine } from './setup/reconcile';
-export { DEFAULT_GRACE_SECONDS, MAX_SOURCE_NAME } from './setup/model';
-export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './setup/model';
+} from './registry/manager';
+export type { ReconcileLine } from './registry/reconcile';
+export { DEFAULT_GRACE_SECONDS, MAX_SOURCE_NAME } from './registry/model';
+export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './registry/model';
 export type { PreviousSecret } from './delivery/options';
 export type { RateLimit } from './delivery/rate-limit';
 export type { Notice, NoticeType } from './delivery/notify';

@@ -35,28 +35,28 @@ import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
 import type { ResolvedWebhooks } from './config';
 import { MemorySetup } from './store/memory-setup';
-import { SourceTable } from './setup/table';
-import { SourceManager } from './setup/manager';
-import type { ApplyResult, CreatedSource, DeletedSource, IssuedWriteKey, SetupResult, ShownSource, ShownWebhooks, ShownWriteKey, TestResult } from './setup/manager';
-import type { SetupSnapshot, SetupStore } from './setup/model';
-import { keyRecord } from './setup/keys';
-import { entryDigest, storedWebhooks } from './setup/reconcile';
+import { SourceTable } from './registry/table';
+import { SourceManager } from './registry/manager';
+import type { ApplyResult, CreatedSource, DeletedSource, IssuedWriteKey, SetupResult, ShownSource, ShownWebhooks, ShownWriteKey, TestResult } from './registry/manager';
+import type { SetupSnapshot, SetupStore } from './registry/model';
+import { keyRecord } from './registry/keys';
+import { entryDigest, storedWebhooks } from './registry/reconcile';
 import { ValidationError } from 'eventrelay/internal';
 import { createRequestHandler } from './http/server';
 import { PostgresStore } from './store/postgres/postgres';
 import { SqliteStore } from './store/sqlite/sqlite';
 import type { AcceptedMessage, AcceptResult, ForwarderStore, NewDelivery } from './store/store';
-import { Operations } from './admin/operations';
+import { Operations } from './observability/operations';
 import { createOperationsRoutes } from './admin/api';
-import { ForwarderMetrics } from './metrics/metrics';
-import type { EndpointHealth } from './metrics/health';
+import { ForwarderMetrics } from './observability/metrics';
+import type { EndpointHealth } from './observability/health';
 import { MemoryDeliveryLog } from './store/delivery-log';
 import type { DeliveryLog } from './store/delivery-log';
 import { SqliteDeliveryLog } from './store/sqlite/sqlite-log';
 import { PostgresDeliveryLog } from './store/postgres/postgres-log';
-import type { RejectedMessage, ValidMessage } from './http/ingest';
+import type { RejectedMessage, ValidMessage } from './routing/ingest';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** How often finished deliveries past the retention are removed, in ms. */
 const PRUNE_INTERVAL = 10 * 60_000;
@@ -132,7 +132,7 @@ export interface ForwarderEvents {
   attempt: [report: AttemptReport];
   /**
    * A failure in the background that is not a delivery's: an `attempt` listener that threw.
-   * Delivery goes on. Without an `error` listener it is only logged (`DEBUG=analytics:forwarder`).
+   * Delivery goes on. Without an `error` listener it is only logged (`DEBUG=eventrelay:forwarder`).
    */
   error: [error: Error];
   /**

@@ -3,11 +3,11 @@ import { ConfigError, NotReplayableError, ValidationError } from 'eventrelay/int
 import { isPlainObject, showValue } from 'eventrelay/internal';
 import { fail, send, tokenMatches } from '../http/server';
 import { readBody } from '../http/read-body';
-import type { ForwarderMetrics } from '../metrics/metrics';
+import type { ForwarderMetrics } from '../observability/metrics';
 import { DELIVERY_STATES } from '../store/delivery-log';
 import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/delivery-log';
 import { serveDebugger } from '../debugger/page';
-import type { Operations } from './operations';
+import type { Operations } from '../observability/operations';
 import { setupRoute } from './sources';
 import { endpointRoute } from './endpoints';
 import type { EndpointRoutesOptions } from './endpoints';

@@ -4,8 +4,8 @@ import { sourceName } from '../config';
 import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
 import type { EndpointGuard, EndpointUrl } from '../delivery/endpoint-guard';
-import type { SetupRefusal, SetupResult } from '../setup/manager';
-import type { StoredWebhooks } from '../setup/model';
+import type { SetupRefusal, SetupResult } from '../registry/manager';
+import type { StoredWebhooks } from '../registry/model';
 
 /** Largest body of an endpoint request, in bytes. */
 const MAX_BODY_BYTES = 64 * 1024;

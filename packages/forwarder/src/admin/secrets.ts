@@ -6,11 +6,11 @@ import type { ResolvedWebhooks } from '../config';
 import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
 import type { PreviousSecret } from '../delivery/options';
-import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../setup/model';
-import type { SetupOp, SetupSnapshot, SetupWriteResult, StoredWebhooks } from '../setup/model';
-import type { SetupResult } from '../setup/manager';
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../registry/model';
+import type { SetupOp, SetupSnapshot, SetupWriteResult, StoredWebhooks } from '../registry/model';
+import type { SetupResult } from '../registry/manager';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** Largest body of a rotation, in bytes. */
 const MAX_BODY_BYTES = 64 * 1024;

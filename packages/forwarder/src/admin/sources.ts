@@ -4,7 +4,7 @@ import { parseSources, sourceName } from '../config';
 import type { ResolvedSource } from '../config';
 import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
-import type { ApplyResult, SetupResult, SourceManager } from '../setup/manager';
+import type { ApplyResult, SetupResult, SourceManager } from '../registry/manager';
 
 /** Largest body of a setup request, in bytes: a destination with 5 URLs and their headers fits many times. */
 export const MAX_SETUP_BODY_BYTES = 64 * 1024;

@@ -5,7 +5,7 @@ import { FORWARDER_VERSION as VERSION } from '../version';
 import { loadConfigFile } from '../config';
 import type { ResolvedConfig } from '../config';
 import { Forwarder } from '../service';
-import { applyToStore } from '../setup/apply';
+import { applyToStore } from '../registry/apply';
 import { redactUrl } from '../store/postgres/postgres';
 import { statusLine } from './status-line';
 

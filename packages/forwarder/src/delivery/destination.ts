@@ -19,7 +19,7 @@ import type { RateBudget, Room } from './rate-limit';
 
 export type { SigningScheme, WebhookEntry, WebhookDestinationOptions } from './options';
 
-const log = createDebug('analytics:webhooks');
+const log = createDebug('eventrelay:delivery');
 
 /** Seams for tests and embedding services; not needed by application code. */
 export interface DestinationInternals {

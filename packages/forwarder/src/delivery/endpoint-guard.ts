@@ -6,7 +6,7 @@ import type { DeliveryTarget, DeliveryTargets } from '../scheduling/scheduler';
 import { rateKey } from './rate-limit';
 import type { DisableRule, EndpointReport, EndpointState, EndpointStore } from './endpoint-state';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** How long attempts' outcomes are gathered before they are written, in ms. */
 const REPORT_DELAY = 200;

@@ -3,7 +3,7 @@ import createDebug from 'debug';
 import { ConfigError, describeValue, objectOption } from 'eventrelay/internal';
 import type { Clock } from 'eventrelay/internal';
 
-const log = createDebug('analytics:webhooks');
+const log = createDebug('eventrelay:delivery');
 
 /**
  * Per-URL rate limits. Each limited URL has a budget of send slots spaced `1000 / perSecond` ms

@@ -5,14 +5,14 @@ import { ValidationError } from 'eventrelay/internal';
 import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audiences';
 import type { DeletionPlan, DeletionRequest } from '../routing/deletion';
 import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from 'eventrelay/internal';
-import { MESSAGE_TYPES, parseIngestBody } from './ingest';
-import type { MessageType, RejectedMessage, ValidMessage } from './ingest';
+import { MESSAGE_TYPES, parseIngestBody } from '../routing/ingest';
+import type { MessageType, RejectedMessage, ValidMessage } from '../routing/ingest';
 import { decodeBody, readBody } from './read-body';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
 import type { AcceptedMessage, AcceptResult } from '../store/store';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** Largest admin request body, in bytes: an audience sync lists every member. */
 export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;

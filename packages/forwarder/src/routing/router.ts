@@ -1,4 +1,4 @@
-import type { ValidMessage } from '../http/ingest';
+import type { ValidMessage } from './ingest';
 import { isDestinationEnabled } from '../delivery/integrations';
 import type { AcceptedMessage, NewDelivery } from '../store/store';
 

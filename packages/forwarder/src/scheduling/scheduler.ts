@@ -4,7 +4,7 @@ import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState } from '../delivery/destination';
 import type { AcceptLease, DeliveryOutcome, ForwarderStore, LeaseRequest, PendingDelivery } from '../store/store';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** What the scheduler needs of a destination: one attempt, no timers (WebhookDestination#attempt). */
 export interface DeliveryTarget {

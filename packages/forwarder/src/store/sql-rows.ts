@@ -1,6 +1,6 @@
 import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage } from './delivery-log';
 import type { DeliveryKind, NewDelivery, PendingDelivery } from './store';
-import type { KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../setup/model';
+import type { KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../registry/model';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
 

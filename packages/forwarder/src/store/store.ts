@@ -1,4 +1,4 @@
-import type { SetupStore } from '../setup/model';
+import type { SetupStore } from '../registry/model';
 import type { RateBudget } from '../delivery/rate-limit';
 import type { ClusterStore } from './cluster';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import type { Operations } from '../../src/admin/operations';
+import type { Operations } from '../../src/observability/operations';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
 import { basic, post, startReceiver, waitFor } from './helpers';

@@ -136,7 +136,7 @@ describe('eventrelay CLI (child processes on the built package)', () => {
     }
   });
 
-  it('logs with DEBUG=analytics* without write keys, secrets, tokens or bodies', async function () {
+  it('logs with DEBUG=eventrelay* without write keys, secrets, tokens or bodies', async function () {
     this.timeout(30_000);
     const { configPath, dataDir } = workspace({
       adminToken: 'debug-admin-token-value',
@@ -150,7 +150,7 @@ describe('eventrelay CLI (child processes on the built package)', () => {
       ],
     });
     receiver.failFirst('/debug?token=debug-url-token-value', 1);
-    const running = await serve(['--config', configPath, '--data', dataDir], { DEBUG: 'analytics*' });
+    const running = await serve(['--config', configPath, '--data', dataDir], { DEBUG: 'eventrelay*' });
     children.push(running.child);
     await post(`${running.url}/v1/track`, { userId: 'debug-user-value', event: 'Debug Event Value' }, { Authorization: basic('debug-write-key-value') });
     await post(`${running.url}/v1/track`, { userId: 'x' }, { Authorization: basic('debug-write-key-value') });
@@ -160,7 +160,7 @@ describe('eventrelay CLI (child processes on the built package)', () => {
     running.child.kill('SIGTERM');
     await running.exited;
     const logs = running.stderr() + running.stdout();
-    expect(logs).to.match(/analytics:forwarder/);
+    expect(logs).to.match(/eventrelay:forwarder/);
     for (const secret of ['debug-write-key-value', 'wrong-key-value', 'debug-shared-secret-value', 'debug-admin-token-value', 'debug-url-token-value', 'debug-header-value', 'debug-user-value', 'Debug Event Value']) {
       expect(logs, secret).not.to.contain(secret);
     }

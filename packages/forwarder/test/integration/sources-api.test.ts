@@ -71,7 +71,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       receiver = await startReceiver();
       // Every debug line of the forwarder, to check that no secret is ever logged.
       const previous = createDebug.log;
-      createDebug.enable('analytics:*');
+      createDebug.enable('eventrelay:*');
       createDebug.log = (...args: unknown[]) => {
         seen.push(format(...args));
       };

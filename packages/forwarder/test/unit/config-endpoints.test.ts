@@ -2,7 +2,7 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { parseConfig } from '../../src/config';
 import { ConfigError } from '../../../eventrelay/src/errors';
-import { describeChange } from '../../src/setup/reconcile';
+import { describeChange } from '../../src/registry/reconcile';
 
 describe('parseConfig: endpoint protection', () => {
   it('delivery.disableAfter: 24 h by default, 0 for never, else a duration in ms naming the field', () => {

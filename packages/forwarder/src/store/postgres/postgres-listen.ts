@@ -1,7 +1,7 @@
 import createDebug from 'debug';
 import type { Client } from 'pg';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** Delay before a dropped LISTEN connection is opened again, in ms (doubling up to 10 s). */
 const RELISTEN_DELAY = 500;

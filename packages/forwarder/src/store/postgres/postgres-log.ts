@@ -19,7 +19,7 @@ import type {
   ReplayedLine,
 } from '../delivery-log';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 const PRUNE_CHUNK = 2000;
 

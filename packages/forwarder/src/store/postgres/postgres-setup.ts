@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
-import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../../setup/model';
+import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../../registry/model';
 import type { PostgresListener } from './postgres-listen';
 
 /** The channel every setup write notifies, with the new revision as payload. */

@@ -25,7 +25,7 @@ import type {
   StoreCounts,
 } from '../store';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:5432/database`; the password never appears in errors or logs. */

@@ -17,7 +17,7 @@ import type {
   ReplayedLine,
 } from '../delivery-log';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** Its own tables in the queue's database, named `log_*` so they never meet the queue's schema. */
 const SCHEMA = `

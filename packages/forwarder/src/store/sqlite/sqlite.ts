@@ -36,7 +36,7 @@ export interface SqliteStoreOptions {
   readonly synchronous?: 'full' | 'normal';
 }
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 const PENDING = 0;
 const DELIVERED = 1;

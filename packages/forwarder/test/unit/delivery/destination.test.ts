@@ -287,12 +287,12 @@ describe('WebhookDestination concurrency and close', () => {
 });
 
 describe('WebhookDestination debug logging', () => {
-  it('logs each attempt under analytics:webhooks with status and URL, never secrets, header values or bodies', async () => {
+  it('logs each attempt under eventrelay:delivery with status and URL, never secrets, header values or bodies', async () => {
     const lines: string[] = [];
     const previous = createDebug.log;
     const wasEnabled = createDebug.disable();
     createDebug.log = (...args: unknown[]) => void lines.push(format(...args));
-    createDebug.enable('analytics*');
+    createDebug.enable('eventrelay*');
     try {
       const { destination } = setup(
         {
@@ -308,7 +308,7 @@ describe('WebhookDestination debug logging', () => {
       if (wasEnabled) createDebug.enable(wasEnabled);
     }
     const text = lines.join('\n');
-    expect(text).to.include('analytics:webhooks');
+    expect(text).to.include('eventrelay:delivery');
     expect(text).to.include('https://a.example.com/hook?[redacted] -> 503');
     expect(text).to.include(`${B} -> 200`);
     for (const secret of ['topsecret-key', 'passw0rd', 'qtoken', 'hdr-secret', 'private@example.com', 'user:']) {

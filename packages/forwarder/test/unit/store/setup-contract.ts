@@ -1,8 +1,8 @@
 import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
 import type { ForwarderStore } from '../../../src/store/store';
-import type { SetupStore, SourceRecord, StoredWebhooks } from '../../../src/setup/model';
-import { keyRecord } from '../../../src/setup/keys';
+import type { SetupStore, SourceRecord, StoredWebhooks } from '../../../src/registry/model';
+import { keyRecord } from '../../../src/registry/keys';
 import { accepted, T0 } from './contract';
 
 const WEBHOOKS: StoredWebhooks = {

@@ -1,6 +1,6 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { LiveRelay, MAX_PAYLOAD_BYTES } from '../../../src/admin/relay';
+import { LiveRelay, MAX_PAYLOAD_BYTES } from '../../../src/observability/relay';
 import { waitFor } from '../../../../../test/helpers/wait';
 
 /** A transport that records each statement's payloads; `hold` keeps every send in flight until `release()`. */

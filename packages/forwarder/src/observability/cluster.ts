@@ -1,8 +1,8 @@
 import createDebug from 'debug';
-import { mergeHealth, windowStart } from '../metrics/health';
-import type { EndpointHealth, EndpointMinute, HealthTracker, HealthView } from '../metrics/health';
-import { mergeTimeline } from '../metrics/timeline';
-import type { Timeline, TimelineMinute, TimelinePoint } from '../metrics/timeline';
+import { mergeHealth, windowStart } from './health';
+import type { EndpointHealth, EndpointMinute, HealthTracker, HealthView } from './health';
+import { mergeTimeline } from './timeline';
+import type { Timeline, TimelineMinute, TimelinePoint } from './timeline';
 import {
   decodeHealthMinute,
   decodeLatest,
@@ -11,12 +11,12 @@ import {
   encodeLatest,
   encodeTimelineMinute,
   VIEW_FORMAT,
-} from '../metrics/shared-views';
+} from './shared-views';
 import type { ClusterStore, StoredMinute, StoredView, ViewWrite } from '../store/cluster';
 import { LiveRelay } from './relay';
 import type { LiveEvent, LiveRelayHook, LiveStream } from './stream';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 const MINUTE = 60_000;
 /** How often an instance writes its view (when it changed) and reads who watches the live stream, in ms. */

@@ -1,11 +1,11 @@
 import createDebug from 'debug';
 import { NotReplayableError, ValidationError } from 'eventrelay/internal';
-import type { RejectedMessage, ValidMessage } from '../http/ingest';
+import type { RejectedMessage, ValidMessage } from '../routing/ingest';
 import { isPlainObject } from 'eventrelay/internal';
-import { HealthTracker } from '../metrics/health';
-import type { EndpointHealth } from '../metrics/health';
-import type { ForwarderMetrics } from '../metrics/metrics';
-import { Timeline } from '../metrics/timeline';
+import { HealthTracker } from './health';
+import type { EndpointHealth } from './health';
+import type { ForwarderMetrics } from './metrics';
+import { Timeline } from './timeline';
 import type { ClusterStore } from '../store/cluster';
 import type { AttemptReport } from '../scheduling/scheduler';
 import { DUPLICATE_REASON } from '../store/delivery-log';
@@ -15,7 +15,7 @@ import { LiveStream } from './stream';
 import { ClusterView } from './cluster';
 import type { ClusterOverview } from './cluster';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** How often the queue depth is sampled for the chart, in ms. */
 const SAMPLE_INTERVAL = 15_000;

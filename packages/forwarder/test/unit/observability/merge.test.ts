@@ -1,8 +1,8 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { HealthTracker, mergeHealth, windowStart } from '../../../src/metrics/health';
-import type { HealthView } from '../../../src/metrics/health';
-import { mergeTimeline, Timeline } from '../../../src/metrics/timeline';
+import { HealthTracker, mergeHealth, windowStart } from '../../../src/observability/health';
+import type { HealthView } from '../../../src/observability/health';
+import { mergeTimeline, Timeline } from '../../../src/observability/timeline';
 import {
   decodeHealthMinute,
   decodeLatest,
@@ -10,7 +10,7 @@ import {
   encodeHealthMinute,
   encodeLatest,
   encodeTimelineMinute,
-} from '../../../src/metrics/shared-views';
+} from '../../../src/observability/shared-views';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 const URL_A = 'http://a.test/in';

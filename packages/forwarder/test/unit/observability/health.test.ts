@@ -1,7 +1,7 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { HealthTracker } from '../../../src/metrics/health';
-import { Timeline } from '../../../src/metrics/timeline';
+import { HealthTracker } from '../../../src/observability/health';
+import { Timeline } from '../../../src/observability/timeline';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 

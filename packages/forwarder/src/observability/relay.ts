@@ -2,7 +2,7 @@ import createDebug from 'debug';
 import { LIVE_EVENTS } from './stream';
 import type { LiveEvent } from './stream';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** PostgreSQL refuses a notification payload of 8000 bytes or more. */
 export const MAX_PAYLOAD_BYTES = 7999;

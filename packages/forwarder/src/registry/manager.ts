@@ -11,7 +11,7 @@ import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord
 import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /**
  * How long a test event waits for the URLs' rate limits to allow it, in ms: a test is a real

@@ -2,7 +2,7 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { Histogram, Registry } from 'prom-client';
 import type { Metric } from 'prom-client';
-import { ForwarderMetrics, SourceHistogram } from '../../../src/metrics/metrics';
+import { ForwarderMetrics, SourceHistogram } from '../../../src/observability/metrics';
 
 const BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 

@@ -1,8 +1,8 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { parseIngestBody } from '../../../src/http/ingest';
+import { parseIngestBody } from '../../../src/routing/ingest';
 import { MAX_MESSAGE_BYTES } from '../../../../eventrelay/src/messages/limits';
-import type { IngestFailure, IngestResult, RejectedMessage, ValidMessage } from '../../../src/http/ingest';
+import type { IngestFailure, IngestResult, RejectedMessage, ValidMessage } from '../../../src/routing/ingest';
 import { routeMessage } from '../../../src/routing/router';
 
 const NOW = Date.parse('2026-05-01T10:00:00.000Z');
