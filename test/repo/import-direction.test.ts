@@ -95,3 +95,53 @@ describe('the forwarder package (packages/forwarder/src)', () => {
     expect(importers.map((f) => relative(forwarder, f))).to.deep.equal([]);
   });
 });
+
+/** The area of a forwarder file: its folder under src/, or the file itself at the top. */
+function forwarderArea(file: string): string {
+  return relative(forwarder, file).split('/')[0]!;
+}
+
+/**
+ * The forwarder's layers, bottom to top: what each area may import from inside its src/ (besides
+ * itself). The store and its contract at the bottom, then delivery, the config file, routing, the
+ * delivery loop, the registry of sources, what operators see, the HTTP server and the admin API;
+ * the facade and the entry above them, the CLI on top.
+ */
+const FORWARDER_LAYERS: readonly string[] = [
+  'version.ts',
+  'store',
+  'delivery',
+  'config.ts',
+  'routing',
+  'scheduling',
+  'registry',
+  'observability',
+  'debugger',
+  'http',
+  'admin',
+  'service.ts',
+  'index.ts',
+  'cli',
+];
+
+describe('the layering of the forwarder (packages/forwarder/src)', () => {
+  it('imports point one way: each area imports only the areas below it, so no two import each other', () => {
+    const wrong: string[] = [];
+    for (const file of files(forwarder)) {
+      const from = forwarderArea(file);
+      const level = FORWARDER_LAYERS.indexOf(from);
+      expect(level, `a layer for ${relative(forwarder, file)}`).to.be.at.least(0);
+      for (const spec of specifiers(file).filter((s) => s.startsWith('.'))) {
+        const to = forwarderArea(existsAsFile(join(dirname(file), spec)));
+        if (to !== from && !(FORWARDER_LAYERS.indexOf(to) >= 0 && FORWARDER_LAYERS.indexOf(to) < level)) wrong.push(`${relative(forwarder, file)} -> ${spec} (${from} -> ${to})`);
+      }
+    }
+    expect(wrong).to.deep.equal([]);
+  });
+
+  it('names no concrete store outside store/: the contract is what the rest uses', () => {
+    const concrete = /\b(?:instanceof\s+(?:MemoryStore|SqliteStore|PostgresStore))\b/;
+    const found = files(forwarder).filter((file) => !relative(forwarder, file).startsWith('store/') && concrete.test(readFileSync(file, 'utf8')));
+    expect(found.map((f) => relative(forwarder, f))).to.deep.equal([]);
+  });
+});

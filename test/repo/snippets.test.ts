@@ -48,7 +48,7 @@ import { Analytics } from '../../packages/eventrelay/src/index';
 import { parseWebhookMessage } from '../../packages/eventrelay/src/webhooks/index';
 import { createForwarder, MemoryStore, toWebhookMessage, WebhookDestination } from '../../packages/forwarder/src/index';
 import type { ForwarderConfig, InboundMessage } from '../../packages/forwarder/src/index';
-import { applyReport } from '../../packages/forwarder/src/delivery/endpoint-state';
+import { applyReport } from '../../packages/forwarder/src/store/endpoint-state';
 import { endpointNotice } from '../../packages/forwarder/src/delivery/notify';
 
 const LANGUAGES = new Set(['js', 'ts', 'json', 'sh', 'text', 'http']);

@@ -1,15 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { MAX_SOURCE_NAME } from './registry/model';
 import { ConfigError } from 'eventrelay/internal';
 import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } from './delivery/options';
-import type { PreviousSecret, SigningScheme } from './delivery/options';
 import { standardSigningKey } from './delivery/signing';
 import { rateLimitOption } from './delivery/rate-limit';
-import { DEFAULT_DISABLE_AFTER } from './delivery/endpoint-state';
-import type { RateLimit } from './delivery/rate-limit';
+import { DEFAULT_DISABLE_AFTER } from './store/endpoint-state';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
 import { describeType, describeValue, isPlainObject } from 'eventrelay/internal';
+import type { SigningScheme, RateLimit } from './store/contract';
+import type { ResolvedWebhookEntry, StoredWebhooks } from './store/contract';
 
 /**
  * A secret written inline, or `{ "env": "NAME" }` to read it from the environment variable
@@ -147,24 +146,13 @@ export interface ForwarderConfig {
   readonly sources?: readonly SourceConfig[];
 }
 
-export interface ResolvedWebhookEntry {
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string>>;
-  /** Present only when the entry sets one. */
-  readonly rateLimit?: RateLimit;
+/** A source's Webhooks settings: what the store keeps (`StoredWebhooks`), and whether they are on. */
+export interface ResolvedWebhooks extends StoredWebhooks {
+  readonly enabled: boolean;
 }
 
-export interface ResolvedWebhooks {
-  readonly enabled: boolean;
-  readonly webhooks: readonly ResolvedWebhookEntry[];
-  readonly sharedSecret: string | readonly string[] | undefined;
-  readonly signing: SigningScheme;
-  /**
-   * Secrets replaced by a rotation through the admin API, each signed with (Standard Webhooks)
-   * until its grace ends. Never set by the config file; absent when there are none.
-   */
-  readonly previousSecrets?: readonly PreviousSecret[];
-}
+/** Source names: what the config file and the admin API accept. */
+export const MAX_SOURCE_NAME = 100;
 
 export interface ResolvedSource {
   readonly name: string;

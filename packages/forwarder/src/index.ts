@@ -86,7 +86,7 @@ export type {
 export type { DeletionRequest } from './routing/deletion';
 export type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
 export { snakeCase } from './routing/snake-case';
-export { MemoryStore } from './store/memory';
+export { MemoryStore } from './store/memory/memory';
 export { SqliteStore } from './store/sqlite/sqlite';
 export type { SqliteStoreOptions } from './store/sqlite/sqlite';
 export { PostgresStore } from './store/postgres/postgres';
@@ -103,11 +103,11 @@ export type {
   AudienceChange,
   LeaseRequest,
   RecordResult,
-} from './store/store';
+} from './store/contract';
 export type { AttemptReport } from './scheduling/scheduler';
 export type { MetricsConfig } from './config';
 export { DELIVERY_STATES } from './store/delivery-log';
-export type { DeliveryState, LoggedMessage, LoggedAttempt, DeliveryDetail } from './store/delivery-log';
+export type { DeliveryState, LoggedMessage, LoggedAttempt, DeliveryDetail } from './store/contract';
 export type { EndpointHealth } from './observability/health';
 export type { TimelinePoint } from './observability/timeline';
 export { TEST_EVENT_TYPES } from './registry/manager';
@@ -123,10 +123,10 @@ export type {
   ApplyResult,
 } from './registry/manager';
 export type { ReconcileLine } from './registry/reconcile';
-export { DEFAULT_GRACE_SECONDS, MAX_SOURCE_NAME } from './registry/model';
-export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './registry/model';
-export type { PreviousSecret } from './delivery/options';
-export type { RateLimit } from './delivery/rate-limit';
+export { DEFAULT_GRACE_SECONDS } from './registry/keys';
+export { MAX_SOURCE_NAME } from './config';
+export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './store/contract';
+export type { PreviousSecret, RateLimit } from './store/contract';
 export type { Notice, NoticeType } from './delivery/notify';
 export type { NotifyConfig } from './config';
 export type { ShownEndpoint, EnabledEndpoint } from './admin/endpoints';

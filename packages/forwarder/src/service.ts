@@ -16,45 +16,34 @@ import { planDeletion } from './routing/deletion';
 import type { DeletionRequest } from './routing/deletion';
 import { WebhookDestination } from './delivery/destination';
 import type { DestinationInternals } from './delivery/destination';
-import { MemoryRateBudget } from './delivery/rate-limit';
 import { EndpointGuard, GuardedTargets } from './delivery/endpoint-guard';
 import type { EndpointChange } from './delivery/endpoint-guard';
-import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from './delivery/endpoint-state';
-import type { EndpointStore } from './delivery/endpoint-state';
+import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from './store/endpoint-state';
 import { endpointNotice, exhaustedNotice, NOTIFY_SOURCE } from './delivery/notify';
 import type { Notice } from './delivery/notify';
 import { EndpointAdmin } from './admin/endpoints';
 import type { EnabledEndpoint, ShownEndpoint } from './admin/endpoints';
 import { rotateSecret } from './admin/secrets';
 import type { RotatedSecret, SecretHost } from './admin/secrets';
-import { SqliteEndpointStore } from './store/sqlite/sqlite-endpoints';
-import { PostgresEndpointStore } from './store/postgres/postgres-endpoints';
-import type { RateBudget } from './delivery/rate-limit';
-import { openConfiguredStore } from './store/open';
+import { checkStore, openConfiguredStore } from './store/open';
 import { Scheduler } from './scheduling/scheduler';
 import type { AttemptReport, DeliveryTarget } from './scheduling/scheduler';
 import type { ResolvedWebhooks } from './config';
-import { MemorySetup } from './store/memory-setup';
 import { SourceTable } from './registry/table';
 import { SourceManager } from './registry/manager';
 import type { ApplyResult, CreatedSource, DeletedSource, IssuedWriteKey, SetupResult, ShownSource, ShownWebhooks, ShownWriteKey, TestResult } from './registry/manager';
-import type { SetupSnapshot, SetupStore } from './registry/model';
 import { keyRecord } from './registry/keys';
 import { entryDigest, storedWebhooks } from './registry/reconcile';
 import { ValidationError } from 'eventrelay/internal';
 import { createRequestHandler } from './http/server';
-import { PostgresStore } from './store/postgres/postgres';
-import { SqliteStore } from './store/sqlite/sqlite';
-import type { AcceptedMessage, AcceptResult, ForwarderStore, NewDelivery } from './store/store';
+import type { AcceptedMessage, AcceptResult, ForwarderStore, NewDelivery } from './store/contract';
 import { Operations } from './observability/operations';
 import { createOperationsRoutes } from './admin/api';
 import { ForwarderMetrics } from './observability/metrics';
 import type { EndpointHealth } from './observability/health';
-import { MemoryDeliveryLog } from './store/delivery-log';
-import type { DeliveryLog } from './store/delivery-log';
-import { SqliteDeliveryLog } from './store/sqlite/sqlite-log';
-import { PostgresDeliveryLog } from './store/postgres/postgres-log';
 import type { RejectedMessage, ValidMessage } from './routing/ingest';
+import type { EndpointStore, RateBudget, SetupSnapshot, SetupStore } from './store/contract';
+import { MemoryRateBudget } from './store/rate-budget';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -205,6 +194,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     this.options = options;
     this.clock = internals.clock ?? systemClock;
     this.internals = internals;
+    if (options.store !== undefined) checkStore(options.store);
     const localBudget = new MemoryRateBudget(this.clock);
     this.rateBudget = { claim: (...args) => (this.store?.rateBudget ?? localBudget).claim(...args) };
     this.guard = new EndpointGuard(
@@ -306,6 +296,8 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           disabled: this.disabledEndpoints(),
         };
       },
+      requestDeletion: (request) => this.requestDeletion(request),
+      syncAudience: (request) => this.syncAudience(request),
       sources: this.manager,
       applySources: (sources, dryRun) => this.manager.reconcile(sources, 'apply', dryRun),
       endpoints: this.endpointAdmin,
@@ -319,10 +311,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
         this.ops?.refused(source, rejected, receivedAt, body);
       },
       operations,
-      requestDeletion: (request: DeletionRequest) => this.requestDeletion(request),
-      syncAudience: (request: AudienceSyncRequest) => this.syncAudience(request),
       stats: () => this.stats(),
-      adminToken: config.adminToken,
       get closing() {
         return closingFlag();
       },
@@ -485,17 +474,17 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   private openStore(): Promise<ForwarderStore> {
     this.opening ??= (async () => {
       const storage = this.config.storage;
-      const store = this.options.store ?? (await openConfiguredStore(storage, this.options.dataDir));
+      const store = this.options.store ?? (await openConfiguredStore(storage, { dataDir: this.options.dataDir, clock: this.clock }));
       // The sources live in the store: the config file's are applied (see docs/sources.md for
       // which wins), then this instance serves what the store holds.
-      const setup = store.setup ?? new MemorySetup();
+      const setup = store.setup;
       try {
         this.setupStore = setup;
         await this.manager.reconcile(this.config.sources, 'start');
         await this.reload();
         // Disabled URLs survive restarts (SQLite) and are shared by the instances (PostgreSQL).
-        this.endpointStore = endpointStoreOf(store);
-        await this.guard.load(store instanceof PostgresStore);
+        this.endpointStore = store.endpoints;
+        await this.guard.load(store.shared);
       } catch (error) {
         this.setupStore = undefined;
         if (this.options.store === undefined) await store.close().catch(() => {});
@@ -517,9 +506,9 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           },
           keepDelivered: storage.keepDelivered,
         },
-        storage.deliveryLog ? this.openLog(store) : undefined,
+        storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,
         this.metrics,
-        store.cluster === undefined ? undefined : { store: store.cluster, owner: this.instanceId },
+        store.cluster === null ? undefined : { store: store.cluster, owner: this.instanceId },
       );
       return store;
     })().catch((error: unknown) => {
@@ -527,15 +516,6 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       throw error;
     });
     return this.opening;
-  }
-
-  /** The delivery log beside the store: in its database for SQLite and PostgreSQL, else in memory. */
-  private openLog(store: ForwarderStore): DeliveryLog {
-    const options = { keepDelivered: this.config.storage.keepDelivered };
-    if (store instanceof SqliteStore) return new SqliteDeliveryLog(store.database, options, () => store.scrubSoon());
-    // Its tables come with the store's schema, migrated when the store opened.
-    if (store instanceof PostgresStore) return new PostgresDeliveryLog(store.logConnections, options);
-    return new MemoryDeliveryLog(options);
   }
 
   private backgroundError(error: Error): void {
@@ -849,13 +829,6 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
     })();
     return this.closing;
   }
-}
-
-/** Where the endpoint states live: beside the queue in SQLite and PostgreSQL, else in memory. */
-function endpointStoreOf(store: ForwarderStore): EndpointStore {
-  if (store instanceof SqliteStore) return new SqliteEndpointStore(store.database);
-  if (store instanceof PostgresStore) return new PostgresEndpointStore(store.logConnections);
-  return new MemoryEndpointStore();
 }
 
 /** A setup result, or its refusal (unknown source, taken name) as a ValidationError. */

@@ -4,8 +4,9 @@ import { isPlainObject, showValue } from 'eventrelay/internal';
 import { fail, send, tokenMatches } from '../http/server';
 import { readBody } from '../http/read-body';
 import type { ForwarderMetrics } from '../observability/metrics';
+import type { AudienceSyncRequest } from '../routing/audiences';
+import type { DeletionRequest } from '../routing/deletion';
 import { DELIVERY_STATES } from '../store/delivery-log';
-import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/delivery-log';
 import { serveDebugger } from '../debugger/page';
 import type { Operations } from '../observability/operations';
 import { setupRoute } from './sources';
@@ -14,10 +15,14 @@ import type { EndpointRoutesOptions } from './endpoints';
 import { secretRoute } from './secrets';
 import type { SecretRoutesOptions } from './secrets';
 import type { MethodHandlers, SetupRoutesOptions } from './sources';
+import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/contract';
 
 /** Rows per page of `GET /admin/messages`: default and most. */
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 500;
+
+/** Largest admin request body, in bytes: an audience sync lists every member. */
+export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
@@ -33,12 +38,18 @@ export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRou
   readonly closing: () => boolean;
   /** `/stats` and more for the page's overview. */
   readonly overview: () => Promise<object>;
+  /** `POST /admin/deletions` (spec 2.3): a `delete` notice to each affected source. */
+  readonly requestDeletion: (request: DeletionRequest) => Promise<object>;
+  /** `POST /admin/audiences/sync` (spec 6). */
+  readonly syncAudience: (request: AudienceSyncRequest) => Promise<object>;
 }
 
 /**
  * The operations routes the forwarder's server hands over: `GET /metrics`, `GET /debugger` and
  * its files, and the admin API of the delivery log (`/admin/messages`, `/admin/deliveries/{id}`,
- * `/admin/deliveries/{id}/replay`, `/admin/recover`, `/admin/stream`, `/admin/overview`).
+ * `/admin/deliveries/{id}/replay`, `/admin/recover`, `/admin/stream`, `/admin/overview`), deletions
+ * and audience syncs, and the routes of sources, endpoints and secrets: every `/admin/` route, behind
+ * one Bearer check.
  * Resolves false for a path it does not know.
  */
 export function createOperationsRoutes(options: OperationsRoutesOptions): (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean> {
@@ -121,12 +132,36 @@ function adminRoute(path: string): MethodHandlers<OperationsRoutesOptions> | und
       return { GET: stream };
     case '/admin/overview':
       return { GET: async (o, _req, res) => send(res, 200, await o.overview()) };
+    case '/admin/deletions':
+      return { POST: (o, req, res) => withJsonObject(req, res, async (body) => send(res, 202, await o.requestDeletion(body as unknown as DeletionRequest))) };
+    case '/admin/audiences/sync':
+      return { POST: (o, req, res) => withJsonObject(req, res, async (body) => send(res, 200, await o.syncAudience(body as unknown as AudienceSyncRequest))) };
   }
   const match = /^\/admin\/deliveries\/([^/]+)(\/replay)?$/.exec(path);
   if (match === null) return undefined;
   const id = match[1]!;
   if (match[2] !== undefined) return { POST: (o, _req, res) => replay(o, res, id) };
   return { GET: (o, _req, res) => getDelivery(o, res, id) };
+}
+
+/** Reads a JSON object body of at most `MAX_ADMIN_BODY_BYTES` and hands it on; answers 413 or 400 itself. */
+async function withJsonObject(req: IncomingMessage, res: ServerResponse, use: (body: Record<string, unknown>) => Promise<void>): Promise<void> {
+  const read = await readBody(req, MAX_ADMIN_BODY_BYTES);
+  if (!read.ok) {
+    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
+    return;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(read.body.toString('utf8'));
+  } catch {
+    body = undefined;
+  }
+  if (!isPlainObject(body)) {
+    fail(res, 400, 'invalid_json', 'Expected a JSON object body');
+    return;
+  }
+  await use(body);
 }
 
 function query(req: IncomingMessage): URLSearchParams {

@@ -5,7 +5,7 @@ import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
 import type { EndpointGuard, EndpointUrl } from '../delivery/endpoint-guard';
 import type { SetupRefusal, SetupResult } from '../registry/manager';
-import type { StoredWebhooks } from '../registry/model';
+import type { StoredWebhooks } from '../store/contract';
 
 /** Largest body of an endpoint request, in bytes. */
 const MAX_BODY_BYTES = 64 * 1024;

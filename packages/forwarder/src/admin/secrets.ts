@@ -5,10 +5,9 @@ import { sourceName } from '../config';
 import type { ResolvedWebhooks } from '../config';
 import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
-import type { PreviousSecret } from '../delivery/options';
-import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../registry/model';
-import type { SetupOp, SetupSnapshot, SetupWriteResult, StoredWebhooks } from '../registry/model';
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../registry/keys';
 import type { SetupResult } from '../registry/manager';
+import type { PreviousSecret, SetupOp, SetupSnapshot, SetupWriteResult, StoredWebhooks } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 

@@ -14,10 +14,13 @@ import type { KeyObject } from 'node:crypto';
 import { serializeWebhookMessage } from 'eventrelay/internal';
 import type { WebhookMessage } from 'eventrelay/internal';
 import { describeType } from 'eventrelay/internal';
-import { MemoryRateBudget, RateGate } from './rate-limit';
-import type { RateBudget, Room } from './rate-limit';
+import { RateGate } from './rate-limit';
+import type { Room } from './rate-limit';
+import type { RateBudget } from '../store/contract';
+import { MemoryRateBudget } from '../store/rate-budget';
 
-export type { SigningScheme, WebhookEntry, WebhookDestinationOptions } from './options';
+export type { SigningScheme } from '../store/contract';
+export type { WebhookEntry, WebhookDestinationOptions } from './options';
 
 const log = createDebug('eventrelay:delivery');
 

@@ -2,9 +2,9 @@ import createDebug from 'debug';
 import { redactUrl } from 'eventrelay/internal';
 import type { Clock } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState } from './destination';
-import type { DeliveryTarget, DeliveryTargets } from '../scheduling/scheduler';
+import type { DeliveryTarget, DeliveryTargets } from './target';
 import { rateKey } from './rate-limit';
-import type { DisableRule, EndpointReport, EndpointState, EndpointStore } from './endpoint-state';
+import type { DisableRule, EndpointReport, EndpointState, EndpointStore } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 

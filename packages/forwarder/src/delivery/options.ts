@@ -5,7 +5,8 @@ import { describeType, describeValue } from 'eventrelay/internal';
 import { redactUrl } from 'eventrelay/internal';
 import type { Transport } from 'eventrelay/internal';
 import { rateLimitOption } from './rate-limit';
-import type { RateLimit } from './rate-limit';
+import type { RateLimit } from '../store/contract';
+import type { PreviousSecret, SigningScheme } from '../store/contract';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {
@@ -61,16 +62,6 @@ export interface WebhookDestinationOptions {
    */
   readonly ca?: string | Buffer | readonly (string | Buffer)[];
 }
-
-/** A secret replaced by a rotation, and when its grace ends. */
-export interface PreviousSecret {
-  readonly secret: string;
-  /** Epoch ms after which it signs nothing. */
-  readonly until: number;
-}
-
-/** How a destination signs its requests. */
-export type SigningScheme = 'x-signature' | 'standard-webhooks' | 'both';
 
 export const SIGNING_SCHEMES: readonly SigningScheme[] = ['x-signature', 'standard-webhooks', 'both'];
 

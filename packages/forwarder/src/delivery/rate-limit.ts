@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import createDebug from 'debug';
 import { ConfigError, describeValue, objectOption } from 'eventrelay/internal';
 import type { Clock } from 'eventrelay/internal';
+import type { RateBudget, RateLimit } from '../store/contract';
 
 const log = createDebug('eventrelay:delivery');
 
@@ -26,12 +27,6 @@ export const SLOT_LATENESS = 50;
 /** The most requests a second a limit may allow. */
 export const MAX_PER_SECOND = 100_000;
 
-/** A webhook entry's `rateLimit`. */
-export interface RateLimit {
-  /** Requests a second to this URL, over all forwarder instances; a number > 0 (0.5: one every 2 s). */
-  readonly perSecond: number;
-}
-
 /** Checks a `rateLimit` object; `field` is its path (`webhooks[0].rateLimit`). */
 export function rateLimitOption(field: string, value: unknown): RateLimit {
   const raw = objectOption(field, value, 'an object { "perSecond": number }');
@@ -46,53 +41,6 @@ export function rateLimitOption(field: string, value: unknown): RateLimit {
     );
   }
   return { perSecond };
-}
-
-/** What a budget granted. */
-export interface SlotGrant {
-  /** Ms from now to the first slot; with `count` 0, ms from now until the budget has slots within the horizon again. */
-  readonly delay: number;
-  /** Slots granted, `interval` ms apart from the first. */
-  readonly count: number;
-}
-
-/**
- * Where send slots come from. `claim` hands out up to `count` consecutive slots of `key`, none
- * more than `horizon` ms ahead of now, and the same slot to nobody else.
- */
-export interface RateBudget {
-  claim(key: string, count: number, interval: number, horizon: number): Promise<SlotGrant>;
-}
-
-/**
- * One GCRA step, pure: from the key's theoretical arrival time `tat` (undefined for a new key),
- * the slots to grant at `now` and the new `tat`.
- */
-export function grantSlots(
-  tat: number | undefined,
-  now: number,
-  count: number,
-  interval: number,
-  horizon: number,
-): { first: number; count: number; tat: number } {
-  const first = Math.max(tat ?? now, now);
-  if (first > now + horizon || count < 1) return { first, count: 0, tat: tat ?? now };
-  const granted = Math.min(Math.floor(count), Math.floor((now + horizon - first) / interval) + 1);
-  return { first, count: granted, tat: first + granted * interval };
-}
-
-/** The budget of one forwarder process (memory and SQLite stores): a `tat` per key, on the forwarder's clock. */
-export class MemoryRateBudget implements RateBudget {
-  private readonly tats = new Map<string, number>();
-
-  constructor(private readonly clock: Clock) {}
-
-  async claim(key: string, count: number, interval: number, horizon: number): Promise<SlotGrant> {
-    const now = this.clock.now();
-    const grant = grantSlots(this.tats.get(key), now, count, interval, horizon);
-    if (grant.count > 0) this.tats.set(key, grant.tat);
-    return { delay: grant.first - now, count: grant.count };
-  }
 }
 
 /** The budget key of a URL: a digest, so that no URL (which may hold a token) is stored as a key. */

@@ -1,21 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import createDebug from 'debug';
-import { ValidationError } from 'eventrelay/internal';
-import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audiences';
-import type { DeletionPlan, DeletionRequest } from '../routing/deletion';
 import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from 'eventrelay/internal';
 import { MESSAGE_TYPES, parseIngestBody } from '../routing/ingest';
 import type { MessageType, RejectedMessage, ValidMessage } from '../routing/ingest';
 import { decodeBody, readBody } from './read-body';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
-import type { AcceptedMessage, AcceptResult } from '../store/store';
+import type { AcceptedMessage, AcceptResult } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
-
-/** Largest admin request body, in bytes: an audience sync lists every member. */
-export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
 
 /** What the HTTP layer needs from the service. */
 export interface HttpBackend {
@@ -30,11 +24,7 @@ export interface HttpBackend {
   onRejected?(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
   /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
   readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
-  requestDeletion(request: DeletionRequest): Promise<Omit<DeletionPlan, 'deliveries'>>;
-  syncAudience(request: AudienceSyncRequest): Promise<AudienceSyncResult>;
   stats(): Promise<object>;
-  /** Token for /admin/*, undefined when admin endpoints are off. */
-  readonly adminToken: string | undefined;
   /** True once shutdown started: new requests get 503. */
   readonly closing: boolean;
   now(): number;
@@ -42,7 +32,7 @@ export interface HttpBackend {
 
 type Route =
   | { kind: 'ingest'; endpoint: 'batch' | MessageType }
-  | { kind: 'health' | 'stats' | 'deletions' | 'audiences' };
+  | { kind: 'health' | 'stats' };
 
 const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
   '/v1/batch': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
@@ -51,8 +41,6 @@ const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
   ...Object.fromEntries(MESSAGE_TYPES.map((type) => [`/v1/${type}`, { method: 'POST', route: { kind: 'ingest', endpoint: type } }])),
   '/health': { method: 'GET', route: { kind: 'health' } },
   '/stats': { method: 'GET', route: { kind: 'stats' } },
-  '/admin/deletions': { method: 'POST', route: { kind: 'deletions' } },
-  '/admin/audiences/sync': { method: 'POST', route: { kind: 'audiences' } },
 };
 
 export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -137,10 +125,6 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
     case 'ingest':
       await ingest(backend, route.endpoint, req, res);
       return;
-    case 'deletions':
-    case 'audiences':
-      await admin(backend, route.kind, req, res);
-      return;
   }
 }
 
@@ -216,41 +200,4 @@ function unauthorized(res: ServerResponse): void {
     {},
     { 'WWW-Authenticate': 'Basic realm="eventrelay"' },
   );
-}
-
-async function admin(backend: HttpBackend, kind: 'deletions' | 'audiences', req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (backend.adminToken === undefined) {
-    fail(res, 403, 'admin_disabled', 'Admin endpoints are off: set `adminToken` in the config');
-    return;
-  }
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-  if (match === null || !tokenMatches(match[1]!, backend.adminToken)) {
-    fail(res, 401, 'unauthorized', 'Missing or wrong admin token: send `Authorization: Bearer <adminToken>`', {}, { 'WWW-Authenticate': 'Bearer realm="eventrelay-admin"' });
-    return;
-  }
-  const read = await readBody(req, MAX_ADMIN_BODY_BYTES);
-  if (!read.ok) {
-    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
-    return;
-  }
-  const json = parseJson(read.body);
-  if (!json.ok || typeof json.value !== 'object' || json.value === null || Array.isArray(json.value)) {
-    fail(res, 400, 'invalid_json', 'Expected a JSON object body');
-    return;
-  }
-  try {
-    if (kind === 'deletions') {
-      const result = await backend.requestDeletion(json.value as DeletionRequest);
-      send(res, 202, result);
-    } else {
-      const result = await backend.syncAudience(json.value as AudienceSyncRequest);
-      send(res, 200, result);
-    }
-  } catch (error) {
-    if (error instanceof ValidationError) {
-      fail(res, 400, 'invalid_request', error.message, error.field === undefined ? {} : { field: error.field });
-      return;
-    }
-    throw error;
-  }
 }

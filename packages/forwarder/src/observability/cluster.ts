@@ -3,18 +3,10 @@ import { mergeHealth, windowStart } from './health';
 import type { EndpointHealth, EndpointMinute, HealthTracker, HealthView } from './health';
 import { mergeTimeline } from './timeline';
 import type { Timeline, TimelineMinute, TimelinePoint } from './timeline';
-import {
-  decodeHealthMinute,
-  decodeLatest,
-  decodeTimelineMinute,
-  encodeHealthMinute,
-  encodeLatest,
-  encodeTimelineMinute,
-  VIEW_FORMAT,
-} from './shared-views';
-import type { ClusterStore, StoredMinute, StoredView, ViewWrite } from '../store/cluster';
+import { decodeHealthMinute, decodeLatest, decodeTimelineMinute, encodeHealthMinute, encodeLatest, encodeTimelineMinute, VIEW_FORMAT } from './shared-views';
 import { LiveRelay } from './relay';
 import type { LiveEvent, LiveRelayHook, LiveStream } from './stream';
+import type { ClusterStore, StoredMinute, StoredView, ViewWrite } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 

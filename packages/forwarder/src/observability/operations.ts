@@ -6,14 +6,13 @@ import { HealthTracker } from './health';
 import type { EndpointHealth } from './health';
 import type { ForwarderMetrics } from './metrics';
 import { Timeline } from './timeline';
-import type { ClusterStore } from '../store/cluster';
 import type { AttemptReport } from '../scheduling/scheduler';
 import { DUPLICATE_REASON } from '../store/delivery-log';
-import type { AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/delivery-log';
-import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/store';
+import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/contract';
 import { LiveStream } from './stream';
 import { ClusterView } from './cluster';
 import type { ClusterOverview } from './cluster';
+import type { ClusterStore, AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 

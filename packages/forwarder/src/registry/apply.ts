@@ -17,9 +17,9 @@ export async function applyToStore(config: ResolvedConfig, options: { readonly d
       'storage.type',
     );
   }
-  const store = await openConfiguredStore(config.storage, options.dataDir);
+  const store = await openConfiguredStore(config.storage, { dataDir: options.dataDir });
   try {
-    const setup = store.setup!;
+    const setup = store.setup;
     const manager = new SourceManager({
       setup: async () => setup,
       reload: async () => {},

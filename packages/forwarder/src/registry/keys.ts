@@ -1,5 +1,11 @@
 import { hash, randomBytes } from 'node:crypto';
-import type { KeyOrigin, WriteKeyRecord } from './model';
+import type { KeyOrigin, WriteKeyRecord } from '../store/contract';
+
+/** Default time a replaced write key keeps working, in seconds (`graceSeconds`). */
+export const DEFAULT_GRACE_SECONDS = 86_400;
+
+/** Longest `graceSeconds`: 30 days. */
+export const MAX_GRACE_SECONDS = 30 * 86_400;
 
 /** Random bytes in a generated write key: 256 bits, so a digest without salt cannot be reversed. */
 export const WRITE_KEY_BYTES = 32;

@@ -6,10 +6,10 @@ import { sourceName, webhooksDestination } from '../config';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import type { AttemptResult, WebhookDestination } from '../delivery/destination';
 import { generateWriteKey, keyRecord, keyValid } from './keys';
-import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './model';
-import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, StoredWebhooks, WriteKeyRecord } from './model';
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './keys';
 import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
+import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError, redactUrl } from 'eventrelay/internal';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import { keyRecord, keyValid, writeKeyDigest } from './keys';
-import type { SetupOp, SetupSnapshot, SourceRecord, StoredWebhooks, WriteKeyRecord } from './model';
+import type { SetupOp, SetupSnapshot, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../store/contract';
 
 /**
  * The config file's `sources` against the store: what to write, and the difference in words.

@@ -1,9 +1,9 @@
 import type { ResolvedWebhooks } from '../config';
 import type { WebhookDestination } from '../delivery/destination';
 import type { RouteSource } from '../routing/router';
-import type { DeliveryTarget, DeliveryTargets } from '../scheduling/scheduler';
+import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import { keyValid, writeKeyDigest } from './keys';
-import type { SetupSnapshot, SourceRecord, WriteKeyRecord } from './model';
+import type { SetupSnapshot, SourceRecord, WriteKeyRecord } from '../store/contract';
 
 interface Entry {
   readonly record: SourceRecord;

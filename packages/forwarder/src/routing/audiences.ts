@@ -3,7 +3,7 @@ import { ValidationError } from 'eventrelay/internal';
 import { WEBHOOKS } from './router';
 import type { RouteSource } from './router';
 import { snakeCase } from './snake-case';
-import type { AudienceChange, NewDelivery } from '../store/store';
+import type { AudienceChange, NewDelivery } from '../store/contract';
 import { serializeWebhookMessage, toWebhookMessage } from 'eventrelay/internal';
 
 export interface AudienceSyncRequest {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ValidationError } from 'eventrelay/internal';
 import { WEBHOOKS } from './router';
 import type { RouteSource } from './router';
-import type { NewDelivery } from '../store/store';
+import type { NewDelivery } from '../store/contract';
 import { serializeWebhookMessage, toWebhookMessage } from 'eventrelay/internal';
 
 export interface DeletionRequest {

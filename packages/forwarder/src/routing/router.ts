@@ -1,6 +1,6 @@
 import type { ValidMessage } from './ingest';
 import { isDestinationEnabled } from '../delivery/integrations';
-import type { AcceptedMessage, NewDelivery } from '../store/store';
+import type { AcceptedMessage, NewDelivery } from '../store/contract';
 
 /** The destination key of spec 4.3, and the only destination kind of the forwarder. */
 export const WEBHOOKS = 'Webhooks';

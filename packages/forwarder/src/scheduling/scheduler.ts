@@ -2,29 +2,12 @@ import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState } from '../delivery/destination';
-import type { AcceptLease, DeliveryOutcome, ForwarderStore, LeaseRequest, PendingDelivery } from '../store/store';
+import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
+
+export type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
+import type { AcceptLease, DeliveryOutcome, ForwarderStore, LeaseRequest, PendingDelivery } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
-
-/** What the scheduler needs of a destination: one attempt, no timers (WebhookDestination#attempt). */
-export interface DeliveryTarget {
-  attempt(body: string, state: AttemptState): Promise<AttemptResult>;
-  /**
-   * Rate limits (WebhookDestination#room): how many of `wanted` attempts may start now, and when
-   * none may, when to look again. Absent: no limit.
-   */
-  room?(now: number, wanted: number, skip?: readonly number[]): { readonly count: number; readonly readyAt?: number };
-}
-
-/**
- * The sources to deliver for and their destinations, read on every round: sources are switched
- * on, off, added and removed at runtime. A `Map` of source names to targets is one too.
- */
-export interface DeliveryTargets {
-  /** Sources whose deliveries are claimed; those of any other source wait in the store. */
-  readonly sources: readonly string[];
-  get(source: string): DeliveryTarget | undefined;
-}
 
 function asTargets(targets: ReadonlyMap<string, DeliveryTarget> | DeliveryTargets): DeliveryTargets {
   if (!(targets instanceof Map)) return targets as DeliveryTargets;

@@ -1,4 +1,4 @@
-import type { AttemptRecord, LogCall } from './delivery-log';
+import type { AttemptRecord, LogCall } from './contract';
 
 /** A write the SQL delivery logs buffer, to commit in groups. */
 export type LogOp =

@@ -1,4 +1,4 @@
-import type { EndpointState } from '../delivery/endpoint-state';
+import type { EndpointState } from './contract';
 
 /** An `endpoint_states` row, as SQLite and PostgreSQL read it. */
 export interface EndpointRow {

@@ -1,6 +1,5 @@
-import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage } from './delivery-log';
-import type { DeliveryKind, NewDelivery, PendingDelivery } from './store';
-import type { KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../registry/model';
+import type { DeliveryKind, NewDelivery, PendingDelivery } from './contract';
+import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from './contract';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
 

@@ -7,7 +7,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { MemoryStore } from '../../src/store/memory';
+import { MemoryStore } from '../../src/store/memory/memory';
 import { StoreError } from '../../../eventrelay/src/errors';
 import { basic, post, startReceiver, takeSseEvents, waitFor } from './helpers';
 import type { Receiver, SseEvent } from './helpers';

@@ -2,9 +2,9 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { PostgresStore } from '../../src/store/postgres/postgres';
 import { PostgresEndpointStore } from '../../src/store/postgres/postgres-endpoints';
-import type { EndpointStore } from '../../src/delivery/endpoint-state';
 import { endpointContract, failures, T0 } from '../unit/store/endpoint-contract';
 import { usePostgres } from '../../../../test/helpers/postgres';
+import type { EndpointStore } from '../../src/store/contract';
 
 describe('PostgresEndpointStore (real server)', function () {
   this.timeout(30_000);

@@ -2,8 +2,8 @@ import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import { MemoryStore } from '../../src/store/memory';
-import type { AcceptedMessage, AcceptResult } from '../../src/store/store';
+import { MemoryStore } from '../../src/store/memory/memory';
+import type { AcceptedMessage, AcceptResult } from '../../src/store/contract';
 import type { AttemptReport } from '../../src/scheduling/scheduler';
 import { ConfigError, EventRelayError } from '../../../eventrelay/src/errors';
 import { basic, post, startReceiver, waitFor } from './helpers';
@@ -125,6 +125,39 @@ describe('Forwarder (in process)', () => {
     await forwarder.start();
     await waitFor(() => receiver.delivered.length === 3, 'three webhooks');
     expect(receiver.delivered.map((r) => `${r.path} ${r.json.type}`).sort()).to.deep.equal(['/a delete', '/b delete', '/b identify']);
+  });
+
+  it('refuses at construction a custom store that lacks a capability of the contract, naming it', () => {
+    const config = { sources: [{ name: 'w', writeKey: 'k4' }] };
+    class WithoutEndpoints extends MemoryStore {
+      override readonly endpoints = undefined as never;
+    }
+    expect(() => createForwarder(config, { store: new WithoutEndpoints() }))
+      .to.throw(ConfigError, /lacks `endpoints` \(endpoint states\)/)
+      .with.property('field', 'store');
+    // A store written against the queue alone (as a custom store could be before): every missing capability is named.
+    const memory = new MemoryStore();
+    const queueOnly = {
+      accept: memory.accept.bind(memory),
+      enqueue: memory.enqueue.bind(memory),
+      claim: memory.claim.bind(memory),
+      nextDueAfter: memory.nextDueAfter.bind(memory),
+      record: memory.record.bind(memory),
+      syncAudience: memory.syncAudience.bind(memory),
+      counts: memory.counts.bind(memory),
+      prune: memory.prune.bind(memory),
+      close: memory.close.bind(memory),
+    };
+    let error: unknown;
+    try {
+      createForwarder(config, { store: queueOnly as never });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).to.be.instanceOf(ConfigError);
+    for (const member of ['setup', 'rateBudget', 'endpoints', 'shared', 'cluster', 'openLog']) expect((error as Error).message).to.contain(`\`${member}\``);
+    // Every capability present: accepted.
+    expect(() => createForwarder(config, { store: new MemoryStore() })).not.to.throw();
   });
 
   it('a failed start is not kept: start() can be tried again, and close() works after a failure', async () => {

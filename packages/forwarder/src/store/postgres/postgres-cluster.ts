@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
-import type { ClusterStore, StoredView, ViewWrite } from '../cluster';
 import { numberArray, textArray } from './pg-values';
 import type { PostgresListener } from './postgres-listen';
+import type { ClusterStore, StoredView, ViewWrite } from '../contract';
 
 /** Live-stream events relayed between instances. */
 export const LIVE_CHANNEL = 'eventrelay_live';

@@ -1,9 +1,9 @@
 import type { Pool } from 'pg';
-import { applyReport } from '../../delivery/endpoint-state';
-import type { DisableRule, EndpointReport, EndpointReportResult, EndpointState, EndpointStore } from '../../delivery/endpoint-state';
+import { applyReport } from '../endpoint-state';
 import { toEndpointState } from '../endpoint-rows';
 import type { EndpointRow } from '../endpoint-rows';
 import { numberArray, pgText, textArray } from './pg-values';
+import type { DisableRule, EndpointReport, EndpointReportResult, EndpointState, EndpointStore } from '../contract';
 
 const COLUMNS = 'source, url_key, url, failures, failing_since, last_failure_at, last_error, disabled_at, disabled_reason';
 

@@ -7,17 +7,7 @@ import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { LOCK_CLASS, LOCKS } from './postgres-schema';
 import { attemptEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
-import type {
-  AttemptRecord,
-  DeliveryDetail,
-  DeliveryLog,
-  DeliveryLogOptions,
-  DeliveryState,
-  LogCall,
-  LoggedMessage,
-  MessageQuery,
-  ReplayedLine,
-} from '../delivery-log';
+import type { AttemptRecord, DeliveryDetail, DeliveryLog, DeliveryLogOptions, DeliveryState, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../contract';
 
 const log = createDebug('eventrelay:forwarder');
 

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { RateBudget, SlotGrant } from '../../delivery/rate-limit';
+import type { RateBudget, SlotGrant } from '../contract';
 
 /**
  * The rate limits' budget shared by every instance on the database: a row per limited URL

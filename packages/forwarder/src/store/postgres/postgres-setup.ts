@@ -1,8 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
-import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../../registry/model';
 import type { PostgresListener } from './postgres-listen';
+import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../contract';
 
 /** The channel every setup write notifies, with the new revision as payload. */
 export const SETUP_CHANNEL = 'eventrelay_setup';

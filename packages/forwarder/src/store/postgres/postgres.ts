@@ -10,20 +10,11 @@ import { PostgresSetup } from './postgres-setup';
 import { PostgresListener } from './postgres-listen';
 import { PostgresCluster } from './postgres-cluster';
 import { PostgresRateBudget } from './postgres-rate';
-import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../store';
-import type {
-  AcceptedMessage,
-  AcceptLease,
-  AcceptResult,
-  AudienceChange,
-  DeliveryOutcome,
-  ForwarderStore,
-  LeaseRequest,
-  NewDelivery,
-  PendingDelivery,
-  RecordResult,
-  StoreCounts,
-} from '../store';
+import { PostgresDeliveryLog } from './postgres-log';
+import { PostgresEndpointStore } from './postgres-endpoints';
+import type { DeliveryLog, DeliveryLogOptions } from '../contract';
+import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
+import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../audience-change';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -219,6 +210,9 @@ export class PostgresStore implements ForwarderStore {
   readonly rateBudget: PostgresRateBudget;
   /** The instances' views and the live stream's relay. */
   readonly cluster: PostgresCluster;
+  /** Endpoint states every instance shares. */
+  readonly endpoints: PostgresEndpointStore;
+  readonly shared = true;
   /** This instance's one LISTEN connection, for every channel it follows. */
   private readonly listener: PostgresListener;
 
@@ -229,6 +223,12 @@ export class PostgresStore implements ForwarderStore {
     this.listener = new PostgresListener(listener, (text) => hideSecret(text, url));
     this.setup = new PostgresSetup(pool, this.listener, () => this.assertOpen());
     this.cluster = new PostgresCluster(fast, this.listener);
+    this.endpoints = new PostgresEndpointStore(fast);
+  }
+
+  /** The delivery log's tables come with the store's schema, migrated when it opened. */
+  openLog(options: DeliveryLogOptions): DeliveryLog {
+    return new PostgresDeliveryLog(this.fast, options);
   }
 
   /**
@@ -738,4 +738,9 @@ function deliveryArrays(deliveries: readonly NewDelivery[]): unknown[] {
 function hideSecret(text: string, url: string): string {
   const password = passwordOf(url);
   return password === undefined ? text : text.split(password).join('***');
+}
+
+/** Opens the PostgreSQL store, migrating its schema; several instances may share it. */
+export function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+  return PostgresStore.open(options);
 }

@@ -1,8 +1,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { applyReport, enabledState } from '../../delivery/endpoint-state';
-import type { DisableRule, EndpointReport, EndpointReportResult, EndpointState, EndpointStore } from '../../delivery/endpoint-state';
+import { applyReport, enabledState } from '../endpoint-state';
 import { toEndpointState } from '../endpoint-rows';
 import type { EndpointRow } from '../endpoint-rows';
+import type { DisableRule, EndpointReport, EndpointReportResult, EndpointState, EndpointStore } from '../contract';
 
 const COLUMNS = 'source, url_key, url, failures, failing_since, last_failure_at, last_error, disabled_at, disabled_reason';
 

@@ -5,17 +5,7 @@ import { BufferedDeliveryLog } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
 import { attemptEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
-import type {
-  AttemptRecord,
-  DeliveryDetail,
-  DeliveryLog,
-  DeliveryLogOptions,
-  DeliveryState,
-  LogCall,
-  LoggedMessage,
-  MessageQuery,
-  ReplayedLine,
-} from '../delivery-log';
+import type { AttemptRecord, DeliveryDetail, DeliveryLog, DeliveryLogOptions, DeliveryState, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../contract';
 
 const log = createDebug('eventrelay:forwarder');
 

@@ -1,7 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
-import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../../registry/model';
+import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../contract';
 
 const PENDING = 0;
 const FAILED = 2;

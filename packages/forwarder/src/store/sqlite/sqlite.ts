@@ -5,23 +5,17 @@ import type BetterSqlite3 from 'better-sqlite3';
 import createDebug from 'debug';
 import { ConfigError, StoreError } from 'eventrelay/internal';
 import { migrateSqlite } from './sqlite-schema';
+import { systemClock } from 'eventrelay/internal';
+import type { Clock } from 'eventrelay/internal';
 import { SqliteSetup } from './sqlite-setup';
-import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../store';
+import { SqliteDeliveryLog } from './sqlite-log';
+import { SqliteEndpointStore } from './sqlite-endpoints';
+import { MemoryRateBudget } from '../rate-budget';
+import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
-import type {
-  AcceptedMessage,
-  AcceptLease,
-  AcceptResult,
-  AudienceChange,
-  DeliveryOutcome,
-  ForwarderStore,
-  LeaseRequest,
-  NewDelivery,
-  PendingDelivery,
-  RecordResult,
-  StoreCounts,
-} from '../store';
+import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
+import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
 
 export interface SqliteStoreOptions {
   /** Directory of the database file `eventrelay.db`; created when missing. */
@@ -34,6 +28,8 @@ export interface SqliteStoreOptions {
    * (at-least-once; receivers drop it by messageId), never that a message is lost.
    */
   readonly synchronous?: 'full' | 'normal';
+  /** The time the rate budgets count in (the forwarder's clock). Default: the system's. */
+  readonly clock?: Clock;
 }
 
 const log = createDebug('eventrelay:forwarder');
@@ -105,8 +101,15 @@ export class SqliteStore implements ForwarderStore {
   private scrubTimer: NodeJS.Timeout | undefined;
   /** The sources and their settings (runtime setup), in this database. */
   readonly setup: SqliteSetup;
+  /** Endpoint states in this database: a disabled URL stays disabled across restarts. */
+  readonly endpoints: SqliteEndpointStore;
+  /** One process uses the file (exclusive mode): its rate budgets are exact in memory. */
+  readonly rateBudget: MemoryRateBudget;
+  readonly shared = false;
+  readonly cluster = null;
 
   constructor(options: SqliteStoreOptions) {
+    this.rateBudget = new MemoryRateBudget(options.clock ?? systemClock);
     const Database = loadDriver();
     const file = join(options.dataDir, 'eventrelay.db');
     try {
@@ -204,6 +207,7 @@ export class SqliteStore implements ForwarderStore {
       // A change of setup is acknowledged to the operator: as durable as accepted messages.
       if (write) this.sync(this.durable ? 'FULL' : 'NORMAL');
     });
+    this.endpoints = new SqliteEndpointStore(db);
 
     const insert = (d: NewDelivery): void => {
       s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt);
@@ -427,6 +431,11 @@ export class SqliteStore implements ForwarderStore {
    * Checkpoints and truncates the WAL within SCRUB_DELAY, once: called when delivered bodies were
    * erased (here, or in the delivery log's tables), so that the frames holding them go.
    */
+  /** The delivery log in this database; erasing a delivered body schedules the WAL's scrub. */
+  openLog(options: DeliveryLogOptions): DeliveryLog {
+    return new SqliteDeliveryLog(this.db, options, () => this.scrubSoon());
+  }
+
   scrubSoon(): void {
     if (this.closed || this.scrubTimer !== undefined) return;
     this.scrubTimer = setTimeout(() => {
@@ -466,4 +475,9 @@ export class SqliteStore implements ForwarderStore {
   private assertOpen(): void {
     if (this.closed) throw new StoreError('The store is closed', 'ERR_STORE_CLOSED');
   }
+}
+
+/** Opens (creating when missing) the embedded SQLite store in `options.dataDir`. */
+export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
+  return new SqliteStore(options);
 }

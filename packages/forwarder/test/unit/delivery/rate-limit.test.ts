@@ -3,11 +3,12 @@ import { expect } from 'chai';
 import { ConfigError } from '../../../../eventrelay/src/errors';
 import { WebhookDestination } from '../../../src/delivery/destination';
 import type { DeliveryResult, WebhookDestinationOptions } from '../../../src/delivery/destination';
-import { grantSlots, MemoryRateBudget, rateLimitOption, SLOT_HORIZON, SLOT_LATENESS } from '../../../src/delivery/rate-limit';
+import { rateLimitOption, SLOT_HORIZON, SLOT_LATENESS } from '../../../src/delivery/rate-limit';
 import { toWebhookMessage } from '../../../../eventrelay/src/messages/webhook';
 import { FakeClock, flushMicrotasks } from '../../../../../test/helpers/fake-clock';
 import { FakeTransport } from '../../../../../test/helpers/fake-transport';
 import type { Answer } from '../../../../../test/helpers/fake-transport';
+import { grantSlots, MemoryRateBudget } from '../../../src/store/rate-budget';
 
 const A = 'https://a.example.com/hook';
 const B = 'https://b.example.com/hook';

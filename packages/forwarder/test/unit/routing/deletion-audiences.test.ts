@@ -2,8 +2,8 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { planDeletion } from '../../../src/routing/deletion';
 import { checkAudienceRequest, checkMembers, planAudienceNotices } from '../../../src/routing/audiences';
-import { audienceChange } from '../../../src/store/store';
 import { ValidationError } from '../../../../eventrelay/src/errors';
+import { audienceChange } from '../../../src/store/audience-change';
 
 const NOW = Date.parse('2026-05-01T10:00:00.000Z');
 const sources = [

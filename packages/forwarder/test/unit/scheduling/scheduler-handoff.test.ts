@@ -1,11 +1,11 @@
 import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { FakeClock, flushMicrotasks } from '../../../../../test/helpers/fake-clock';
-import { MemoryStore } from '../../../src/store/memory';
+import { MemoryStore } from '../../../src/store/memory/memory';
 import { Scheduler } from '../../../src/scheduling/scheduler';
 import type { DeliveryTarget } from '../../../src/scheduling/scheduler';
 import type { AttemptResult, AttemptState } from '../../../src/delivery/destination';
-import type { AcceptedMessage, LeaseRequest, PendingDelivery } from '../../../src/store/store';
+import type { AcceptedMessage, LeaseRequest, PendingDelivery } from '../../../src/store/contract';
 
 /** A memory store that counts claims. */
 class CountingStore extends MemoryStore {

@@ -1,7 +1,7 @@
 import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { FakeClock, flushMicrotasks } from '../../../../../test/helpers/fake-clock';
-import { MemoryStore } from '../../../src/store/memory';
+import { MemoryStore } from '../../../src/store/memory/memory';
 import { Scheduler } from '../../../src/scheduling/scheduler';
 import type { DeliveryTarget } from '../../../src/scheduling/scheduler';
 import type { AttemptResult, AttemptState } from '../../../src/delivery/destination';

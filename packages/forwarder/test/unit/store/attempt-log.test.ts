@@ -1,8 +1,8 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { attemptEntries, parseAttemptLog } from '../../../src/store/sql-rows';
-import type { AttemptRecord } from '../../../src/store/delivery-log';
 import { attempt, T0 } from './delivery-log-contract';
+import type { AttemptRecord } from '../../../src/store/contract';
 
 /** A chunk as the SQL logs append it: the line's series, then the write's entries. */
 const chunk = (series: number, records: readonly AttemptRecord[]) => `[${series},${attemptEntries(records)}]`;

@@ -1,7 +1,7 @@
 import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
-import { AUDIENCE_CHUNK } from '../../../src/store/store';
-import type { AudienceChange, ForwarderStore, LeaseRequest, NewDelivery } from '../../../src/store/store';
+import type { AudienceChange, ForwarderStore, LeaseRequest, NewDelivery } from '../../../src/store/contract';
+import { AUDIENCE_CHUNK } from '../../../src/store/audience-change';
 
 export const T0 = 1_700_000_000_000;
 const LEASE: LeaseRequest = { owner: 'instance-a', ms: 30_000 };

@@ -1,7 +1,7 @@
 import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { DUPLICATE_REASON } from '../../../src/store/delivery-log';
-import type { AttemptRecord, DeliveryLog, LogCall } from '../../../src/store/delivery-log';
+import type { AttemptRecord, DeliveryLog, LogCall } from '../../../src/store/contract';
 
 export const T0 = Date.UTC(2026, 0, 1);
 

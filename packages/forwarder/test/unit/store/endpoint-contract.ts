@@ -1,6 +1,6 @@
 import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
-import type { DisableRule, EndpointReport, EndpointStore } from '../../../src/delivery/endpoint-state';
+import type { DisableRule, EndpointReport, EndpointStore } from '../../../src/store/contract';
 
 const HOUR = 3_600_000;
 export const T0 = Date.parse('2026-03-01T00:00:00.000Z');

@@ -1,7 +1,7 @@
 import { describe } from 'mocha';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite';
 import { SqliteEndpointStore } from '../../../src/store/sqlite/sqlite-endpoints';
-import { MemoryEndpointStore } from '../../../src/delivery/endpoint-state';
+import { MemoryEndpointStore } from '../../../src/store/endpoint-state';
 import { endpointContract } from './endpoint-contract';
 import { useTempDirs } from '../../../../../test/helpers/temp-dir';
 

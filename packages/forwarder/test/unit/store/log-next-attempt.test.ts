@@ -2,9 +2,9 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { MemoryDeliveryLog } from '../../../src/store/delivery-log';
-import type { DeliveryLog } from '../../../src/store/delivery-log';
 import { SqliteDeliveryLog } from '../../../src/store/sqlite/sqlite-log';
 import { call, T0 } from './delivery-log-contract';
+import type { DeliveryLog } from '../../../src/store/contract';
 
 const url = 'https://hooks.example.test/in';
 

@@ -1,9 +1,9 @@
 import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
-import type { ForwarderStore } from '../../../src/store/store';
-import type { SetupStore, SourceRecord, StoredWebhooks } from '../../../src/registry/model';
+import type { ForwarderStore } from '../../../src/store/contract';
 import { keyRecord } from '../../../src/registry/keys';
 import { accepted, T0 } from './contract';
+import type { SetupStore, SourceRecord, StoredWebhooks } from '../../../src/store/contract';
 
 const WEBHOOKS: StoredWebhooks = {
   webhooks: [{ url: 'https://hooks.example.test/in?token=abc', headers: { Authorization: 'Bearer xyz', 'X-Team': 'web' } }],

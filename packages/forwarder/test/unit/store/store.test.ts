@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { MemoryStore } from '../../../src/store/memory';
+import { MemoryStore } from '../../../src/store/memory/memory';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite';
 import { SQLITE_MIGRATIONS, sqliteSchemaVersion } from '../../../src/store/sqlite/sqlite-schema';
 import { StoreError } from '../../../../eventrelay/src/errors';

@@ -1,4 +1,4 @@
-import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, WriteKeyRecord } from '../registry/model';
+import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, WriteKeyRecord } from '../contract';
 
 /**
  * The runtime setup in process memory: for the memory store, and for a custom store that keeps

@@ -1,18 +1,12 @@
-import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from './store';
+import { systemClock } from 'eventrelay/internal';
+import type { Clock } from 'eventrelay/internal';
 import { MemorySetup } from './memory-setup';
-import type {
-  AcceptedMessage,
-  AcceptLease,
-  AcceptResult,
-  AudienceChange,
-  DeliveryOutcome,
-  ForwarderStore,
-  LeaseRequest,
-  NewDelivery,
-  PendingDelivery,
-  RecordResult,
-  StoreCounts,
-} from './store';
+import { MemoryDeliveryLog } from '../delivery-log';
+import { MemoryEndpointStore } from '../endpoint-state';
+import { MemoryRateBudget } from '../rate-budget';
+import type { DeliveryLog, DeliveryLogOptions } from '../contract';
+import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
+import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
 
 /** A pending delivery as kept here: `nextAttemptAt` is the lease's end while claimed, `dueAt` the time it was due. */
 interface Pending extends PendingDelivery {
@@ -45,6 +39,19 @@ export class MemoryStore implements ForwarderStore {
   private readonly totals = { accepted: 0, duplicates: 0, delivered: 0, failed: 0 };
   /** The sources and their settings (runtime setup), in memory too. */
   readonly setup = new MemorySetup((source) => this.failSource(source));
+  readonly endpoints = new MemoryEndpointStore();
+  readonly rateBudget: MemoryRateBudget;
+  readonly shared = false;
+  readonly cluster = null;
+
+  /** `clock`: the time the rate budgets count in (the forwarder's clock). */
+  constructor(options: { readonly clock?: Clock } = {}) {
+    this.rateBudget = new MemoryRateBudget(options.clock ?? systemClock);
+  }
+
+  openLog(options: DeliveryLogOptions): DeliveryLog {
+    return new MemoryDeliveryLog(options);
+  }
 
   /**
    * A deleted source: its audiences go, its pending deliveries are given up (gone at once:
@@ -274,4 +281,9 @@ class DueHeap {
 
 function before(a: Pending, b: Pending): boolean {
   return a.nextAttemptAt < b.nextAttemptAt || (a.nextAttemptAt === b.nextAttemptAt && a.id < b.id);
+}
+
+/** Opens a store in process memory: nothing survives a restart, nothing is shared. */
+export function openMemoryStore(options: { readonly clock?: Clock | undefined } = {}): MemoryStore {
+  return new MemoryStore(options.clock === undefined ? {} : { clock: options.clock });
 }
