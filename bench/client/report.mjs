@@ -120,3 +120,30 @@ export function notes(results) {
   }
   return lines;
 }
+
+/**
+ * A scenario's rows for bench/results.json: each client's figures as its table rounds them, and
+ * their ratios to the floor of the same run (the `(1.28×)` of the table).
+ */
+export function resultRows(results) {
+  const floor = results.find((r) => r.client === 'floor' && r.status === 'ok');
+  const digits = { enqueueMs: 0, totalMs: 0, cpuUsPerMsg: 1, peakRssMB: 1, delivered: 0, lost: 0, duplicates: 0, requests: 0, rejected: 0, meanBatch: 1 };
+  const withRatio = ['enqueueMs', 'totalMs', 'cpuUsPerMsg', 'peakRssMB', 'delivered', 'requests', 'meanBatch'];
+  const rows = {};
+  for (const r of results) {
+    if (r.status === 'skipped') continue;
+    const row = {};
+    for (const [field, d] of Object.entries(digits)) {
+      if (typeof r[field] === 'number') row[field] = Number(r[field].toFixed(d));
+    }
+    const vsFloor = {};
+    for (const field of withRatio) {
+      if (typeof r[field] === 'number' && floor?.[field]) vsFloor[field] = Number((r[field] / floor[field]).toFixed(2));
+    }
+    if (Object.keys(vsFloor).length > 0) row.vsFloor = vsFloor;
+    if (r.approximate) row.approximate = true;
+    if (r.status !== 'ok') row.status = r.status;
+    rows[r.client] = row;
+  }
+  return rows;
+}
