@@ -231,7 +231,7 @@ async function main() {
   recordResult('delivery', {
     script: 'bench/delivery.mjs',
     command: commandLine(),
-    setup: { requests: count, workers, rounds },
+    setup: { requests: count, workers, rounds, target: 0.8 },
     rows: Object.fromEntries(
       rows.map((row) => [
         row.n === 1 ? '1 URL' : `${row.n} URLs`,

@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scenarioFor } from './client/scenarios.mjs';
-import { notes, resultRows, scenarioTable, targetChecks } from './client/report.mjs';
+import { notes, resultRows, scenarioTable, targetChecks, TARGETS } from './client/report.mjs';
 import { commandLine, recordResult } from './results.mjs';
 import { summarizeProfile } from './client/profile-summary.mjs';
 
@@ -336,8 +336,9 @@ async function main() {
           ...CLIENT_SETTINGS,
           calls: scenario.count,
           ...(scenario.rate ? { perSecond: scenario.rate } : {}),
-          ...(scenario.outageMs ? { outageSeconds: scenario.outageMs / 1000 } : {}),
+          ...(scenario.outageMs ? { outageSeconds: scenario.outageMs / 1000, refusedWith: 503 } : {}),
           repeat,
+          targets: TARGETS,
         },
         rows: resultRows(results),
       });

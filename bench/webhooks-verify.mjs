@@ -164,7 +164,7 @@ function resultRow(r, extra = {}) {
     ...extra,
   };
 }
-const setup = { rounds: ROUNDS, bodyKB: [1, 32] };
+const setup = { rounds: ROUNDS, bodyKB: [1, 32], target: TARGET };
 const command = commandLine(['ROUNDS']);
 recordResult('webhooks-verify', {
   script: 'bench/webhooks-verify.mjs',
