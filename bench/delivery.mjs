@@ -20,12 +20,14 @@
 //   node bench/delivery.mjs [--count 20000] [--workers 32] [--rounds 5] [--max-seconds 30]
 //
 // --count is requests per run: 20,000 deliveries to 1 URL, 4,000 deliveries to 5 URLs.
+// BENCH_WRITE_RESULTS=1 records the table in bench/results.json (`delivery`).
 import { fork } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { Agent } from 'undici';
+import { commandLine, recordResult } from './results.mjs';
 
 if (process.argv.includes('--receiver')) {
   await receiver();
@@ -226,5 +228,26 @@ async function main() {
     );
   }
   console.log('\nCPU is the sender process only (user + system).');
+  recordResult('delivery', {
+    script: 'bench/delivery.mjs',
+    command: commandLine(),
+    setup: { requests: count, workers, rounds, target: 0.8 },
+    rows: Object.fromEntries(
+      rows.map((row) => [
+        row.n === 1 ? '1 URL' : `${row.n} URLs`,
+        {
+          httpFloorPerSec: Math.round(row.floor),
+          undiciFloorPerSec: Math.round(row.bare),
+          eventrelayPerSec: Math.round(row.ours),
+          vsHttpFloor: Number((row.ours / row.floor).toFixed(2)),
+          vsUndiciFloor: Number((row.ours / row.bare).toFixed(2)),
+          httpFloorCpuUs: Number(row.floorCpu.toFixed(1)),
+          undiciFloorCpuUs: Number(row.bareCpu.toFixed(1)),
+          eventrelayCpuUs: Number(row.oursCpu.toFixed(1)),
+          failed: row.failures,
+        },
+      ]),
+    ),
+  });
   if (rows.some((row) => row.failures > 0)) console.log(`\nfailed deliveries: ${rows.map((r) => `${r.n} URL(s): ${r.failures}`).join(', ')}`);
 }

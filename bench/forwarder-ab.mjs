@@ -13,6 +13,8 @@
 // delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_THREADS=1:
 // each forwarder's CPU per message on its main thread and on the others (V8's compiler and GC, libuv's pool); AB_NODE_ARGS:
 // options for node before each forwarder's script (`--cpu-prof --cpu-prof-dir=/tmp/prof`, say).
+// BENCH_WRITE_RESULTS=1: the medians recorded in bench/results.json (`forwarder-ab/<store>`), as the
+// row AB_ROW names ("eventrelay / floor, fresh"; default "<A> / <B>"); the other rows stay.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -21,6 +23,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { cpuMs, threadCpuMs } from './proc-cpu.mjs';
+import { commandLine, recordResult } from './results.mjs';
 
 const [A, B, STORE = 'sqlite'] = process.argv.slice(2);
 const RATE = Number(process.argv[5] ?? 1000);
@@ -211,3 +214,22 @@ const med = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const tot = (x) => x.fwd + x.db;
 console.log(`A: ${A}, B: ${B}`);
 console.log(`median ratio A/B: total ${med(results.map((r) => tot(r.A) / tot(r.B))).toFixed(3)}, forwarder ${med(results.map((r) => r.A.fwd / r.B.fwd)).toFixed(3)}${STORE === 'postgres' ? `, db ${med(results.map((r) => r.A.db / r.B.db)).toFixed(3)}` : ''}; A ${med(results.map((r) => tot(r.A))).toFixed(0)} µs, B ${med(results.map((r) => tot(r.B))).toFixed(0)} µs`);
+recordResult(
+  `forwarder-ab/${STORE}`,
+  {
+    script: 'bench/forwarder-ab.mjs',
+    command: commandLine(['AB_ROW', 'AB_DELAY', 'AB_CONCURRENCY']),
+    setup: { perSecondEach: RATE, seconds: SECONDS, warmupSeconds: WARM },
+    rows: {
+      [process.env.AB_ROW ?? `${A} / ${B}`]: {
+        rounds: ROUNDS,
+        total: Number(med(results.map((r) => tot(r.A) / tot(r.B))).toFixed(3)),
+        forwarder: Number(med(results.map((r) => r.A.fwd / r.B.fwd)).toFixed(3)),
+        ...(STORE === 'postgres' ? { database: Number(med(results.map((r) => r.A.db / r.B.db)).toFixed(3)) } : {}),
+        aCpuUsPerMsg: Math.round(med(results.map((r) => tot(r.A)))),
+        bCpuUsPerMsg: Math.round(med(results.map((r) => tot(r.B)))),
+      },
+    },
+  },
+  { merge: true },
+);

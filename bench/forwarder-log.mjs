@@ -5,6 +5,7 @@
 // the forwarder, so that the forwarder benchmark's "delivery log on / off" can be set against it.
 //
 //   node --import tsx --conditions=eventrelay-source bench/forwarder-log.mjs [messages per round=20000] [rounds=5] [sqlite,postgres] [calls per flush=600]
+//   BENCH_WRITE_RESULTS=1: each store's row recorded in bench/results.json (`forwarder-log`)
 //
 // Each flush writes 600 calls (what 50 ms bring at the forwarder benchmark's 12,000 messages/s;
 // 50 at its 1,000 messages/s) and the attempts on the previous flush's calls: the pattern of a forwarder whose deliveries lag its
@@ -26,6 +27,7 @@ import { PostgresStore } from '../packages/forwarder/src/store/postgres/postgres
 import { PostgresDeliveryLog } from '../packages/forwarder/src/store/postgres/postgres-log.ts';
 import { postgresLog, sqliteLog } from './least-log.mjs';
 import { cpuMs } from './proc-cpu.mjs';
+import { commandLine, recordResult } from './results.mjs';
 
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -115,10 +117,30 @@ async function run(name, variants, databaseCpu) {
     console.log(`| ${label} | ${own.toFixed(1)} µs | ${databaseCpu ? `${db.toFixed(1)} µs` : '—'} | ${total.toFixed(1)} µs |`);
   }
   const base = figures.get(variants.at(-1).label);
+  const ratioOf = new Map();
   for (const v of variants.slice(0, -1)) {
     const ratios = figures.get(v.label).map((r, i) => (r.own + r.db) / (base[i].own + base[i].db));
+    ratioOf.set(v.label, median(ratios));
     console.log(`- ${v.label} / ${variants.at(-1).label}: ${median(ratios).toFixed(2)}× (rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')})`);
   }
+  const total = (label) => Number(median(figures.get(label).map((r) => r.own + r.db)).toFixed(1));
+  const [later, same, leastLog] = variants.map((v) => v.label);
+  return {
+    laterFlushUsPerCall: total(later),
+    sameFlushUsPerCall: total(same),
+    leastLogUsPerCall: total(leastLog),
+    laterFlushVsLeast: Number(ratioOf.get(later).toFixed(2)),
+    sameFlushVsLeast: Number(ratioOf.get(same).toFixed(2)),
+  };
+}
+
+/** One store's row of `forwarder-log` in bench/results.json; the other store's row stays. */
+function recordRow(store, row) {
+  recordResult(
+    'forwarder-log',
+    { script: 'bench/forwarder-log.mjs', command: commandLine(), setup: { messages: MESSAGES, rounds: ROUNDS, callsPerFlush: FLUSH }, rows: { [store]: row } },
+    { merge: true },
+  );
 }
 
 if (STORES.includes('sqlite')) {
@@ -130,11 +152,12 @@ if (STORES.includes('sqlite')) {
   };
   const stores = [open(), open(), open()];
   const logs = [0, 1].map((i) => new SqliteDeliveryLog(stores[i].database, { keepDelivered: 0 }, () => stores[i].scrubSoon()));
-  await run('SQLite (the store\'s settings: WAL, secure_delete, synchronous=full for the queue)', [
+  const row = await run('SQLite (the store\'s settings: WAL, secure_delete, synchronous=full for the queue)', [
     { label: 'eventrelay, attempts in a later flush', step: eventrelay(logs[0], false) },
     { label: 'eventrelay, attempts in the same flush', step: eventrelay(logs[1], true) },
     { label: 'the least log', step: least(sqliteLog(stores[2].database)) },
   ]);
+  recordRow('sqlite', row);
   for (const log of logs) await log.close();
   for (const s of stores) await s.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -169,7 +192,7 @@ if (STORES.includes('postgres')) {
     const stores = [await PostgresStore.open({ url: urlOf(names[0]) }), await PostgresStore.open({ url: urlOf(names[1]) })];
     const logs = stores.map((s) => new PostgresDeliveryLog(s.logConnections, { keepDelivered: 0 }));
     const pool = new pg.Pool({ connectionString: urlOf(names[2]), max: 4 });
-    await run(
+    const row = await run(
       'PostgreSQL',
       [
         { label: 'eventrelay, attempts in a later flush', step: eventrelay(logs[0], false), database: names[0] },
@@ -178,6 +201,7 @@ if (STORES.includes('postgres')) {
       ],
       databaseCpu,
     );
+    recordRow('postgres', row);
     for (const log of logs) await log.close();
     for (const s of stores) await s.close();
     await pool.end();

@@ -17,6 +17,8 @@
 //   BENCH_CLI=<a build's dist/cli.js> node bench/forwarder.mjs    (that build instead of packages/forwarder/dist)
 //   BENCH_BASE_CLI=<another build's dist/cli.js>                 (also runs each eventrelay mode on it, as <mode>-base)
 //   BENCH_JSON=<file>                                            (every round's figures, as JSON)
+//   BENCH_WRITE_RESULTS=1                                        (the medians and ratios recorded in bench/results.json, `forwarder`;
+//                                                                 BENCH_RESULTS_KEY=forwarder/warmup-5000 records another entry)
 //
 // A shared 2-core machine's speed drifts by a third from one minute to the next, so compare modes
 // with BENCH_ROUNDS: the modes run in turn, round after round, and each ratio is taken within a
@@ -45,6 +47,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { cpuMs } from './proc-cpu.mjs';
+import { commandLine, recordResult } from './results.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -512,10 +515,12 @@ for (const mode of modes) {
   console.log(`| ${r.name} | ${fmt(med(mode.id, 'endToEnd'))} | ${fmt(med(mode.id, 'ingest'))} | ${cpu} | ${ms(med(mode.id, 'p50'))} | ${ms(med(mode.id, 'p99'))} |`);
 }
 const total = (r) => r.cpuForwarderUs + (r.measuredDb ? r.cpuDbUs : 0);
+const ratios = {};
 /** A ratio taken within each round; the median, and each round's value when there are several. */
 function ratio(label, a, b, of) {
   if (rounds[0][a] === undefined || rounds[0][b] === undefined) return;
   const values = rounds.map((r) => of(r[a]) / of(r[b]));
+  ratios[label] = Number(median(values).toFixed(2));
   const each = values.length > 1 ? ` (rounds: ${values.map((v) => v.toFixed(2)).join(', ')})` : '';
   console.log(`- ${label}: ${median(values).toFixed(2)}×${each}`);
 }
@@ -571,6 +576,35 @@ for (const id of ['pg-1', 'pg-2']) {
     console.log(`- ${r.name}: the database spent ${us(db)} of CPU per message: one core of PostgreSQL carries about ${fmt(1e6 / db)} messages/s`);
   }
 }
+const resultRows = {};
+for (const mode of modes) {
+  const r = rounds[0][mode.id];
+  resultRows[mode.id] = {
+    msgPerSec: Math.round(med(mode.id, 'endToEnd')),
+    ackPerSec: Math.round(med(mode.id, 'ingest')),
+    cpuUsPerMsg: Math.round(median(rounds.map((x) => total(x[mode.id])))),
+    ...(r.measuredDb
+      ? { forwarderCpuUsPerMsg: Math.round(med(mode.id, 'cpuForwarderUs')), databaseCpuUsPerMsg: Math.round(med(mode.id, 'cpuDbUs')) }
+      : {}),
+    p50Ms: Number(med(mode.id, 'p50').toFixed(1)),
+    p99Ms: Number(med(mode.id, 'p99').toFixed(1)),
+  };
+}
+recordResult('forwarder', {
+  script: 'bench/forwarder.mjs',
+  command: commandLine(['BENCH_RESULTS_KEY', 'BENCH_ROUNDS', 'BENCH_WARMUP', 'BENCH_MODES', 'BENCH_CLI', 'BENCH_BASE_CLI', 'BENCH_NODE_ARGS']),
+  setup: {
+    messages: MESSAGES,
+    batch: BATCH,
+    requestsInFlight: IN_FLIGHT,
+    warmup: WARMUP,
+    rounds: ROUNDS,
+    pacedPerSecond: PACED_RATE,
+    pacedSeconds: PACED_SECONDS,
+  },
+  rows: resultRows,
+  ratios,
+});
 console.log(
   `\nThroughput: ${MESSAGES} track messages in batches of ${BATCH}, ${IN_FLIGHT} batch requests in flight, until the last webhook arrived ` +
   `("acknowledged": until the last 200 from the ingestion API); CPU is user + system time over that phase from /proc. ` +

@@ -29,7 +29,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scenarioFor } from './client/scenarios.mjs';
-import { notes, scenarioTable, targetChecks } from './client/report.mjs';
+import { notes, resultRows, scenarioTable, targetChecks, TARGETS } from './client/report.mjs';
+import { commandLine, recordResult } from './results.mjs';
 import { summarizeProfile } from './client/profile-summary.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
@@ -325,6 +326,23 @@ async function main() {
     if (extra.length) section.push(...extra, '');
     console.log(section.join('\n'));
     out.push(...section);
+    // A --quick run counts a tenth of the calls: not figures to record.
+    if (!args.quick) {
+      recordResult(`client/${scenario.name}`, {
+        script: 'bench/run.mjs',
+        command: commandLine(['BENCH_RESULTS_KEY']),
+        versions: JSON.parse(readFileSync(here('./package.json'), 'utf8')).dependencies,
+        setup: {
+          ...CLIENT_SETTINGS,
+          calls: scenario.count,
+          ...(scenario.rate ? { perSecond: scenario.rate } : {}),
+          ...(scenario.outageMs ? { outageSeconds: scenario.outageMs / 1000, refusedWith: 503 } : {}),
+          repeat,
+          targets: TARGETS,
+        },
+        rows: resultRows(results),
+      });
+    }
   }
   sink.child.disconnect();
   mkdirSync(here('./results'), { recursive: true });

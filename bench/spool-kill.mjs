@@ -6,6 +6,7 @@
 // write) must arrive; repeats can only come from batches in flight at a kill.
 //
 //   npm run build && node bench/spool-kill.mjs [--kills 40] [--sync none,always] [--seed N]
+//   BENCH_WRITE_RESULTS=1: the table recorded in bench/results.json (`spool-kill`)
 //
 // The processes are the spool tests' own client (packages/eventrelay/test/integration/spool/child.mjs)
 // on the build (dist/). Bounded: each kill comes after at most 4,000 calls; the last process gets 60 s.
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { commandLine, recordResult } from './results.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const CHILD = here('../packages/eventrelay/test/integration/spool/child.mjs');
@@ -129,9 +131,21 @@ const random = seeded(seed);
 console.log(`# Spool under SIGKILL\n\n${new Date().toISOString().slice(0, 10)}, Node.js ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cores; seed ${seed}\n`);
 console.log('| sync | kills | calls accepted before a kill | lost | delivered twice | torn records skipped | files left | seconds |');
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+const rows = {};
 for (const sync of args.sync.split(',')) {
   const r = await run(sync, Number(args.kills), random);
+  rows[sync] = {
+    kills: r.kills,
+    accepted: r.accepted,
+    lost: r.lost,
+    deliveredTwice: r.repeats,
+    tornSkipped: r.torn,
+    filesLeft: r.left,
+    seconds: Math.round(r.seconds),
+    complete: r.complete,
+  };
   const fmt = (n) => n.toLocaleString('en-US');
   console.log(`| \`${r.sync}\` | ${r.kills} | ${fmt(r.accepted)} | ${fmt(r.lost)} | ${fmt(r.repeats)} | ${r.torn} | ${r.left} | ${r.seconds.toFixed(0)} |`);
   if (!r.complete) console.log(`(the last process did not deliver everything within 60 s)`);
 }
+recordResult('spool-kill', { script: 'bench/spool-kill.mjs', command: commandLine(), setup: { kills: Number(args.kills), seed }, rows });

@@ -7,8 +7,10 @@
 // timestamp within 5 minutes, v1 signatures of 32 bytes), the key decoded once, as a careful
 // hand-written verifier would; the `standardwebhooks` package is shown for reference.
 // Run: npm run build && node bench/webhooks-verify.mjs   (uses only the root node_modules)
+//      ROUNDS=31: rounds per body size (default 15); BENCH_WRITE_RESULTS=1: record in bench/results.json
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { commandLine, recordResult } from './results.mjs';
 import { signStandardWebhook, verifySignature, verifySignatureAsync, verifyStandardWebhook, verifyStandardWebhookAsync } from '../packages/eventrelay/dist/webhooks/index.js';
 
 const SECRET = 'whsec-bench-0123456789';
@@ -146,3 +148,35 @@ for (const r of standardRows) {
     `${perSecond(r.packageNs)}/s (${(r.packageNs / 1000).toFixed(2)} µs) |`,
   );
 }
+
+/** A row of bench/results.json, rounded as the tables show it. */
+function resultRow(r, extra = {}) {
+  const perSecond = (ns) => Math.round(1e9 / ns);
+  const us = (ns) => Number((ns / 1000).toFixed(2));
+  return {
+    floorPerSec: perSecond(r.floor),
+    floorUs: us(r.floor),
+    eventrelayPerSec: perSecond(r.ours),
+    eventrelayUs: us(r.ours),
+    timeVsFloor: Number((r.ours / r.floor).toFixed(2)),
+    asyncPerSec: perSecond(r.asyncNs),
+    asyncUs: us(r.asyncNs),
+    ...extra,
+  };
+}
+const setup = { rounds: ROUNDS, bodyKB: [1, 32], target: TARGET };
+const command = commandLine(['ROUNDS']);
+recordResult('webhooks-verify', {
+  script: 'bench/webhooks-verify.mjs',
+  command,
+  setup,
+  rows: Object.fromEntries(rows.map((r) => [r.label, resultRow(r)])),
+});
+recordResult('webhooks-verify/standard', {
+  script: 'bench/webhooks-verify.mjs',
+  command,
+  setup,
+  rows: Object.fromEntries(
+    standardRows.map((r) => [r.label, resultRow(r, { packagePerSec: Math.round(1e9 / r.packageNs), packageUs: Number((r.packageNs / 1000).toFixed(2)) })]),
+  ),
+});

@@ -7,6 +7,13 @@ const COMPAT_RATIO = 1.2;
 /** Burst CPU per message against the in-memory floor (issue 19): the client as it is, and with the disk spool on. */
 const BURST_CLIENT_RATIO = 1.15;
 const BURST_SPOOL_RATIO = 1.5;
+/** The targets above, as bench/results.json notes them beside the figures. */
+export const TARGETS = {
+  vsFloor: TARGET_RATIO,
+  segmentVsEventrelay: COMPAT_RATIO,
+  burstSpoolOffVsFloor: BURST_CLIENT_RATIO,
+  burstSpoolOnVsFloor: BURST_SPOOL_RATIO,
+};
 
 function num(value, digits = 0) {
   if (value === undefined || value === null || Number.isNaN(value)) return '—';
@@ -119,4 +126,31 @@ export function notes(results) {
     if (parts.length) lines.push(`- ${r.label}: ${parts.join('; ')}`);
   }
   return lines;
+}
+
+/**
+ * A scenario's rows for bench/results.json: each client's figures as its table rounds them, and
+ * their ratios to the floor of the same run (the `(1.28×)` of the table).
+ */
+export function resultRows(results) {
+  const floor = results.find((r) => r.client === 'floor' && r.status === 'ok');
+  const digits = { enqueueMs: 0, totalMs: 0, cpuUsPerMsg: 1, peakRssMB: 1, delivered: 0, lost: 0, duplicates: 0, requests: 0, rejected: 0, meanBatch: 1 };
+  const withRatio = ['enqueueMs', 'totalMs', 'cpuUsPerMsg', 'peakRssMB', 'delivered', 'requests', 'meanBatch'];
+  const rows = {};
+  for (const r of results) {
+    if (r.status === 'skipped') continue;
+    const row = {};
+    for (const [field, d] of Object.entries(digits)) {
+      if (typeof r[field] === 'number') row[field] = Number(r[field].toFixed(d));
+    }
+    const vsFloor = {};
+    for (const field of withRatio) {
+      if (typeof r[field] === 'number' && floor?.[field]) vsFloor[field] = Number((r[field] / floor[field]).toFixed(2));
+    }
+    if (Object.keys(vsFloor).length > 0) row.vsFloor = vsFloor;
+    if (r.approximate) row.approximate = true;
+    if (r.status !== 'ok') row.status = r.status;
+    rows[r.client] = row;
+  }
+  return rows;
 }
