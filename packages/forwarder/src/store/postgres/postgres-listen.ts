@@ -39,6 +39,8 @@ export class PostgresListener {
   private connected = false;
   private listened = new Set<string>();
   private syncing: Promise<void> = Promise.resolve();
+  /** Settles once the connection being opened is open (true), or failed or was closed (false). */
+  private opening: Promise<boolean> = Promise.resolve(false);
   private timer: NodeJS.Timeout | undefined;
   private delay = RELISTEN_DELAY;
   private closed = false;
@@ -73,8 +75,13 @@ export class PostgresListener {
     };
   }
 
-  /** Sends each payload on `channel` in one statement on this connection; rejects while it is not open. */
+  /**
+   * Sends each payload on `channel` in one statement on this connection. While the connection is
+   * being opened (an instance that just started can learn of another's subscriber from its row
+   * first), it waits for it; it rejects while there is none.
+   */
   async notify(channel: string, payloads: readonly string[]): Promise<void> {
+    if (this.client !== undefined && !this.connected) await this.opening;
     const client = this.client;
     if (client === undefined || !this.connected) throw new Error('the LISTEN connection is not open');
     await client.query({ text: 'SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', values: [channel, payloads] });
@@ -116,11 +123,16 @@ export class PostgresListener {
     client.on('notification', (message) => {
       for (const r of this.registrations) if (r.channel === message.channel) r.onMessage(message.payload ?? '');
     });
+    const connecting = (async () => {
+      await client.connect();
+      if (this.client !== client) return false;
+      this.connected = true;
+      return true;
+    })();
+    this.opening = connecting.catch(() => false);
     void (async () => {
       try {
-        await client.connect();
-        if (this.client !== client) return;
-        this.connected = true;
+        if (!(await connecting)) return;
         await this.sync(client);
         this.delay = RELISTEN_DELAY;
       } catch (error) {
