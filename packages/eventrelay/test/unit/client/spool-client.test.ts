@@ -179,6 +179,8 @@ describe('Analytics with a spool', () => {
     const dir = tempDir();
     const fs = new FaultyFs();
     const { analytics, transport, errors } = client(dir, new FakeTransport(), {}, fs);
+    const reported: (string | undefined)[] = [];
+    analytics.on('error', (_error, id) => reported.push(id));
     await nextTurn();
     fs.fail('writeSync', 'ENOSPC');
     const results: { error: EventRelayError | undefined; id: string | undefined }[] = [];
@@ -190,6 +192,7 @@ describe('Analytics with a spool', () => {
     expect(results.map((r) => [r.id, r.error?.code])).to.deep.equal([['a', 'ERR_SPOOL_WRITE'], ['b', 'ERR_SPOOL_WRITE']]);
     expect(results[0]!.error).to.be.instanceOf(SpoolError);
     expect(errors.map((e) => e.code)).to.deep.equal(['ERR_SPOOL_WRITE', 'ERR_SPOOL_WRITE']);
+    expect(reported).to.deep.equal(['a', 'b']);
     expect(transport.requests).to.deep.equal([]);
     expect(analytics.pending).to.equal(0);
     // Accepted again, and on disk, as soon as a write succeeds.
@@ -206,6 +209,8 @@ describe('Analytics with a spool', () => {
     const dir = tempDir();
     const fs = new FaultyFs();
     const { analytics, transport, errors } = client(dir, new FakeTransport(), { spool: { dir, onWriteError: 'memory' } }, fs);
+    const reported: (string | undefined)[] = [];
+    analytics.on('error', (_error, id) => reported.push(id));
     await nextTurn();
     fs.fail('writeSync', 'ENOSPC');
     const results: unknown[] = [];
@@ -216,6 +221,7 @@ describe('Analytics with a spool', () => {
     expect(errors).to.have.length(1);
     expect(errors[0]).to.be.instanceOf(SpoolError).and.include({ code: 'ERR_SPOOL_NOT_DURABLE' });
     expect(errors[0]!.message).to.contain('memory');
+    expect(reported).to.deep.equal(['kept']);
   });
 
   it('flush() sends the calls of the current turn (they are batched after its write)', async () => {
