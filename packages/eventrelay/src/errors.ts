@@ -44,6 +44,7 @@ export type ErrorCode =
   | 'ERR_PLUGIN_CANCELLED'
   // The client's disk spool (SpoolError)
   | 'ERR_SPOOL_WRITE'
+  | 'ERR_SPOOL_NOT_DURABLE'
   | 'ERR_SPOOL_CORRUPT'
   | 'ERR_SPOOL_VERSION';
 
@@ -368,9 +369,11 @@ export class NotReplayableError extends EventRelayError {
 
 /**
  * The client's disk spool could not do its work: a write failed (`ERR_SPOOL_WRITE`: the disk is
- * full, read-only or failing; the calls stay in memory and are still sent), bytes of a file
- * could not be read back as records (`ERR_SPOOL_CORRUPT`: they are skipped, the other records
- * sent), or a file was written by a newer format version (`ERR_SPOOL_VERSION`: left untouched).
+ * full, read-only or failing; a call that could not be written is refused), a call was kept in
+ * memory only (`ERR_SPOOL_NOT_DURABLE`, with `onWriteError: 'memory'`: it is still sent), a file
+ * could not be read as the spool's (`ERR_SPOOL_CORRUPT`: bytes of records, skipped, the other
+ * records sent; or a lock that is not one, its files taken over), or a file was written by a newer
+ * format version (`ERR_SPOOL_VERSION`: left untouched).
  * Reported through the client's `error` event.
  */
 export class SpoolError extends EventRelayError {
@@ -381,7 +384,7 @@ export class SpoolError extends EventRelayError {
 
   constructor(
     message: string,
-    code: 'ERR_SPOOL_WRITE' | 'ERR_SPOOL_CORRUPT' | 'ERR_SPOOL_VERSION',
+    code: 'ERR_SPOOL_WRITE' | 'ERR_SPOOL_NOT_DURABLE' | 'ERR_SPOOL_CORRUPT' | 'ERR_SPOOL_VERSION',
     options: { file: string; offset?: number; cause?: unknown },
   ) {
     super(message, code, { cause: options.cause });

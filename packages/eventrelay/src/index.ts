@@ -2,7 +2,7 @@ export { Analytics } from './client/analytics';
 export type { AnalyticsEvents, AnalyticsInternals, CloseOptions, FlushReason } from './client/analytics';
 export { DEFAULTS } from './client/options';
 export type { AnalyticsOptions } from './client/options';
-export type { SpoolOptions, SpoolSync } from './client/spool/options';
+export type { SpoolOptions, SpoolSync, SpoolWriteErrorMode } from './client/spool/options';
 export type { SpoolRecovery } from './client/spool/spool';
 export { MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from './messages/limits';
 export { MAX_MESSAGE_ID_LENGTH } from './messages/rules';

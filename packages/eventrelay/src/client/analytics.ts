@@ -1,7 +1,7 @@
 import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
-import { ClientClosedError, CloseTimeoutError, EventRelayError, HttpError, NetworkError, PayloadTooLargeError, QueueFullError, ValidationError } from '../errors';
+import { ClientClosedError, CloseTimeoutError, EventRelayError, HttpError, NetworkError, PayloadTooLargeError, QueueFullError, ValidationError, type SpoolError } from '../errors';
 import { isPlainObject } from '../internal/values';
 import { defaultTransport } from '../transport/default';
 import { sendWithRetries } from '../transport/retry';
@@ -88,6 +88,8 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   private closing: Promise<void> | undefined;
   /** With the `spool` option: the files accepted calls are kept in until delivered. */
   private readonly spool: Spool | undefined;
+  /** With `spool`: calls of this turn, batched once the spool wrote them (or refused if it could not). */
+  private staged: { record: SpoolRecord; id: string; callback: Callback | undefined }[] = [];
 
   constructor(options: AnalyticsOptions, internals: AnalyticsInternals = {}) {
     super();
@@ -107,6 +109,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     this.spool = spool && Spool.open(spool, {
       clock: this.clock,
       report: (error) => this.report(error, undefined),
+      written: (failure) => this.written(failure),
       resend: (records) => this.resend(records),
       recovered: (info) => this.emit('recover', info),
     }, internals.spool);
@@ -146,6 +149,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
    * flight are finished (delivered or failed: see the callbacks). Never rejects.
    */
   flush(): Promise<void> {
+    this.spool?.writeTurn();
     this.handOff('manual');
     return this.holdOpen(this.settled());
   }
@@ -159,19 +163,26 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   closeAndFlush(options: CloseOptions = {}): Promise<void> {
     if (this.closing) return this.closing;
     const timeout = options.timeout ?? 10_000;
+    let begin!: () => void;
+    // Set before the spool's last write and takeover: no call is taken from now on, and what they report is heard by a closing client.
+    this.closing = new Promise<void>((resolve) => (begin = resolve)).then(() => {
+      let timer: unknown;
+      const deadline = new Promise<'timeout'>((resolve) => {
+        // Kept alive: a process awaiting closeAndFlush() must not exit while a retry waits.
+        timer = this.clock.setTimeout(() => resolve('timeout'), timeout, true);
+      });
+      // Until nothing is in flight: the spool sends what it took over from processes that are gone a few megabytes at a time.
+      return Promise.race([this.drained(), deadline]).then((outcome) => {
+        this.clock.clearTimeout(timer);
+        // `active`, not `held`: batches the spool sends again hold no call but are abandoned too.
+        if (outcome === 'timeout' && this.active.size > 0) this.abandon(timeout);
+        this.spool?.close();
+        if (this.held === 0) this.transport.close?.();
+      });
+    });
+    this.spool?.beforeClose();
     this.handOff('close');
-    let timer: unknown;
-    const deadline = new Promise<'timeout'>((resolve) => {
-      // Kept alive: a process awaiting closeAndFlush() must not exit while a retry waits.
-      timer = this.clock.setTimeout(() => resolve('timeout'), timeout, true);
-    });
-    this.closing = Promise.race([this.settled(), deadline]).then((outcome) => {
-      this.clock.clearTimeout(timer);
-      // `active`, not `held`: batches the spool sends again hold no call but are abandoned too.
-      if (outcome === 'timeout' && this.active.size > 0) this.abandon(timeout);
-      this.spool?.close();
-      if (this.held === 0) this.transport.close?.();
-    });
+    begin();
     return this.closing;
   }
 
@@ -190,6 +201,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
    * script that tracks and ends delivers and runs every callback.
    */
   private flushBeforeExit(): void {
+    this.spool?.writeTurn();
     if (this.held === 0 || this.abandoned) return;
     log('process about to exit: flushing %d pending messages', this.held);
     this.handOff('exit');
@@ -239,17 +251,41 @@ export class Analytics extends Emitter<AnalyticsEvents> {
       if (callback) queueMicrotask(() => this.callBack(callback, undefined, id));
       return undefined;
     }
-    let record: SpoolRecord | undefined;
     if (this.spool) {
-      record = this.spool.admit(json, bytes, this.clock.now());
+      const record = this.spool.admit(json, bytes, this.clock.now());
       if (record === undefined) return new QueueFullError(this.options.maxQueueSize, this.options.spool!.maxBytes);
+      // Batched after the turn's write: a call the disk does not take is refused, never sent.
+      this.staged.push({ record, id, callback });
+      this.hold1();
+      return undefined;
     }
-    this.add(json, bytes, id, callback, record);
+    this.hold1();
+    this.add(json, bytes, id, callback, undefined);
     return undefined;
   }
 
-  private add(json: string, bytes: number, id: string, callback: Callback | undefined, record: SpoolRecord | undefined): void {
+  /** Counts an accepted call as held until it is delivered, failed or refused. */
+  private hold1(): void {
     if (this.held++ === 0) exitHooks.add(this.onBeforeExit);
+  }
+
+  /** The spool wrote the staged calls (`failure` undefined), kept them in memory (`ERR_SPOOL_NOT_DURABLE`), or refused them. */
+  private written(failure: SpoolError | undefined): void {
+    const staged = this.staged;
+    this.staged = [];
+    if (failure?.code === 'ERR_SPOOL_WRITE') {
+      this.held -= staged.length;
+      if (this.held === 0) exitHooks.delete(this.onBeforeExit);
+      for (const { id, callback } of staged) this.refuse(failure, id, callback);
+      return;
+    }
+    for (const { record, id, callback } of staged) {
+      this.add(record.json, record.bytes, id, callback, record);
+      if (failure !== undefined) this.report(failure, id);
+    }
+  }
+
+  private add(json: string, bytes: number, id: string, callback: Callback | undefined, record: SpoolRecord | undefined): void {
     if (this.batch.tryAdd(json, bytes, id, callback, record) === 'full') {
       this.handOff('size');
       this.batch.tryAdd(json, bytes, id, callback, record);
@@ -317,7 +353,8 @@ export class Analytics extends Emitter<AnalyticsEvents> {
 
   /** Sends again, without callbacks, what the spool holds: taken over from a process that is gone, or failed earlier. */
   private resend(records: readonly SpoolRecord[]): void {
-    if (this.closing !== undefined || this.abandoned) return;
+    // While closing too: what was taken over goes within the close's timeout.
+    if (this.abandoned) return;
     let batch = new Batch(MAX_BATCH_BYTES, true);
     for (const record of records) {
       if (batch.tryAdd(record.json, record.bytes, '', undefined, record) === 'added') continue;
@@ -425,6 +462,11 @@ export class Analytics extends Emitter<AnalyticsEvents> {
 
   private settled(): Promise<void> {
     return Promise.all(this.inFlight).then(() => undefined);
+  }
+
+  /** Resolves once nothing is in flight, batches sent meanwhile included (the spool's, as it reads what it took over). */
+  private async drained(): Promise<void> {
+    while (this.inFlight.size > 0) await this.settled();
   }
 
   private refuse(error: EventRelayError, id: string | undefined, callback: Callback | undefined): void {

@@ -69,13 +69,35 @@ export function identity(host: HostInfo): LockInfo {
   return { format: 1, pid: host.pid, host: host.hostname, start: host.startOf(host.pid) ?? null };
 }
 
-/** Creates `path` exclusively with the owner's identity; throws EEXIST when it is there. */
+/**
+ * Creates `path` exclusively with the owner's identity; throws EEXIST when it is there. A lock
+ * created but not written (a full disk) is removed again: an empty lock would hide files.
+ */
 export function createLock(fs: SpoolFs, path: string, info: LockInfo): void {
-  fs.writeFileSync(path, `${JSON.stringify(info)}\n`, { flag: 'wx' });
+  try {
+    fs.writeFileSync(path, `${JSON.stringify(info)}\n`, { flag: 'wx' });
+  } catch (error) {
+    if (errno(error) !== 'EEXIST') {
+      try {
+        fs.unlinkSync(path);
+      } catch {
+        // not created at all
+      }
+    }
+    throw error;
+  }
 }
 
-/** The lock at `path`: its content (undefined when unreadable or not a lock) and its age; undefined when there is no file. */
-export function readLock(fs: SpoolFs, path: string): { info: LockInfo | undefined; mtimeMs: number } | undefined {
+/** What `readLock` found: the content (undefined when empty or not a lock), its age, and whether it held something that is not a lock. */
+export interface LockFile {
+  readonly info: LockInfo | undefined;
+  readonly mtimeMs: number;
+  /** Not empty, yet not a lock: no client writes that, so nothing but its age could ever clear it. */
+  readonly garbage: boolean;
+}
+
+/** The lock at `path`; undefined when there is no file. */
+export function readLock(fs: SpoolFs, path: string): LockFile | undefined {
   let mtimeMs: number;
   let text: string;
   try {
@@ -90,9 +112,10 @@ export function readLock(fs: SpoolFs, path: string): { info: LockInfo | undefine
     const valid =
       typeof info === 'object' && info !== null && Number.isInteger(info.pid) && typeof info.host === 'string' &&
       (info.start === null || typeof info.start === 'string');
-    return { info: valid ? (info as LockInfo) : undefined, mtimeMs };
+    return { info: valid ? (info as LockInfo) : undefined, mtimeMs, garbage: !valid };
   } catch {
-    return { info: undefined, mtimeMs };
+    // Empty: a kill (or a failed write) between creating and writing it; its owner wrote no segment yet.
+    return { info: undefined, mtimeMs, garbage: text.length > 0 };
   }
 }
 

@@ -47,8 +47,18 @@ export function takeOver(context: TakeOverContext): Claimed[] {
     } catch {
       continue;
     }
+    if (lock?.garbage && !context.refused.has(lockPath)) {
+      context.refused.add(lockPath);
+      // The content is not quoted: a file that is not a lock may hold anything.
+      context.report(
+        new SpoolError(`The lock file ${lockPath} does not hold a spool lock; its owner counts as gone and its files are taken over now`, 'ERR_SPOOL_CORRUPT', {
+          file: lockPath,
+          offset: 0,
+        }),
+      );
+    }
     // No lock and segments: the owner closed (it deletes its lock last) and left undelivered messages.
-    if (lock !== undefined && !ownerGone(id, lock, { host: context.runtime.host, now: context.now, staleAfter: context.staleAfter })) continue;
+    if (lock !== undefined && !lock.garbage && !ownerGone(id, lock, { host: context.runtime.host, now: context.now, staleAfter: context.staleAfter })) continue;
     let left = 0;
     for (const segment of files.segments) {
       const outcome = claim(context, join(context.dir, segment.name));

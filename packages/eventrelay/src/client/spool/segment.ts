@@ -47,6 +47,16 @@ export class Segment {
     return new Segment(fs, path, fd, FILE_HEADER_BYTES, 0, false);
   }
 
+  /**
+   * A segment that could not be created (a full disk at the start): marked broken, so that the
+   * first write of messages starts a real one in its place.
+   */
+  static placeholder(fs: SpoolFs, path: string): Segment {
+    const segment = new Segment(fs, path, undefined, 0, 0, false);
+    segment.broken = true;
+    return segment;
+  }
+
   /** A file taken over, `size` bytes long, holding `live` messages to deliver. Opened when first written to. */
   static adopt(fs: SpoolFs, path: string, size: number, live: number): Segment {
     return new Segment(fs, path, undefined, size, live, true);

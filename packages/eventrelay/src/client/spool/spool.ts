@@ -48,6 +48,12 @@ export interface SpoolRecovery {
 export interface SpoolHooks {
   readonly clock: Clock;
   report(error: EventRelayError): void;
+  /**
+   * The calls admitted since the last time were written (`failure` undefined), or could not be:
+   * refused (`ERR_SPOOL_WRITE`, with `onWriteError: 'refuse'`: the spool keeps nothing of them) or
+   * kept in memory only (`ERR_SPOOL_NOT_DURABLE`, with `'memory'`: written once a write succeeds).
+   */
+  written(failure: SpoolError | undefined): void;
   /** Messages to send without a callback: taken over, or this client's own sent again after a failure. */
   resend(records: SpoolRecord[]): void;
   recovered(info: SpoolRecovery): void;
@@ -67,6 +73,9 @@ export interface SpoolInternals {
 
 /** Messages of segments taken over that are held in memory at once; more files wait their turn. */
 const RECOVERY_BYTES = 8 * 1024 * 1024;
+
+/** Errors of a disk that is full: not a wrong directory, so the client starts and waits for room. */
+const FULL = new Set(['ENOSPC', 'EDQUOT']);
 
 /** The spools of this module that are open, closed by one `exit` listener for all of them. */
 const open = new Set<Spool>();
@@ -109,6 +118,8 @@ export class Spool {
   private recoveringBytes = 0;
   private pending: SpoolRecord[] = [];
   private pendingBytes = 0;
+  /** Calls admitted since the client was last told what became of them (`hooks.written`). */
+  private fresh = 0;
   private readonly toAck = new Set<Segment>();
   /** Own records whose batch failed with an error that may pass: sent again after the next delivered batch. */
   private parked: SpoolRecord[] = [];
@@ -118,6 +129,9 @@ export class Spool {
   /** The path of the write that failed, while writes fail (reported once per run of failures). */
   private failing: string | undefined;
   private closed = false;
+  /** The first look for files to take over ran; `looking` is false once a close stopped the looks. */
+  private scanned = false;
+  private looking = true;
   private readonly refused = new Set<string>();
   private readonly flushTurn = (): void => this.write(false);
 
@@ -129,6 +143,8 @@ export class Spool {
     private readonly id: string,
     private active: Segment,
     private nextSeq: number,
+    /** False while a full disk kept this client from writing its lock: it writes no messages until it can. */
+    private locked: boolean,
   ) {
     this.fs = runtime.fs;
     this.checksum = runtime.checksum ?? crc32;
@@ -137,7 +153,9 @@ export class Spool {
     ownersInThisProcess().add(id);
     closeAtExit(this);
     // Listeners are attached right after the constructor: report what is found once it returned.
-    queueMicrotask(() => this.scan());
+    queueMicrotask(() => {
+      if (!this.scanned) this.scan();
+    });
   }
 
   /**
@@ -159,6 +177,7 @@ export class Spool {
       throw cannot('create', error);
     }
     let id = '';
+    let locked = true;
     for (let attempt = 0; ; attempt++) {
       id = newOwnerId();
       try {
@@ -166,16 +185,23 @@ export class Spool {
         break;
       } catch (error) {
         if (errno(error) === 'EEXIST' && attempt < 3) continue;
-        // Created but not written (a full disk): leave no empty lock behind.
-        if (errno(error) !== 'EEXIST') removeQuietly(fs, join(dir, lockName(id)));
+        // A full disk (maybe filled by the spool of a process that died): start, send what is
+        // there, which frees room, and write the lock once it fits.
+        if (FULL.has(errno(error) ?? '')) {
+          locked = false;
+          break;
+        }
         throw cannot('write', error);
       }
     }
+    const first = join(dir, segmentName(id, 0));
+    if (!locked) return new Spool(options, hooks, runtime, internals, id, Segment.placeholder(fs, first), 1, false);
     try {
-      const first = Segment.create(fs, join(dir, segmentName(id, 0)), options.sync === 'always');
+      const segment = Segment.create(fs, first, options.sync === 'always');
       if (options.sync === 'always') syncDirectory(runtime, dir);
-      return new Spool(options, hooks, runtime, internals, id, first, 1);
+      return new Spool(options, hooks, runtime, internals, id, segment, 1, true);
     } catch (error) {
+      if (FULL.has(errno(error) ?? '')) return new Spool(options, hooks, runtime, internals, id, Segment.placeholder(fs, first), 1, true);
       removeQuietly(fs, join(dir, lockName(id)));
       throw cannot('write', error);
     }
@@ -191,8 +217,27 @@ export class Spool {
     const record: SpoolRecord = { json, bytes, time, state: PENDING, segment: undefined, offset: -1, recovering: false };
     this.pending.push(record);
     this.pendingBytes += size;
+    this.fresh++;
     this.schedule();
     return record;
+  }
+
+  /** Writes the calls of this turn now, rather than at its end (a flush needs them in a batch). */
+  writeTurn(): void {
+    if (this.scheduled) this.write(false);
+  }
+
+  /**
+   * Before a close: writes this turn's calls, takes over what processes that are gone left if the
+   * first look did not run yet, and looks no more (what it took is sent within the close).
+   */
+  beforeClose(): void {
+    if (this.closed) return;
+    this.writeTurn();
+    if (!this.scanned) this.scan();
+    this.looking = false;
+    if (this.scanTimer !== undefined) this.hooks.clock.clearTimeout(this.scanTimer);
+    this.scanTimer = undefined;
   }
 
   /** Records of a batch that finished (see `Release`). */
@@ -263,25 +308,78 @@ export class Spool {
     queueMicrotask(this.flushTurn);
   }
 
-  /** The turn's write: acks first (they may empty a segment), then the new messages, in one write. */
+  /**
+   * The turn's write: acks first (they may empty a segment), then the new messages, in one write;
+   * then the client learns what became of the turn's calls. While writes fail, the retry timer
+   * writes the acks (and, with `'memory'`, the calls held) again; with `'refuse'`, each turn's
+   * calls are tried at once all the same, so that a call is refused only when its own write failed.
+   */
   private write(closing: boolean): void {
     this.scheduled = false;
-    // While writes fail, the retry timer tries again; a close tries once more.
-    if (this.closed || (this.retryTimer !== undefined && !closing)) return;
+    if (this.closed) return;
+    const retrying = this.retryTimer !== undefined && !closing;
+    const memory = this.options.onWriteError === 'memory';
+    let acksFailed: { path: string; error: unknown } | undefined;
     let at = this.active.path;
-    try {
-      for (const segment of this.toAck) {
-        at = segment.path;
-        this.writeAcks(segment);
-        this.toAck.delete(segment);
+    if (!retrying) {
+      try {
+        for (const segment of this.toAck) {
+          at = segment.path;
+          this.writeAcks(segment);
+          this.toAck.delete(segment);
+        }
+      } catch (error) {
+        acksFailed = { path: at, error };
       }
-      at = this.active.path;
-      this.writeMessages();
+    }
+    let lost: SpoolError | undefined;
+    if (this.pending.length > 0) {
+      if (retrying && memory) {
+        lost = this.notDurable(this.failing ?? this.active.path, undefined);
+      } else {
+        try {
+          this.writeMessages();
+        } catch (error) {
+          lost = memory ? this.notDurable(this.active.path, error) : this.refuse(this.active.path, error);
+        }
+      }
+    }
+    if (acksFailed !== undefined) {
+      this.writeFailed(acksFailed.path, acksFailed.error, closing);
+    } else if (lost !== undefined) {
+      // Each call heard of it. Refused calls need no retry (the next turn's are tried anyway); held ones do.
+      this.failing ??= lost.file;
+      if (memory && !closing) this.retryLater();
+    } else if (!retrying) {
       if (this.failing !== undefined) log('spool: writing to %s works again', at);
       this.failing = undefined;
-    } catch (error) {
-      this.writeFailed(at, error, closing);
     }
+    const fresh = this.fresh;
+    this.fresh = 0;
+    if (fresh > 0) this.hooks.written(lost);
+  }
+
+  /** With `'refuse'`: drops the calls that could not be written; the client fails each with the error returned. */
+  private refuse(path: string, error: unknown): SpoolError {
+    for (const record of this.pending) record.state = DONE;
+    this.pending = [];
+    this.pendingBytes = 0;
+    return new SpoolError(
+      `Refused: the call could not be written to the spool file ${path} (${errno(error) ?? 'an error'}), so it would not survive a crash; ` +
+      'it is not sent. Check the disk (space, permissions); calls are taken again as soon as a write succeeds.',
+      'ERR_SPOOL_WRITE',
+      { file: path, cause: error },
+    );
+  }
+
+  /** With `'memory'`: the calls stay queued for the next write, and are sent from memory meanwhile. */
+  private notDurable(path: string, error: unknown): SpoolError {
+    return new SpoolError(
+      `Kept in memory only: the call could not be written to the spool file ${path}${error === undefined ? '' : ` (${errno(error) ?? 'an error'})`}, ` +
+      "so it would not survive a crash until a write succeeds (tried again every second); it is sent as usual (spool.onWriteError: 'memory').",
+      'ERR_SPOOL_NOT_DURABLE',
+      { file: path, cause: error },
+    );
   }
 
   private writeAcks(segment: Segment): void {
@@ -332,6 +430,11 @@ export class Spool {
 
   /** Starts a new segment; the full one is kept until its records are delivered. */
   private rotate(): void {
+    if (!this.locked) {
+      // No files of this client's own before its lock: others would count them abandoned.
+      createLock(this.fs, this.lockPath, identity(this.runtime.host));
+      this.locked = true;
+    }
     const sync = this.options.sync === 'always';
     const next = Segment.create(this.fs, this.runtime.join(this.options.dir, segmentName(this.id, this.nextSeq++)), sync);
     if (sync) syncDirectory(this.runtime, this.options.dir);
@@ -346,30 +449,35 @@ export class Spool {
     }
   }
 
+  /** Reports a run of failed writes once, and tries again in a second. */
   private writeFailed(path: string, error: unknown, closing: boolean): void {
     if (this.failing === undefined) {
       this.failing = path;
       const code = errno(error) ?? 'an error';
       this.hooks.report(
         new SpoolError(
-          `Could not write to the spool file ${path} (${code}). The calls accepted meanwhile are still sent from memory, but ` +
-          'would not survive a crash until a write succeeds; the spool tries again every second. Check the disk (space, permissions).',
+          `Could not write to the spool file ${path} (${code}): records of delivered messages stay marked undelivered until a ` +
+          'write succeeds (the spool tries again every second), and would be sent again after a crash. Check the disk (space, permissions).',
           'ERR_SPOOL_WRITE',
           { file: path, cause: error },
         ),
       );
     }
-    if (closing) return;
-    const delay = this.internals.retryDelay ?? 1000;
+    if (!closing) this.retryLater();
+  }
+
+  private retryLater(): void {
+    if (this.retryTimer !== undefined) return;
     this.retryTimer = this.hooks.clock.setTimeout(() => {
       this.retryTimer = undefined;
       this.write(false);
-    }, delay);
+    }, this.internals.retryDelay ?? 1000);
   }
 
   /** Looks for the files of processes that are gone, takes them over, and refreshes this client's lock; then again later. */
   private scan(): void {
-    if (this.closed) return;
+    if (this.closed || !this.looking) return;
+    this.scanned = true;
     this.scanTimer = this.hooks.clock.setTimeout(() => this.scan(), this.internals.scanInterval ?? 10_000);
     this.heartbeat();
     let claimed: Claimed[];
@@ -427,9 +535,11 @@ export class Spool {
       this.fs.utimesSync(this.lockPath, now, now);
     } catch (error) {
       if (errno(error) !== 'ENOENT') return;
-      // Removed by hand: put it back, so that no other process takes this client's files.
+      // Removed by hand, or never written (a full disk at the start): put it back, so that no
+      // other process takes this client's files.
       try {
         createLock(this.fs, this.lockPath, identity(this.runtime.host));
+        this.locked = true;
       } catch {
         // tried again at the next scan
       }

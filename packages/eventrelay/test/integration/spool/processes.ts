@@ -17,6 +17,8 @@ export interface ClientProcess {
   readonly child: ChildProcess;
   /** Ids of calls accepted, reported after their turn's spool write. */
   readonly accepted: Set<string>;
+  /** Ids of calls refused because the spool could not write them. */
+  readonly refused: Set<string>;
   /** Ids whose callbacks reported delivery, after the turn that acked them. */
   readonly delivered: Set<string>;
   /** Counts of the `recover` events. */
@@ -37,6 +39,7 @@ export function startClient(env: Record<string, string>): ClientProcess {
   const state: ClientProcess = {
     child,
     accepted: new Set(),
+    refused: new Set(),
     delivered: new Set(),
     recovered: [],
     errors: [],
@@ -52,6 +55,7 @@ export function startClient(env: Record<string, string>): ClientProcess {
     for (const line of lines) {
       const [kind, ...words] = line.split(' ');
       if (kind === 'A') for (const id of words) state.accepted.add(id);
+      else if (kind === 'X') for (const id of words) state.refused.add(id);
       else if (kind === 'D') for (const id of words) state.delivered.add(id);
       else if (kind === 'R') state.recovered.push(Number(words[0]));
       else if (kind === 'E') state.errors.push(words[0]!);

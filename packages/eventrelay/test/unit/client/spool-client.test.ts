@@ -175,19 +175,78 @@ describe('Analytics with a spool', () => {
     never.resolve(200);
   });
 
-  it('a write the disk refuses is an ERR_SPOOL_WRITE error event; the calls are still delivered', async () => {
+  it('a call the disk does not take is refused: its callback and `error` get ERR_SPOOL_WRITE, and it is never sent', async () => {
     const dir = tempDir();
     const fs = new FaultyFs();
     const { analytics, transport, errors } = client(dir, new FakeTransport(), {}, fs);
+    const reported: (string | undefined)[] = [];
+    analytics.on('error', (_error, id) => reported.push(id));
+    await nextTurn();
+    fs.fail('writeSync', 'ENOSPC');
+    const results: { error: EventRelayError | undefined; id: string | undefined }[] = [];
+    for (const messageId of ['a', 'b']) analytics.track({ userId: 'u', event: 'E', messageId }, (error, id) => results.push({ error, id }));
+    // No throw into the caller; the call is counted until the turn's write told its fate.
+    expect(analytics.pending).to.equal(2);
+    await analytics.flush();
+    await nextTurn();
+    expect(results.map((r) => [r.id, r.error?.code])).to.deep.equal([['a', 'ERR_SPOOL_WRITE'], ['b', 'ERR_SPOOL_WRITE']]);
+    expect(results[0]!.error).to.be.instanceOf(SpoolError);
+    expect(errors.map((e) => e.code)).to.deep.equal(['ERR_SPOOL_WRITE', 'ERR_SPOOL_WRITE']);
+    expect(reported).to.deep.equal(['a', 'b']);
+    expect(transport.requests).to.deep.equal([]);
+    expect(analytics.pending).to.equal(0);
+    // Accepted again, and on disk, as soon as a write succeeds.
+    fs.heal();
+    analytics.track({ userId: 'u', event: 'E', messageId: 'c' }, (error, id) => results.push({ error, id }));
+    await nextTurn();
+    expect(spooled(dir).map((m) => m.messageId)).to.deep.equal(['c']);
+    await analytics.flush();
+    expect(results[2]).to.deep.equal({ error: undefined, id: 'c' });
+    expect(transport.messages.map((m) => m.messageId)).to.deep.equal(['c']);
+  });
+
+  it("with onWriteError: 'memory', such a call is sent from memory; `error` says, per call, that it is not durable", async () => {
+    const dir = tempDir();
+    const fs = new FaultyFs();
+    const { analytics, transport, errors } = client(dir, new FakeTransport(), { spool: { dir, onWriteError: 'memory' } }, fs);
+    const reported: (string | undefined)[] = [];
+    analytics.on('error', (_error, id) => reported.push(id));
     await nextTurn();
     fs.fail('writeSync', 'ENOSPC');
     const results: unknown[] = [];
-    analytics.track({ userId: 'u', event: 'E' }, (error) => results.push(error));
+    analytics.track({ userId: 'u', event: 'E', messageId: 'kept' }, (error) => results.push(error));
     await analytics.flush();
     expect(results).to.deep.equal([undefined]);
-    expect(transport.messages).to.have.length(1);
+    expect(transport.messages.map((m) => m.messageId)).to.deep.equal(['kept']);
     expect(errors).to.have.length(1);
-    expect(errors[0]).to.be.instanceOf(SpoolError).and.include({ code: 'ERR_SPOOL_WRITE' });
+    expect(errors[0]).to.be.instanceOf(SpoolError).and.include({ code: 'ERR_SPOOL_NOT_DURABLE' });
+    expect(errors[0]!.message).to.contain('memory');
+    expect(reported).to.deep.equal(['kept']);
+  });
+
+  it('flush() sends the calls of the current turn (they are batched after its write)', async () => {
+    const dir = tempDir();
+    const { analytics, transport } = client(dir);
+    analytics.track({ userId: 'u', event: 'E', messageId: 'same-turn' });
+    await analytics.flush();
+    expect(transport.messages.map((m) => m.messageId)).to.deep.equal(['same-turn']);
+  });
+
+  it('closeAndFlush() sends what it took over from a killed process, with its own calls, even when called in the same turn', async () => {
+    const dir = tempDir();
+    const left = Array.from({ length: 1000 }, (_, i) => JSON.stringify({ type: 'track', messageId: `left-${i}`, userId: 'u', event: 'E' }));
+    deadOwner(dir, left);
+    const transport = new FakeTransport();
+    const { analytics, recoveries } = client(dir, transport, { flushAt: 1000 });
+    const own: unknown[] = [];
+    analytics.track({ userId: 'u', event: 'Now', messageId: 'own' }, (error) => own.push(error));
+    await analytics.closeAndFlush();
+    expect(recoveries.map((r) => r.messages)).to.deep.equal([1000]);
+    expect(own).to.deep.equal([undefined]);
+    const sent = transport.messages.map((m) => m.messageId as string);
+    expect(sent).to.have.length(1001);
+    expect(new Set(sent)).to.deep.equal(new Set(['own', ...left.map((_, i) => `left-${i}`)]));
+    expect(readdirSync(dir)).to.deep.equal([]);
   });
 
   it('reports a file of a newer format version through error, and leaves it as it was', async () => {

@@ -20,16 +20,24 @@ function open(dir: string, options: Partial<ResolvedSpoolOptions> = {}, internal
   const errors: EventRelayError[] = [];
   const resent: SpoolRecord[] = [];
   const recoveries: SpoolRecovery[] = [];
+  /** What each turn's write told the client: undefined (written) or the error of its calls. */
+  const written: (SpoolError | undefined)[] = [];
   const spool = Spool.open(
-    { dir, maxBytes: 104_857_600, sync: 'none', ...options },
-    { clock, report: (e) => errors.push(e), resend: (records) => resent.push(...records), recovered: (info) => recoveries.push(info) },
+    { dir, maxBytes: 104_857_600, sync: 'none', onWriteError: 'refuse', ...options },
+    {
+      clock,
+      report: (e) => errors.push(e),
+      written: (failure) => written.push(failure),
+      resend: (records) => resent.push(...records),
+      recovered: (info) => recoveries.push(info),
+    },
     { runtime: runtimeWith(fs), ...internals },
   );
   const admit = (n: number, pad = 0) => {
     const text = json(n, pad);
     return spool.admit(text, Buffer.byteLength(text), clock.now());
   };
-  return { spool, clock, fs, errors, resent, recoveries, admit };
+  return { spool, clock, fs, errors, resent, recoveries, written, admit };
 }
 
 /** The segment files in `dir` with the JSON of the messages each holds (acked ones left out). */
@@ -323,6 +331,30 @@ describe('Spool', () => {
       expect(existsSync(dead.path)).to.equal(false);
     });
 
+    it('reports a lock that holds no lock (naming the file, not its content) and takes its files over at once', async () => {
+      const dir = tempDir();
+      const dead = deadOwner(dir, [json(1)]);
+      writeFileSync(dead.lock, 'write-key=secret-not-a-lock\n');
+      // A fresh file: by age alone it would hide the segment for staleAfter (5 minutes).
+      const { errors, resent } = track(open(dir));
+      await nextTurn();
+      expect(resent.map((r) => r.json)).to.deep.equal([json(1)]);
+      expect(errors).to.have.length(1);
+      expect(errors[0]).to.be.instanceOf(SpoolError).and.include({ code: 'ERR_SPOOL_CORRUPT', file: dead.lock });
+      expect(errors[0]!.message).to.contain(dead.lock).and.not.contain('secret');
+      expect(existsSync(dead.lock)).to.equal(false);
+    });
+
+    it('leaves an empty lock (its owner between creating and writing it) until staleAfter', async () => {
+      const dir = tempDir();
+      const dead = deadOwner(dir, [json(1)]);
+      writeFileSync(dead.lock, '');
+      const { errors, resent } = track(open(dir));
+      await nextTurn();
+      expect(resent).to.deep.equal([]);
+      expect(errors).to.deep.equal([]);
+    });
+
     it('names a lock file this process can take over from a pid that runs nowhere', () => {
       expect(host.isRunning(DEAD_PID)).to.equal(false);
       expect(host.isRunning(process.pid)).to.equal(true);
@@ -331,63 +363,90 @@ describe('Spool', () => {
 
   describe('faults (through the fs seam)', () => {
     for (const code of ['ENOSPC', 'EIO', 'EACCES']) {
-      it(`${code} on a write: one ERR_SPOOL_WRITE, the calls kept and written once the disk takes them`, async () => {
+      it(`${code} on a write: the calls of that turn are refused (ERR_SPOOL_WRITE), nothing of them kept; the next turn's write takes calls again`, async () => {
         const dir = tempDir();
-        const { fs, admit, errors, clock } = track(open(dir));
+        const { fs, admit, errors, written } = track(open(dir));
         await nextTurn();
         fs.fail('writeSync', code);
         admit(1);
         await nextTurn();
         admit(2);
         await nextTurn();
-        expect(errors).to.have.length(1);
-        expect(errors[0]).to.be.instanceOf(SpoolError).and.include({ code: 'ERR_SPOOL_WRITE' });
-        expect((errors[0] as SpoolError).file).to.match(/-000000\.seg$/);
-        expect((errors[0]!.cause as { code: string }).code).to.equal(code);
-        expect(errors[0]!.message).to.contain(code);
-        await clock.tick(1000);
-        expect(all(dir)).to.deep.equal([]);
+        expect(written).to.have.length(2);
+        for (const failure of written) {
+          expect(failure).to.be.instanceOf(SpoolError).and.include({ code: 'ERR_SPOOL_WRITE' });
+          expect(failure!.file).to.match(/-000000\.seg$/);
+          expect((failure!.cause as { code: string }).code).to.equal(code);
+          expect(failure!.message).to.contain(code).and.contain('Refused');
+        }
+        // Each call heard of it through its own refusal: no report besides.
+        expect(errors).to.deep.equal([]);
         fs.heal();
-        await clock.tick(1000);
-        expect(all(dir)).to.deep.equal([json(1), json(2)]);
-        expect(errors).to.have.length(1);
+        admit(3);
+        await nextTurn();
+        expect(written[2]).to.equal(undefined);
+        expect(all(dir)).to.deep.equal([json(3)]);
       });
     }
 
+    it("with onWriteError: 'memory', the calls are kept (ERR_SPOOL_NOT_DURABLE) and written once the disk takes them, tried every second", async () => {
+      const dir = tempDir();
+      const { fs, admit, errors, written, clock } = track(open(dir, { onWriteError: 'memory' }));
+      await nextTurn();
+      fs.fail('writeSync', 'ENOSPC');
+      admit(1);
+      await nextTurn();
+      const writes = fs.count('writeSync');
+      admit(2);
+      await nextTurn();
+      // While the retry waits, a turn's calls are not tried on their own (the held ones would be encoded again each turn).
+      expect(fs.count('writeSync')).to.equal(writes);
+      expect(written.map((f) => f?.code)).to.deep.equal(['ERR_SPOOL_NOT_DURABLE', 'ERR_SPOOL_NOT_DURABLE']);
+      expect(written[0]!.message).to.contain('ENOSPC').and.contain('memory');
+      expect(errors).to.deep.equal([]);
+      await clock.tick(1000);
+      expect(all(dir)).to.deep.equal([]);
+      fs.heal();
+      await clock.tick(1000);
+      expect(all(dir)).to.deep.equal([json(1), json(2)]);
+    });
+
     it('a write cut short by a full disk is cut off the file again: what is written later reads back whole', async () => {
       const dir = tempDir();
-      const { fs, admit, errors, clock } = track(open(dir));
+      const { fs, admit, written } = track(open(dir));
       admit(1);
       await nextTurn();
       fs.fail('writeSync', 'ENOSPC', { times: 1, partial: 25 });
       admit(2);
       await nextTurn();
-      expect(errors).to.have.length(1);
-      await clock.tick(1000);
+      admit(3);
+      await nextTurn();
+      expect(written.map((f) => f?.code)).to.deep.equal([undefined, 'ERR_SPOOL_WRITE', undefined]);
       const [file] = [...segments(dir).keys()];
       const scan = scanRecords(readFileSync(join(dir, file!)), crc32);
       expect(scan.damage).to.deep.equal([]);
-      expect(scan.messages.map((m) => m.json)).to.deep.equal([json(1), json(2)]);
+      expect(scan.messages.map((m) => m.json)).to.deep.equal([json(1), json(3)]);
     });
 
     it('when the cut cannot be undone either, writes go on in a new file, and a reader skips the torn bytes', async () => {
       const dir = tempDir();
-      const { spool, fs, admit, errors, clock } = open(dir);
+      const { spool, fs, admit, written } = open(dir);
       admit(1);
       await nextTurn();
       fs.fail('writeSync', 'EIO', { times: 1, partial: 25 });
       fs.fail('ftruncateSync', 'EIO', { times: 1 });
       admit(2);
       await nextTurn();
-      await clock.tick(1000);
-      expect([...segments(dir).values()]).to.deep.equal([[json(1)], [json(2)]]);
+      admit(3);
+      await nextTurn();
+      expect(written.map((f) => f?.code)).to.deep.equal([undefined, 'ERR_SPOOL_WRITE', undefined]);
+      expect([...segments(dir).values()]).to.deep.equal([[json(1)], [json(3)]]);
       spool.close();
       const reader = track(open(dir));
       await nextTurn();
-      expect(reader.resent.map((r) => r.json).sort()).to.deep.equal([json(1), json(2)]);
+      expect(reader.resent.map((r) => r.json).sort()).to.deep.equal([json(1), json(3)]);
       expect(reader.errors.map((e) => (e as SpoolError).offset)).to.have.length(1);
       expect(reader.errors[0]).to.include({ code: 'ERR_SPOOL_CORRUPT' });
-      expect(errors).to.have.length(1);
     });
 
     it('a failed ack write is tried again: the record is not sent twice by the next client', async () => {
@@ -409,7 +468,7 @@ describe('Spool', () => {
         ['mkdirSync', 'EACCES'],
         ['writeFileSync', 'EROFS'],
         ['openSync', 'EACCES'],
-        ['writeSync', 'ENOSPC'],
+        ['writeSync', 'EIO'],
       ];
       for (const [call, code] of cases) {
         const dir = tempDir();
@@ -418,7 +477,7 @@ describe('Spool', () => {
         const clock = new FakeClock();
         let thrown: unknown;
         try {
-          Spool.open({ dir, maxBytes: 104_857_600, sync: 'none' }, { clock, report() {}, resend() {}, recovered() {} }, { runtime: runtimeWith(fs) });
+          Spool.open({ dir, maxBytes: 104_857_600, sync: 'none', onWriteError: 'refuse' }, { clock, report() {}, written() {}, resend() {}, recovered() {} }, { runtime: runtimeWith(fs) });
         } catch (error) {
           thrown = error;
         }
@@ -434,7 +493,7 @@ describe('Spool', () => {
       let thrown: unknown;
       try {
         (process as { getBuiltinModule?: unknown }).getBuiltinModule = undefined;
-        Spool.open({ dir: tempDir(), maxBytes: 104_857_600, sync: 'none' }, { clock: new FakeClock(), report() {}, resend() {}, recovered() {} });
+        Spool.open({ dir: tempDir(), maxBytes: 104_857_600, sync: 'none', onWriteError: 'refuse' }, { clock: new FakeClock(), report() {}, written() {}, resend() {}, recovered() {} });
       } catch (error) {
         thrown = error;
       } finally {
@@ -444,14 +503,41 @@ describe('Spool', () => {
       expect((thrown as Error).message).to.contain('node:fs');
     });
 
-    it('a lock created but not written (a full disk) is removed again, and the ConfigError names spool.dir', () => {
+    it('a full disk at the start is no ConfigError: the client sends what is there, and writes its lock and files once the disk takes them', async () => {
       const dir = tempDir();
+      deadOwner(dir, [json(1), json(2)]);
       const fs = new FaultyFs();
+      // The lock is created, then its write fails: it must not stay behind empty.
       fs.fail('writeFileSync', 'ENOSPC', { partial: 0 });
-      expect(() =>
-        Spool.open({ dir, maxBytes: 104_857_600, sync: 'none' }, { clock: new FakeClock(), report() {}, resend() {}, recovered() {} }, { runtime: runtimeWith(fs) }),
-      ).to.throw(ConfigError, 'ENOSPC');
+      fs.fail('writeSync', 'ENOSPC');
+      const written: (SpoolError | undefined)[] = [];
+      const resent: SpoolRecord[] = [];
+      const clock = new FakeClock();
+      const spool = Spool.open(
+        { dir, maxBytes: 104_857_600, sync: 'none', onWriteError: 'refuse' },
+        { clock, report() {}, written: (f) => written.push(f), resend: (r) => resent.push(...r), recovered() {} },
+        { runtime: runtimeWith(fs) },
+      );
+      opened.push(spool);
+      await nextTurn();
+      const locks = () => readdirSync(dir).filter((n) => n.endsWith('.lock'));
+      // The dead owner's lock is gone with its files; this client could not write one.
+      expect(locks()).to.deep.equal([]);
+      expect(resent.map((r) => r.json)).to.deep.equal([json(1), json(2)]);
+      // No lock yet: a call cannot be written, and is refused.
+      spool.admit(json(3), Buffer.byteLength(json(3)), clock.now());
+      await nextTurn();
+      expect(written[0]).to.include({ code: 'ERR_SPOOL_WRITE' });
+      // Delivering what it took over frees room.
+      spool.release(resent, 'delivered');
+      await nextTurn();
       expect(readdirSync(dir)).to.deep.equal([]);
+      fs.heal();
+      spool.admit(json(4), Buffer.byteLength(json(4)), clock.now());
+      await nextTurn();
+      expect(written[1]).to.equal(undefined);
+      expect(locks()).to.have.length(1);
+      expect(all(dir)).to.deep.equal([json(4)]);
     });
 
     it('puts back its lock when it was removed by hand, so that no other client takes its files', async () => {
