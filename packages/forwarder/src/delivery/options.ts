@@ -5,6 +5,8 @@ import { describeType, describeValue } from 'eventrelay/internal';
 import { redactUrl } from 'eventrelay/internal';
 import type { Transport } from 'eventrelay/internal';
 import { rateLimitOption } from './rate-limit';
+import { NetworkPolicy } from './network-policy';
+import { refuseControlCharacters } from './url-text';
 import type { RateLimit } from './rate-limit';
 
 /** One configured webhook (spec 2.1). */
@@ -60,6 +62,14 @@ export interface WebhookDestinationOptions {
    * private CA. It never disables verification, and a self-signed leaf stays refused.
    */
   readonly ca?: string | Buffer | readonly (string | Buffer)[];
+  /**
+   * CIDR blocks (`10.0.0.0/8`) the URLs may not reach, on top of the built-in ones (link-local,
+   * cloud metadata, unspecified, multicast, broadcast). Checked on each resolved address when
+   * connecting, and on literal addresses at construction. Default none.
+   */
+  readonly denyNetworks?: readonly string[];
+  /** When set, the only CIDR blocks the URLs may reach (the denied ones stay refused). Default: any. */
+  readonly allowNetworks?: readonly string[];
 }
 
 /** A secret replaced by a rotation, and when its grace ends. */
@@ -110,6 +120,7 @@ export interface ResolvedDestinationOptions {
   readonly minRetryDelay: number;
   readonly maxRetryDelay: number;
   readonly concurrency: number;
+  readonly networkPolicy: NetworkPolicy;
 }
 
 /**
@@ -137,8 +148,9 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
 
   const defaults = DESTINATION_DEFAULTS;
   const minRetryDelay = durationOption('minRetryDelay', options.minRetryDelay ?? defaults.minRetryDelay, 1);
+  const networkPolicy = new NetworkPolicy({ denyNetworks: options.denyNetworks, allowNetworks: options.allowNetworks });
   return {
-    webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index)),
+    webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index, undefined, networkPolicy)),
     secrets,
     previousSecrets: resolvePreviousSecrets(options.previousSecrets),
     signing,
@@ -147,6 +159,7 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
     minRetryDelay,
     maxRetryDelay: durationOption('maxRetryDelay', options.maxRetryDelay ?? defaults.maxRetryDelay, minRetryDelay),
     concurrency: integerOption('concurrency', options.concurrency ?? defaults.concurrency, 1),
+    networkPolicy,
   };
 }
 
@@ -179,10 +192,11 @@ function resolvePreviousSecrets(value: unknown): PreviousSecret[] {
   });
 }
 
-/** One `webhooks` entry: its URL (http or https, with a host) and static headers. */
-export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`): ResolvedWebhook {
+/** One `webhooks` entry: its URL (http or https, with a host, allowed by `policy` when given) and static headers. */
+export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`, policy?: NetworkPolicy): ResolvedWebhook {
   const { url: raw, headers, rateLimit } = objectOption(field, entry, 'an object { url, headers }');
-  const url = urlOption(`${field}.url`, raw);
+  const url = urlOption(`${field}.url`, refuseControlCharacters(`${field}.url`, raw));
+  policy?.checkUrl(url, `${field}.url`);
   return {
     index,
     url,

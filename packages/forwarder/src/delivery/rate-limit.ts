@@ -26,9 +26,15 @@ export const SLOT_LATENESS = 50;
 /** The most requests a second a limit may allow. */
 export const MAX_PER_SECOND = 100_000;
 
+/**
+ * The fewest: one request every 100 s. Below it a limit is a mistake, not a pace (`1e-9` is one
+ * request in 31 years), and each held message would wait past its retry window for its turn.
+ */
+export const MIN_PER_SECOND = 0.01;
+
 /** A webhook entry's `rateLimit`. */
 export interface RateLimit {
-  /** Requests a second to this URL, over all forwarder instances; a number > 0 (0.5: one every 2 s). */
+  /** Requests a second to this URL, over all forwarder instances; 0.01 (one every 100 s) to 100 000 (0.5: one every 2 s). */
   readonly perSecond: number;
 }
 
@@ -39,9 +45,9 @@ export function rateLimitOption(field: string, value: unknown): RateLimit {
     if (key !== 'perSecond') throw new ConfigError(`Unknown field \`${field}.${key}\`; expected \`perSecond\``, `${field}.${key}`);
   }
   const perSecond = raw.perSecond;
-  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0 || perSecond > MAX_PER_SECOND) {
+  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond < MIN_PER_SECOND || perSecond > MAX_PER_SECOND) {
     throw new ConfigError(
-      `Expected \`${field}.perSecond\` to be a number of requests a second, greater than 0 and at most ${MAX_PER_SECOND}, got ${describeValue(perSecond)}`,
+      `Expected \`${field}.perSecond\` to be a number of requests a second, from ${MIN_PER_SECOND} (one every 100 s) to ${MAX_PER_SECOND}, got ${describeValue(perSecond)}`,
       `${field}.perSecond`,
     );
   }
