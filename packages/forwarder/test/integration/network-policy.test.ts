@@ -151,3 +151,47 @@ describe('the network policy of outbound requests (a receiver on 127.0.0.1 reach
     expect(receiver.requests.map((r) => r.path)).to.deep.equal(['/local']);
   });
 });
+
+describe('names and URLs that deceive, through the admin API', function () {
+  this.timeout(30_000);
+  let forwarder: Forwarder;
+  let url: string;
+
+  before(async () => {
+    forwarder = createForwarder({ adminToken: TOKEN, storage: { type: 'memory' } });
+    ({ url } = await forwarder.listen({ port: 0 }));
+  });
+
+  after(async () => {
+    await forwarder.close();
+  });
+
+  it('refuses hostile source names with 400 naming `name`, and takes an NFD name as its NFC spelling', async () => {
+    for (const name of ['web\u202egpj', 'we\u200bb', 'we\u2060b', '\ufeffweb', 'web\u2028x', 'web\u200e', 'web ', ' web', 'a\r\nb']) {
+      const got = await call(`${url}/admin/sources`, 'POST', { name });
+      expect(got.status, JSON.stringify(name)).to.equal(400);
+      expect(got.json.error.field).to.equal('name');
+    }
+    const created = await call(`${url}/admin/sources`, 'POST', { name: 'cafe\u0301' });
+    expect(created.status, created.text).to.equal(201);
+    expect(created.json.name).to.equal('caf\u00e9');
+    const again = await call(`${url}/admin/sources`, 'POST', { name: 'caf\u00e9' });
+    expect(again.status).to.equal(409);
+    // Either spelling in the path reaches the one source.
+    for (const path of ['caf%C3%A9', 'cafe%CC%81']) expect((await call(`${url}/admin/sources/${path}`, 'GET')).json.name).to.equal('caf\u00e9');
+  });
+
+  it('refuses a URL with CR, LF or TAB, and a rate limit below 0.01 a second, naming the field', async () => {
+    await call(`${url}/admin/sources`, 'POST', { name: 'urls' });
+    const webhooks = `${url}/admin/sources/urls/destinations/Webhooks`;
+    for (const hook of ['https://example.test/hook\r\nX-Injected: 1', 'https://example.test/ho\nok', 'https://example.test/\thook']) {
+      const got = await call(webhooks, 'PUT', { webhooks: [{ url: hook }] });
+      expect(got.status, JSON.stringify(hook)).to.equal(400);
+      expect(got.json.error.field).to.equal('webhooks[0].url');
+    }
+    const slow = await call(webhooks, 'PUT', { webhooks: [{ url: 'https://example.test/hook', rateLimit: { perSecond: 1e-9 } }] });
+    expect(slow.status).to.equal(400);
+    expect(slow.json.error.field).to.equal('webhooks[0].rateLimit.perSecond');
+    expect((await call(`${url}/admin/sources/urls`, 'GET')).json.destinations.Webhooks).to.equal(null);
+  });
+});
