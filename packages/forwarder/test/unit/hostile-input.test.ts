@@ -2,7 +2,8 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { parseConfig } from '../../src/config';
 import { ConfigError } from '../../../eventrelay/src/errors';
-import { checkSourceName } from '../../src/source-names';
+import { checkSourceName, pathSourceName } from '../../src/source-names';
+import { promises as dns } from 'node:dns';
 import { NetworkPolicy } from '../../src/delivery/network-policy';
 import { WebhookDestination } from '../../src/delivery/destination';
 
@@ -64,6 +65,13 @@ describe('source names: NFC, without control, invisible or direction-changing ch
 
   it('keeps names with inner spaces, accents and other scripts', () => {
     for (const name of ['web prod', 'Größe', 'ウェブ', 'سوق', 'a-b_c.d']) expect(checkSourceName(name, 'name')).to.equal(name);
+  });
+
+  it('in an admin path, a name kept from before these rules is still found as stored; one with a control character never', () => {
+    expect(pathSourceName('web ', 'name')).to.equal('web ');
+    expect(pathSourceName('we\u200bb', 'name')).to.equal('we\u200bb');
+    expect(pathSourceName('cafe\u0301', 'name')).to.equal('caf\u00e9');
+    expect(() => pathSourceName('a\nb', 'name')).to.throw(ConfigError);
   });
 
   it('counts the length in NFC', () => {
@@ -157,5 +165,19 @@ describe('NetworkPolicy', () => {
     expect(only.refusal('192.0.2.1')).to.equal(undefined);
     expect(only.refusal('198.51.100.1')).to.contain('outside');
     expect(only.refusal('169.254.169.254')).to.contain('refused by default');
+    const both = new NetworkPolicy({ allowNetworks: ['10.0.0.0/8'], denyNetworks: ['10.1.0.0/16'] });
+    expect(both.refusal('10.2.0.1')).to.equal(undefined);
+    expect(both.refusal('10.1.0.1')).to.contain('10.1.0.0/16');
+  });
+
+  it('refuses a name when any of its addresses is refused, whichever comes first', async () => {
+    const addresses = await dns.lookup('localhost', { all: true });
+    const loopbackOnly = new NetworkPolicy({ denyNetworks: ['127.0.0.0/8'] });
+    const error = await new Promise<Error | null>((resolve) => loopbackOnly.lookup('localhost', { all: true }, (e) => resolve(e)));
+    expect(addresses.some((a) => a.address.startsWith('127.'))).to.equal(true);
+    expect(error).to.have.property('code', 'ERR_NETWORK_POLICY');
+    expect(error).to.have.property('retryable', false);
+    const answer = await new Promise<unknown>((resolve) => new NetworkPolicy().lookup('localhost', {}, (e, address) => resolve(e ?? address)));
+    expect(addresses.map((a) => a.address)).to.include(answer);
   });
 });
