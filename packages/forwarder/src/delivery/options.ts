@@ -16,7 +16,7 @@ export interface WebhookEntry {
   /** Static headers added to every request to this URL (not Content-Type, User-Agent, X-Signature, Host or framing headers). */
   readonly headers?: Readonly<Record<string, string>>;
   /**
-   * Requests a second to this URL at most (`perSecond` > 0); a message waits for its turn, which
+   * Requests a second to this URL at most (`perSecond` from 0.01 to 100 000); a message waits for its turn, which
    * is not an attempt. Default: no limit.
    */
   readonly rateLimit?: RateLimit;
