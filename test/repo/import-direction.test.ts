@@ -109,6 +109,7 @@ function forwarderArea(file: string): string {
  */
 const FORWARDER_LAYERS: readonly string[] = [
   'version.ts',
+  'source-names.ts',
   'store',
   'delivery',
   'config.ts',

@@ -40,6 +40,7 @@ export type ErrorCode =
   | 'ERR_STORE_UNAVAILABLE'
   | 'ERR_STORE_SCHEMA'
   | 'ERR_NOT_REPLAYABLE'
+  | 'ERR_NETWORK_POLICY'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED'
   // The client's disk spool (SpoolError)
@@ -233,7 +234,7 @@ export class NetworkError extends EventRelayError {
   /** Whether trying again may help. TLS certificate failures are not retryable. */
   readonly retryable: boolean;
 
-  constructor(message: string, options?: { cause?: unknown; code?: 'ERR_NETWORK' | 'ERR_TLS_CERTIFICATE' | 'ERR_BODY_READ' | 'ERR_TIMEOUT'; retryable?: boolean }) {
+  constructor(message: string, options?: { cause?: unknown; code?: 'ERR_NETWORK' | 'ERR_TLS_CERTIFICATE' | 'ERR_BODY_READ' | 'ERR_TIMEOUT' | 'ERR_NETWORK_POLICY'; retryable?: boolean }) {
     super(message, options?.code ?? 'ERR_NETWORK', options);
     this.retryable = options?.retryable ?? true;
   }

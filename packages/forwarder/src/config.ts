@@ -5,6 +5,9 @@ import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } f
 import { standardSigningKey } from './delivery/signing';
 import { rateLimitOption } from './delivery/rate-limit';
 import { DEFAULT_DISABLE_AFTER } from './store/endpoint-state';
+import { checkSourceUrls, deliveryPolicy, NetworkPolicy } from './delivery/network-policy';
+import { refuseControlCharacters } from './delivery/url-text';
+import { checkSourceName } from './source-names';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
 import { describeType, describeValue, isPlainObject } from 'eventrelay/internal';
 import type { SigningScheme, RateLimit } from './store/contract';
@@ -66,6 +69,14 @@ export interface DeliveryConfig {
    * disabled: deliveries skip it until it is enabled again. Default 86400000 (24 h); 0 never.
    */
   readonly disableAfter?: number;
+  /**
+   * CIDR blocks webhook and notice URLs may not reach, on top of the built-in ones (link-local,
+   * cloud metadata, unspecified, multicast, broadcast); checked on the resolved address when
+   * connecting. Default none.
+   */
+  readonly denyNetworks?: readonly string[];
+  /** When set, the only CIDR blocks webhook and notice URLs may reach. Default: any not denied. */
+  readonly allowNetworks?: readonly string[];
 }
 
 export interface StorageConfig {
@@ -150,9 +161,6 @@ export interface ForwarderConfig {
 export interface ResolvedWebhooks extends StoredWebhooks {
   readonly enabled: boolean;
 }
-
-/** Source names: what the config file and the admin API accept. */
-export const MAX_SOURCE_NAME = 100;
 
 export interface ResolvedSource {
   readonly name: string;
@@ -329,20 +337,9 @@ export function webhooksDestination(value: unknown, field: string, env: Env | nu
   return { enabled, webhooks, sharedSecret, signing };
 }
 
-/**
- * A source name, in the config file and the admin API: 1 to 100 characters, not only spaces, no
- * control character (names appear in logs, metrics labels and URLs).
- */
+/** A source name, in the config file and the admin API: see `checkSourceName` for the rules. */
 export function sourceName(value: unknown, field: string): string {
-  const name = stringOption(field, value);
-  if (name.length > MAX_SOURCE_NAME) {
-    throw new ConfigError(`Expected \`${field}\` to be at most ${MAX_SOURCE_NAME} characters, got ${name.length}`, field);
-  }
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(name) || !name.isWellFormed()) {
-    throw new ConfigError(`Expected \`${field}\` to have no control characters (or lone surrogates), got ${describeValue(name)}`, field);
-  }
-  return name;
+  return checkSourceName(value, field);
 }
 
 function source(value: unknown, field: string, env: Env | null): ResolvedSource {
@@ -415,7 +412,17 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   const r =
     raw.delivery === undefined
       ? {}
-      : expectObject(raw.delivery, 'delivery', ['concurrency', 'sourceConcurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay', 'disableAfter']);
+      : expectObject(raw.delivery, 'delivery', [
+          'concurrency',
+          'sourceConcurrency',
+          'timeout',
+          'retryWindow',
+          'minRetryDelay',
+          'maxRetryDelay',
+          'disableAfter',
+          'denyNetworks',
+          'allowNetworks',
+        ]);
   const dd = CONFIG_DEFAULTS.delivery;
   const concurrency = integerOption('delivery.concurrency', r.concurrency ?? dd.concurrency, 1, 1024);
   const delivery: ResolvedConfig['delivery'] = {
@@ -427,6 +434,8 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     minRetryDelay: durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000),
     maxRetryDelay: durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000),
     disableAfter: durationOption('delivery.disableAfter', r.disableAfter ?? dd.disableAfter, 0, 365 * 24 * 3600_000),
+    // Checked here (ConfigError naming the entry); an empty `allowNetworks` stands for "not set".
+    ...policyLists(r.denyNetworks, r.allowNetworks),
   };
   if (storage.lease < delivery.timeout + 1000) {
     throw new ConfigError(
@@ -450,6 +459,9 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
   }
   const notify = notifyOption(raw.notify, env);
+  const policy = new NetworkPolicy(deliveryPolicy(delivery), 'delivery');
+  checkSourceUrls(policy, sources);
+  if (notify !== undefined) policy.checkUrl(new URL(notify.url.trim()), 'notify.url');
   const resolved: ResolvedConfig = { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources, sourceConcurrencyAuto };
   return notify === undefined ? resolved : { ...resolved, notify };
 }
@@ -466,12 +478,18 @@ function hostOption(value: unknown): string {
   return host;
 }
 
+/** `delivery.denyNetworks` and `delivery.allowNetworks`, checked. */
+function policyLists(deny: unknown, allow: unknown): { denyNetworks: readonly string[]; allowNetworks: readonly string[] } {
+  void new NetworkPolicy({ denyNetworks: deny as string[] | undefined, allowNetworks: allow as string[] | undefined }, 'delivery');
+  return { denyNetworks: (deny as string[] | undefined) ?? [], allowNetworks: (allow as string[] | undefined) ?? [] };
+}
+
 /** `notify`: absent, or `{ "url", "sharedSecret" }` (both may be `{ "env": NAME }`). */
 function notifyOption(value: unknown, env: Env): { url: string; sharedSecret: string } | undefined {
   if (value === undefined) return undefined;
   const raw = expectObject(value, 'notify', ['url', 'sharedSecret']);
   const url = secret(raw.url, 'notify.url', env);
-  urlOption('notify.url', url);
+  urlOption('notify.url', refuseControlCharacters('notify.url', url));
   if (raw.sharedSecret === undefined) {
     throw new ConfigError('`notify.sharedSecret` is required: notices are signed (X-Signature) so that their receiver can tell them from forgeries', 'notify.sharedSecret');
   }

@@ -124,7 +124,7 @@ export type {
 } from './registry/manager';
 export type { ReconcileLine } from './registry/reconcile';
 export { DEFAULT_GRACE_SECONDS } from './registry/keys';
-export { MAX_SOURCE_NAME } from './config';
+export { MAX_SOURCE_NAME } from './source-names';
 export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './store/contract';
 export type { PreviousSecret, RateLimit } from './store/contract';
 export type { Notice, NoticeType } from './delivery/notify';

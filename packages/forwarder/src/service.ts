@@ -11,7 +11,7 @@ import { ConfigError, EventRelayError } from 'eventrelay/internal';
 import { checkAudienceRequest, checkMembers, planAudienceNotices } from './routing/audiences';
 import type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
 import { parseConfig, parseSources } from './config';
-import type { ForwarderConfig, ResolvedConfig, SourceConfig, WebhooksDestinationConfig } from './config';
+import type { ForwarderConfig, ResolvedConfig, ResolvedSource, SourceConfig, WebhooksDestinationConfig } from './config';
 import { planDeletion } from './routing/deletion';
 import type { DeletionRequest } from './routing/deletion';
 import { WebhookDestination } from './delivery/destination';
@@ -44,6 +44,7 @@ import type { EndpointHealth } from './observability/health';
 import type { RejectedMessage, ValidMessage } from './routing/ingest';
 import type { EndpointStore, RateBudget, SetupSnapshot, SetupStore } from './store/contract';
 import { MemoryRateBudget } from './store/rate-budget';
+import { checkSourceUrls, deliveryPolicy, NetworkPolicy } from './delivery/network-policy';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -215,6 +216,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
             retryWindow: config.delivery.retryWindow,
             minRetryDelay: config.delivery.minRetryDelay,
             maxRetryDelay: config.delivery.maxRetryDelay,
+            ...deliveryPolicy(config.delivery),
           },
           { clock: this.clock, ...this.internals.destination },
         );
@@ -299,7 +301,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
       requestDeletion: (request) => this.requestDeletion(request),
       syncAudience: (request) => this.syncAudience(request),
       sources: this.manager,
-      applySources: (sources, dryRun) => this.manager.reconcile(sources, 'apply', dryRun),
+      applySources: (sources, dryRun) => (this.checkUrls(sources), this.manager.reconcile(sources, 'apply', dryRun)),
       endpoints: this.endpointAdmin,
       secrets: this.secretHost,
     });
@@ -352,6 +354,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           minRetryDelay: delivery.minRetryDelay,
           maxRetryDelay: delivery.maxRetryDelay,
           concurrency: this.config.sourceConcurrencyAuto === true ? delivery.concurrency : delivery.sourceConcurrency,
+          ...deliveryPolicy(delivery),
         },
         { clock: this.clock, rateBudget: this.rateBudget, rateScope: name, onRateSlots: () => this.scheduler?.wake(), ...this.internals.destination },
       );
@@ -707,7 +710,14 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
    * listed are left alone.
    */
   async applySources(sources: readonly SourceConfig[], options: { readonly dryRun?: boolean } = {}): Promise<ApplyResult> {
-    return this.manager.reconcile(parseSources(sources, this.options.env ?? process.env), 'apply', options.dryRun ?? false);
+    const parsed = parseSources(sources, this.options.env ?? process.env);
+    this.checkUrls(parsed);
+    return this.manager.reconcile(parsed, 'apply', options.dryRun ?? false);
+  }
+
+  /** Literal addresses of sources being applied, against `delivery.denyNetworks` and `allowNetworks`. */
+  private checkUrls(sources: readonly ResolvedSource[]): void {
+    checkSourceUrls(new NetworkPolicy(deliveryPolicy(this.config.delivery), 'delivery'), sources);
   }
 
   /**

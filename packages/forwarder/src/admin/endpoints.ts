@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isPlainObject, ValidationError } from 'eventrelay/internal';
-import { sourceName } from '../config';
+import { pathSourceName } from '../source-names';
 import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
 import type { EndpointGuard, EndpointUrl } from '../delivery/endpoint-guard';
@@ -151,7 +151,7 @@ export function endpointRoute(path: string): Partial<Record<'GET' | 'POST', Hand
     } catch {
       throw new ValidationError('Expected the source name in the path to be percent-encoded UTF-8', 'name');
     }
-    return sourceName(decoded, 'name');
+    return pathSourceName(decoded, 'name');
   };
   const admin = (o: EndpointRoutesOptions): EndpointAdmin => {
     if (o.endpoints === undefined) throw new Error('endpoint routes without an EndpointAdmin');

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import createDebug from 'debug';
 import { ConfigError, integerOption, isPlainObject, ValidationError } from 'eventrelay/internal';
-import { sourceName } from '../config';
+import { pathSourceName } from '../source-names';
 import type { ResolvedWebhooks } from '../config';
 import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
@@ -98,7 +98,7 @@ export function secretRoute(path: string): { POST: (o: SecretRoutesOptions, req:
       } catch {
         throw new ValidationError('Expected the source name in the path to be percent-encoded UTF-8', 'name');
       }
-      const name = sourceName(decoded, 'name');
+      const name = pathSourceName(decoded, 'name');
       const read = await readBody(req, MAX_BODY_BYTES);
       const noStore = { 'Cache-Control': 'no-store' };
       if (!read.ok) {

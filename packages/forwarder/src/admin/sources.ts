@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { booleanOption, ConfigError, isPlainObject, ValidationError } from 'eventrelay/internal';
-import { parseSources, sourceName } from '../config';
+import { parseSources } from '../config';
+import { pathSourceName } from '../source-names';
 import type { ResolvedSource } from '../config';
 import { fail, send } from '../http/server';
 import { readBody } from '../http/read-body';
@@ -45,7 +46,7 @@ export function setupRoute(path: string): MethodHandlers | undefined {
     } catch {
       throw new ValidationError('Expected the source name in the path to be percent-encoded UTF-8', 'name');
     }
-    return sourceName(decoded, 'name');
+    return pathSourceName(decoded, 'name');
   };
   switch (match[2]) {
     case undefined:

@@ -688,7 +688,7 @@
       $('wh-test-summary').textContent = result.delivered ? `delivered (${result.messageId})` : `not delivered (${result.messageId})`;
       for (const r of result.results) {
         const tr = el('tr');
-        for (const value of [r.url, r.status === null ? '-' : r.status, r.durationMs, r.error || '-']) tr.appendChild(el('td', value));
+        for (const value of [r.url, r.status === null ? '-' : r.status, r.durationMs === null ? '-' : r.durationMs, r.error || '-']) tr.appendChild(el('td', value));
         tbody.appendChild(tr);
       }
     } catch (error) {

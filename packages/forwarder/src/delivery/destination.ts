@@ -124,7 +124,12 @@ export class WebhookDestination {
     this.#clock = internals.clock ?? systemClock;
     this.#random = internals.random ?? Math.random;
     this.#transport =
-      options.transport ?? new UndiciTransport({ connectTimeout: this.#options.timeout, ...(options.ca === undefined ? {} : { ca: options.ca }) });
+      options.transport ??
+      new UndiciTransport({
+        connectTimeout: this.#options.timeout,
+        networkPolicy: this.#options.networkPolicy,
+        ...(options.ca === undefined ? {} : { ca: options.ca }),
+      });
     const { secrets, signing } = this.#options;
     this.#key = signing === 'standard-webhooks' || secrets.length === 0 ? undefined : signingKey(secrets[0]!);
     this.#standardKeys =

@@ -7,6 +7,8 @@ import type { Transport } from 'eventrelay/internal';
 import { rateLimitOption } from './rate-limit';
 import type { RateLimit } from '../store/contract';
 import type { PreviousSecret, SigningScheme } from '../store/contract';
+import { NetworkPolicy } from './network-policy';
+import { refuseControlCharacters } from './url-text';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {
@@ -15,7 +17,7 @@ export interface WebhookEntry {
   /** Static headers added to every request to this URL (not Content-Type, User-Agent, X-Signature, Host or framing headers). */
   readonly headers?: Readonly<Record<string, string>>;
   /**
-   * Requests a second to this URL at most (`perSecond` > 0); a message waits for its turn, which
+   * Requests a second to this URL at most (`perSecond` from 0.01 to 100 000); a message waits for its turn, which
    * is not an attempt. Default: no limit.
    */
   readonly rateLimit?: RateLimit;
@@ -61,6 +63,14 @@ export interface WebhookDestinationOptions {
    * private CA. It never disables verification, and a self-signed leaf stays refused.
    */
   readonly ca?: string | Buffer | readonly (string | Buffer)[];
+  /**
+   * CIDR blocks (`10.0.0.0/8`) the URLs may not reach, on top of the built-in ones (link-local,
+   * cloud metadata, unspecified, multicast, broadcast). Checked on each resolved address when
+   * connecting, and on literal addresses at construction. Default none.
+   */
+  readonly denyNetworks?: readonly string[];
+  /** When set, the only CIDR blocks the URLs may reach (the denied ones stay refused). Default: any. */
+  readonly allowNetworks?: readonly string[];
 }
 
 export const SIGNING_SCHEMES: readonly SigningScheme[] = ['x-signature', 'standard-webhooks', 'both'];
@@ -101,6 +111,7 @@ export interface ResolvedDestinationOptions {
   readonly minRetryDelay: number;
   readonly maxRetryDelay: number;
   readonly concurrency: number;
+  readonly networkPolicy: NetworkPolicy;
 }
 
 /**
@@ -128,8 +139,9 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
 
   const defaults = DESTINATION_DEFAULTS;
   const minRetryDelay = durationOption('minRetryDelay', options.minRetryDelay ?? defaults.minRetryDelay, 1);
+  const networkPolicy = new NetworkPolicy({ denyNetworks: options.denyNetworks, allowNetworks: options.allowNetworks });
   return {
-    webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index)),
+    webhooks: list.map((entry: unknown, index) => resolveWebhook(entry, index, undefined, networkPolicy)),
     secrets,
     previousSecrets: resolvePreviousSecrets(options.previousSecrets),
     signing,
@@ -138,6 +150,7 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
     minRetryDelay,
     maxRetryDelay: durationOption('maxRetryDelay', options.maxRetryDelay ?? defaults.maxRetryDelay, minRetryDelay),
     concurrency: integerOption('concurrency', options.concurrency ?? defaults.concurrency, 1),
+    networkPolicy,
   };
 }
 
@@ -170,10 +183,11 @@ function resolvePreviousSecrets(value: unknown): PreviousSecret[] {
   });
 }
 
-/** One `webhooks` entry: its URL (http or https, with a host) and static headers. */
-export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`): ResolvedWebhook {
+/** One `webhooks` entry: its URL (http or https, with a host, allowed by `policy` when given) and static headers. */
+export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`, policy?: NetworkPolicy): ResolvedWebhook {
   const { url: raw, headers, rateLimit } = objectOption(field, entry, 'an object { url, headers }');
-  const url = urlOption(`${field}.url`, raw);
+  const url = urlOption(`${field}.url`, refuseControlCharacters(`${field}.url`, raw));
+  policy?.checkUrl(url, `${field}.url`);
   return {
     index,
     url,

@@ -27,6 +27,12 @@ export const SLOT_LATENESS = 50;
 /** The most requests a second a limit may allow. */
 export const MAX_PER_SECOND = 100_000;
 
+/**
+ * The fewest: one request every 100 s. Below it a limit is a mistake, not a pace (`1e-9` is one
+ * request in 31 years), and each held message would wait past its retry window for its turn.
+ */
+export const MIN_PER_SECOND = 0.01;
+
 /** Checks a `rateLimit` object; `field` is its path (`webhooks[0].rateLimit`). */
 export function rateLimitOption(field: string, value: unknown): RateLimit {
   const raw = objectOption(field, value, 'an object { "perSecond": number }');
@@ -34,9 +40,9 @@ export function rateLimitOption(field: string, value: unknown): RateLimit {
     if (key !== 'perSecond') throw new ConfigError(`Unknown field \`${field}.${key}\`; expected \`perSecond\``, `${field}.${key}`);
   }
   const perSecond = raw.perSecond;
-  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0 || perSecond > MAX_PER_SECOND) {
+  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond < MIN_PER_SECOND || perSecond > MAX_PER_SECOND) {
     throw new ConfigError(
-      `Expected \`${field}.perSecond\` to be a number of requests a second, greater than 0 and at most ${MAX_PER_SECOND}, got ${describeValue(perSecond)}`,
+      `Expected \`${field}.perSecond\` to be a number of requests a second, from ${MIN_PER_SECOND} (one every 100 s) to ${MAX_PER_SECOND}, got ${describeValue(perSecond)}`,
       `${field}.perSecond`,
     );
   }

@@ -1,5 +1,5 @@
 import tls from 'node:tls';
-import { Agent } from 'undici';
+import { Agent, buildConnector } from 'undici';
 import type { Dispatcher } from 'undici';
 import { TimeoutError } from 'eventrelay/internal';
 import { integerOption } from 'eventrelay/internal';
@@ -8,6 +8,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES, flatHeaders, refuseSelfSignedLeaf, trustedC
 import type { NodeTransportOptions, UrlTarget } from 'eventrelay/internal';
 import { SenderTransport } from 'eventrelay/internal';
 import type { HttpRequest, HttpResponse, Transport } from 'eventrelay/internal';
+import { NetworkPolicy } from './network-policy';
 
 /*
  * Why undici for webhooks: Node's own HTTP/1.1 client (the engine of `fetch`), driven here through
@@ -21,6 +22,8 @@ import type { HttpRequest, HttpResponse, Transport } from 'eventrelay/internal';
 export interface UndiciTransportOptions extends NodeTransportOptions {
   /** Longest wait for a connection (TCP and TLS), in ms. Default 5000, the webhooks' timeout. */
   readonly connectTimeout?: number;
+  /** Which addresses connections may go to, checked on each resolved address. Default: the built-in denied networks only. */
+  readonly networkPolicy?: NetworkPolicy;
 }
 
 const DEFAULT_CONNECT_TIMEOUT = 5000;
@@ -47,15 +50,17 @@ export class UndiciTransport extends SenderTransport {
 function createUndiciSender(options: UndiciTransportOptions): Required<Transport> {
   const maxResponseBytes = integerOption('maxResponseBytes', options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, 0);
   const connectTimeout = integerOption('connectTimeout', options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT, 1);
-  const agent = new Agent({
-    connectTimeout,
-    connect: {
-      // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment cannot turn checks off.
-      rejectUnauthorized: true,
-      checkServerIdentity: refuseSelfSignedLeaf,
-      ...(options.ca === undefined ? {} : { ca: trustedCertificates(tls, options.ca) }),
-    },
+  const policy = options.networkPolicy ?? new NetworkPolicy();
+  const connect = buildConnector({
+    timeout: connectTimeout,
+    // Every address a name resolves to passes the network policy before a socket is opened.
+    lookup: policy.lookup,
+    // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment cannot turn checks off.
+    rejectUnauthorized: true,
+    checkServerIdentity: refuseSelfSignedLeaf,
+    ...(options.ca === undefined ? {} : { ca: trustedCertificates(tls, options.ca) }),
   });
+  const agent = new Agent({ connect: policy.connector(connect) });
   const targets = new WeakMap<URL, Target>();
 
   function targetFor(url: URL): Target {

@@ -3,6 +3,7 @@ import createDebug from 'debug';
 import { ConfigError, integerOption, isPlainObject, serializeWebhookMessage, toWebhookMessage, ValidationError } from 'eventrelay/internal';
 import type { InboundMessage } from 'eventrelay/internal';
 import { sourceName, webhooksDestination } from '../config';
+import { NETWORK_POLICY_CODE } from '../delivery/network-policy';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import type { AttemptResult, WebhookDestination } from '../delivery/destination';
 import { generateWriteKey, keyRecord, keyValid } from './keys';
@@ -94,8 +95,8 @@ export interface TestResult {
   readonly messageId: string;
   /** Whether a URL answered 2xx. */
   readonly delivered: boolean;
-  /** One per URL, in the order of `webhooks`. */
-  readonly results: readonly { readonly url: string; readonly status: number | null; readonly durationMs: number; readonly error: string | null }[];
+  /** One per URL, in the order of `webhooks`; `durationMs` null for a URL the network policy refused (no timing for those). */
+  readonly results: readonly { readonly url: string; readonly status: number | null; readonly durationMs: number | null; readonly error: string | null }[];
 }
 
 export interface ApplyResult {
@@ -347,7 +348,7 @@ export class SourceManager {
         : result.outcomes.map((o) => ({
             url: o.url,
             status: o.status ?? null,
-            durationMs: o.durationMs,
+            durationMs: o.error?.code === NETWORK_POLICY_CODE ? null : o.durationMs,
             error: o.error === undefined ? null : (o.error as { code?: string }).code ?? 'error',
           }));
     log('source %s: test %s sent to %d URLs', name, type, results.length);

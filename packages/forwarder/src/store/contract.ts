@@ -603,7 +603,7 @@ export interface EndpointStore {
 
 /** A webhook entry's `rateLimit`. */
 export interface RateLimit {
-  /** Requests a second to this URL, over all forwarder instances; a number > 0 (0.5: one every 2 s). */
+  /** Requests a second to this URL, over all forwarder instances; 0.01 (one every 100 s) to 100 000 (0.5: one every 2 s). */
   readonly perSecond: number;
 }
 

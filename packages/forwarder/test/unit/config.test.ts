@@ -36,7 +36,7 @@ describe('parseConfig', () => {
     expect(config.host).to.equal('127.0.0.1');
     expect(config.storage).to.deep.equal(CONFIG_DEFAULTS.storage);
     // Two delivering sources: each may hold half of the attempts in flight.
-    expect(config.delivery).to.deep.equal({ ...CONFIG_DEFAULTS.delivery, sourceConcurrency: 16 });
+    expect(config.delivery).to.deep.equal({ ...CONFIG_DEFAULTS.delivery, sourceConcurrency: 16, denyNetworks: [], allowNetworks: [] });
     expect(config.sources[0]!.webhooks).to.deep.equal({
       enabled: true,
       sharedSecret: undefined,
