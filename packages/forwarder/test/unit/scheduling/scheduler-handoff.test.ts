@@ -180,19 +180,38 @@ describe('Scheduler: deliveries handed over at acceptance', () => {
     expect(await store.claim('web', clock.now(), 10, { owner: 'other', ms: LEASE_MS })).to.deep.equal([]);
   });
 
-  it('the bound on what it holds: past it, calls are stored unleased and claimed', async () => {
-    create(1).start();
+  it('the bound on the bodies it holds: past it, calls are stored unleased and claimed', async () => {
+    create(8).start();
     await flushMicrotasks();
     const big = 'x'.repeat(4 * 1024 * 1024);
-    // One is attempted at once (concurrency 1), four wait: 16 Mi characters.
-    for (let i = 0; i < 5; i++) {
+    // Eight are attempted at once (concurrency 8), four wait: 16 Mi characters.
+    for (let i = 0; i < 12; i++) {
       const lease = scheduler.handOff('web', clock.now());
       expect(lease, `request ${i}`).to.not.equal(undefined);
       const m = message(`big${i}`);
       const result = await store.accept([{ ...m, deliveries: [{ ...m.deliveries[0]!, body: big }] }], lease);
       scheduler.adopt(result.leased!, lease!);
+      await flushMicrotasks();
     }
+    expect(target.calls).to.have.length(8);
     expect(scheduler.handOff('web', clock.now())).to.equal(undefined);
+  });
+
+  it('takes no more than it can start soon: its slots plus as many; the rest is left to any instance to claim', async () => {
+    create(2).start();
+    await flushMicrotasks();
+    // One request of six: two start, two wait for a slot, two go back to the store at once.
+    await accept('a', 'b', 'c', 'd', 'e', 'f');
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}']);
+    // Full: the next request is stored unleased.
+    expect(scheduler.handOff('web', clock.now())).to.equal(undefined);
+    await clock.tick(10);
+    const other = await store.claim('web', clock.now(), 10, { owner: 'other', ms: LEASE_MS });
+    expect(other.map((d) => d.messageId)).to.deep.equal(['e', 'f']);
+    for (const call of target.calls.splice(0)) call.resolve(delivered(1));
+    await flushMicrotasks();
+    await clock.tick(10);
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"c"}', '{"id":"d"}']);
   });
 });
 

@@ -1,0 +1,213 @@
+import createDebug from 'debug';
+import type { Clock, TimerHandle } from 'eventrelay/internal';
+import type { AttemptResult, AttemptState } from '../delivery/destination';
+import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/contract';
+
+const log = createDebug('analytics:forwarder');
+
+/** One finished attempt, for events and logs (no body). */
+export interface AttemptReport {
+  readonly id: number;
+  readonly source: string;
+  readonly kind: PendingDelivery['kind'];
+  readonly messageId: string;
+  /** When the delivery was created (accepted, or queued again by a replay), epoch ms. */
+  readonly createdAt: number;
+  readonly result: AttemptResult;
+  /**
+   * The store did not take the outcome: the delivery was finished meanwhile (its source deleted,
+   * or delivered through another claim) or its lease went to another claim. The request was made;
+   * what it says about the delivery is out of date.
+   */
+  readonly stale?: boolean;
+}
+
+/** An outcome and its report, as written in one batch. */
+export interface Written {
+  readonly outcome: DeliveryOutcome;
+  readonly report: AttemptReport;
+}
+
+/** What the outcome writer needs of the loop around it. */
+export interface OutcomeHooks {
+  /** Attempts in flight now: while some are, an outcome waits briefly for others to share its write. */
+  inFlight(): number;
+  stopping(): boolean;
+  /** After the batch is written (or could not be), before its reports go out. */
+  written(batch: readonly Written[]): void;
+  /** Deliveries given back are in the store again, due as before. */
+  handedBack(deliveries: readonly PendingDelivery[]): void;
+  report(report: AttemptReport): void;
+  /** Slots or work changed: run the loop (now, or in the next turn). */
+  kick(): void;
+  kickNextTurn(): void;
+}
+
+/**
+ * While attempts are in flight, an outcome waits up to this many ms for others to share its
+ * write, or until half of `concurrency` wait: fewer, larger writes, which cost less CPU per
+ * message than one per outcome. Idle or stopping: written at once.
+ */
+const RECORD_WAIT_MS = 5;
+
+/**
+ * The batched writing of outcomes: those that finish in the same turn of the event loop (or
+ * within `RECORD_WAIT_MS` while attempts are in flight) go to the store in one transaction, one
+ * write after another. A delivery whose outcome is being written is `recording`: its request is
+ * over, so its slot is free, but it is not claimed or started again meanwhile.
+ */
+export class Outcomes {
+  /** Deliveries whose attempt ended, with their outcome not written yet. */
+  readonly recording = new Set<number>();
+  /**
+   * Deliveries whose outcome was written while a claim ran (`watch`): the claim may have read
+   * them before the write (a lease that ran out meanwhile), and must not start them again.
+   */
+  private readonly writtenDuringClaim = new Set<number>();
+  private watching = false;
+  private readonly pending: Written[] = [];
+  private flushing: Promise<void> | undefined;
+  private flushQueued = false;
+  /** An outcome's wait for others (RECORD_WAIT_MS). */
+  private recordTimer: TimerHandle | undefined;
+
+  constructor(
+    private readonly store: ForwarderStore,
+    private readonly clock: Clock,
+    private readonly concurrency: number,
+    private readonly hooks: OutcomeHooks,
+  ) {}
+
+  /** Whether `id`'s attempt ended here and its outcome is still being written, or was while the claim being watched ran. */
+  has(id: number): boolean {
+    return this.recording.has(id) || (this.watching && this.writtenDuringClaim.has(id));
+  }
+
+  /** A claim starts (`true`) or its deliveries were started (`false`): see `writtenDuringClaim`. */
+  watch(on: boolean): void {
+    this.watching = on;
+    if (!on) this.writtenDuringClaim.clear();
+  }
+
+  get size(): number {
+    return this.recording.size;
+  }
+
+  /** An attempt ended: its outcome joins the next write. */
+  add(outcome: DeliveryOutcome, report: AttemptReport): void {
+    this.recording.add(outcome.id);
+    this.pending.push({ outcome, report });
+    if (this.flushQueued) return;
+    // More outcomes come soon while attempts are in flight: wait for them, briefly. The slot is
+    // free meanwhile: the loop runs in the next turn to fill it, as when the outcome goes at once.
+    if (this.hooks.inFlight() > 0 && !this.hooks.stopping() && this.pending.length < Math.max(1, this.concurrency >> 1)) {
+      this.recordTimer ??= this.clock.setTimeout(() => {
+        this.recordTimer = undefined;
+        this.queueFlush();
+      }, RECORD_WAIT_MS);
+      this.hooks.kickNextTurn();
+      return;
+    }
+    this.queueFlush();
+  }
+
+  /** Writes what waits in the next turn, without waiting for more. */
+  queueFlush(): void {
+    if (this.recordTimer !== undefined) this.clock.clearTimeout(this.recordTimer);
+    this.recordTimer = undefined;
+    if (this.flushQueued || this.pending.length === 0) return;
+    this.flushQueued = true;
+    // Outcomes that arrive in the same turn share one transaction.
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.after(() => this.flush());
+      this.hooks.kick();
+    });
+  }
+
+  /** Resolves once every write queued so far has ended. */
+  settled(): Promise<void> {
+    return this.flushing ?? Promise.resolve();
+  }
+
+  /**
+   * Gives leased deliveries back to the store as they were (due at their time, unleased, no
+   * attempt counted), for any instance to claim; this loop claims them as it claims any other.
+   */
+  handBack(deliveries: readonly PendingDelivery[]): void {
+    const outcomes = deliveries.map(
+      (d): DeliveryOutcome => ({ id: d.id, lease: d.lease, status: 'retry', attempts: d.attempts, firstAttemptAt: d.firstAttemptAt, nextAttemptAt: d.nextAttemptAt }),
+    );
+    this.after(async () => {
+      try {
+        await this.store.record(outcomes);
+      } catch (error) {
+        // Still leased: due again when the lease ends, never lost.
+        log('could not hand back %d deliveries: %s', outcomes.length, (error as Error).message);
+      }
+      this.hooks.handedBack(deliveries);
+    });
+  }
+
+  /** Writes run one after another: an outcome never overtakes an earlier one of the same delivery. */
+  private after(write: () => Promise<void>): void {
+    const previous = this.flushing ?? Promise.resolve();
+    this.flushing = previous.then(write);
+  }
+
+  /** Never rejects: a failure here must not stop the loop or leave slots taken. */
+  private async flush(): Promise<void> {
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return;
+    let stale: ReadonlySet<number> = new Set();
+    try {
+      // By push, not Array#map: a list whose elements kind changes once this function is
+      // optimized sends the store's reader of it back to the interpreter.
+      const outcomes: DeliveryOutcome[] = [];
+      for (const b of batch) outcomes.push(b.outcome);
+      const recorded = await this.store.record(outcomes);
+      if (recorded.stale.length > 0) log('%d outcomes not written: finished already, or the lease went to another claim', recorded.stale.length);
+      stale = new Set(recorded.stale);
+    } catch (error) {
+      // Left pending in the store: attempted again once the lease ends (at-least-once), never lost.
+      log('could not record %d outcomes: %s', batch.length, (error as Error).message);
+    }
+    for (const { outcome } of batch) {
+      this.recording.delete(outcome.id);
+      if (this.watching) this.writtenDuringClaim.add(outcome.id);
+    }
+    this.hooks.written(batch);
+    for (const { report } of batch) {
+      log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
+      this.hooks.report(stale.has(report.id) ? { ...report, stale: true } : report);
+    }
+    this.hooks.kick();
+  }
+}
+
+export function outcomeOf(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, now: number): DeliveryOutcome {
+  switch (result.status) {
+    case 'delivered':
+      return { id: delivery.id, lease: delivery.lease, status: 'delivered', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now };
+    case 'failed':
+      return { id: delivery.id, lease: delivery.lease, status: 'failed', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, reason: result.reason };
+    case 'retry': {
+      // No outcome means nothing was sent (the destination was closing): not an attempt.
+      const sent = result.outcomes.length > 0;
+      return {
+        id: delivery.id,
+        lease: delivery.lease,
+        status: 'retry',
+        attempts: sent ? state.attempt : delivery.attempts,
+        firstAttemptAt: sent ? state.firstAttemptAt : delivery.firstAttemptAt,
+        nextAttemptAt: result.nextAttemptAt,
+        error: summarize(result),
+      };
+    }
+  }
+}
+
+/** "HTTP 503 from http://host/path, ERR_TIMEOUT from ...": statuses and codes, never bodies. */
+function summarize(result: AttemptResult): string {
+  return result.outcomes.map((o) => `${o.status !== undefined ? `HTTP ${o.status}` : (o.error?.code ?? 'error')} from ${o.url}`).join(', ');
+}
