@@ -5,7 +5,8 @@ import { DESTINATION_DEFAULTS, MAX_WEBHOOKS, resolveWebhook, SIGNING_SCHEMES } f
 import { standardSigningKey } from './delivery/signing';
 import { rateLimitOption } from './delivery/rate-limit';
 import { DEFAULT_DISABLE_AFTER } from './store/endpoint-state';
-import { checkSourceUrls, deliveryPolicy, NetworkPolicy } from './delivery/network-policy';
+import { checkSourceUrls, NetworkPolicy } from './delivery/network-policy';
+import type { NetworkPolicyOptions } from './delivery/network-policy';
 import { refuseControlCharacters } from './delivery/url-text';
 import { checkSourceName } from './source-names';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
@@ -190,7 +191,12 @@ export interface ResolvedConfig {
   readonly port: number;
   readonly adminToken: string | undefined;
   readonly storage: ResolvedStorage;
-  readonly delivery: { -readonly [K in keyof DeliveryConfig]-?: NonNullable<DeliveryConfig[K]> };
+  readonly delivery: { -readonly [K in Exclude<keyof DeliveryConfig, keyof NetworkPolicyOptions>]-?: NonNullable<DeliveryConfig[K]> } & {
+    /** `denyNetworks` and `allowNetworks` as written (absent when not set), for the destinations. */
+    readonly networks: NetworkPolicyOptions;
+    /** The policy they make, built once (a ConfigError naming a bad entry). */
+    readonly networkPolicy: NetworkPolicy;
+  };
   /** Path of the Prometheus endpoint; undefined when off. */
   readonly metricsPath: string | undefined;
   readonly debugger: boolean;
@@ -425,6 +431,10 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
         ]);
   const dd = CONFIG_DEFAULTS.delivery;
   const concurrency = integerOption('delivery.concurrency', r.concurrency ?? dd.concurrency, 1, 1024);
+  const networks: NetworkPolicyOptions = {
+    ...(r.denyNetworks === undefined ? {} : { denyNetworks: r.denyNetworks as readonly string[] }),
+    ...(r.allowNetworks === undefined ? {} : { allowNetworks: r.allowNetworks as readonly string[] }),
+  };
   const delivery: ResolvedConfig['delivery'] = {
     concurrency,
     // 0 until the sources are known: filled in below.
@@ -434,8 +444,8 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     minRetryDelay: durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000),
     maxRetryDelay: durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000),
     disableAfter: durationOption('delivery.disableAfter', r.disableAfter ?? dd.disableAfter, 0, 365 * 24 * 3600_000),
-    // Checked here (ConfigError naming the entry); an empty `allowNetworks` stands for "not set".
-    ...policyLists(r.denyNetworks, r.allowNetworks),
+    networks,
+    networkPolicy: new NetworkPolicy(networks, 'delivery'),
   };
   if (storage.lease < delivery.timeout + 1000) {
     throw new ConfigError(
@@ -459,9 +469,8 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
     delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
   }
   const notify = notifyOption(raw.notify, env);
-  const policy = new NetworkPolicy(deliveryPolicy(delivery), 'delivery');
-  checkSourceUrls(policy, sources);
-  if (notify !== undefined) policy.checkUrl(new URL(notify.url.trim()), 'notify.url');
+  checkSourceUrls(delivery.networkPolicy, sources);
+  if (notify !== undefined) delivery.networkPolicy.checkUrl(new URL(notify.url.trim()), 'notify.url');
   const resolved: ResolvedConfig = { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources, sourceConcurrencyAuto };
   return notify === undefined ? resolved : { ...resolved, notify };
 }
@@ -476,12 +485,6 @@ function hostOption(value: unknown): string {
     throw new ConfigError(`Expected \`host\` to be an IP address (such as "127.0.0.1", "0.0.0.0" or "::") or a host name, got ${describeValue(host)}`, 'host');
   }
   return host;
-}
-
-/** `delivery.denyNetworks` and `delivery.allowNetworks`, checked. */
-function policyLists(deny: unknown, allow: unknown): { denyNetworks: readonly string[]; allowNetworks: readonly string[] } {
-  void new NetworkPolicy({ denyNetworks: deny as string[] | undefined, allowNetworks: allow as string[] | undefined }, 'delivery');
-  return { denyNetworks: (deny as string[] | undefined) ?? [], allowNetworks: (allow as string[] | undefined) ?? [] };
 }
 
 /** `notify`: absent, or `{ "url", "sharedSecret" }` (both may be `{ "env": NAME }`). */

@@ -44,7 +44,7 @@ import type { EndpointHealth } from './observability/health';
 import type { RejectedMessage, ValidMessage } from './routing/ingest';
 import type { EndpointStore, RateBudget, SetupSnapshot, SetupStore } from './store/contract';
 import { MemoryRateBudget } from './store/rate-budget';
-import { checkSourceUrls, deliveryPolicy, NetworkPolicy } from './delivery/network-policy';
+import { checkSourceUrls } from './delivery/network-policy';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -216,7 +216,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
             retryWindow: config.delivery.retryWindow,
             minRetryDelay: config.delivery.minRetryDelay,
             maxRetryDelay: config.delivery.maxRetryDelay,
-            ...deliveryPolicy(config.delivery),
+            ...config.delivery.networks,
           },
           { clock: this.clock, ...this.internals.destination },
         );
@@ -354,7 +354,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
           minRetryDelay: delivery.minRetryDelay,
           maxRetryDelay: delivery.maxRetryDelay,
           concurrency: this.config.sourceConcurrencyAuto === true ? delivery.concurrency : delivery.sourceConcurrency,
-          ...deliveryPolicy(delivery),
+          ...delivery.networks,
         },
         { clock: this.clock, rateBudget: this.rateBudget, rateScope: name, onRateSlots: () => this.scheduler?.wake(), ...this.internals.destination },
       );
@@ -717,7 +717,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
 
   /** Literal addresses of sources being applied, against `delivery.denyNetworks` and `allowNetworks`. */
   private checkUrls(sources: readonly ResolvedSource[]): void {
-    checkSourceUrls(new NetworkPolicy(deliveryPolicy(this.config.delivery), 'delivery'), sources);
+    checkSourceUrls(this.config.delivery.networkPolicy, sources);
   }
 
   /**

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConfigError, NotReplayableError, ValidationError } from 'eventrelay/internal';
-import { isPlainObject, showValue } from 'eventrelay/internal';
+import { showValue } from 'eventrelay/internal';
 import { fail, send, tokenMatches } from '../http/server';
-import { readBody } from '../http/read-body';
+import { withBody } from './body';
 import type { ForwarderMetrics } from '../observability/metrics';
 import type { AudienceSyncRequest } from '../routing/audiences';
 import type { DeletionRequest } from '../routing/deletion';
@@ -132,36 +132,17 @@ function adminRoute(path: string): MethodHandlers<OperationsRoutesOptions> | und
       return { GET: stream };
     case '/admin/overview':
       return { GET: async (o, _req, res) => send(res, 200, await o.overview()) };
+    // Both check their body themselves (a ValidationError naming the field).
     case '/admin/deletions':
-      return { POST: (o, req, res) => withJsonObject(req, res, async (body) => send(res, 202, await o.requestDeletion(body as unknown as DeletionRequest))) };
+      return { POST: (o, req, res) => withBody(req, res, MAX_ADMIN_BODY_BYTES, async (body) => send(res, 202, await o.requestDeletion(body as never))) };
     case '/admin/audiences/sync':
-      return { POST: (o, req, res) => withJsonObject(req, res, async (body) => send(res, 200, await o.syncAudience(body as unknown as AudienceSyncRequest))) };
+      return { POST: (o, req, res) => withBody(req, res, MAX_ADMIN_BODY_BYTES, async (body) => send(res, 200, await o.syncAudience(body as never))) };
   }
   const match = /^\/admin\/deliveries\/([^/]+)(\/replay)?$/.exec(path);
   if (match === null) return undefined;
   const id = match[1]!;
   if (match[2] !== undefined) return { POST: (o, _req, res) => replay(o, res, id) };
   return { GET: (o, _req, res) => getDelivery(o, res, id) };
-}
-
-/** Reads a JSON object body of at most `MAX_ADMIN_BODY_BYTES` and hands it on; answers 413 or 400 itself. */
-async function withJsonObject(req: IncomingMessage, res: ServerResponse, use: (body: Record<string, unknown>) => Promise<void>): Promise<void> {
-  const read = await readBody(req, MAX_ADMIN_BODY_BYTES);
-  if (!read.ok) {
-    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_ADMIN_BODY_BYTES} bytes`);
-    return;
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(read.body.toString('utf8'));
-  } catch {
-    body = undefined;
-  }
-  if (!isPlainObject(body)) {
-    fail(res, 400, 'invalid_json', 'Expected a JSON object body');
-    return;
-  }
-  await use(body);
 }
 
 function query(req: IncomingMessage): URLSearchParams {
@@ -279,21 +260,11 @@ async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: s
 }
 
 async function recover(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const read = await readBody(req, 64 * 1024);
-  if (!read.ok) {
-    fail(res, 413, 'body_too_large', 'The request body is larger than 64 KB', {}, { Connection: 'close' });
-    return;
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(read.body.toString('utf8'));
-  } catch {
-    body = undefined;
-  }
-  if (!isPlainObject(body)) {
-    fail(res, 400, 'invalid_json', 'Expected a JSON object body: { "source", "since", "until"? }');
-    return;
-  }
+  await withBody(req, res, 64 * 1024, (body) => recoverFrom(o, body, res));
+}
+
+/** `POST /admin/recover { source, since, until? }`: failed deliveries of the source in the range, queued again. */
+async function recoverFrom(o: OperationsRoutesOptions, body: Record<string, unknown>, res: ServerResponse): Promise<void> {
   for (const key of Object.keys(body)) {
     if (!['source', 'since', 'until'].includes(key)) throw new ValidationError(`Unknown field \`${key}\`; expected \`source\`, \`since\`, \`until\``, key);
   }

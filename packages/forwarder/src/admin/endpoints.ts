@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isPlainObject, ValidationError } from 'eventrelay/internal';
 import { pathSourceName } from '../source-names';
 import { fail, send } from '../http/server';
-import { readBody } from '../http/read-body';
+import { withBody } from './body';
 import type { EndpointGuard, EndpointUrl } from '../delivery/endpoint-guard';
 import type { SetupRefusal, SetupResult } from '../registry/manager';
 import type { StoredWebhooks } from '../store/contract';
@@ -121,22 +121,6 @@ function answer<T>(res: ServerResponse, status: number, result: SetupResult<T>):
   else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, { 'Cache-Control': 'no-store' });
 }
 
-async function jsonBody(req: IncomingMessage, res: ServerResponse): Promise<{ ok: true; body: unknown } | { ok: false }> {
-  const read = await readBody(req, MAX_BODY_BYTES);
-  if (!read.ok) {
-    fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes`, { limit: MAX_BODY_BYTES }, { Connection: 'close' });
-    return { ok: false };
-  }
-  try {
-    const body: unknown = JSON.parse(read.body.toString('utf8'));
-    if (isPlainObject(body)) return { ok: true, body };
-  } catch {
-    // answered below
-  }
-  fail(res, 400, 'invalid_json', 'Expected a JSON object body');
-  return { ok: false };
-}
-
 /**
  * `GET /admin/sources/{name}/destinations/Webhooks/endpoints` and
  * `POST .../endpoints/enable`; undefined for another path.
@@ -166,9 +150,6 @@ export function endpointRoute(path: string): Partial<Record<'GET' | 'POST', Hand
     };
   }
   return {
-    POST: async (o, req, res) => {
-      const read = await jsonBody(req, res);
-      if (read.ok) answer(res, 200, await admin(o).enable(name(), read.body));
-    },
+    POST: (o, req, res) => withBody(req, res, MAX_BODY_BYTES, async (body) => answer(res, 200, await admin(o).enable(name(), body))),
   };
 }

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { booleanOption, ConfigError, isPlainObject, ValidationError } from 'eventrelay/internal';
+import { booleanOption, ConfigError, ValidationError } from 'eventrelay/internal';
 import { parseSources } from '../config';
 import { pathSourceName } from '../source-names';
 import type { ResolvedSource } from '../config';
 import { fail, send } from '../http/server';
-import { readBody } from '../http/read-body';
+import { withBody } from './body';
 import type { ApplyResult, SetupResult, SourceManager } from '../registry/manager';
 
 /** Largest body of a setup request, in bytes: a destination with 5 URLs and their headers fits many times. */
@@ -94,31 +94,4 @@ async function apply(o: SetupRoutesOptions, req: IncomingMessage, res: ServerRes
 function answer<T>(res: ServerResponse, status: number, result: SetupResult<T>): void {
   if (result.ok) send(res, status, result.value, NO_STORE);
   else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, NO_STORE);
-}
-
-/**
- * Reads a JSON object body of at most `limit` bytes and hands it on; 413 (and the connection
- * closed) past it, 400 for a body that is not a JSON object. `optional`: an empty body is `{}`.
- */
-async function withBody(req: IncomingMessage, res: ServerResponse, limit: number, next: (body: unknown) => Promise<void>, optional = false): Promise<void> {
-  const read = await readBody(req, limit);
-  if (!read.ok) {
-    fail(res, 413, 'body_too_large', `The request body is larger than ${limit} bytes`, { limit }, { Connection: 'close' });
-    return;
-  }
-  if (optional && read.body.length === 0) {
-    await next({});
-    return;
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(read.body.toString('utf8'));
-  } catch {
-    body = undefined;
-  }
-  if (!isPlainObject(body)) {
-    fail(res, 400, 'invalid_json', 'Expected a JSON object body');
-    return;
-  }
-  await next(body);
 }

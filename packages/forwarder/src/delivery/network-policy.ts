@@ -221,9 +221,3 @@ export function checkSourceUrls(policy: NetworkPolicy, sources: readonly SourceU
     source.webhooks?.webhooks.forEach((webhook, j) => policy.checkUrl(new URL(webhook.url.trim()), `sources[${i}].destinations.Webhooks.webhooks[${j}].url`)),
   );
 }
-
-/** The policy of a resolved config's `delivery` section (an empty `allowNetworks` there: not set). */
-export function deliveryPolicy(delivery: { readonly denyNetworks: readonly string[]; readonly allowNetworks: readonly string[] }): NetworkPolicyOptions {
-  const { denyNetworks, allowNetworks } = delivery;
-  return allowNetworks.length === 0 ? { denyNetworks } : { denyNetworks, allowNetworks };
-}

@@ -3,7 +3,7 @@ import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState } from '../delivery/destination';
 import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/contract';
 
-const log = createDebug('analytics:forwarder');
+const log = createDebug('eventrelay:forwarder');
 
 /** One finished attempt, for events and logs (no body). */
 export interface AttemptReport {

@@ -36,7 +36,10 @@ describe('parseConfig', () => {
     expect(config.host).to.equal('127.0.0.1');
     expect(config.storage).to.deep.equal(CONFIG_DEFAULTS.storage);
     // Two delivering sources: each may hold half of the attempts in flight.
-    expect(config.delivery).to.deep.equal({ ...CONFIG_DEFAULTS.delivery, sourceConcurrency: 16, denyNetworks: [], allowNetworks: [] });
+    const { networks, networkPolicy, ...delivery } = config.delivery;
+    expect(delivery).to.deep.equal({ ...CONFIG_DEFAULTS.delivery, sourceConcurrency: 16 });
+    expect(networks).to.deep.equal({});
+    expect(networkPolicy.refusal('169.254.169.254')).to.be.a('string');
     expect(config.sources[0]!.webhooks).to.deep.equal({
       enabled: true,
       sharedSecret: undefined,

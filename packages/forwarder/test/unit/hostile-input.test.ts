@@ -127,7 +127,7 @@ describe('delivery.denyNetworks and delivery.allowNetworks in the config file', 
     expect(refused({ delivery: deny, sources: [source('web', 'http://[::ffff:10.0.0.1]/')] }).message).to.contain('10.0.0.0/8');
     const allow = { allowNetworks: ['192.0.2.0/24'] };
     expect(refused({ delivery: allow, sources: [source('web', 'http://198.51.100.1/')] }).message).to.contain('allowNetworks');
-    expect(parseConfig({ delivery: allow, sources: [source('web', 'http://192.0.2.7/')] }, {}).delivery.allowNetworks).to.deep.equal(['192.0.2.0/24']);
+    expect(parseConfig({ delivery: allow, sources: [source('web', 'http://192.0.2.7/')] }, {}).delivery.networks.allowNetworks).to.deep.equal(['192.0.2.0/24']);
     // A host name is checked on what it resolves to, when connecting.
     expect(parseConfig({ delivery: allow, sources: [source('web', 'https://hooks.example.test/')] }, {}).sources).to.have.length(1);
   });
