@@ -105,7 +105,8 @@ function forwarderArea(file: string): string {
  * The forwarder's layers, bottom to top: what each area may import from inside its src/ (besides
  * itself). The store and its contract at the bottom, then delivery, the config file, routing, the
  * delivery loop, the registry of sources, what operators see, the HTTP server and the admin API;
- * the facade and the entry above them, the CLI on top.
+ * the parts of a running forwarder and their composition (runtime/), the facade and the entry
+ * above them, the CLI on top.
  */
 const FORWARDER_LAYERS: readonly string[] = [
   'version.ts',
@@ -120,6 +121,7 @@ const FORWARDER_LAYERS: readonly string[] = [
   'debugger',
   'http',
   'admin',
+  'runtime',
   'service.ts',
   'index.ts',
   'cli',

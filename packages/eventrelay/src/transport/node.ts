@@ -13,10 +13,10 @@ export { urlTarget } from './target';
 export type { UrlTarget } from './target';
 
 /*
- * Why node:http and not got (the design first named got 14): measured on a 2-core machine with
- * 32 requests in flight to a local receiver, got 14 (retry off, keep-alive agent) made about
- * 4 000-5 800 requests/s where a bare keep-alive http.request loop made 12 000-25 000. The
- * delivery target is 0.8x of that floor, which got cannot reach; the per-request work here is
+ * Why node:http and not got (the design first named got 14): with many requests in flight to a
+ * local receiver, got 14 (retry off, keep-alive agent) made a fraction of the requests a bare
+ * keep-alive http.request loop made (bench/README.md), far from the delivery target set against
+ * that floor; the per-request work here is
  * what any webhook sender needs (one timer, a capped drain) and nothing more. The client sends
  * its batches with it too; got stays available as the optional `GotTransport`.
  */
@@ -186,7 +186,7 @@ function requestOptions(options: Readonly<Https.RequestOptions>, headers: string
 
 /**
  * Headers as a flat [name, value, ...] list: Node still validates each one but skips its
- * per-header bookkeeping (about 2 µs a request, measured). In that form Node adds neither
+ * per-header bookkeeping, a cost per request. In that form Node adds neither
  * Host nor the Basic auth of the URL, so they are added here.
  */
 function rawHeaders(target: Target, headers: Readonly<Record<string, string>>): string[] {

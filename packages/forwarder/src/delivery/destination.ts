@@ -258,7 +258,7 @@ export class WebhookDestination {
     const signature = this.#key === undefined ? undefined : signBody(bytes, this.#key);
     const webhookId = this.#standardKeys.length === 0 ? undefined : id !== undefined && HEADER_SAFE_ID.test(id) ? id : bodyId(bytes);
     const headers = this.#options.webhooks.map((webhook) => {
-      // A copy by loop: object spread of a record costs ~1 µs here, a tenth of the overhead budget.
+      // A copy by loop: an object spread of a record costs more, once per message and URL.
       const set: Record<string, string> = {};
       for (const name in webhook.headers) set[name] = webhook.headers[name] as string;
       set['Content-Length'] = length;

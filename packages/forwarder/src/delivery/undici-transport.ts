@@ -12,10 +12,9 @@ import { NetworkPolicy } from './network-policy';
 
 /*
  * Why undici for webhooks: Node's own HTTP/1.1 client (the engine of `fetch`), driven here through
- * its dispatcher API, with no stream per response. Measured on a 2-core machine with 32 requests
- * in flight to a local receiver, a request cost the sending process about half the CPU it costs
- * through node:http's ClientRequest (bench/delivery.mjs); the forwarder sends one per message and
- * URL. The promises of `NodeTransport` hold: one deadline, a capped drain, certificates verified
+ * its dispatcher API, with no stream per response: a request costs the sending process less CPU
+ * than through node:http's ClientRequest (bench/delivery.mjs and its README give the figures), and
+ * the forwarder sends one per message and URL. The promises of `NodeTransport` hold: one deadline, a capped drain, certificates verified
  * whatever the environment says, self-signed receivers refused.
  */
 

@@ -51,8 +51,8 @@ export interface Taken {
  * statement, no row read back). Each must start within `holdMs` of its receipt, so that an
  * attempt started in time ends within the lease.
  *
- * The instance takes only what it can start soon: at most `limit` deliveries held and in flight
- * together (its slots plus a prefetch of as many). An instance that holds more leaves a backlog
+ * The instance takes only what it can start soon: at most `limit()` deliveries held and in flight
+ * together (what it started in the last second, and never less than its slots plus as many). An instance that holds more leaves a backlog
  * no other instance may touch until the leases run out; what it cannot start soon is stored
  * unleased instead, or given back at once when one commit brought more than the room, for every
  * instance to claim.
@@ -66,8 +66,8 @@ export class HandOver {
 
   constructor(
     private readonly holdMs: number,
-    /** Most deliveries held and in flight at once. */
-    private readonly limit: number,
+    /** Most deliveries held and in flight at once, now. */
+    private readonly limit: () => number,
   ) {}
 
   get enabled(): boolean {
@@ -82,7 +82,7 @@ export class HandOver {
   /** How many more deliveries may be handed over with `inFlight` attempts in flight. */
   room(inFlight: number): number {
     if (this.holdMs <= 0 || this.chars >= HOLD_CHARS) return 0;
-    return this.limit - inFlight - this.count;
+    return this.limit() - inFlight - this.count;
   }
 
   /**

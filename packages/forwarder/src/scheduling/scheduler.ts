@@ -88,6 +88,7 @@ export class Scheduler {
   /** Per source held back by its rate limits: when they allow attempts again. */
   private readonly rateReady = new Map<string, number>();
   private readonly claiming: Claiming;
+  private readonly starts = new StartCounter();
   private readonly handOver: HandOver;
   private readonly outcomes: Outcomes;
   private readonly idleWait: number;
@@ -114,8 +115,10 @@ export class Scheduler {
     this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
     this.targets = asTargets(targets);
     this.claiming = new Claiming(store, { owner: this.owner, ms: this.leaseMs });
-    // Held and in flight: the slots, plus as many again to start as they free.
-    this.handOver = new HandOver(options.holdMs ?? 0, 2 * options.concurrency);
+    // Held and in flight: what this instance starts in about a second, at least its slots plus
+    // as many again. More would be a backlog no other instance may touch until the leases end;
+    // less would send a steady load through the store's claims for nothing.
+    this.handOver = new HandOver(options.holdMs ?? 0, () => Math.max(2 * options.concurrency, this.starts.lastSecond(this.clock.now())));
     this.outcomes = new Outcomes(store, clock, options.concurrency, {
       inFlight: () => this.inFlight.size,
       stopping: () => this.stopped,
@@ -367,6 +370,7 @@ export class Scheduler {
   }
 
   private launch(delivery: PendingDelivery, now: number): void {
+    this.starts.count(now);
     this.inFlight.add(delivery.id);
     this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 0) + 1);
     const target = this.targets.get(delivery.source);
@@ -416,5 +420,31 @@ export class Scheduler {
     } catch (error) {
       this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
     }
+  }
+}
+
+/** Attempts started per whole second of the clock: how many this instance can start soon. */
+class StartCounter {
+  private second = 0;
+  private current = 0;
+  private previous = 0;
+
+  count(now: number): void {
+    this.roll(now);
+    this.current++;
+  }
+
+  /** Attempts started in the last whole second before `now` (0 after a second without any). */
+  lastSecond(now: number): number {
+    this.roll(now);
+    return this.previous;
+  }
+
+  private roll(now: number): void {
+    const second = Math.floor(now / 1000);
+    if (second === this.second) return;
+    this.previous = second === this.second + 1 ? this.current : 0;
+    this.current = 0;
+    this.second = second;
   }
 }

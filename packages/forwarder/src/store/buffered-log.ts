@@ -12,14 +12,11 @@ const FLUSH_DELAY = 50;
  * Longest a pending call's line waits in the buffer for its first attempt, in ms, where a log
  * holds lines (PostgreSQL's). A line written with its attempts is one insert in its state after
  * them; one written before them is an insert, then an update per flush that brings attempts,
- * which costs a PostgreSQL log 1.6 times as much, its server's share most (bench/forwarder-log.mjs).
- * A forwarder whose deliveries lag its acceptance (a burst, a receiver that takes 200 ms) would
- * otherwise write nearly every line twice. Reads never wait for it: a read commits the whole
- * buffer first. The SQLite log does not hold: side by side, holding cost it 3 % of CPU per
- * message with a receiver answering at once and saved nothing with one answering in 200 ms.
- * 5 s rather than 1: under a burst (4,000 messages/s offered for 5 s, bench/forwarder-ab.mjs)
- * deliveries lag acceptance by more than a second, and 0.6 to 0.9 lines per message were still
- * updated; with 5 s none were, at 0.946 times the CPU per message (the database's 0.879 times).
+ * which costs a PostgreSQL log more, its server most (bench/forwarder-log.mjs). A forwarder whose
+ * deliveries lag its acceptance (a burst, a slow receiver) would otherwise write nearly every line
+ * twice. Reads never wait for it: a read commits the whole buffer first. The SQLite log does not
+ * hold: there holding cost CPU and saved nothing. 5 s rather than 1, because under a burst
+ * deliveries lag acceptance by more than a second (bench/README.md has the figures).
  */
 export const HOLD_MS = 5000;
 

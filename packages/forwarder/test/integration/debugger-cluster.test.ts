@@ -54,7 +54,7 @@ describe('the debugger page of one instance shows the others’ work (two forwar
     await page.fill('#token', ADMIN);
     await page.click('#signin-form button[type=submit]');
     await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
-    const relay = (a as unknown as { ops: Operations }).ops.cluster!.relay;
+    const relay = (a as unknown as { parts: { ctx: { ops: Operations } } }).parts.ctx.ops.cluster!.relay;
     await waitFor(() => relay.wanted, 'A to hear that B has a subscriber');
     expect((await send('page-small', { plan: 'pro' })).status).to.equal(200);
     expect((await send('page-large', { blob: 'x'.repeat(9000) })).status).to.equal(200);

@@ -161,21 +161,26 @@ describe('Forwarder (in process)', () => {
   });
 
   it('a failed start is not kept: start() can be tried again, and close() works after a failure', async () => {
-    let fail = true;
-    const forwarder = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k3' }] }, { store: new MemoryStore() });
-    // The store opens lazily; make the first start fail as an unreachable database would.
-    const open = (forwarder as unknown as { openStore: () => Promise<unknown> }).openStore.bind(forwarder);
-    (forwarder as unknown as { openStore: () => Promise<unknown> }).openStore = () => (fail ? Promise.reject(new Error('database down')) : open());
+    // A store whose registry cannot be read, as an unreachable database's, until `fail` is off.
+    class FlakyStore extends MemoryStore {
+      fail = true;
+      constructor() {
+        super();
+        const read = this.setup.read.bind(this.setup);
+        this.setup.read = () => (this.fail ? Promise.reject(new Error('database down')) : read());
+      }
+    }
+    const store = new FlakyStore();
+    const forwarder = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k3' }] }, { store });
     let first: unknown;
     await forwarder.start().catch((error: unknown) => (first = error));
     expect(first).to.be.instanceOf(Error).with.property('message', 'database down');
-    fail = false;
+    store.fail = false;
     await forwarder.start();
     expect(await forwarder.stats()).to.deep.include({ queueDepth: 0 });
     await forwarder.close();
 
-    const never = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k4' }] });
-    (never as unknown as { openStore: () => Promise<unknown> }).openStore = () => Promise.reject(new Error('database down'));
+    const never = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'w', writeKey: 'k4' }] }, { store: new FlakyStore() });
     await never.start().catch(() => {});
     await never.close();
   });

@@ -196,7 +196,7 @@ export class PostgresStore implements ForwarderStore {
    * would read the whole queue for every claim and outcome once a burst or an outage fills it.
    * (A table with no index for a query is still read; this only takes the cheap-looking scan away.)
    * `jit = off` with it: a scan with no other path keeps the huge cost the setting gives it, which
-   * would make the server compile such a statement to machine code (150 ms, measured) each time.
+   * would make the server compile such a statement to machine code, slowly, each time.
    */
   private readonly fast: Pool;
   private readonly audienceTurns = new KeyedTurns();

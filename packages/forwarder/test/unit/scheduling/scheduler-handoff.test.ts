@@ -213,6 +213,32 @@ describe('Scheduler: deliveries handed over at acceptance', () => {
     await clock.tick(10);
     expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"c"}', '{"id":"d"}']);
   });
+
+  it('holds up to what it started in the last second, when that is more than its slots plus as many', async () => {
+    create(2).start();
+    await flushMicrotasks();
+    await clock.tick(1000 - (clock.now() % 1000));
+    // Ten attempts started, and finished, within one second of the clock.
+    await accept(...Array.from({ length: 10 }, (_, i) => `s${i}`));
+    let finished = 0;
+    for (let round = 0; finished < 10 && round < 50; round++) {
+      const calls = target.calls.splice(0);
+      for (const call of calls) call.resolve(delivered(1));
+      finished += calls.length;
+      await flushMicrotasks();
+      await clock.tick(10);
+    }
+    expect(finished).to.equal(10);
+    await clock.tick(1000 - (clock.now() % 1000));
+    // The next second: a request of ten is held whole (two start, eight wait), none given back.
+    await accept('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j');
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}']);
+    await clock.tick(10);
+    expect(await store.claim('web', clock.now(), 20, { owner: 'other', ms: LEASE_MS })).to.deep.equal([]);
+    // Seconds later with nothing started: back to its slots plus as many, which it holds already.
+    await clock.tick(2000);
+    expect(scheduler.handOff('web', clock.now())).to.equal(undefined);
+  });
 });
 
 /** A store whose outcome writes wait until the test lets them go. */

@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { EventRelayError } from 'eventrelay/internal';
+import { WebhookDestination } from '../delivery/destination';
+import { EndpointGuard, GuardedTargets } from '../delivery/endpoint-guard';
+import { endpointNotice, exhaustedNotice, NOTIFY_SOURCE } from '../delivery/notify';
+import type { Notice } from '../delivery/notify';
+import type { SourceTable } from '../registry/table';
+import { Scheduler } from '../scheduling/scheduler';
+import type { AttemptReport } from '../scheduling/scheduler';
+import type { ForwarderStore, NewDelivery, RateBudget } from '../store/contract';
+import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from '../store/endpoint-state';
+import { MemoryRateBudget } from '../store/rate-budget';
+import { log } from './context';
+import type { Context } from './context';
+
+/**
+ * The delivery side of a forwarder: the delivery loop (`Scheduler`), which URLs are disabled
+ * (`EndpointGuard`), the rate budgets, and the operator's notices (`notify.url`, `endpoint` event).
+ */
+export class Deliveries {
+  /**
+   * The send slots of rate-limited URLs: the store's once it is open, this process's before.
+   * Looked up per claim: destinations made before the store opened use it too.
+   */
+  readonly rateBudget: RateBudget;
+  /** Which webhook URLs are disabled (delivery.disableAfter), kept in the store once it opens. */
+  readonly guard: EndpointGuard;
+  /** Sends the notices to `notify.url`, signed; undefined without `notify`. */
+  private readonly notifier: WebhookDestination | undefined;
+  private scheduler: Scheduler | undefined;
+
+  constructor(private readonly ctx: Context) {
+    const { config, clock } = ctx;
+    const localBudget = new MemoryRateBudget(clock);
+    this.rateBudget = { claim: (...args) => (ctx.store?.rateBudget ?? localBudget).claim(...args) };
+    const localEndpoints = new MemoryEndpointStore();
+    this.guard = new EndpointGuard(
+      () => ctx.store?.endpoints ?? localEndpoints,
+      { after: config.delivery.disableAfter, minAttempts: MIN_FAILED_ATTEMPTS },
+      clock,
+      (change) => this.notice(endpointNotice(change)),
+      () => this.wake(),
+    );
+    this.notifier =
+      config.notify === undefined
+        ? undefined
+        : new WebhookDestination(
+          {
+            webhooks: [{ url: config.notify.url }],
+            sharedSecret: config.notify.sharedSecret,
+            timeout: config.delivery.timeout,
+            retryWindow: config.delivery.retryWindow,
+            minRetryDelay: config.delivery.minRetryDelay,
+            maxRetryDelay: config.delivery.maxRetryDelay,
+            ...config.delivery.networks,
+          },
+          { clock, ...ctx.internals.destination },
+        );
+  }
+
+  /** Attempts in flight now. */
+  get active(): number {
+    return this.scheduler?.active ?? 0;
+  }
+
+  get loop(): Scheduler | undefined {
+    return this.scheduler;
+  }
+
+  /** New work in the store: the delivery loop looks at it now. */
+  wake(): void {
+    this.scheduler?.wake();
+  }
+
+  /** Starts the delivery loop on the open store, for the sources `table` serves. */
+  start(store: ForwarderStore, table: SourceTable): void {
+    const { config, clock } = this.ctx;
+    const { concurrency, sourceConcurrency } = config.delivery;
+    this.scheduler = new Scheduler(
+      store,
+      // Disabled URLs are skipped, and a source with none left waits as when switched off.
+      // Notices to `notify.url` are queued as a source of their own.
+      new GuardedTargets(table, (source) => table.record(source)?.webhooks, this.guard, clock, { name: NOTIFY_SOURCE, target: () => this.notifier }),
+      clock,
+      {
+        concurrency,
+        ...(config.sourceConcurrencyAuto === true ? {} : { sourceConcurrency }),
+        owner: this.ctx.instanceId,
+        leaseMs: config.storage.lease,
+        // A handed-over delivery starts its attempt while its lease still outlasts one.
+        holdMs: config.storage.lease - config.delivery.timeout - 1000,
+        onError: (error) => this.ctx.backgroundError(error),
+      },
+      (report) => this.attempted(report),
+    );
+    this.scheduler.start();
+  }
+
+  private attempted(report: AttemptReport): void {
+    // A notice's own attempts are the operator's business: logged only, never noticed again.
+    if (report.source === NOTIFY_SOURCE) {
+      log('notice %s: attempt %d %s', report.messageId, report.result.attempt, report.result.status);
+      return;
+    }
+    this.ctx.ops?.attempt(report);
+    // Nothing sent (waiting for a rate limit's slot, closing): not an attempt.
+    if (report.result.outcomes.length === 0) return;
+    this.ctx.events.emit('attempt', report);
+    if (report.result.status === 'failed') this.notice(exhaustedNotice(report.source, report.messageId, report.result, this.ctx.clock.now()));
+  }
+
+  /** The `endpoint` event and, with `notify`, a signed notice queued like any delivery. */
+  private notice(notice: Notice): void {
+    const { ctx } = this;
+    try {
+      ctx.events.emit('endpoint', notice);
+    } catch (error) {
+      ctx.backgroundError(error instanceof Error ? error : new Error(String(error)));
+    }
+    if (this.notifier === undefined || ctx.closing) return;
+    const delivery: NewDelivery = {
+      source: NOTIFY_SOURCE,
+      destination: 'notify',
+      kind: 'notice',
+      messageId: `notice_${randomBytes(12).toString('hex')}`,
+      body: JSON.stringify(notice),
+      createdAt: ctx.clock.now(),
+    };
+    ctx
+      .withStore(async (store) => {
+        await store.enqueue([delivery]);
+        this.wake();
+      })
+      .catch((error: Error) => ctx.backgroundError(new EventRelayError(`Could not queue a ${notice.type} notice: ${error.message}`, 'ERR_STORE_UNAVAILABLE', { cause: error })));
+  }
+
+  /** Stops the loop (attempts in flight finish, outcomes are written), then the guard and the notifier. */
+  async stop(): Promise<void> {
+    await this.scheduler?.stop();
+    await this.guard.close();
+    await this.notifier?.close();
+  }
+}

@@ -1,0 +1,205 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EventRelayError } from 'eventrelay/internal';
+import type { ForwarderMetrics } from '../observability/metrics';
+import { Operations } from '../observability/operations';
+import type { ForwarderStore } from '../store/contract';
+import { openConfiguredStore } from '../store/open';
+import { log } from './context';
+import type { Context } from './context';
+import type { Deliveries } from './deliveries';
+import type { Sources } from './sources';
+import type { ListenOptions } from './types';
+import type { Work } from './work';
+
+/** How often finished deliveries past the retention are removed, in ms. */
+const PRUNE_INTERVAL = 10 * 60_000;
+/** Longest wait for requests in progress at shutdown, in ms. */
+const DRAIN_TIMEOUT = 10_000;
+
+/**
+ * The order in which a forwarder's parts open, start and close. Open: the store, then the
+ * registry of sources on it, the endpoint states, the following of other instances' changes and
+ * observability. Start: the delivery loop and the prunes. Close: the HTTP server (requests being
+ * stored finish), the delivery loop (attempts in flight finish, outcomes are written), the
+ * destinations, observability, the store.
+ */
+export class Lifecycle {
+  /** The request handler, counting the requests in progress (shutdown lets them finish). */
+  readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  private opening: Promise<ForwarderStore> | undefined;
+  private starting: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private server: Server | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private pendingRequests = 0;
+  private idle: (() => void) | undefined;
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly parts: { readonly sources: Sources; readonly deliveries: Deliveries; readonly work: Work; readonly metrics: ForwarderMetrics | undefined },
+    handle: (req: IncomingMessage, res: ServerResponse) => void,
+  ) {
+    ctx.open = () => this.openStore();
+    this.handler = (req, res) => {
+      this.pendingRequests++;
+      res.once('close', () => {
+        this.pendingRequests--;
+        if (this.pendingRequests === 0) this.idle?.();
+      });
+      handle(req, res);
+    };
+  }
+
+  /** Opens the store once (not cached when it fails), without starting delivery. */
+  private openStore(): Promise<ForwarderStore> {
+    this.opening ??= (async () => {
+      const { ctx } = this;
+      const { sources, deliveries, work, metrics } = this.parts;
+      const storage = ctx.config.storage;
+      const store = ctx.options.store ?? (await openConfiguredStore(storage, { dataDir: ctx.options.dataDir, clock: ctx.clock }));
+      ctx.store = store;
+      try {
+        await sources.attach(store.setup);
+        // Disabled URLs survive restarts (SQLite) and are shared by the instances (PostgreSQL).
+        await deliveries.guard.load(store.shared);
+      } catch (error) {
+        ctx.store = undefined;
+        sources.detach();
+        if (ctx.options.store === undefined) await store.close().catch(() => {});
+        throw error;
+      }
+      sources.watch();
+      const table = sources.table;
+      ctx.ops = new Operations(
+        {
+          enqueue: (list) => work.enqueue(list),
+          queueDepth: async () => {
+            const { queueDepth, oldestPendingAge, inFlight } = await work.stats();
+            return { queueDepth, oldestPendingAge, inFlight };
+          },
+          now: () => ctx.clock.now(),
+          get sources() {
+            return table.webhooksOn;
+          },
+          keepDelivered: storage.keepDelivered,
+        },
+        storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,
+        metrics,
+        store.cluster === null ? undefined : { store: store.cluster, owner: ctx.instanceId },
+      );
+      return store;
+    })().catch((error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
+  }
+
+  /**
+   * Opens the store and starts delivering what it holds. Idempotent; after a failure (the database
+   * unreachable, ...) it may be called again, and `close()` still works.
+   */
+  start(): Promise<void> {
+    if (this.closing !== undefined) return Promise.reject(closedError());
+    this.starting ??= (async () => {
+      const store = await this.openStore();
+      const { sources, deliveries, work } = this.parts;
+      deliveries.start(store, sources.table);
+      this.ctx.ops?.start();
+      work.startedAt = this.ctx.clock.now();
+      this.schedulePrune();
+      log('started: %d sources, store %s', sources.table.names.length, this.ctx.options.store ? 'custom' : this.ctx.config.storage.type);
+    })().catch((error: unknown) => {
+      this.starting = undefined;
+      throw error;
+    });
+    return this.starting;
+  }
+
+  private schedulePrune(): void {
+    const { ctx } = this;
+    this.pruneTimer = setInterval(() => {
+      const before = ctx.clock.now() - ctx.config.storage.retention;
+      ctx.store?.prune(before).then(
+        (removed) => removed > 0 && log('pruned %d finished rows', removed),
+        (error: Error) => log('prune failed: %s', error.message),
+      );
+      ctx.ops?.prune(before).then(
+        (removed) => removed > 0 && log('pruned %d delivery log rows', removed),
+        (error: Error) => log('delivery log prune failed: %s', error.message),
+      );
+    }, PRUNE_INTERVAL);
+    this.pruneTimer.unref();
+  }
+
+  /** Starts the HTTP server. Resolves with the address it listens on. */
+  async listen(options: ListenOptions): Promise<{ url: string; host: string; port: number }> {
+    if (this.closing !== undefined) throw closedError();
+    if (this.server !== undefined) throw new EventRelayError('The forwarder is already listening; call listen() once', 'ERR_ALREADY_LISTENING');
+    const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000 }, this.handler);
+    this.server = server;
+    try {
+      await this.start();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.port ?? this.ctx.config.port, options.host ?? this.ctx.config.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (error) {
+      // Not listening (port in use, ...): listen() may be called again.
+      this.server = undefined;
+      throw error;
+    }
+    const address = server.address() as AddressInfo;
+    const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return { url: `http://${shownHost}:${address.port}`, host: address.address, port: address.port };
+  }
+
+  /**
+   * Graceful shutdown: stops accepting (new requests get 503, idle connections close), lets
+   * requests being stored finish, waits for the webhook attempts in flight and writes their
+   * outcomes, then closes the destinations and the store. Returns the same promise when called again.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const { ctx } = this;
+      const { sources, deliveries } = this.parts;
+      ctx.closing = true;
+      clearInterval(this.pruneTimer);
+      sources.unfollow();
+      // Live streams never end by themselves: end them, so that shutdown does not wait for them.
+      ctx.ops?.live.close();
+      const server = this.server;
+      const serverClosed = server === undefined ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
+      server?.closeIdleConnections();
+      if (this.pendingRequests > 0) {
+        // Requests being read or stored may finish; a stalled upload gets 10 s, then its socket is closed.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          new Promise<void>((resolve) => (this.idle = resolve)),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_TIMEOUT))),
+        ]);
+        clearTimeout(timer);
+      }
+      server?.closeAllConnections();
+      await serverClosed;
+      // A start or open that failed left nothing to stop.
+      await this.starting?.catch(() => {});
+      await this.opening?.catch(() => {});
+      await deliveries.stop();
+      await sources.close();
+      await ctx.ops?.close();
+      await ctx.store?.close();
+      log('closed');
+    })();
+    return this.closing;
+  }
+}
+
+function closedError(): EventRelayError {
+  return new EventRelayError('The forwarder is closed; create a new one', 'ERR_FORWARDER_CLOSED');
+}
