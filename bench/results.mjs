@@ -71,11 +71,15 @@ export function recordResult(benchmark, entry, { merge = false, file = RESULTS_F
   const { script, ...rest } = entry;
   const fresh = measured({ script, date: new Date().toISOString().slice(0, 10), machine: machineNote(), ...rest });
   if (merge) {
-    // Each row is a run of its own here: it keeps its date when a later run records another row.
-    for (const row of Object.values(fresh.rows ?? {})) row.date = fresh.date;
-    fresh.rows = { ...all[key]?.rows, ...fresh.rows };
+    // Each row is a run of its own here: it carries its date, machine, command and setup, and the
+    // entry's (those of its other rows) stay as they were.
+    const { date, machine, command, setup } = fresh;
+    for (const row of Object.values(fresh.rows ?? {})) Object.assign(row, measured({ date, machine, command, setup }));
+    const previous = all[key];
+    all[key] = previous === undefined ? fresh : { ...previous, rows: { ...previous.rows, ...fresh.rows } };
+  } else {
+    all[key] = fresh;
   }
-  all[key] = fresh;
   // Written beside and renamed, so that an interrupted run never leaves half a file.
   const temporary = `${file}.${process.pid}.tmp`;
   writeFileSync(temporary, `${JSON.stringify(all, null, 2)}\n`);
