@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { countingSink, diagnose, kill, requireBuild, startClient, stop, waitFor, type ClientProcess, type CountingSink } from './processes';
+import { diagnose, kill, startClient, stop, useClientProcesses, waitFor } from './processes';
 import { useTempDirs } from '../../../../../test/helpers/temp-dir';
 
 /**
@@ -12,30 +12,13 @@ import { useTempDirs } from '../../../../../test/helpers/temp-dir';
 describe('the spool on a full disk, across SIGKILL (child processes on the built package)', function () {
   this.timeout(90_000);
   const tempDir = useTempDirs('eventrelay-spool-full-');
-  const children: ClientProcess[] = [];
-  let sink: CountingSink;
-
-  before(async () => {
-    requireBuild();
-    sink = await countingSink();
-  });
-
-  after(async () => {
-    await sink.sink.close();
-  });
-
-  afterEach(async () => {
-    for (const { child, exited } of children.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    }
-  });
+  const suite = useClientProcesses();
 
   /** Fills the disk of `dir` with calls of a first process, kills it, and checks what a later process delivers. */
   async function fillKillRecover(dir: string, prefix: string, count: number, env: Record<string, string>): Promise<void> {
-    sink.up = false;
-    const first = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: prefix, KEY: `key-${prefix}`, MODE: 'burst', COUNT: String(count), ...env });
-    children.push(first);
+    suite.sink.up = false;
+    const first = startClient({ URL: suite.sink.sink.url, DIR: dir, PREFIX: prefix, KEY: `key-${prefix}`, MODE: 'burst', COUNT: String(count), ...env });
+    suite.children.push(first);
     await waitFor(() => first.finished, 'every call made', 60_000);
     // The report of the last turn comes after its write and its refusals.
     await waitFor(() => first.accepted.size + first.refused.size === count, `each of the ${count} calls accepted or refused`, 10_000).catch((error: Error) => {
@@ -45,16 +28,16 @@ describe('the spool on a full disk, across SIGKILL (child processes on the built
     expect(first.accepted.size, 'calls accepted before').to.be.above(0);
     expect(first.errors.filter((code) => code === 'ERR_SPOOL_WRITE')).to.have.length(first.refused.size);
     await kill(first);
-    sink.retire(`key-${prefix}`);
+    suite.sink.retire(`key-${prefix}`);
 
-    sink.up = true;
-    const last = startClient({ URL: sink.sink.url, DIR: dir, PREFIX: `${prefix}last`, KEY: `key-${prefix}-last`, MODE: 'idle' });
-    children.push(last);
-    await waitFor(() => [...first.accepted].every((id) => sink.count(id) > 0), 'every accepted call at the sink', 60_000).catch((error: Error) => {
-      throw new Error(`${error.message}: ${diagnose(sink, first.accepted, dir, last)}`);
+    suite.sink.up = true;
+    const last = startClient({ URL: suite.sink.sink.url, DIR: dir, PREFIX: `${prefix}last`, KEY: `key-${prefix}-last`, MODE: 'idle' });
+    suite.children.push(last);
+    await waitFor(() => [...first.accepted].every((id) => suite.sink.count(id) > 0), 'every accepted call at the sink', 60_000).catch((error: Error) => {
+      throw new Error(`${error.message}: ${diagnose(suite.sink, first.accepted, dir, last)}`);
     });
     await stop(last);
-    expect([...first.refused].filter((id) => sink.count(id) > 0), 'refused calls that arrived').to.deep.equal([]);
+    expect([...first.refused].filter((id) => suite.sink.count(id) > 0), 'refused calls that arrived').to.deep.equal([]);
     expect(readdirSync(dir)).to.deep.equal([]);
   }
 
@@ -76,7 +59,7 @@ describe('the spool on a full disk, across SIGKILL (child processes on the built
     try {
       await fillKillRecover(mountPoint, 'tmpfs', 12_000, {});
     } finally {
-      for (const { child, exited } of children.splice(0)) {
+      for (const { child, exited } of suite.children.splice(0)) {
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
         await exited;
       }

@@ -1,3 +1,4 @@
+import { after, afterEach, before } from 'mocha';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -140,4 +141,33 @@ export function diagnose(sink: CountingSink, accepted: Iterable<string>, dir: st
     `files: ${files.join(', ') || 'none'}; the last process: exit ${last.child.exitCode ?? last.child.signalCode ?? 'running'}, ` +
     `recovered ${last.recovered.join('+') || 'nothing'}, errors ${last.errors.join(' ') || 'none'}, stderr ${JSON.stringify(last.output().slice(-500))}`
   );
+}
+
+/**
+ * The hooks of a suite of client processes: a counting sink for the suite (after the build is
+ * checked), and every child still running killed after each test.
+ */
+export function useClientProcesses(): { readonly children: ClientProcess[]; readonly sink: CountingSink } {
+  const children: ClientProcess[] = [];
+  let sink: CountingSink | undefined;
+  before(async () => {
+    requireBuild();
+    sink = await countingSink();
+  });
+  after(async () => {
+    await sink?.sink.close();
+  });
+  afterEach(async () => {
+    for (const { child, exited } of children.splice(0)) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return {
+    children,
+    get sink() {
+      if (sink === undefined) throw new Error('the sink starts in the suite\'s before hook');
+      return sink;
+    },
+  };
 }
