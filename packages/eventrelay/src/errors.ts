@@ -40,6 +40,7 @@ export type ErrorCode =
   | 'ERR_STORE_UNAVAILABLE'
   | 'ERR_STORE_SCHEMA'
   | 'ERR_NOT_REPLAYABLE'
+  | 'ERR_SOURCE_DELETED'
   | 'ERR_NETWORK_POLICY'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED'

@@ -18,4 +18,10 @@ export interface DeliveryTargets {
   /** Sources whose deliveries are claimed; those of any other source wait in the store. */
   readonly sources: readonly string[];
   get(source: string): DeliveryTarget | undefined;
+  /**
+   * Which source is served under the name now (its `SourceRecord.id`): deliveries claimed or
+   * handed over for one are not attempted for another made under the same name meanwhile.
+   * Absent: names are never reused (a test's fixed map).
+   */
+  incarnation?(source: string): string | undefined;
 }

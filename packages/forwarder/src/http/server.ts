@@ -7,6 +7,7 @@ import type { MessageType, RejectedMessage, ValidMessage } from '../routing/inge
 import { decodeBody, readBody } from './read-body';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
+import { SourceDeletedError } from '../store/contract';
 import type { AcceptedMessage, AcceptResult } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
@@ -15,8 +16,11 @@ const log = createDebug('eventrelay:forwarder');
 export interface HttpBackend {
   /** The source a write key belongs to. */
   sourceForKey(writeKey: string): RouteSource | undefined;
-  /** `calls[i]` is the parsed form of `messages[i]` (for the delivery log). */
-  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult>;
+  /**
+   * `calls[i]` is the parsed form of `messages[i]` (for the delivery log); `source`: the source the
+   * write key led to. Rejects with SourceDeletedError when it was deleted meanwhile.
+   */
+  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[], source?: RouteSource): Promise<AcceptResult>;
   /**
    * Called with the messages of a batch that were refused (the others were stored), for counting
    * and the delivery log; `body` is the parsed request body they came in.
@@ -179,7 +183,16 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   const accepted: AcceptedMessage[] = [];
   for (const m of parsed.messages) accepted.push(routeMessage(source, m, receivedAt));
   // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
-  const result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages);
+  let result: { readonly duplicates: number };
+  try {
+    result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages, source);
+  } catch (error) {
+    if (!(error instanceof SourceDeletedError)) throw error;
+    // The key was valid when the request came; its source was deleted before the body was stored.
+    log('401: source %s was deleted while a request of %d messages was read; nothing stored', source.name, accepted.length);
+    fail(res, 401, 'source_deleted', 'The source of this write key was deleted while the request was read; nothing was stored', {}, { 'WWW-Authenticate': 'Basic realm="eventrelay"' });
+    return;
+  }
   log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);
   if (parsed.rejected.length === 0) {
     send(res, 200, { success: true });

@@ -7,7 +7,7 @@ import type { EndpointHealth } from './health';
 import type { ForwarderMetrics } from './metrics';
 import { Timeline } from './timeline';
 import type { AttemptReport } from '../scheduling/scheduler';
-import { DUPLICATE_REASON } from '../store/delivery-log';
+import { DUPLICATE_REASON, sameSource } from '../store/delivery-log';
 import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/contract';
 import { LiveStream } from './stream';
 import { ClusterView } from './cluster';
@@ -27,6 +27,8 @@ export interface OperationsHost {
   now(): number;
   /** Source names, with whether their Webhooks destination is on. */
   readonly sources: ReadonlyMap<string, boolean>;
+  /** The id of the source served under a name now (`SourceRecord.id`); absent: ids are not kept. */
+  sourceId?(name: string): string | undefined;
   /** How long a delivered body is kept, in ms (0: erased when delivered). */
   readonly keepDelivered: number;
 }
@@ -72,6 +74,11 @@ export class Operations {
   /** The other instances' part of the overview and the live stream; undefined on a store of one instance. */
   readonly cluster: ClusterView | undefined;
   private sampler: NodeJS.Timeout | undefined;
+  /**
+   * Sources deleted while this instance ran, by id: calls of theirs it logs afterwards (accepted
+   * before the deletion, logged after this instance applied it) are finished at once.
+   */
+  private readonly gone = new Map<string, { readonly source: string; readonly reason: string }>();
 
   constructor(
     private readonly host: OperationsHost,
@@ -101,8 +108,11 @@ export class Operations {
     }
   }
 
-  /** Calls one ingestion request stored; `calls[i]` is the parsed form of `accepted[i]` when known. */
-  accepted(accepted: readonly AcceptedMessage[], calls: readonly ValidMessage[] | undefined, result: AcceptResult): void {
+  /**
+   * Calls one ingestion request stored; `calls[i]` is the parsed form of `accepted[i]` when known;
+   * `sourceId`: the id of the source they were stored for.
+   */
+  accepted(accepted: readonly AcceptedMessage[], calls: readonly ValidMessage[] | undefined, result: AcceptResult, sourceId?: string): void {
     if (accepted.length === 0) return;
     const source = accepted[0]!.source;
     const at = accepted[0]!.receivedAt;
@@ -121,18 +131,20 @@ export class Operations {
       const type = call?.type;
       const userId = call === undefined ? undefined : userIdOf(call);
       if (repeated[i] === true) {
-        entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON });
+        entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON });
         continue;
       }
       const body = m.deliveries[0]?.body;
       if (body === undefined) {
         const reason = webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on';
-        entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'filtered', reason });
+        entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'filtered', reason });
         continue;
       }
-      entries.push({ source: m.source, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'pending' });
+      entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'pending' });
     }
     this.log?.add(entries);
+    const given = sourceId === undefined || this.gone.size === 0 ? undefined : this.gone.get(sourceId);
+    if (given !== undefined) void this.abandoned(given.source, this.host.now(), given.reason, sourceId);
     if (this.live.active) {
       for (const e of entries) {
         this.live.publish('accepted', source, {
@@ -205,11 +217,12 @@ export class Operations {
   }
 
   /**
-   * A deleted source: its open log lines are finished as failed (its queued deliveries were
-   * given up). A failure is logged; the deletion stands.
+   * A deleted source (`sourceId`: which one of the name): its open log lines are finished as
+   * failed (its queued deliveries were given up). A failure is logged; the deletion stands.
    */
-  async abandoned(source: string, at: number, reason: string): Promise<void> {
-    await this.log?.abandon(source, at, reason).catch((error: Error) => log('could not finish the log lines of deleted source %s: %s', source, error.message));
+  async abandoned(source: string, at: number, reason: string, sourceId?: string): Promise<void> {
+    if (sourceId !== undefined) this.gone.set(sourceId, { source, reason });
+    await this.log?.abandon(source, at, reason, sourceId).catch((error: Error) => log('could not finish the log lines of deleted source %s: %s', source, error.message));
   }
 
   /** One finished attempt from the delivery loop. */
@@ -217,8 +230,6 @@ export class Operations {
     const { result } = report;
     // Nothing was sent (the destination was closing): not an attempt.
     if (result.outcomes.length === 0) return;
-    // An attempt in flight when its source was deleted: the delivery was given up, its line is failed.
-    if (!this.host.sources.has(report.source)) return;
     const at = this.host.now();
     const urls = result.outcomes.map((o) => ({
       url: o.url,
@@ -235,7 +246,8 @@ export class Operations {
           ? { source, messageId, attempt: result.attempt, at, outcome: 'failed', reason: result.reason, urls }
           : { source, messageId, attempt: result.attempt, at, outcome: 'retry', nextAttemptAt: result.nextAttemptAt, urls };
     // An outcome the store refused (the delivery was given up with its deleted source, or finished
-    // through another claim) must not reopen or rewrite a line that is already finished.
+    // through another claim) must not reopen or rewrite a line that is already finished. One it
+    // wrote for a deleted source (delivered by an attempt in flight at the deletion) is logged.
     if (report.stale !== true) this.log?.attempt(record);
     for (const u of urls) {
       this.health.record(report.source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
@@ -327,13 +339,17 @@ export class Operations {
         break;
     }
     if (this.host.sources.get(entry.source) !== true) throw why(`the source ${JSON.stringify(entry.source)} has no Webhooks destination switched on now`);
+    if (!sameSource(entry.sourceId, this.host.sourceId?.(entry.source))) {
+      throw why(`the source that sent it was deleted; the source named ${JSON.stringify(entry.source)} now is another one`);
+    }
   }
 
   /** Queues again every failed delivery of `source` received in [since, until). */
   async recover(source: string, since: number, until: number): Promise<RecoverResult> {
     if (!this.host.sources.has(source)) throw new ValidationError(`Unknown source ${JSON.stringify(source)}`, 'source');
     if (this.host.sources.get(source) !== true) throw new NotReplayableError(`The source ${JSON.stringify(source)} has no Webhooks destination switched on`);
-    const failed = await this.requireLog().failed(source, since, until);
+    // Those of the source served under the name now: not of a deleted one of the same name.
+    const failed = await this.requireLog().failed(source, since, until, this.host.sourceId?.(source));
     if (failed.length === 0) return { source, since, until, queued: 0 };
     const now = this.host.now();
     // Marked first, atomically: a line another recovery or replay took at the same time is left out.

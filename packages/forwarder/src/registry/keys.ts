@@ -10,6 +10,11 @@ export const MAX_GRACE_SECONDS = 30 * 86_400;
 /** Random bytes in a generated write key: 256 bits, so a digest without salt cannot be reversed. */
 export const WRITE_KEY_BYTES = 32;
 
+/** A new source's id (`SourceRecord.id`): 16 random bytes in base64url (22 characters). */
+export function newSourceId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
 /** A new write key: `wk_` and 32 random bytes in base64url (46 characters). */
 export function generateWriteKey(): string {
   return `wk_${randomBytes(WRITE_KEY_BYTES).toString('base64url')}`;

@@ -6,7 +6,7 @@ import { sourceName, webhooksDestination } from '../config';
 import { NETWORK_POLICY_CODE } from '../delivery/network-policy';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import type { AttemptResult, WebhookDestination } from '../delivery/destination';
-import { generateWriteKey, keyRecord, keyValid } from './keys';
+import { generateWriteKey, keyRecord, keyValid, newSourceId } from './keys';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './keys';
 import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
@@ -22,6 +22,12 @@ const TEST_WAIT = 10_000;
 
 /** The `error` of each URL's result when the rate limits allowed no request within TEST_WAIT. */
 export const TEST_RATE_LIMITED = 'rate_limited';
+
+/**
+ * Why the deliveries of a deleted source were given up: in the queue and the delivery log. The
+ * log's lines are finished by every instance as it applies the deletion (see runtime/sources.ts).
+ */
+export const DELETED_REASON = 'The source was deleted before this delivery was made';
 
 /** The event types the test route sends a sample of. */
 export const TEST_EVENT_TYPES = ['track', 'identify', 'page', 'screen', 'group', 'alias', 'delete'] as const;
@@ -117,8 +123,6 @@ export interface SetupHost {
   destination(name: string): WebhookDestination | undefined;
   /** Checks settings the way a destination would (signing keys, headers): throws ConfigError. */
   checkSettings(settings: ResolvedWebhooks): void;
-  /** A source was deleted here, its pending deliveries failed with `reason` (the delivery log follows). */
-  deleted?(name: string, at: number, reason: string): Promise<void>;
   now(): number;
   /** How long a test event waits for the URLs' rate limits, in ms (default TEST_WAIT); for tests. */
   readonly testWait?: number;
@@ -236,7 +240,7 @@ export class SourceManager {
     const writeKey = generateWriteKey();
     const key = keyRecord(name, writeKey, 'api', now);
     const result = await this.write([
-      { op: 'create', source: { name, enabled: false, webhooks: undefined, applied: undefined, createdAt: now, updatedAt: now } },
+      { op: 'create', source: { name, id: newSourceId(), enabled: false, webhooks: undefined, applied: undefined, createdAt: now, updatedAt: now } },
       { op: 'add-key', key },
     ]);
     if (!result.ok) return refusal(result);
@@ -301,11 +305,8 @@ export class SourceManager {
 
   /** `DELETE /admin/sources/{name}`: the source, its keys and audiences go; its pending deliveries fail. */
   async remove(name: string): Promise<SetupResult<DeletedSource>> {
-    const reason = 'The source was deleted before this delivery was made';
-    const at = this.host.now();
-    const result = await this.write([{ op: 'delete', name, at, reason }]);
+    const result = await this.write([{ op: 'delete', name, at: this.host.now(), reason: DELETED_REASON }]);
     if (!result.ok) return refusal(result);
-    await this.host.deleted?.(name, at, reason);
     log('source %s deleted (%d pending deliveries failed)', name, result.failedDeliveries);
     return { ok: true, value: { name, failedDeliveries: result.failedDeliveries } };
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ConfigError, redactUrl } from 'eventrelay/internal';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
-import { keyRecord, keyValid, writeKeyDigest } from './keys';
+import { keyRecord, keyValid, newSourceId, writeKeyDigest } from './keys';
 import type { SetupOp, SetupSnapshot, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../store/contract';
 
 /**
@@ -127,7 +127,7 @@ export function planReconcile(file: readonly ResolvedSource[], snapshot: SetupSn
     const record = stored.get(source.name);
     const last4 = source.writeKey.slice(-4);
     if (record === undefined) {
-      ops.push({ op: 'create', source: { name: source.name, enabled, webhooks, applied: digest, createdAt: now, updatedAt: now } });
+      ops.push({ op: 'create', source: { name: source.name, id: newSourceId(), enabled, webhooks, applied: digest, createdAt: now, updatedAt: now } });
       ops.push({ op: 'add-key', key: keyRecord(source.name, source.writeKey, 'config', now) });
       lines.push({ source: source.name, action: 'create', changes: [...describeChange(undefined, enabled, webhooks), `write key …${last4} from the file`] });
       return;

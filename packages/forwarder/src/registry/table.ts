@@ -14,6 +14,9 @@ interface Entry {
   readonly fingerprint: string | undefined;
 }
 
+/** The `SourceRecord.id` of the config file's sources before the store opens: not stored yet. */
+export const UNSTORED = '';
+
 /** Makes the destination of a source's settings; throws ConfigError for settings it cannot use. */
 export type DestinationFactory = (name: string, settings: ResolvedWebhooks) => WebhookDestination;
 
@@ -76,7 +79,8 @@ export class SourceTable implements DeliveryTargets {
         }
       }
       const webhooksOn = record.enabled && destination !== undefined;
-      next.set(record.name, { record, destination, fingerprint, route: { name: record.name, webhooksOn } });
+      const route = record.id === UNSTORED ? { name: record.name, webhooksOn } : { name: record.name, id: record.id, webhooksOn };
+      next.set(record.name, { record, destination, fingerprint, route });
     }
     for (const [name, old] of this.entries) if (!next.has(name) && old.destination !== undefined) retired.push(old.destination);
     this.entries = next;
@@ -125,6 +129,11 @@ export class SourceTable implements DeliveryTargets {
   /** Sources whose Webhooks destination is on: the scheduler claims for these only. */
   get sources(): readonly string[] {
     return this.delivering;
+  }
+
+  /** The id of the source served under `source` now (see `SourceRecord.id`); undefined for none. */
+  incarnation(source: string): string | undefined {
+    return this.entries.get(source)?.record.id;
   }
 
   get(source: string): DeliveryTarget | undefined {

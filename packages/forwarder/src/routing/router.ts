@@ -8,6 +8,11 @@ export const WEBHOOKS = 'Webhooks';
 /** What routing needs to know about a source. */
 export interface RouteSource {
   readonly name: string;
+  /**
+   * The source's `SourceRecord.id`, which the store checks its calls against; absent while the
+   * source is not in the store yet (the config file's, before the store opens).
+   */
+  readonly id?: string;
   /** True when the source has a Webhooks destination switched on. */
   readonly webhooksOn: boolean;
 }

@@ -70,7 +70,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
   });
   const handle = createRequestHandler({
     sourceForKey: (key) => table.sourceForKey(key, ctx.clock.now()),
-    accept: (messages, calls) => work.accept(messages, calls),
+    accept: (messages, calls, source) => work.accept(messages, calls, source),
     onRejected: (source, rejected, receivedAt, body) => work.refused(source, rejected, receivedAt, body),
     operations: admin,
     stats: () => work.stats(),

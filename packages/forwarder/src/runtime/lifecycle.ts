@@ -83,6 +83,7 @@ export class Lifecycle {
           get sources() {
             return table.webhooksOn;
           },
+          sourceId: (name) => table.incarnation(name),
           keepDelivered: storage.keepDelivered,
         },
         storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,

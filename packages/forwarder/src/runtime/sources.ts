@@ -5,10 +5,10 @@ import type { ResolvedConfig, ResolvedSource, ResolvedWebhooks } from '../config
 import { WebhookDestination } from '../delivery/destination';
 import { checkSourceUrls } from '../delivery/network-policy';
 import { keyRecord } from '../registry/keys';
-import { SourceManager } from '../registry/manager';
+import { DELETED_REASON, SourceManager } from '../registry/manager';
 import type { ApplyResult, SetupResult } from '../registry/manager';
 import { entryDigest, storedWebhooks } from '../registry/reconcile';
-import { SourceTable } from '../registry/table';
+import { SourceTable, UNSTORED } from '../registry/table';
 import type { SetupSnapshot, SetupStore } from '../store/contract';
 import { log } from './context';
 import type { Context } from './context';
@@ -89,7 +89,6 @@ export class Sources {
       destination: (name) => this.table.destination(name),
       checkSettings: (settings) => void this.makeDestination('', settings).close(),
       now: () => clock.now(),
-      deleted: async (name, at, reason) => ctx.ops?.abandoned(name, at, reason),
       testWait: internals.testWait,
     });
   }
@@ -162,7 +161,7 @@ export class Sources {
           this.reloadAgain = false;
           const setup = this.setup;
           if (setup === undefined) return;
-          this.applySnapshot(await setup.read());
+          await this.applySnapshot(await setup.read());
         } while (this.reloadAgain);
       } finally {
         this.reloading = undefined;
@@ -171,9 +170,24 @@ export class Sources {
     return this.reloading;
   }
 
-  private applySnapshot(snapshot: SetupSnapshot): void {
+  /**
+   * Serves the sources of `snapshot`. A source it no longer has under a name (deleted, perhaps
+   * made again: another id) is finished here, on every instance as it learns of the deletion:
+   * what the delivery loop holds for it goes back to the store (which gave it up), and its open
+   * lines in the delivery log are finished as failed once this instance's buffered lines are
+   * written (the log reads the same in every instance's view once each has applied it).
+   */
+  private async applySnapshot(snapshot: SetupSnapshot): Promise<void> {
     const before = this.table.sources.join('\u0000');
+    const ids = new Map<string, string>();
+    for (const name of this.table.names) {
+      const id = this.table.incarnation(name);
+      if (id !== undefined && id !== UNSTORED) ids.set(name, id);
+    }
     const retired = this.table.apply(snapshot);
+    const gone: { name: string; id: string }[] = [];
+    for (const [name, id] of ids) if (this.table.incarnation(name) !== id) gone.push({ name, id });
+    for (const { name } of gone) this.deliveries.loop?.forget(name);
     for (const destination of retired) {
       // Attempts in flight on it finish first (close waits for them).
       const closing = destination.close().finally(() => this.retiring.delete(closing));
@@ -181,6 +195,11 @@ export class Sources {
     }
     // A source switched on (or a new destination): its waiting deliveries go now.
     if (this.table.sources.join('\u0000') !== before || retired.length > 0) this.deliveries.wake();
+    const at = this.ctx.clock.now();
+    for (const { name, id } of gone) {
+      log('source %s was deleted; its queued deliveries are given up', name);
+      await this.ctx.ops?.abandoned(name, at, DELETED_REASON, id);
+    }
   }
 
   /** Follows changes other instances make: LISTEN where the store has it, and polling the revision. */
@@ -227,6 +246,7 @@ function configSnapshot(config: ResolvedConfig, now: number): SetupSnapshot {
     revision: -1,
     sources: config.sources.map((s) => ({
       name: s.name,
+      id: UNSTORED,
       enabled: s.webhooks?.enabled ?? false,
       webhooks: s.webhooks === undefined ? undefined : storedWebhooks(s.webhooks),
       applied: entryDigest(s),

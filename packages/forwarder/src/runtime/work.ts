@@ -3,6 +3,7 @@ import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audienc
 import { planDeletion } from '../routing/deletion';
 import type { DeletionRequest } from '../routing/deletion';
 import type { RejectedMessage, ValidMessage } from '../routing/ingest';
+import type { RouteSource } from '../routing/router';
 import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/contract';
 import { log } from './context';
 import type { Context } from './context';
@@ -28,17 +29,21 @@ export class Work {
   ) {}
 
   /**
-   * Stores the accepted calls of one request (one source). Leased to this instance as they are
-   * stored when its delivery loop takes them: attempted then without a claim.
+   * Stores the accepted calls of one request (one source, `route`: the one its write key led to).
+   * Leased to this instance as they are stored when its delivery loop takes them: attempted then
+   * without a claim. Rejects with SourceDeletedError, storing nothing, when that source was
+   * deleted meanwhile.
    */
-  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[]): Promise<AcceptResult> {
+  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[], route?: RouteSource): Promise<AcceptResult> {
     return this.ctx.withStore(async (store) => {
       const loop = this.deliveries.loop;
       const first = messages[0];
+      // A source of the config file checked before the store opened: the one stored under its name now.
+      const sourceId = route === undefined ? undefined : (route.id ?? this.sources.table.incarnation(route.name));
       const lease = first === undefined ? undefined : loop?.handOff(first.source, first.receivedAt);
-      const result = await store.accept(messages, lease);
-      this.ctx.ops?.accepted(messages, calls, result);
-      if (lease !== undefined && result.leased !== undefined) loop?.adopt(result.leased, lease);
+      const result = await store.accept(messages, lease, sourceId);
+      this.ctx.ops?.accepted(messages, calls, result, sourceId);
+      if (lease !== undefined && result.leased !== undefined) loop?.adopt(result.leased, lease, sourceId);
       else if (result.stored > 0) loop?.stored(first!.source);
       return result;
     });

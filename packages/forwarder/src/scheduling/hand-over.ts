@@ -126,6 +126,19 @@ export class HandOver {
     return { start, late };
   }
 
+  /** The held deliveries of `source`, no longer held (the source was deleted). */
+  drop(source: string): PendingDelivery[] {
+    const queue = this.held.get(source);
+    if (queue === undefined) return [];
+    this.held.delete(source);
+    const dropped = queue.drain().map((h) => h.delivery);
+    for (const d of dropped) {
+      this.count--;
+      this.chars -= d.body.length;
+    }
+    return dropped;
+  }
+
   /** Every held delivery, no longer held (the loop stops). */
   drain(): PendingDelivery[] {
     const all = [...this.held.values()].flatMap((queue) => queue.drain().map((h) => h.delivery));

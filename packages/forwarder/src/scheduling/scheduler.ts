@@ -172,11 +172,13 @@ export class Scheduler {
   /**
    * Deliveries a commit leased with `handOff`'s `lease`: attempted from here, in order, without
    * a claim. Those past the room (a commit of many) go back to the store at once, for any
-   * instance to claim.
+   * instance to claim. `incarnation`: the id of the source the commit stored them for; when
+   * another is served under the name by now (deleted and made again), they go back too.
    */
-  adopt(deliveries: readonly PendingDelivery[], lease: AcceptLease): void {
+  adopt(deliveries: readonly PendingDelivery[], lease: AcceptLease, incarnation?: string): void {
     if (deliveries.length === 0) return;
-    const rest = this.stopped ? deliveries : this.handOver.adopt(deliveries, lease, this.inFlight.size);
+    const replaced = incarnation !== undefined && this.targets.incarnation?.(deliveries[0]!.source) !== incarnation;
+    const rest = this.stopped || replaced ? deliveries : this.handOver.adopt(deliveries, lease, this.inFlight.size);
     if (rest.length > 0) this.outcomes.handBack(rest);
     this.kick();
   }
@@ -185,6 +187,16 @@ export class Scheduler {
   stored(source: string): void {
     this.claiming.notCaughtUp(source);
     this.kick();
+  }
+
+  /**
+   * The source served under `source` was deleted (and perhaps made again): what is held for it
+   * goes back to the store, where the deletion gave it up. A claim running now is checked when it
+   * returns (see `pump`); attempts in flight finish, and the store records a delivered one.
+   */
+  forget(source: string): void {
+    const held = this.handOver.drop(source);
+    if (held.length > 0) this.outcomes.handBack(held);
   }
 
   /** New work in the store: look at it now. */
@@ -292,8 +304,11 @@ export class Scheduler {
           this.outcomes.watch(true);
           let claimed;
           try {
+            const incarnation = this.targets.incarnation?.(source);
             claimed = await this.claiming.claim(source, now, share);
-            this.launchDue(claimed.due, now);
+            // Claimed for a source deleted meanwhile (and perhaps made again): not for its successor.
+            if (this.targets.incarnation?.(source) === incarnation) this.launchDue(claimed.due, now);
+            else if (claimed.due.length > 0) this.outcomes.handBack(claimed.due);
           } finally {
             this.outcomes.watch(false);
           }

@@ -1,3 +1,5 @@
+import { EventRelayError } from 'eventrelay/internal';
+
 /**
  * The storage contract: everything the forwarder keeps, in one place. A store is one object with
  * every capability below as a member: the queue (accept, claim, record, ...), the registry of
@@ -70,6 +72,17 @@ export interface AcceptResult {
    * code is not thrown away when hand-over turns on or off (the store contract checks the keys).
    */
   readonly leased?: readonly PendingDelivery[];
+}
+
+/**
+ * `accept` stored nothing: the source its `sourceId` names was deleted (perhaps made again under
+ * the name) after the request's write key was checked. The ingestion API answers 401: the key
+ * is no longer valid, and sending again cannot help.
+ */
+export class SourceDeletedError extends EventRelayError {
+  constructor(readonly source: string) {
+    super(`The source ${JSON.stringify(source)} was deleted while the request was read; nothing was stored`, 'ERR_SOURCE_DELETED');
+  }
 }
 
 /**
@@ -200,8 +213,15 @@ export interface ForwarderStore {
    * are durable, so the ingestion API may answer 2xx. With `lease`, the deliveries it stores are
    * leased to `lease.owner` by that same commit and returned in `leased` (a store may ignore it
    * and lease nothing: the deliveries are then claimed as usual).
+   *
+   * With `sourceId` (the `SourceRecord.id` the request's write key led to; every message of one
+   * request has the same source), the commit first checks that the source still exists with that
+   * id, and stores nothing, rejecting with `SourceDeletedError`, when it does not. The check and
+   * the source's deletion exclude each other (on PostgreSQL a row lock on the source): a call is
+   * either stored before the deletion, which then fails it, or refused. Never stranded, and never
+   * taken by a source made again under the name.
    */
-  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult>;
+  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease, sourceId?: string): Promise<AcceptResult>;
   /** Stores deliveries that come from no ingested message (deletion notices), in one transaction. */
   enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
   /**
@@ -218,7 +238,12 @@ export interface ForwarderStore {
    * second while attempts are in flight and every `idleWait` (5 s) when idle, and that claim finds it.
    */
   nextDueAfter(source: string, now: number): Promise<number | undefined>;
-  /** Writes attempt outcomes in one transaction, each only if its lease still holds (see RecordResult). */
+  /**
+   * Writes attempt outcomes in one transaction, each only if its lease still holds (see
+   * RecordResult). A `delivered` outcome is also written for a delivery its source's deletion gave
+   * up while that same lease was out (an attempt in flight at the deletion): it counts as
+   * delivered, no longer as failed.
+   */
   record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult>;
   /**
    * Replaces the membership of an audience and stores the deliveries `plan` builds from the
@@ -251,6 +276,8 @@ export type DeliveryState = 'pending' | 'retrying' | 'delivered' | 'failed' | 'f
 /** A call to log: accepted (with or without a delivery) or refused. */
 export interface LogCall {
   readonly source: string;
+  /** The source's `SourceRecord.id` when known: `abandon` finishes the lines of one source, not of a later one of the same name. */
+  readonly sourceId?: string;
   readonly kind: DeliveryKind;
   readonly messageId: string;
   /** Call type (`track`, ...), `delete` for deletion notices; undefined when a refused call had none. */
@@ -303,6 +330,8 @@ export interface AttemptRecord {
 export interface LoggedMessage {
   readonly id: number;
   readonly source: string;
+  /** The `SourceRecord.id` of the source that sent it; null when unknown (a line written before ids). */
+  readonly sourceId: string | null;
   readonly kind: DeliveryKind;
   readonly messageId: string;
   readonly type: string | null;
@@ -367,14 +396,20 @@ export interface DeliveryLog {
   unreplay(lines: readonly ReplayedLine[]): Promise<void>;
   /**
    * Finishes every open line (pending or retrying) of `source` as failed at `at` with `reason`:
-   * the source was deleted and its queued deliveries given up. Sees every write made before it.
+   * the source was deleted and its queued deliveries given up. With `sourceId`, only the lines of
+   * that source (and those without an id), never those of a source made again under the name.
+   * Sees every write made before it. Attempts that come later change such a line only when they
+   * delivered (an attempt that was in flight at the deletion).
    */
-  abandon(source: string, at: number, reason: string): Promise<void>;
+  abandon(source: string, at: number, reason: string, sourceId?: string): Promise<void>;
   /** Newest first. */
   list(query: MessageQuery): Promise<LoggedMessage[]>;
   get(id: number): Promise<DeliveryDetail | undefined>;
-  /** Failed deliveries of a source received in [since, until), oldest first, with a body to send again. */
-  failed(source: string, since: number, until: number): Promise<DeliveryDetail[]>;
+  /**
+   * Failed deliveries of a source received in [since, until), oldest first, with a body to send
+   * again; with `sourceId`, only those of that source (and lines without an id).
+   */
+  failed(source: string, since: number, until: number, sourceId?: string): Promise<DeliveryDetail[]>;
   /**
    * Removes what finished before `before` and erases delivered bodies older than the keep time.
    * Returns rows removed.
@@ -430,6 +465,12 @@ export interface StoredWebhooks {
 /** A source as the store keeps it. */
 export interface SourceRecord {
   readonly name: string;
+  /**
+   * The source's own id, random, made with it: a source made again under a deleted one's name has
+   * another. Accepted calls are checked against it (`accept`'s `sourceId`), and the delivery log
+   * tells the lines of the two apart by it.
+   */
+  readonly id: string;
   /** Whether its Webhooks destination is switched on; false when it has none. */
   readonly enabled: boolean;
   /** Undefined when the source has no Webhooks destination. Holds secrets: never shown. */
@@ -483,7 +524,9 @@ export type SetupOp =
   }
   /**
    * Removes the source and its keys and audiences; its pending deliveries are failed with
-   * `reason` (their bodies kept for `storage.retention`, as other failures). Fails with `missing`.
+   * `reason` (their bodies kept for `storage.retention`, as other failures), those in flight
+   * included: an attempt that then succeeds is recorded delivered (see `record`). Waits for
+   * accepts that checked the source to commit (see `accept`). Fails with `missing`.
    */
   | { readonly op: 'delete'; readonly name: string; readonly at: number; readonly reason: string }
   /**

@@ -25,6 +25,7 @@ export const MEMORY_LOG_LIMIT = 100_000;
 interface Entry {
   id: number;
   source: string;
+  sourceId: string | null;
   kind: DeliveryKind;
   messageId: string;
   type: string | null;
@@ -38,6 +39,8 @@ interface Entry {
   reason: string | null;
   body: string | undefined;
   attemptLog: LoggedAttempt[];
+  /** Failed by its source's deletion: only a delivered attempt (one in flight then) changes it. */
+  abandoned: boolean;
 }
 
 function keyOf(source: string, messageId: string): string {
@@ -113,6 +116,7 @@ export class MemoryDeliveryLog implements DeliveryLog {
     const entry: Entry = {
       id: this.nextId++,
       source: call.source,
+      sourceId: call.sourceId ?? null,
       kind: call.kind,
       messageId: call.messageId,
       type: call.type ?? null,
@@ -126,6 +130,7 @@ export class MemoryDeliveryLog implements DeliveryLog {
       reason: call.reason ?? null,
       body: pending ? call.body : undefined,
       attemptLog: [],
+      abandoned: false,
     };
     this.entries.push(entry);
     return entry;
@@ -145,7 +150,8 @@ export class MemoryDeliveryLog implements DeliveryLog {
 
   attempt(record: AttemptRecord): void {
     const entry = this.live.get(keyOf(record.source, record.messageId));
-    if (entry === undefined) return;
+    if (entry === undefined || (entry.abandoned && record.outcome !== 'delivered')) return;
+    entry.abandoned = false;
     for (const u of record.urls) {
       const nextAttemptAt = record.nextAttemptAt ?? null;
       entry.attemptLog.push({ series: entry.series, attempt: record.attempt, at: record.at, ...u, outcome: record.outcome, nextAttemptAt });
@@ -161,6 +167,7 @@ export class MemoryDeliveryLog implements DeliveryLog {
       if (entry === undefined || !REPLAYABLE_STATES.has(entry.state) || entry.body === undefined) continue;
       const before = { state: entry.state, updatedAt: entry.updatedAt, finishedAt: entry.finishedAt, reason: entry.reason };
       entry.series++;
+      entry.abandoned = false;
       entry.state = 'pending';
       entry.finishedAt = null;
       entry.updatedAt = at;
@@ -180,11 +187,11 @@ export class MemoryDeliveryLog implements DeliveryLog {
     }
   }
 
-  async abandon(source: string, at: number, reason: string): Promise<void> {
+  async abandon(source: string, at: number, reason: string, sourceId?: string): Promise<void> {
     for (const entry of this.entries) {
-      if (entry.source !== source || (entry.state !== 'pending' && entry.state !== 'retrying')) continue;
-      Object.assign(entry, { state: 'failed', finishedAt: at, updatedAt: at, reason });
-      this.forget(entry);
+      if (entry.source !== source || (entry.state !== 'pending' && entry.state !== 'retrying') || !sameSource(entry.sourceId, sourceId)) continue;
+      // Still reachable by its key: an attempt in flight at the deletion may yet deliver it.
+      Object.assign(entry, { state: 'failed', finishedAt: at, updatedAt: at, reason, abandoned: true });
     }
   }
 
@@ -217,9 +224,9 @@ export class MemoryDeliveryLog implements DeliveryLog {
     return entry === undefined ? undefined : detail(entry);
   }
 
-  async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
+  async failed(source: string, since: number, until: number, sourceId?: string): Promise<DeliveryDetail[]> {
     return this.entries
-      .filter((e) => e.source === source && e.state === 'failed' && e.body !== undefined && e.receivedAt >= since && e.receivedAt < until)
+      .filter((e) => e.source === source && sameSource(e.sourceId, sourceId) && e.state === 'failed' && e.body !== undefined && e.receivedAt >= since && e.receivedAt < until)
       .map(detail);
   }
 
@@ -243,10 +250,16 @@ export class MemoryDeliveryLog implements DeliveryLog {
   async close(): Promise<void> {}
 }
 
+/** Whether a line of source id `line` (null: written before ids) belongs to the source `wanted` (undefined: any). */
+export function sameSource(line: string | null, wanted: string | undefined): boolean {
+  return wanted === undefined || line === null || line === wanted;
+}
+
 function summary(entry: Entry): LoggedMessage {
   return {
     id: entry.id,
     source: entry.source,
+    sourceId: entry.sourceId,
     kind: entry.kind,
     messageId: entry.messageId,
     type: entry.type,

@@ -7,6 +7,8 @@ import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, Logge
 export interface LogRow {
   id: number;
   source: string;
+  /** Null in lines of earlier releases. */
+  source_id: string | null;
   kind: DeliveryKind;
   message_id: string;
   type: string | null;
@@ -29,6 +31,7 @@ export function toLoggedMessage(row: LogRow): LoggedMessage {
   return {
     id: row.id,
     source: row.source,
+    sourceId: row.source_id,
     kind: row.kind,
     messageId: row.message_id,
     type: row.type,
@@ -182,6 +185,7 @@ export function toDeliveryDetail(row: LogRow, attempts: readonly AttemptRow[]): 
 /** A `sources` row (SQLite gives `enabled` as 0/1, PostgreSQL as a boolean). */
 export interface SourceRow {
   name: string;
+  id: string;
   enabled: number | boolean;
   webhooks: string | null;
   applied: string | null;
@@ -192,6 +196,7 @@ export interface SourceRow {
 export function toSourceRecord(row: SourceRow): SourceRecord {
   return {
     name: row.name,
+    id: row.id,
     enabled: row.enabled === true || row.enabled === 1,
     webhooks: row.webhooks === null ? undefined : (JSON.parse(row.webhooks) as StoredWebhooks),
     applied: row.applied ?? undefined,

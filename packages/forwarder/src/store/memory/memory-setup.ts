@@ -11,7 +11,7 @@ export class MemorySetup implements SetupStore {
   /** By id. */
   private keys = new Map<string, WriteKeyRecord>();
 
-  /** `failSource` fails the pending deliveries of a deleted source and returns how many. */
+  /** `failSource` fails the pending deliveries of a deleted source (those in flight included) and returns how many. */
   constructor(private readonly failSource: (source: string, at: number, reason: string) => number = () => 0) {}
 
   async read(): Promise<SetupSnapshot> {
@@ -20,6 +20,11 @@ export class MemorySetup implements SetupStore {
 
   async revision(): Promise<number> {
     return this.rev;
+  }
+
+  /** Whether the source `name` exists with `id` now. */
+  holds(name: string, id: string): boolean {
+    return this.sources.get(name)?.id === id;
   }
 
   async write(ops: readonly SetupOp[]): Promise<SetupWriteResult> {

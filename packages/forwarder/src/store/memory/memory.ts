@@ -5,6 +5,7 @@ import { MemoryDeliveryLog } from '../delivery-log';
 import { MemoryEndpointStore } from '../endpoint-state';
 import { MemoryRateBudget } from '../rate-budget';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
+import { SourceDeletedError } from '../contract';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
 
@@ -37,8 +38,13 @@ export class MemoryStore implements ForwarderStore {
   /** Syncs of one audience run one after the other. */
   private readonly audienceTurns = new KeyedTurns();
   private readonly totals = { accepted: 0, duplicates: 0, delivered: 0, failed: 0 };
+  /**
+   * Deliveries given up by their source's deletion, with the lease out then and when: an attempt
+   * in flight at the deletion may still record them delivered (see `record`). Pruned with the rest.
+   */
+  private readonly abandoned = new Map<number, { readonly lease: number; readonly at: number }>();
   /** The sources and their settings (runtime setup), in memory too. */
-  readonly setup = new MemorySetup((source) => this.failSource(source));
+  readonly setup = new MemorySetup((source, at) => this.failSource(source, at));
   readonly endpoints = new MemoryEndpointStore();
   readonly rateBudget: MemoryRateBudget;
   readonly shared = false;
@@ -57,12 +63,13 @@ export class MemoryStore implements ForwarderStore {
    * A deleted source: its audiences go, its pending deliveries are given up (gone at once:
    * nothing is kept here); returns how many.
    */
-  private failSource(source: string): number {
+  private failSource(source: string, at: number): number {
     for (const key of this.audiences.keys()) if (key.startsWith(`${source}\u0000`)) this.audiences.delete(key);
     let failed = 0;
     for (const [id, delivery] of this.pending) {
       if (delivery.source !== source) continue;
       this.pending.delete(id);
+      this.abandoned.set(id, { lease: delivery.lease, at });
       if (delivery.attempts > 0) this.retrying--;
       failed++;
     }
@@ -71,7 +78,9 @@ export class MemoryStore implements ForwarderStore {
     return failed;
   }
 
-  async accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult> {
+  async accept(messages: readonly AcceptedMessage[], lease?: AcceptLease, sourceId?: string): Promise<AcceptResult> {
+    const first = messages[0];
+    if (sourceId !== undefined && first !== undefined && !this.setup.holds(first.source, sourceId)) throw new SourceDeletedError(first.source);
     let stored = 0;
     const leased: PendingDelivery[] = [];
     const repeated = messages.map((message) => {
@@ -167,6 +176,14 @@ export class MemoryStore implements ForwarderStore {
     let recorded = 0;
     for (const outcome of outcomes) {
       const current = this.pending.get(outcome.id);
+      if (current === undefined && outcome.status === 'delivered' && this.abandoned.get(outcome.id)?.lease === outcome.lease) {
+        // In flight when its source was deleted, and delivered: counted so, no longer as failed.
+        this.abandoned.delete(outcome.id);
+        this.totals.failed--;
+        this.totals.delivered++;
+        recorded++;
+        continue;
+      }
       if (current === undefined || (current.lease !== outcome.lease && outcome.status !== 'delivered')) {
         stale.push(outcome.id);
         continue;
@@ -225,6 +242,7 @@ export class MemoryStore implements ForwarderStore {
 
   async prune(before: number): Promise<number> {
     let removed = this.setup.prune(before);
+    for (const [id, given] of this.abandoned) if (given.at < before) this.abandoned.delete(id);
     for (const [key, at] of this.seen) {
       if (at >= before) break;
       this.seen.delete(key);

@@ -21,7 +21,7 @@ const PRUNE_CHUNK = 2000;
  */
 const ORPHAN_WAIT = 60_000;
 
-const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
+const COLUMNS = `id, source, source_id, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
 /** The newest line of each (source, messageId) that attempts go to: not a duplicate, refused or filtered one. */
@@ -32,12 +32,14 @@ const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.source, l
 
 /**
  * Whether attempts (`x`) decide a line's state: always while no attempt has (state `pending`:
- * the line's time is then its receipt or replay, perhaps on another machine's clock), else when
- * they are at least as recent as the attempt that did. One that waited for its line may arrive
- * after a newer one; attempts by different instances on one delivery are a retry delay or a
- * lease apart, far more than clocks differ.
+ * the line's time is then its receipt or replay, perhaps on another machine's clock), else while
+ * it is retrying when they are at least as recent as the attempt that did. One that waited for
+ * its line may arrive after a newer one; attempts by different instances on one delivery are a
+ * retry delay or a lease apart, far more than clocks differ. A finished line changes only from
+ * failed to delivered: its source was deleted while the attempt was in flight (the queue wrote
+ * that outcome; attempts it did not write, stale, never reach the log).
  */
-const NEWER = `(l.state = 'pending' OR x.updated_at >= l.updated_at)`;
+const NEWER = `(l.state = 'pending' OR (l.state = 'retrying' AND x.updated_at >= l.updated_at) OR (l.state = 'failed' AND x.state = 'delivered'))`;
 
 /**
  * Most attempts waiting for their line at once, by default; past it the oldest are not logged. A
@@ -129,6 +131,7 @@ function lineValues(lines: readonly Line[]): string[] {
   const reason = new Array<string | null>(n);
   const body = new Array<string | null>(n);
   const attemptLog = new Array<string | null>(n);
+  const sourceId = new Array<string | null>(n);
   for (let i = 0; i < n; i++) {
     const l = lines[i]!;
     const c = l.call;
@@ -146,6 +149,7 @@ function lineValues(lines: readonly Line[]): string[] {
     body[i] = l.body;
     // A new line is in its first series.
     attemptLog[i] = l.attempts.length === 0 ? null : `[1,${attemptEntries(l.attempts)}]`;
+    sourceId[i] = c.sourceId ?? null;
   }
   return [
     textArray(source),
@@ -161,6 +165,7 @@ function lineValues(lines: readonly Line[]): string[] {
     textArray(reason),
     textArray(body),
     textArray(attemptLog),
+    textArray(sourceId),
   ];
 }
 
@@ -317,9 +322,9 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     const { rows } = await client.query<{ id: number }>({
       name: 'eventrelay-log-lines',
       text: `WITH i AS (
-         INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log)
+         INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
-           $11::text[], $12::text[], $13::text[])
+           $11::text[], $12::text[], $13::text[], $14::text[])
          RETURNING id, state)
        SELECT id FROM i WHERE state IN ('pending', 'retrying')`,
       values: lineValues(lines),
@@ -420,14 +425,14 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     });
   }
 
-  async abandon(source: string, at: number, reason: string): Promise<void> {
+  async abandon(source: string, at: number, reason: string, sourceId?: string): Promise<void> {
     await this.drain();
+    // The lines stay remembered: an attempt in flight at the deletion may yet deliver one.
     await this.pool.query(
-      "UPDATE log_messages SET state = 'failed', finished_at = $1, updated_at = $1, reason = $2 WHERE source = $3 AND state IN ('pending', 'retrying')",
-      [at, reason, source],
+      `UPDATE log_messages SET state = 'failed', finished_at = $1, updated_at = $1, reason = $2
+       WHERE source = $3 AND state IN ('pending', 'retrying') AND ($4::text IS NULL OR source_id IS NULL OR source_id = $4)`,
+      [at, reason, source, sourceId ?? null],
     );
-    const prefix = storedKey(source, '');
-    for (const key of this.live.keys()) if (key.startsWith(prefix)) this.live.delete(key);
   }
 
   async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
@@ -487,12 +492,12 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     return toDeliveryDetail(row, rows);
   }
 
-  async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
+  async failed(source: string, since: number, until: number, sourceId?: string): Promise<DeliveryDetail[]> {
     await this.drain();
     const { rows } = await this.pool.query<LogRow>(
       `SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
-       ORDER BY id`,
-      [source, since, until],
+       AND ($4::text IS NULL OR source_id IS NULL OR source_id = $4) ORDER BY id`,
+      [source, since, until, sourceId ?? null],
     );
     return Promise.all(rows.map((row) => this.detail(row)));
   }

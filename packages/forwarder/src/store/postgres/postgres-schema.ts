@@ -233,6 +233,18 @@ CREATE TABLE IF NOT EXISTS instance_minutes (
 ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS attempt_log text;
 `,
   },
+  {
+    version: 10,
+    name: 'sources: an id of their own, so that a source made again under a deleted one\'s name is another',
+    // Each existing source gets a random id; new ones get theirs from the forwarder. The delivery
+    // log's lines name the id of the source that sent them (null in older lines).
+    up: `
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS id text;
+UPDATE sources SET id = md5(name || random()::text || clock_timestamp()::text) WHERE id IS NULL;
+ALTER TABLE sources ALTER COLUMN id SET NOT NULL;
+ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS source_id text;
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

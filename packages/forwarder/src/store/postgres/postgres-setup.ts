@@ -8,7 +8,8 @@ import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../co
 export const SETUP_CHANNEL = 'eventrelay_setup';
 
 const PENDING = 0;
-const FAILED = 2;
+/** Failed by its source's deletion: counted failed, but an attempt in flight then may still record it delivered. */
+const ABANDONED = 3;
 
 class StepFailed extends Error {
   constructor(readonly result: Extract<SetupWriteResult, { ok: false }>) {
@@ -81,8 +82,8 @@ export class PostgresSetup implements SetupStore {
       case 'create': {
         const r = op.source;
         const { rowCount } = await client.query(
-          'INSERT INTO sources (name, enabled, webhooks, applied, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING',
-          [r.name, r.enabled, r.webhooks === undefined ? null : JSON.stringify(r.webhooks), r.applied ?? null, r.createdAt, r.updatedAt],
+          'INSERT INTO sources (name, id, enabled, webhooks, applied, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING',
+          [r.name, r.id, r.enabled, r.webhooks === undefined ? null : JSON.stringify(r.webhooks), r.applied ?? null, r.createdAt, r.updatedAt],
         );
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'exists', name: r.name });
         return 0;
@@ -98,13 +99,15 @@ export class PostgresSetup implements SetupStore {
         return 0;
       }
       case 'delete': {
+        // Waits for accepts that locked the row (FOR KEY SHARE, see ACCEPT) to commit: the update
+        // below, a statement of its own, then sees what they stored.
         const { rowCount } = await client.query('DELETE FROM sources WHERE name = $1', [op.name]);
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
         await client.query('DELETE FROM source_keys WHERE source = $1', [op.name]);
         await client.query('DELETE FROM audience_members WHERE source = $1', [op.name]);
         await client.query('DELETE FROM audiences WHERE source = $1', [op.name]);
         const failed = await client.query(
-          `UPDATE deliveries SET status = ${FAILED}, finished_at = $1, last_error = $2, leased_until = 0, lease_owner = NULL
+          `UPDATE deliveries SET status = ${ABANDONED}, finished_at = $1, last_error = $2, leased_until = 0, lease_owner = NULL
            WHERE source = $3 AND status = ${PENDING}`,
           [op.at, op.reason, op.name],
         );

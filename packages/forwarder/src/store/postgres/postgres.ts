@@ -13,6 +13,7 @@ import { PostgresRateBudget } from './postgres-rate';
 import { PostgresDeliveryLog } from './postgres-log';
 import { PostgresEndpointStore } from './postgres-endpoints';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
+import { SourceDeletedError } from '../contract';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../audience-change';
 
@@ -37,6 +38,8 @@ const DEFAULTS = { poolSize: 10, connectTimeout: 5000 } as const;
 const PENDING = 0;
 const DELIVERED = 1;
 const FAILED = 2;
+/** Failed by its source's deletion (see PostgresSetup): an attempt in flight then may still record it delivered. */
+const ABANDONED = 3;
 /** Most messages in one group commit. */
 const GROUP_MESSAGES = 5000;
 /** Rows removed per statement when pruning. */
@@ -84,6 +87,8 @@ type DeliveryRow = ClaimedRow & { lease: number; due_at: number };
 interface AcceptRequest {
   readonly messages: readonly AcceptedMessage[];
   readonly lease: AcceptLease | undefined;
+  /** The id the request's source must still have (see ForwarderStore#accept). */
+  readonly sourceId: string | undefined;
   readonly resolve: (result: AcceptResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -92,13 +97,26 @@ const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, me
   SELECT s, d, k, m, b, c, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS x(s, d, k, m, b, c)`;
 
 /**
- * A group commit: the messages new to the store (`m`), their deliveries (`d`, leased with `$14` as
- * owner until `$13` when the request asked), and the counters (`c`); the rows are the new messages.
+ * A group commit: the sources its requests were checked against that still exist (`live`: names
+ * `$15` with ids `$16`, each row locked against deletion until the commit; `ok` adds the unchecked
+ * names `$17`), the messages of those sources new to the store (`m`), their deliveries (`d`,
+ * leased with `$14` as owner until `$13` when the request asked), and the counters (`c`: `$12`
+ * and `$18` are each request's source and number of messages). The rows are the new messages,
+ * then a row per live source (message_id null).
+ *
+ * `FOR KEY SHARE`: a deletion's `DELETE FROM sources` waits for this commit (and then fails what
+ * it stored), or this waits for the deletion and finds no row (and stores nothing). A change of a
+ * source's settings (an update of other columns) does not wait for it, nor it for the change.
  */
-const ACCEPT = `WITH m AS (
+const ACCEPT = `WITH live AS (
+  SELECT s.name FROM sources s JOIN unnest($15::text[], $16::text[]) AS q(n, i) ON s.name = q.n AND s.id = q.i
+  FOR KEY SHARE OF s),
+ok AS (SELECT name FROM live UNION ALL SELECT unnest($17::text[])),
+m AS (
   INSERT INTO messages (source, message_id, received_at)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+  SELECT x.s, x.m, x.r FROM unnest($1::text[], $2::text[], $3::bigint[]) AS x(s, m, r) WHERE x.s IN (SELECT name FROM ok)
   ON CONFLICT DO NOTHING RETURNING source, message_id),
+n AS (SELECT coalesce(sum(r.n), 0)::bigint AS total FROM unnest($12::text[], $18::bigint[]) AS r(s, n) WHERE r.s IN (SELECT name FROM ok)),
 d AS (
   INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until)
   SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0)
@@ -107,9 +125,10 @@ d AS (
   RETURNING id, source, message_id, destination, lease),
 c AS (
   INSERT INTO counters (name, shard, value)
-  SELECT name, $11, value FROM (VALUES ('accepted', $12::bigint), ('duplicates', $12::bigint - (SELECT count(*) FROM m))) AS v(name, value)
+  SELECT v.name, $11, v.value FROM n, LATERAL (VALUES ('accepted', n.total), ('duplicates', n.total - (SELECT count(*) FROM m))) AS v(name, value)
   ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
-SELECT m.source, m.message_id, d.id, d.destination FROM m LEFT JOIN d ON d.lease = 1 AND d.source = m.source AND d.message_id = m.message_id`;
+SELECT m.source, m.message_id, d.id, d.destination FROM m LEFT JOIN d ON d.lease = 1 AND d.source = m.source AND d.message_id = m.message_id
+UNION ALL SELECT name, NULL, NULL, NULL FROM live`;
 
 /**
  * A claim: up to `$3` deliveries of source `$1` due at `$2` (their retry time and any lease ended),
@@ -159,6 +178,22 @@ export const RECORD = `WITH o AS (
    WHERE status <> ${PENDING} GROUP BY status
    ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
  SELECT id FROM w`;
+
+/**
+ * Delivered outcomes RECORD and RECORD_DELIVERED did not write, for deliveries given up by their
+ * source's deletion while the same lease was out (an attempt in flight at the deletion): deleted
+ * as delivered, and counted delivered instead of failed. Run only for such outcomes (rare).
+ */
+export const RECORD_ABANDONED = `WITH x AS (
+   DELETE FROM deliveries d USING unnest($1::bigint[], $2::int[]) AS o(id, lease)
+   WHERE d.id = o.id AND d.status + 0 = ${ABANDONED} AND d.lease = o.lease
+   RETURNING d.id),
+ c AS (
+   INSERT INTO counters (name, shard, value)
+   SELECT v.name, $3, v.value FROM (SELECT count(*) AS n FROM x) k, LATERAL (VALUES ('delivered', k.n), ('failed', -k.n)) AS v(name, value)
+   WHERE k.n > 0
+   ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+ SELECT id FROM x`;
 
 /**
  * RECORD for the usual batch, every outcome delivered: the rows deleted by id (whoever holds
@@ -295,20 +330,30 @@ export class PostgresStore implements ForwarderStore {
   }
 
   /** Group commit: requests queue while a commit runs, and the next commit takes them all. */
-  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult> {
+  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease, sourceId?: string): Promise<AcceptResult> {
     return new Promise((resolve, reject) => {
       this.assertOpen();
-      this.acceptQueue.push({ messages, lease, resolve, reject });
+      this.acceptQueue.push({ messages, lease, sourceId, resolve, reject });
       this.commitNext();
     });
   }
 
   private commitNext(): void {
     if (this.committing !== undefined || this.acceptQueue.length === 0) return;
-    // Whole requests, up to GROUP_MESSAGES messages (at least one request): one statement stays bounded.
+    // Whole requests, up to GROUP_MESSAGES messages (at least one request): one statement stays
+    // bounded. A source's name checked against two ids (a source deleted and made again between
+    // two requests) ends the group: the statement checks each name once.
     let take = 0;
-    for (let messages = 0; take < this.acceptQueue.length && (take === 0 || messages + this.acceptQueue[take]!.messages.length <= GROUP_MESSAGES); take++) {
-      messages += this.acceptQueue[take]!.messages.length;
+    const ids = new Map<string, string | undefined>();
+    for (let messages = 0; take < this.acceptQueue.length; take++) {
+      const request = this.acceptQueue[take]!;
+      if (take > 0 && messages + request.messages.length > GROUP_MESSAGES) break;
+      const name = request.messages[0]?.source;
+      if (name !== undefined) {
+        if (ids.has(name) && ids.get(name) !== request.sourceId) break;
+        ids.set(name, request.sourceId);
+      }
+      messages += request.messages.length;
     }
     const group = this.acceptQueue.splice(0, take);
     this.committing = this.commitGroup(group).finally(() => {
@@ -376,9 +421,23 @@ export class PostgresStore implements ForwarderStore {
       : await this.writeOutcomes(outcomes);
     const written = new Set<number>();
     for (const r of rows) written.add(Number(r.id));
+    let missed: DeliveryOutcome[] | undefined;
+    for (const o of outcomes) if (!written.has(o.id) && o.status === 'delivered') (missed ??= []).push(o);
+    if (missed !== undefined) for (const id of await this.recordAbandoned(missed)) written.add(id);
     const stale: number[] = [];
     for (const o of outcomes) if (!written.has(o.id)) stale.push(o.id);
     return { recorded: written.size, stale };
+  }
+
+  /** Delivered outcomes of deliveries their source's deletion gave up under the same lease (see RECORD_ABANDONED). */
+  private async recordAbandoned(outcomes: readonly DeliveryOutcome[]): Promise<number[]> {
+    const sorted = outcomes.slice().sort((a, b) => a.id - b.id);
+    const { rows } = await this.fast.query<{ id: number }>({
+      name: 'eventrelay-record-abandoned',
+      text: RECORD_ABANDONED,
+      values: [numberArray(sorted.map((o) => o.id)), numberArray(sorted.map((o) => o.lease)), shard()],
+    });
+    return rows.map((r) => Number(r.id));
   }
 
   private writeOutcomes(outcomes: readonly DeliveryOutcome[]) {
@@ -541,7 +600,8 @@ export class PostgresStore implements ForwarderStore {
 /** A row of ACCEPT: a message new to the store, with the id of its delivery when the commit leased it. */
 interface AcceptRow {
   source: string;
-  message_id: string;
+  /** Null in the rows that name a live source. */
+  message_id: string | null;
   id: number | null;
   destination: string | null;
 }
@@ -613,10 +673,20 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
   /** The end of the lease each candidate's deliveries get, when its request asked for one. */
   const leaseEnd = new Map<AcceptedMessage, number>();
   let owner: string | undefined;
-  let total = 0;
+  /** Each request's source and number of messages, for the counters. */
+  const requestSource: string[] = [];
+  const requestSize: number[] = [];
+  /** Source names to check, with the id each must have (one per name in a group: see commitNext); and those not checked. */
+  const checked = new Map<string, string>();
+  const unchecked = new Set<string>();
   for (let r = 0; r < group.length; r++) {
     const request = group[r]!;
-    total += request.messages.length;
+    const name = request.messages[0]?.source ?? '';
+    requestSource.push(name);
+    requestSize.push(request.messages.length);
+    // Unchecked: every source its messages name (a request not from the ingestion API may mix them).
+    if (request.sourceId === undefined) for (const m of request.messages) unchecked.add(m.source);
+    else checked.set(name, request.sourceId);
     // Another instance's request is stored unleased.
     const lease = request.lease !== undefined && (owner ??= request.lease.owner) === request.lease.owner ? request.lease : undefined;
     for (let i = 0; i < request.messages.length; i++) {
@@ -670,9 +740,13 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
     textArray(d.body),
     numberArray(d.createdAt),
     shard(),
-    total,
+    textArray(requestSource),
     numberArray(d.leasedUntil),
     owner ?? null,
+    textArray([...checked.keys()]),
+    textArray([...checked.values()]),
+    textArray([...unchecked]),
+    numberArray(requestSize),
   ];
   return { keys, owner, values };
 }
@@ -680,9 +754,15 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
 /** Answers each request of a committed group: which of its messages were new, and the deliveries leased to it. */
 function settleGroup(group: readonly AcceptRequest[], plan: AcceptPlan, rows: readonly AcceptRow[]): void {
   const stored = new Set<string>();
+  /** Checked sources that still exist: the rows without a message. */
+  const live = new Set<string>();
   /** Ids of the deliveries leased as they were stored, by key and destination. */
   const leasedIds = new Map<string, number>();
   for (const row of rows) {
+    if (row.message_id === null) {
+      live.add(row.source);
+      continue;
+    }
     const key = storedKey(row.source, row.message_id);
     stored.add(key);
     if (row.id !== null) leasedIds.set(`${key}\u0000${row.destination}`, row.id);
@@ -690,6 +770,11 @@ function settleGroup(group: readonly AcceptRequest[], plan: AcceptPlan, rows: re
   for (let r = 0; r < group.length; r++) {
     const request = group[r]!;
     const keys = plan.keys[r]!;
+    const name = request.messages[0]?.source;
+    if (request.sourceId !== undefined && name !== undefined && !live.has(name)) {
+      request.reject(new SourceDeletedError(name));
+      continue;
+    }
     // Counted once: the first request of the group that carries it.
     const repeated: boolean[] = [];
     let count = 0;

@@ -26,7 +26,8 @@ CREATE TABLE IF NOT EXISTS log_messages (
   finished_at INTEGER,
   reason TEXT,
   body TEXT,
-  attempt_log TEXT
+  attempt_log TEXT,
+  source_id TEXT
 );
 CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
 CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
@@ -74,7 +75,7 @@ function foldAttempts(ops: readonly LogOp[]): { byCall: Map<LogCall, AttemptReco
   return { byCall, records };
 }
 
-const COLUMNS = `id, source, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
+const COLUMNS = `id, source, source_id, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
 /**
@@ -104,24 +105,29 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     if (!columns('log_attempts').includes('next_attempt_at')) db.exec('ALTER TABLE log_attempts ADD COLUMN next_attempt_at INTEGER');
     // And its lines keep their attempts from now on (see attemptEntries): no row and no index entry per attempt.
     if (!columns('log_messages').includes('attempt_log')) db.exec('ALTER TABLE log_messages ADD COLUMN attempt_log TEXT');
+    // And names the source's id (see SourceRecord.id): null in the lines written before.
+    if (!columns('log_messages').includes('source_id')) db.exec('ALTER TABLE log_messages ADD COLUMN source_id TEXT');
     this.statements = {
       insert: db.prepare(
-        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body, source_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       // A call with the attempts made on it before the flush that writes it: in its state after them.
       insertAttempted: db.prepare(
-        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       findLive: db.prepare(
         `SELECT id, series FROM log_messages WHERE source = ? AND message_id = ? AND state NOT IN ('duplicate', 'refused', 'filtered')
          ORDER BY id DESC LIMIT 1`,
       ),
       // One statement per attempt: the new state follows from the outcome alone; the attempt joins the line's.
+      // A finished line changes only to delivered: a failed one whose source was deleted while
+      // the attempt was in flight (attempts on other finished lines are not written: stale in the queue).
       update: db.prepare(
         `UPDATE log_messages SET state = ?, attempts = attempts + 1, updated_at = ?, finished_at = ?, reason = ?,
-         body = CASE WHEN ? THEN NULL ELSE body END, attempt_log = coalesce(attempt_log || ',', '') || ? WHERE id = ?`,
+         body = CASE WHEN ? THEN NULL ELSE body END, attempt_log = coalesce(attempt_log || ',', '') || ?
+         WHERE id = ? AND (state IN ('pending', 'retrying') OR ? = 'delivered')`,
       ),
       replay: db.prepare(
         `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL
@@ -134,7 +140,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
       failed: db.prepare(
         `SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
-         ORDER BY id`,
+         AND (? IS NULL OR source_id IS NULL OR source_id = ?) ORDER BY id`,
       ),
       pruneIds: db.prepare(`SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
       pruneMessages: db.prepare('DELETE FROM log_messages WHERE id IN (SELECT value FROM json_each(?))'),
@@ -212,6 +218,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       line.reason,
       keepBody ? (call.body ?? null) : null,
       `[1,${attemptEntries(attempts)}]`,
+      call.sourceId ?? null,
     );
     const id = Number(lastInsertRowid);
     if (!FINAL_STATES.has(line.state)) this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
@@ -226,7 +233,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     applyAttempt(next, record);
     const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
     const entries = `[${found.series},${attemptEntries([record])}]`;
-    if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, entries, found.id).changes === 0) return;
+    if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, entries, found.id, next.state).changes === 0) return;
     if (erase === 1) this.erased = true;
     if (FINAL_STATES.has(next.state)) this.live.delete(key);
   }
@@ -245,6 +252,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       pending ? null : call.receivedAt,
       call.reason ?? null,
       pending ? (call.body ?? null) : null,
+      call.sourceId ?? null,
     );
     return Number(result.lastInsertRowid);
   }
@@ -282,9 +290,10 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     return toDeliveryDetail(row, attempts);
   }
 
-  async failed(source: string, since: number, until: number): Promise<DeliveryDetail[]> {
+  async failed(source: string, since: number, until: number, sourceId?: string): Promise<DeliveryDetail[]> {
     await this.drain();
-    return (this.statements.failed.all(source, since, until) as LogRow[]).map((row) => this.detail(row));
+    const id = sourceId ?? null;
+    return (this.statements.failed.all(source, since, until, id, id) as LogRow[]).map((row) => this.detail(row));
   }
 
   async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
@@ -314,12 +323,16 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     })();
   }
 
-  async abandon(source: string, at: number, reason: string): Promise<void> {
+  async abandon(source: string, at: number, reason: string, sourceId?: string): Promise<void> {
     await this.drain();
+    const id = sourceId ?? null;
+    // The lines stay reachable by key: an attempt in flight at the deletion may yet deliver one.
     this.db
-      .prepare("UPDATE log_messages SET state = 'failed', finished_at = ?, updated_at = ?, reason = ? WHERE source = ? AND state IN ('pending', 'retrying')")
-      .run(at, at, reason, source);
-    for (const key of this.live.keys()) if (key.startsWith(`${source}\u0000`)) this.live.delete(key);
+      .prepare(
+        `UPDATE log_messages SET state = 'failed', finished_at = ?, updated_at = ?, reason = ?
+         WHERE source = ? AND state IN ('pending', 'retrying') AND (? IS NULL OR source_id IS NULL OR source_id = ?)`,
+      )
+      .run(at, at, reason, source, id, id);
   }
 
   async prune(before: number, now: number): Promise<number> {

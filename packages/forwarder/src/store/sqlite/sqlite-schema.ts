@@ -108,6 +108,15 @@ CREATE TABLE IF NOT EXISTS endpoint_states (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 5,
+    name: 'sources: an id of their own, so that a source made again under a deleted one\'s name is another',
+    // Each existing source gets a random id; new ones get theirs from the forwarder.
+    up: `
+ALTER TABLE sources ADD COLUMN id TEXT NOT NULL DEFAULT '';
+UPDATE sources SET id = lower(hex(randomblob(16))) WHERE id = '';
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */

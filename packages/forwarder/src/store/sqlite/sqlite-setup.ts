@@ -4,7 +4,8 @@ import type { KeyRow, SourceRow } from '../sql-rows';
 import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../contract';
 
 const PENDING = 0;
-const FAILED = 2;
+/** Failed by its source's deletion: counted failed, but an attempt in flight then may still record it delivered. */
+const ABANDONED = 3;
 
 /** A failed step: the transaction is rolled back and the reason returned. */
 class StepFailed extends Error {
@@ -31,17 +32,17 @@ export class SqliteSetup implements SetupStore {
     this.statements = {
       revision: db.prepare('SELECT revision FROM setup_revision WHERE id = 1').pluck(),
       bump: db.prepare('UPDATE setup_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision').pluck(),
-      sources: db.prepare('SELECT name, enabled, webhooks, applied, created_at, updated_at FROM sources ORDER BY name'),
-      source: db.prepare('SELECT name, enabled, webhooks, applied, created_at, updated_at FROM sources WHERE name = ?'),
+      sources: db.prepare('SELECT name, id, enabled, webhooks, applied, created_at, updated_at FROM sources ORDER BY name'),
+      source: db.prepare('SELECT name, id, enabled, webhooks, applied, created_at, updated_at FROM sources WHERE name = ?'),
       keys: db.prepare('SELECT id, source, digest, last4, origin, created_at, expires_at FROM source_keys ORDER BY source, created_at, id'),
-      insertSource: db.prepare('INSERT OR IGNORE INTO sources (name, enabled, webhooks, applied, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      insertSource: db.prepare('INSERT OR IGNORE INTO sources (name, id, enabled, webhooks, applied, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       updateSource: db.prepare('UPDATE sources SET enabled = ?, webhooks = ?, applied = ?, updated_at = ? WHERE name = ?'),
       deleteSource: db.prepare('DELETE FROM sources WHERE name = ?'),
       deleteKeys: db.prepare('DELETE FROM source_keys WHERE source = ?'),
       deleteAudiences: db.prepare('DELETE FROM audiences WHERE source = ?'),
       deleteMembers: db.prepare('DELETE FROM audience_members WHERE source = ?'),
       failDeliveries: db.prepare(
-        `UPDATE deliveries SET status = ${FAILED}, finished_at = ?, last_error = ?, lease_owner = NULL WHERE source = ? AND status = ${PENDING}`,
+        `UPDATE deliveries SET status = ${ABANDONED}, finished_at = ?, last_error = ?, lease_owner = NULL WHERE source = ? AND status = ${PENDING}`,
       ),
       addFailed: db.prepare("UPDATE counters SET value = value + ? WHERE name = 'failed'"),
       keyByDigest: db.prepare('SELECT id, source FROM source_keys WHERE digest = ?'),
@@ -59,7 +60,7 @@ export class SqliteSetup implements SetupStore {
           case 'create': {
             const r = op.source;
             const webhooks = r.webhooks === undefined ? null : JSON.stringify(r.webhooks);
-            const inserted = s.insertSource.run(r.name, r.enabled ? 1 : 0, webhooks, r.applied ?? null, r.createdAt, r.updatedAt);
+            const inserted = s.insertSource.run(r.name, r.id, r.enabled ? 1 : 0, webhooks, r.applied ?? null, r.createdAt, r.updatedAt);
             if (inserted.changes === 0) throw new StepFailed({ ok: false, reason: 'exists', name: r.name });
             break;
           }

@@ -14,6 +14,7 @@ import { MemoryRateBudget } from '../rate-budget';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
+import { SourceDeletedError } from '../contract';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
 
@@ -37,6 +38,8 @@ const log = createDebug('eventrelay:forwarder');
 const PENDING = 0;
 const DELIVERED = 1;
 const FAILED = 2;
+/** Failed by its source's deletion (see SqliteSetup): an attempt in flight then may still record it delivered. */
+const ABANDONED = 3;
 
 /** Rows removed per statement when pruning, so a large prune never blocks the event loop for long. */
 const PRUNE_CHUNK = 2000;
@@ -52,6 +55,8 @@ type DeliveryRow = ClaimedRow & { lease: number; next_attempt_at: number };
 interface AcceptRequest {
   readonly messages: readonly AcceptedMessage[];
   readonly lease: AcceptLease | undefined;
+  /** The id the request's source must still have (see ForwarderStore#accept). */
+  readonly sourceId: string | undefined;
 }
 
 type DatabaseConstructor = typeof BetterSqlite3;
@@ -86,7 +91,7 @@ function loadDriver(): DatabaseConstructor {
 export class SqliteStore implements ForwarderStore {
   private readonly db: BetterSqlite3.Database;
   private readonly statements;
-  private readonly acceptTx: (requests: readonly AcceptRequest[]) => AcceptResult[];
+  private readonly acceptTx: (requests: readonly AcceptRequest[]) => (AcceptResult | SourceDeletedError)[];
   private readonly durable: boolean;
   private syncMode: 'FULL' | 'NORMAL' | undefined;
   private syncFull!: BetterSqlite3.Statement;
@@ -179,6 +184,12 @@ export class SqliteStore implements ForwarderStore {
         `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
          WHERE id = ? AND status = ${PENDING}`,
       ),
+      // Given up by its source's deletion while this lease was out: the attempt in flight then succeeded.
+      deliveredAbandoned: db.prepare(
+        `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', last_error = NULL
+         WHERE id = ? AND status = ${ABANDONED} AND lease = ?`,
+      ),
+      sourceLive: db.prepare('SELECT 1 FROM sources WHERE name = ? AND id = ?').pluck(),
       failed: db.prepare(
         `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
          WHERE id = ? AND status = ${PENDING} AND lease = ?`,
@@ -215,8 +226,14 @@ export class SqliteStore implements ForwarderStore {
     this.acceptTx = db.transaction((requests: readonly AcceptRequest[]) => {
       let total = 0;
       let duplicates = 0;
-      const results: AcceptResult[] = [];
-      for (const { messages, lease } of requests) {
+      const results: (AcceptResult | SourceDeletedError)[] = [];
+      for (const { messages, lease, sourceId } of requests) {
+        // In the same transaction as the inserts: a deletion comes wholly before or after it.
+        const first = messages[0];
+        if (sourceId !== undefined && first !== undefined && s.sourceLive.get(first.source, sourceId) === undefined) {
+          results.push(new SourceDeletedError(first.source));
+          continue;
+        }
         let stored = 0;
         const leased: PendingDelivery[] = [];
         const repeated: boolean[] = [];
@@ -257,6 +274,8 @@ export class SqliteStore implements ForwarderStore {
       let delivered = 0;
       let failed = 0;
       let retried = 0;
+      /** Delivered after all, having been counted failed by their source's deletion. */
+      let revived = 0;
       const stale: number[] = [];
       for (const o of outcomes) {
         let changes: number;
@@ -265,6 +284,10 @@ export class SqliteStore implements ForwarderStore {
           retried += changes;
         } else if (o.status === 'delivered') {
           changes = s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes;
+          if (changes === 0) {
+            changes = s.deliveredAbandoned.run(o.attempts, o.firstAttemptAt, o.at, o.id, o.lease).changes;
+            revived += changes;
+          }
           delivered += changes;
         } else {
           changes = s.failed.run(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease).changes;
@@ -276,7 +299,7 @@ export class SqliteStore implements ForwarderStore {
         s.addCounter.run(delivered, 'delivered');
         this.scrubSoon();
       }
-      if (failed > 0) s.addCounter.run(failed, 'failed');
+      if (failed - revived !== 0) s.addCounter.run(failed - revived, 'failed');
       return { recorded: delivered + failed + retried, stale };
     });
   }
@@ -290,10 +313,10 @@ export class SqliteStore implements ForwarderStore {
    * Group commit: the requests that arrive in the same turn of the event loop are stored in one
    * transaction (one fsync), each request whole. Resolves once that transaction committed.
    */
-  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease): Promise<AcceptResult> {
+  accept(messages: readonly AcceptedMessage[], lease?: AcceptLease, sourceId?: string): Promise<AcceptResult> {
     return new Promise((resolve, reject) => {
       this.assertOpen();
-      this.acceptQueue.push({ messages, lease, resolve, reject });
+      this.acceptQueue.push({ messages, lease, sourceId, resolve, reject });
       if (this.acceptQueue.length === 1) setImmediate(() => this.commitAccepts());
     });
   }
@@ -305,7 +328,11 @@ export class SqliteStore implements ForwarderStore {
       this.assertOpen();
       this.sync(this.durable ? 'FULL' : 'NORMAL');
       const results = this.acceptTx(queue);
-      queue.forEach((q, i) => q.resolve(results[i]!));
+      queue.forEach((q, i) => {
+        const result = results[i]!;
+        if (result instanceof SourceDeletedError) q.reject(result);
+        else q.resolve(result);
+      });
     } catch (error) {
       for (const q of queue) q.reject(error);
     }

@@ -1,5 +1,6 @@
 import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
+import { SourceDeletedError } from '../../../src/store/contract';
 import type { ForwarderStore } from '../../../src/store/contract';
 import { keyRecord } from '../../../src/registry/keys';
 import { accepted, T0 } from './contract';
@@ -12,7 +13,7 @@ const WEBHOOKS: StoredWebhooks = {
 };
 
 function source(name: string, overrides: Partial<SourceRecord> = {}): SourceRecord {
-  return { name, enabled: false, webhooks: undefined, applied: undefined, createdAt: T0, updatedAt: T0, ...overrides };
+  return { name, id: `id-${name}`, enabled: false, webhooks: undefined, applied: undefined, createdAt: T0, updatedAt: T0, ...overrides };
 }
 
 /**
@@ -107,6 +108,61 @@ export function setupContract(name: string, create: () => Promise<ForwarderStore
       // Its audiences went with it: a source of the same name starts afresh.
       expect((await store.syncAudience('web', 'vip', ['u1'], () => [])).firstSync).to.equal(true);
       expect(await setup.write([{ op: 'delete', name: 'web', at: T0, reason: 'x' }])).to.deep.equal({ ok: false, reason: 'missing', name: 'web' });
+    });
+    it('stores a call only while its source exists with the id its key led to, and never for a source made again', async () => {
+      await setup.write([{ op: 'create', source: source('web') }]);
+      expect((await store.accept([accepted('a')], undefined, 'id-web')).stored).to.equal(1);
+      // Another id (a source made again under the name since the key was checked): nothing stored.
+      const refused = await store.accept([accepted('b')], undefined, 'id-older').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).to.be.instanceOf(SourceDeletedError).with.property('code', 'ERR_SOURCE_DELETED');
+      expect((refused as Error).message).to.contain('"web"');
+      await setup.write([{ op: 'delete', name: 'web', at: T0 + 1, reason: 'The source was deleted' }]);
+      await setup.write([{ op: 'create', source: source('web', { id: 'id-web-2' }) }]);
+      const late = await store.accept([accepted('c')], undefined, 'id-web').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(late).to.be.instanceOf(SourceDeletedError);
+      // Nothing of the old source reaches the new one: 'a' was given up, 'b' and 'c' never stored.
+      expect(await store.claim('web', T0 + 10, 10, { owner: 'x', ms: 1000 })).to.deep.equal([]);
+      expect(await store.counts()).to.deep.include({ accepted: 1, failed: 1, pending: 0 });
+      // The new source's own calls are stored, even with the messageId 'b' the old one was refused.
+      expect((await store.accept([accepted('b')], undefined, 'id-web-2')).stored).to.equal(1);
+      expect((await store.claim('web', T0 + 10, 10, { owner: 'x', ms: 1000 })).map((d) => d.messageId)).to.deep.equal(['b']);
+    });
+
+    it('records delivered an attempt in flight when its source was deleted, and nothing else of it', async () => {
+      await setup.write([{ op: 'create', source: source('web') }]);
+      await store.accept([accepted('a'), accepted('b'), accepted('c')], undefined, 'id-web');
+      const [a, b, c] = await store.claim('web', T0 + 10, 10, { owner: 'x', ms: 60_000 });
+      expect((await setup.write([{ op: 'delete', name: 'web', at: T0 + 20, reason: 'The source was deleted' }])) as object).to.include({ failedDeliveries: 3 });
+      expect(await store.counts()).to.deep.include({ failed: 3, delivered: 0, pending: 0 });
+      const result = await store.record([
+        { id: a!.id, lease: a!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0 + 10, at: T0 + 30 },
+        { id: b!.id, lease: b!.lease, status: 'retry', attempts: 1, firstAttemptAt: T0 + 10, nextAttemptAt: T0 + 99, error: 'HTTP 503' },
+        { id: c!.id, lease: c!.lease + 1, status: 'delivered', attempts: 1, firstAttemptAt: T0 + 10, at: T0 + 30 },
+      ]);
+      // The retry cannot bring b back, and a delivered outcome of another lease than the one out at the deletion does not count.
+      expect(result.stale.slice().sort((x, y) => x - y)).to.deep.equal([b!.id, c!.id].sort((x, y) => x - y));
+      expect(result.recorded).to.equal(1);
+      expect(await store.counts()).to.deep.include({ failed: 2, delivered: 1, pending: 0 });
+      // Written once: the same outcome again changes nothing.
+      expect((await store.record([{ id: a!.id, lease: a!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0 + 10, at: T0 + 31 }])).stale).to.deep.equal([a!.id]);
+      expect(await store.counts()).to.deep.include({ failed: 2, delivered: 1 });
+    });
+
+    it('records delivered a call handed over at acceptance and in flight at the deletion', async () => {
+      await setup.write([{ op: 'create', source: source('web') }]);
+      const result = await store.accept([accepted('h')], { owner: 'x', ms: 60_000, now: T0 }, 'id-web');
+      const handed = result.leased?.[0];
+      if (handed === undefined) return; // a store that leases nothing at acceptance: covered by the claim case
+      await setup.write([{ op: 'delete', name: 'web', at: T0 + 20, reason: 'The source was deleted' }]);
+      const recorded = await store.record([{ id: handed.id, lease: handed.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0 + 1, at: T0 + 30 }]);
+      expect(recorded).to.deep.equal({ recorded: 1, stale: [] });
+      expect(await store.counts()).to.deep.include({ failed: 0, delivered: 1, pending: 0 });
     });
   });
 }
