@@ -38,6 +38,11 @@ export interface WebhooksDestinationConfig {
   readonly sharedSecret?: SecretValue | readonly SecretValue[];
   /** `x-signature` (default, the spec's), `standard-webhooks` or `both`; the latter two need `sharedSecret`. */
   readonly signing?: SigningScheme;
+  /**
+   * `user`: a source's calls that share a user key (`userId`, else `anonymousId`; an alias's
+   * `previousId`) are delivered in the order they were accepted, one at a time. Default `none`.
+   */
+  readonly ordering?: 'none' | 'user';
 }
 
 export interface SourceConfig {
@@ -313,7 +318,7 @@ function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): st
  * rules and the same paths below the destination.
  */
 export function webhooksDestination(value: unknown, field: string, env: Env | null): ResolvedWebhooks {
-  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing']);
+  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing', 'ordering']);
   const enabled = booleanOption(join(field, 'enabled'), raw.enabled ?? true);
   const listField = join(field, 'webhooks');
   const list = raw.webhooks;
@@ -340,8 +345,13 @@ export function webhooksDestination(value: unknown, field: string, env: Env | nu
     const all = typeof sharedSecret === 'string' ? [sharedSecret] : sharedSecret;
     all.forEach((one, i) => standardSigningKey(one, typeof sharedSecret === 'string' ? secretField : `${secretField}[${i}]`));
   }
-  return { enabled, webhooks, sharedSecret, signing };
+  // Kept only when on: settings stored before the option read the same as before.
+  const ordering = enumOption(join(field, 'ordering'), raw.ordering ?? 'none', ORDERINGS);
+  return { enabled, webhooks, sharedSecret, signing, ...(ordering === 'user' ? { ordering } : {}) };
 }
+
+/** The values of `Webhooks.ordering`. */
+const ORDERINGS = ['none', 'user'] as const;
 
 /** A source name, in the config file and the admin API: see `checkSourceName` for the rules. */
 export function sourceName(value: unknown, field: string): string {

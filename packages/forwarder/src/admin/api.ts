@@ -222,9 +222,10 @@ function showMessage(m: LoggedMessage): object {
   };
 }
 
-function showDetail(d: DeliveryDetail): object {
+function showDetail(d: DeliveryDetail, waitingBehind: { id: number | null; messageId: string } | null): object {
   return {
     ...showMessage(d),
+    waitingBehind,
     body: d.body,
     attemptLog: d.attemptLog.map((a) => ({ ...a, at: iso(a.at), nextAttemptAt: iso(a.nextAttemptAt) })),
   };
@@ -246,7 +247,7 @@ async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, idTe
     fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
     return;
   }
-  send(res, 200, showDetail(delivery));
+  send(res, 200, showDetail(delivery, await (await o.ops()).waitingBehind(delivery)));
 }
 
 async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {

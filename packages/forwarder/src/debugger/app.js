@@ -292,6 +292,24 @@
       if (name === 'status') dd.id = 'message-status';
       fields.appendChild(dd);
     }
+    // In order per user: the older call of the same user this one waits for, a link to it.
+    if (d.waitingBehind) {
+      fields.appendChild(el('dt', 'waiting behind'));
+      const dd = el('dd');
+      dd.id = 'message-waiting';
+      const behind = d.waitingBehind;
+      if (behind.id === null) dd.textContent = behind.messageId;
+      else {
+        const link = el('a', behind.messageId);
+        link.href = '#';
+        link.addEventListener('click', (event) => {
+          event.preventDefault();
+          void openDelivery(behind.id, false);
+        });
+        dd.appendChild(link);
+      }
+      fields.appendChild(dd);
+    }
     const attempts = $('attempts');
     clear(attempts);
     for (const a of d.attemptLog) {
@@ -578,6 +596,7 @@
         rows.push([`URL ${i + 1}`, `${w.url}${headers}${limit}`]);
       });
       rows.push(['signing', `${webhooks.signing}${webhooks.hasSharedSecret ? ', with a shared secret' : ', unsigned'}`]);
+      rows.push(['order', webhooks.ordering === 'user' ? 'per user' : 'none']);
     }
     for (const [name, value] of rows) {
       current.appendChild(el('dt', name));
@@ -608,6 +627,9 @@
       if (webhooks !== null) {
         $('wh-enabled').checked = webhooks.enabled;
         $('wh-signing').value = webhooks.signing;
+        $('wh-ordering').value = webhooks.ordering || 'none';
+      } else {
+        $('wh-ordering').value = 'none';
       }
     }
     $('source-editor').hidden = false;
@@ -655,7 +677,7 @@
         if (rate) entry.rateLimit = { perSecond: Number(rate) };
         webhooks.push(entry);
       }
-      const body = { enabled: $('wh-enabled').checked, signing: $('wh-signing').value, webhooks };
+      const body = { enabled: $('wh-enabled').checked, signing: $('wh-signing').value, ordering: $('wh-ordering').value, webhooks };
       const secret = $('wh-secret').value;
       if (secret) body.sharedSecret = secret;
       await api(path(selected.name, '/destinations/Webhooks'), { method: 'PUT', body });

@@ -8,7 +8,8 @@ import type { ForwarderMetrics } from './metrics';
 import { Timeline } from './timeline';
 import type { AttemptReport } from '../scheduling/scheduler';
 import { DUPLICATE_REASON, sameSource } from '../store/delivery-log';
-import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/contract';
+import { orderKeyOf } from '../routing/router';
+import type { AcceptedMessage, AcceptResult, DeliveryKind, NewDelivery } from '../store/contract';
 import { LiveStream } from './stream';
 import { ClusterView } from './cluster';
 import type { ClusterOverview } from './cluster';
@@ -29,6 +30,10 @@ export interface OperationsHost {
   readonly sources: ReadonlyMap<string, boolean>;
   /** The id of the source served under a name now (`SourceRecord.id`); absent: ids are not kept. */
   sourceId?(name: string): string | undefined;
+  /** Whether the source delivers in order per user (`ordering: "user"`). */
+  ordered?(name: string): boolean;
+  /** The messageId of the older call a pending ordered one waits for (the store's `waitingFor`). */
+  waitingFor?(source: string, messageId: string): Promise<string | undefined>;
   /** How long a delivered body is kept, in ms (0: erased when delivered). */
   readonly keepDelivered: number;
 }
@@ -286,6 +291,28 @@ export class Operations {
     return entry === undefined ? undefined : this.visible(entry);
   }
 
+  /**
+   * For a pending or retrying call of a source in order per user: the older call of the same user
+   * it waits for (its log line id, null when the log no longer has it), or null.
+   */
+  async waitingBehind(entry: LoggedMessage): Promise<{ id: number | null; messageId: string } | null> {
+    if ((entry.state !== 'pending' && entry.state !== 'retrying') || this.host.waitingFor === undefined) return null;
+    const messageId = await this.host.waitingFor(entry.source, entry.messageId);
+    if (messageId === undefined) return null;
+    const [line] = await this.requireLog().list({ source: entry.source, messageId, limit: 1 });
+    return { id: line?.id ?? null, messageId };
+  }
+
+  /** The user key of a call of `source` queued again (replay, recover), when the source is in order per user. */
+  private orderKey(source: string, kind: DeliveryKind, body: string): string | undefined {
+    if (kind !== 'message' || this.host.ordered?.(source) !== true) return undefined;
+    try {
+      return orderKeyOf(JSON.parse(body) as Record<string, unknown>);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A delivered body past `keepDelivered` is no longer shown, even before the next prune erases it. */
   private visible<T extends LoggedMessage>(entry: T): T {
     if (entry.state !== 'delivered' || !entry.hasBody || entry.finishedAt === null) return entry;
@@ -305,7 +332,9 @@ export class Operations {
     // Marked first, atomically: of several replays at once (on any instance) one goes on.
     const [line] = await this.requireLog().replay([id], now);
     if (line === undefined) throw new NotReplayableError(`Delivery ${id} cannot be replayed: it was replayed a moment ago and is pending again`);
-    await this.queueAgain([line], [{ source: entry.source, destination: 'Webhooks', kind: entry.kind, messageId: entry.messageId, body: entry.body!, createdAt: now }]);
+    const body = entry.body!;
+    const delivery: NewDelivery = { source: entry.source, destination: 'Webhooks', kind: entry.kind, messageId: entry.messageId, body, createdAt: now, orderKey: this.orderKey(entry.source, entry.kind, body) };
+    await this.queueAgain([line], [delivery]);
     this.live.publish('replayed', entry.source, { source: entry.source, messageId: entry.messageId, id, series: line.series });
     log('delivery %d of source %s replayed', id, entry.source);
     return { id, series: line.series, state: 'pending' };
@@ -357,7 +386,7 @@ export class Operations {
     const taken = new Set(lines.map((l) => l.id));
     const deliveries = failed
       .filter((d) => taken.has(d.id))
-      .map((d): NewDelivery => ({ source, destination: 'Webhooks', kind: d.kind, messageId: d.messageId, body: d.body!, createdAt: now }));
+      .map((d): NewDelivery => ({ source, destination: 'Webhooks', kind: d.kind, messageId: d.messageId, body: d.body!, createdAt: now, orderKey: this.orderKey(source, d.kind, d.body!) }));
     if (deliveries.length > 0) await this.queueAgain(lines, deliveries);
     log('recovered %d failed deliveries of source %s', deliveries.length, source);
     return { source, since, until, queued: deliveries.length };

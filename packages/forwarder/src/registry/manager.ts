@@ -59,6 +59,8 @@ export interface ShownWriteKey {
 export interface ShownWebhooks {
   readonly enabled: boolean;
   readonly signing: string;
+  /** `user`: deliveries in order per user; `none`: as soon as each can go. */
+  readonly ordering: 'none' | 'user';
   /** Whether a shared secret is set (it is never shown). */
   readonly hasSharedSecret: boolean;
   /** Each URL with its header names and its rate limit (`null`: none). */
@@ -149,6 +151,7 @@ export function showWebhooks(enabled: boolean, webhooks: StoredWebhooks): ShownW
   return {
     enabled,
     signing: webhooks.signing,
+    ordering: webhooks.ordering ?? 'none',
     hasSharedSecret: webhooks.sharedSecret !== undefined,
     webhooks: webhooks.webhooks.map((w) => ({
       url: shownUrl(w.url),

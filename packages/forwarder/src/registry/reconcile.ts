@@ -99,6 +99,7 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
     changes.push(beforeSecrets === '' ? 'Webhooks.sharedSecret set' : nextSecrets === '' ? 'Webhooks.sharedSecret removed (unsigned)' : 'Webhooks.sharedSecret changed');
   }
   if (before.signing !== next.signing) changes.push(`Webhooks.signing: ${before.signing} → ${next.signing}`);
+  if ((before.ordering ?? 'none') !== (next.ordering ?? 'none')) changes.push(`Webhooks.ordering: ${before.ordering ?? 'none'} → ${next.ordering ?? 'none'}`);
   return changes;
 }
 

@@ -79,7 +79,8 @@ export class SourceTable implements DeliveryTargets {
         }
       }
       const webhooksOn = record.enabled && destination !== undefined;
-      const route = record.id === UNSTORED ? { name: record.name, webhooksOn } : { name: record.name, id: record.id, webhooksOn };
+      const ordered = record.webhooks?.ordering === 'user';
+      const route = record.id === UNSTORED ? { name: record.name, webhooksOn, ordered } : { name: record.name, id: record.id, webhooksOn, ordered };
       next.set(record.name, { record, destination, fingerprint, route });
     }
     for (const [name, old] of this.entries) if (!next.has(name) && old.destination !== undefined) retired.push(old.destination);

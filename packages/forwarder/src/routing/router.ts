@@ -15,6 +15,18 @@ export interface RouteSource {
   readonly id?: string;
   /** True when the source has a Webhooks destination switched on. */
   readonly webhooksOn: boolean;
+  /** True when its Webhooks destination delivers in order per user (`ordering: "user"`). */
+  readonly ordered?: boolean;
+}
+
+/**
+ * The user key a call is ordered by (`ordering: "user"`): its `userId`, else its `anonymousId`
+ * (the webhook's `userId` holds whichever it had); for an alias its `previousId`, so that the alias
+ * follows the old id's calls. Read from the webhook body, so that a replay finds the same key.
+ */
+export function orderKeyOf(webhook: Readonly<Record<string, unknown>>): string | undefined {
+  const id = webhook.type === 'alias' ? webhook['Previous ID'] : webhook.userId;
+  return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 /**
@@ -32,6 +44,7 @@ export function routeMessage(source: RouteSource, message: ValidMessage, receive
       messageId: message.messageId,
       body: message.body,
       createdAt: receivedAt,
+      orderKey: source.ordered === true ? orderKeyOf(message.webhook as unknown as Readonly<Record<string, unknown>>) : undefined,
     });
   }
   return { source: source.name, messageId: message.messageId, receivedAt, deliveries };

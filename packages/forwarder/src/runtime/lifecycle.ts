@@ -84,6 +84,8 @@ export class Lifecycle {
             return table.webhooksOn;
           },
           sourceId: (name) => table.incarnation(name),
+          ordered: (name) => table.record(name)?.webhooks?.ordering === 'user',
+          waitingFor: (source, messageId) => store.waitingFor(source, messageId),
           keepDelivered: storage.keepDelivered,
         },
         storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,

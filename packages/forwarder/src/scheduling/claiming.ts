@@ -76,8 +76,10 @@ export class Claiming {
     if (due.length === count || this.invalidations !== invalidations) return { due, more: true };
     // Every delivery due by `now` is claimed: none to claim until the next due time.
     this.caughtUp.set(source, now);
+    // The known due time was the earliest only: later retries written meanwhile were not kept
+    // beside it. Consumed, it is asked of the store again, or the loop would sleep past them.
     const known = this.nextDue.get(source);
-    if (known?.at !== undefined && known.at <= now) known.at = undefined;
+    if (known?.at !== undefined && known.at <= now) this.nextDue.delete(source);
     return { due, more: false };
   }
 

@@ -13,6 +13,8 @@ export interface AttemptReport {
   readonly messageId: string;
   /** When the delivery was created (accepted, or queued again by a replay), epoch ms. */
   readonly createdAt: number;
+  /** Its user key when it is delivered in order per user (see `NewDelivery.orderKey`). */
+  readonly orderKey: string | undefined;
   readonly result: AttemptResult;
   /**
    * The store did not take the outcome: the delivery was finished meanwhile (its source deleted,

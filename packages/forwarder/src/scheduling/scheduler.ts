@@ -413,6 +413,7 @@ export class Scheduler {
       kind: delivery.kind,
       messageId: delivery.messageId,
       createdAt: delivery.createdAt,
+      orderKey: delivery.orderKey,
       result,
     };
     // The request is over: its slot goes to the next attempt while the outcome is written.
@@ -421,11 +422,15 @@ export class Scheduler {
     this.outcomes.add(outcomeOf(delivery, state, result, this.clock.now()), report);
   }
 
-  /** A batch of outcomes was written: retries due before the store's last answer wake the loop for them. */
+  /**
+   * A batch of outcomes was written: retries due before the store's last answer wake the loop for
+   * them, and an ordered delivery that finished lets the next of its user go (claimed now).
+   */
   private written(batch: readonly Written[]): void {
     const now = this.clock.now();
     for (const { outcome, report } of batch) {
       if (outcome.status === 'retry') this.claiming.retryWritten(report.source, outcome.nextAttemptAt, now);
+      else if (report.orderKey !== undefined) this.claiming.notCaughtUp(report.source);
     }
   }
 

@@ -39,6 +39,13 @@ export interface NewDelivery {
   readonly body: string;
   /** When it was created (epoch ms); it is due at once. */
   readonly createdAt: number;
+  /**
+   * Its user key when its destination delivers in order per user (`ordering: "user"`), else
+   * undefined. Of the pending deliveries of a source with the same key, only the oldest (the first
+   * stored) is claimed, and only while no other is in flight: the others wait until it is
+   * delivered or failed for good. Such deliveries are not leased at acceptance.
+   */
+  readonly orderKey?: string | undefined;
 }
 
 /** A call accepted by the ingestion API, with the deliveries routed from it. */
@@ -226,11 +233,18 @@ export interface ForwarderStore {
   enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
   /**
    * Claims pending deliveries of one source due at `now` and not leased by anyone, oldest due
-   * first, at most `limit`: each gets a new lease token and stays reserved for `lease.ms`. Per
+   * first, at most `limit`; an ordered one (`orderKey`) only when no older one of its key is
+   * pending (see `NewDelivery.orderKey`): each gets a new lease token and stays reserved for `lease.ms`. Per
    * source, so that the scheduler can share attempts fairly and one slow receiver cannot hold
    * them all. Safe to call from several processes at once: no delivery is handed to two live leases.
    */
   claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]>;
+  /**
+   * For the pending ordered delivery (`orderKey`) of `source` with `messageId`: the messageId of
+   * the older one of its key it waits for (to be attempted, in flight, or waiting for a retry);
+   * undefined when it waits for none, or is not such a delivery.
+   */
+  waitingFor(source: string, messageId: string): Promise<string | undefined>;
   /**
    * The earliest time after `now` at which a delivery of the source becomes due (a retry time,
    * or the end of a lease), if any. A store may leave out the end of a claim's lease when finding
@@ -455,6 +469,8 @@ export interface StoredWebhooks {
   readonly webhooks: readonly ResolvedWebhookEntry[];
   readonly sharedSecret: string | readonly string[] | undefined;
   readonly signing: SigningScheme;
+  /** `user`: deliveries in order per user (see `NewDelivery.orderKey`); absent: none. */
+  readonly ordering?: 'user';
   /**
    * Secrets replaced by a rotation through the admin API, each signed with (Standard Webhooks)
    * until its grace ends. Never set by the config file; absent when there are none.

@@ -36,6 +36,7 @@ const CAPABILITIES: ReadonlyArray<readonly [keyof ForwarderStore, 'function' | '
   ['enqueue', 'function', 'the queue'],
   ['claim', 'function', 'the queue'],
   ['nextDueAfter', 'function', 'the queue'],
+  ['waitingFor', 'function', 'ordering per user'],
   ['record', 'function', 'the queue'],
   ['syncAudience', 'function', 'audiences'],
   ['counts', 'function', 'the queue'],

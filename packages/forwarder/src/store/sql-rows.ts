@@ -58,6 +58,8 @@ export interface ClaimedRow {
   created_at: number;
   attempts: number;
   first_attempt_at: number | null;
+  /** Null for a delivery not in order per user (and in rows of earlier releases). */
+  order_key?: string | null;
 }
 
 /** A claimed row as the scheduler gets it: `lease` is the token its outcome must carry. */
@@ -74,6 +76,7 @@ export function toPendingDelivery(row: ClaimedRow, lease: number, dueAt: number)
     attempts: row.attempts,
     firstAttemptAt: row.first_attempt_at ?? undefined,
     nextAttemptAt: dueAt,
+    orderKey: row.order_key ?? undefined,
   };
 }
 
@@ -91,6 +94,7 @@ export function leasedDelivery(d: NewDelivery, id: number): PendingDelivery {
     attempts: 0,
     firstAttemptAt: undefined,
     nextAttemptAt: d.createdAt,
+    orderKey: undefined,
   };
 }
 

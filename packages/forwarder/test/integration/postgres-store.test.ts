@@ -1,4 +1,5 @@
 import { describe, it, before, after } from 'mocha';
+import { orderingContract } from '../unit/store/ordering-contract';
 import { expect } from 'chai';
 import pg from 'pg';
 import { loadDriver, PostgresStore } from '../../src/store/postgres/postgres';
@@ -26,6 +27,7 @@ describe('PostgresStore (real server)', function () {
   }
 
   storeContract('PostgresStore', emptyStore, { claimLeaseEnds: false });
+  orderingContract('PostgresStore', emptyStore);
   setupContract('PostgresStore', emptyStore);
 
   describe('several instances on one database', () => {

@@ -186,8 +186,9 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
             expect(claimScans.map((x) => x.type), mode).to.not.include('Seq Scan');
             expect(claimScans.find((x) => x.index === 'deliveries_pending')?.cond, mode).to.match(/source/);
             const recordScans = await record();
-            expect(recordScans, mode).to.have.length.of.at.least(2);
-            for (const scan of recordScans) expect(scan, mode).to.include({ index: 'deliveries_pkey' });
+            expect(recordScans.filter((x) => x.index === 'deliveries_pkey'), mode).to.have.length.of.at.least(2);
+            // By id; the deliveries held behind an ordered retry through an index of the pending ones.
+            for (const scan of recordScans) expect(['deliveries_pkey', 'deliveries_order', 'deliveries_pending'], mode).to.include(scan.index);
             const delivered = await recordDelivered();
             expect(delivered.scans.map((x) => x.type), mode).to.not.include('Seq Scan');
             expect(delivered.indexes, mode).to.deep.equal(['deliveries_pkey']);

@@ -179,6 +179,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       expect(put.json).to.deep.equal({
         enabled: true,
         signing: 'x-signature',
+        ordering: 'none',
         hasSharedSecret: true,
         webhooks: [{ url: `${receiver.url}/put?[redacted]`, headerNames: ['Authorization'], rateLimit: null }],
       });

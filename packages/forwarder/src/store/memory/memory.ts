@@ -31,6 +31,11 @@ export class MemoryStore implements ForwarderStore {
   /** Pending deliveries by id; a heap per source orders them by due time (lease end while claimed). */
   private readonly pending = new Map<number, Pending>();
   private readonly heaps = new Map<string, DueHeap>();
+  /**
+   * Pending ordered deliveries (`orderKey`) by source and key, oldest first: only the first of each
+   * is in its source's heap (claimable); the next goes in once it is finished.
+   */
+  private readonly lines = new Map<string, Pending[]>();
   private retrying = 0;
   /** `source \0 messageId` → receipt time, for duplicate detection. Insertion order = time order. */
   private readonly seen = new Map<string, number>();
@@ -74,6 +79,7 @@ export class MemoryStore implements ForwarderStore {
       failed++;
     }
     this.heaps.delete(source);
+    for (const key of this.lines.keys()) if (key.startsWith(`${source}\u0000`)) this.lines.delete(key);
     this.totals.failed += failed;
     return failed;
   }
@@ -89,7 +95,7 @@ export class MemoryStore implements ForwarderStore {
       this.seen.set(key, message.receivedAt);
       stored++;
       const items = this.insert(message.deliveries, lease);
-      if (lease !== undefined) for (const item of items) leased.push(publicView(item));
+      if (lease !== undefined) for (const item of items) if (item.owner !== undefined) leased.push(publicView(item));
       return false;
     });
     this.totals.accepted += messages.length;
@@ -102,9 +108,13 @@ export class MemoryStore implements ForwarderStore {
     this.insert(deliveries);
   }
 
-  /** Stores deliveries, leased as a claim at `lease.now` would lease them when `lease` is given. */
-  private insert(deliveries: readonly NewDelivery[], lease?: AcceptLease): Pending[] {
+  /**
+   * Stores deliveries, leased as a claim at `lease.now` would lease them when `lease` is given
+   * (ordered ones excepted: they are claimed in their turn).
+   */
+  private insert(deliveries: readonly NewDelivery[], offered?: AcceptLease): Pending[] {
     return deliveries.map((d) => {
+      const lease = d.orderKey === undefined ? offered : undefined;
       const delivery: Pending = {
         ...d,
         id: this.nextId++,
@@ -116,9 +126,34 @@ export class MemoryStore implements ForwarderStore {
         owner: lease?.owner,
       };
       this.pending.set(delivery.id, delivery);
-      this.heap(delivery.source).push(delivery);
+      if (!this.waits(delivery)) this.heap(delivery.source).push(delivery);
       return delivery;
     });
+  }
+
+  /** Queues an ordered delivery behind its key's others; true when one is ahead of it (it waits). */
+  private waits(delivery: Pending): boolean {
+    if (delivery.orderKey === undefined) return false;
+    const key = `${delivery.source}\u0000${delivery.orderKey}`;
+    const line = this.lines.get(key);
+    if (line === undefined) {
+      this.lines.set(key, [delivery]);
+      return false;
+    }
+    line.push(delivery);
+    return true;
+  }
+
+  /** A delivery finished: the next of its key, if any, becomes claimable. */
+  private finished(delivery: Pending): void {
+    if (delivery.orderKey === undefined) return;
+    const key = `${delivery.source}\u0000${delivery.orderKey}`;
+    const line = this.lines.get(key);
+    if (line === undefined || line[0]?.id !== delivery.id) return;
+    line.shift();
+    const next = line[0];
+    if (next === undefined) this.lines.delete(key);
+    else this.heap(next.source).push(this.pending.get(next.id) ?? next);
   }
 
   private heap(source: string): DueHeap {
@@ -149,6 +184,15 @@ export class MemoryStore implements ForwarderStore {
       out.push(publicView(claimed));
     }
     return out;
+  }
+
+  async waitingFor(source: string, messageId: string): Promise<string | undefined> {
+    for (const d of this.pending.values()) {
+      if (d.source !== source || d.messageId !== messageId || d.orderKey === undefined) continue;
+      const first = this.lines.get(`${source}\u0000${d.orderKey}`)?.[0];
+      return first === undefined || first.id === d.id ? undefined : first.messageId;
+    }
+    return undefined;
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {
@@ -205,6 +249,7 @@ export class MemoryStore implements ForwarderStore {
       } else {
         this.pending.delete(outcome.id);
         this.totals[outcome.status]++;
+        this.finished(current);
       }
     }
     return { recorded, stale };

@@ -245,6 +245,17 @@ ALTER TABLE sources ALTER COLUMN id SET NOT NULL;
 ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS source_id text;
 `,
   },
+  {
+    version: 11,
+    name: 'deliveries in order per user: the user key of each ordered delivery',
+    // order_key: set for a destination with ordering "user"; the index finds the oldest pending
+    // delivery of a key (the one a claim may take). A nullable column without a default is added
+    // without rewriting the table.
+    up: `
+ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS order_key text;
+CREATE INDEX IF NOT EXISTS deliveries_order ON deliveries (source, order_key, id) WHERE status = 0 AND order_key IS NOT NULL;
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -93,16 +93,19 @@ interface AcceptRequest {
   readonly reject: (error: unknown) => void;
 }
 
-const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at)
-  SELECT s, d, k, m, b, c, c FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS x(s, d, k, m, b, c)`;
+const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, order_key)
+  SELECT s, d, k, m, b, c, c, q FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[]) WITH ORDINALITY AS x(s, d, k, m, b, c, q, n)
+  ORDER BY n`;
 
 /**
  * A group commit: the sources its requests were checked against that still exist (`live`: names
  * `$15` with ids `$16`, each row locked against deletion until the commit; `ok` adds the unchecked
  * names `$17`), the messages of those sources new to the store (`m`), their deliveries (`d`,
- * leased with `$14` as owner until `$13` when the request asked), and the counters (`c`: `$12`
- * and `$18` are each request's source and number of messages). The rows are the new messages,
- * then a row per live source (message_id null).
+ * leased with `$14` as owner until `$13` when the request asked; `$19` the user key of an ordered
+ * one), and the counters (`c`: `$12` and `$18` are each request's source and number of messages).
+ * The rows are the new messages, then a row per live source (message_id null). Deliveries are
+ * inserted in the order the calls came (`n`), so that their ids are that order: the order in
+ * which the ordered ones of a user go (the messages are sorted, for the order of their locks).
  *
  * `FOR KEY SHARE`: a deletion's `DELETE FROM sources` waits for this commit (and then fails what
  * it stored), or this waits for the deletion and finds no row (and stores nothing). A change of a
@@ -118,10 +121,12 @@ m AS (
   ON CONFLICT DO NOTHING RETURNING source, message_id),
 n AS (SELECT coalesce(sum(r.n), 0)::bigint AS total FROM unnest($12::text[], $18::bigint[]) AS r(s, n) WHERE r.s IN (SELECT name FROM ok)),
 d AS (
-  INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until)
-  SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0)
-  FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[]) AS x(o, s, d, k, m, b, c, l)
+  INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until, order_key)
+  SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0), x.q
+  FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[], $19::text[])
+    WITH ORDINALITY AS x(o, s, d, k, m, b, c, l, q, n)
   JOIN m ON m.source = x.s AND m.message_id = x.o
+  ORDER BY x.n
   RETURNING id, source, message_id, destination, lease),
 c AS (
   INSERT INTO counters (name, shard, value)
@@ -132,17 +137,21 @@ UNION ALL SELECT name, NULL, NULL, NULL FROM live`;
 
 /**
  * A claim: up to `$3` deliveries of source `$1` due at `$2` (their retry time and any lease ended),
- * oldest first, leased to `$4` until `$5`. It writes only columns no index covers: a HOT update, in
- * place on the row's page.
+ * oldest first, leased to `$4` until `$5`; an ordered one (`order_key`) only when no older one of
+ * its key is pending, leased or not (a row another claim holds is skipped, and the rows behind it
+ * see it pending: two instances never take two of a key). It writes only columns no index
+ * covers: a HOT update, in place on the row's page.
  */
 export const CLAIM = `WITH c AS (
-   SELECT id, greatest(next_attempt_at, leased_until) AS due_at FROM deliveries
+   SELECT id, greatest(next_attempt_at, leased_until) AS due_at FROM deliveries p
    WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2 AND leased_until <= $2
+   AND (order_key IS NULL OR NOT EXISTS (
+     SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.order_key IS NOT NULL AND e.source = p.source AND e.order_key = p.order_key AND e.id < p.id))
    ORDER BY next_attempt_at, id LIMIT $3
    FOR UPDATE SKIP LOCKED)
  UPDATE deliveries d SET lease = d.lease + 1, lease_owner = $4, leased_until = $5
  FROM c WHERE d.id = c.id
- RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at, c.due_at`;
+ RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at, d.order_key, c.due_at`;
 
 /**
  * Outcomes, one per row of the arrays: a delivered delivery's row is deleted (its count is kept),
@@ -170,8 +179,12 @@ export const RECORD = `WITH o AS (
      lease_owner = NULL
    FROM o
    WHERE d.id = o.id AND o.status <> ${DELIVERED} AND d.status + 0 = ${PENDING} AND d.lease = o.lease
-   RETURNING d.id, o.status),
- w AS (SELECT * FROM x UNION ALL SELECT * FROM u),
+   RETURNING d.id, o.status, d.source, d.order_key, o.at),
+ h AS (
+   UPDATE deliveries e SET next_attempt_at = u.at FROM u
+   WHERE u.status = ${PENDING} AND u.order_key IS NOT NULL AND e.status = ${PENDING} AND e.order_key IS NOT NULL
+     AND e.source = u.source AND e.order_key = u.order_key AND e.id > u.id AND e.next_attempt_at < u.at),
+ w AS (SELECT id, status FROM x UNION ALL SELECT id, status FROM u),
  c AS (
    INSERT INTO counters (name, shard, value)
    SELECT CASE WHEN status = ${DELIVERED} THEN 'delivered' ELSE 'failed' END, $8, count(*) FROM w
@@ -395,6 +408,17 @@ export class PostgresStore implements ForwarderStore {
     });
     rows.sort((a, b) => a.due_at - b.due_at || a.id - b.id);
     return rows.map((row) => toPendingDelivery(row, row.lease, row.due_at));
+  }
+
+  async waitingFor(source: string, messageId: string): Promise<string | undefined> {
+    this.assertOpen();
+    const { rows } = await this.fast.query<{ message_id: string }>(
+      `SELECT b.message_id FROM deliveries d JOIN deliveries b
+         ON b.status = ${PENDING} AND b.order_key IS NOT NULL AND b.source = d.source AND b.order_key = d.order_key AND b.id < d.id
+       WHERE d.status = ${PENDING} AND d.order_key IS NOT NULL AND d.source = $1 AND d.message_id = $2 ORDER BY b.id LIMIT 1`,
+      [source, messageId],
+    );
+    return rows[0]?.message_id;
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {
@@ -672,6 +696,8 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
   }
   /** The end of the lease each candidate's deliveries get, when its request asked for one. */
   const leaseEnd = new Map<AcceptedMessage, number>();
+  /** The candidates in the order they came: their deliveries' ids follow it. */
+  const arrival: AcceptedMessage[] = [];
   let owner: string | undefined;
   /** Each request's source and number of messages, for the counters. */
   const requestSource: string[] = [];
@@ -694,6 +720,7 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
       if (candidates.has(key)) continue;
       const m = request.messages[i]!;
       candidates.set(key, m);
+      arrival.push(m);
       if (lease !== undefined) leaseEnd.set(m, lease.now + lease.ms);
     }
   }
@@ -711,14 +738,19 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
     body: [] as string[],
     createdAt: [] as number[],
     leasedUntil: [] as (number | null)[],
+    orderKey: [] as (string | null)[],
   };
   for (const m of sorted) {
     source.push(m.source);
     messageId.push(m.messageId);
     receivedAt.push(m.receivedAt);
+  }
+  for (const m of arrival) {
     const until = leaseEnd.get(m) ?? null;
     for (const x of m.deliveries) {
-      d.leasedUntil.push(until);
+      // Ordered deliveries are claimed in their turn, never leased at acceptance.
+      d.leasedUntil.push(x.orderKey === undefined ? until : null);
+      d.orderKey.push(x.orderKey ?? null);
       d.owner.push(m.messageId);
       d.source.push(m.source);
       d.destination.push(x.destination);
@@ -747,6 +779,7 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
     textArray([...checked.values()]),
     textArray([...unchecked]),
     numberArray(requestSize),
+    textArray(d.orderKey),
   ];
   return { keys, owner, values };
 }
@@ -816,6 +849,7 @@ function deliveryArrays(deliveries: readonly NewDelivery[]): unknown[] {
     textArray(deliveries.map((d) => d.messageId)),
     textArray(deliveries.map((d) => d.body)),
     numberArray(deliveries.map((d) => d.createdAt)),
+    textArray(deliveries.map((d) => d.orderKey ?? null)),
   ];
 }
 

@@ -117,6 +117,16 @@ ALTER TABLE sources ADD COLUMN id TEXT NOT NULL DEFAULT '';
 UPDATE sources SET id = lower(hex(randomblob(16))) WHERE id = '';
 `,
   },
+  {
+    version: 6,
+    name: 'deliveries in order per user: the user key of each ordered delivery',
+    // order_key: set for a destination with ordering "user"; the index finds the oldest pending
+    // delivery of a key (the one a claim may take).
+    up: `
+ALTER TABLE deliveries ADD COLUMN order_key TEXT;
+CREATE INDEX deliveries_order ON deliveries (source, order_key, id) WHERE status = 0 AND order_key IS NOT NULL;
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */

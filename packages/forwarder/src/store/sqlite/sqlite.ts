@@ -159,17 +159,35 @@ export class SqliteStore implements ForwarderStore {
     this.statements = {
       insertMessage: db.prepare('INSERT OR IGNORE INTO messages (source, message_id, received_at) VALUES (?, ?, ?)'),
       insertDelivery: db.prepare(
-        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       // Leased by the commit that stores it, as a claim leases (due again at the lease's end).
       insertLeased: db.prepare(
         'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)',
       ),
       addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
+      // An ordered delivery (order_key) only when it is the oldest pending one of its key: the
+      // others wait for it, in flight or not (see ForwarderStore#claim).
       due: db.prepare(
-        `SELECT id, lease, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at
-         FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+        `SELECT id, lease, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at, order_key
+         FROM deliveries d WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ?
+         AND (order_key IS NULL OR NOT EXISTS (
+           SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.source = d.source AND e.order_key = d.order_key AND e.id < d.id))
+         ORDER BY next_attempt_at, id LIMIT ?`,
       ),
+      // The ordered deliveries behind one that is to be retried wait at least as long: claims
+      // do not read them over and over meanwhile.
+      holdBehind: db.prepare(
+        `UPDATE deliveries SET next_attempt_at = @at WHERE status = ${PENDING} AND source = @source AND order_key = @key AND id > @id AND next_attempt_at < @at`,
+      ),
+      orderOf: db.prepare('SELECT source, order_key FROM deliveries WHERE id = ?'),
+      waitingFor: db
+        .prepare(
+          `SELECT b.message_id FROM deliveries d JOIN deliveries b
+             ON b.status = ${PENDING} AND b.order_key IS NOT NULL AND b.source = d.source AND b.order_key = d.order_key AND b.id < d.id
+           WHERE d.status = ${PENDING} AND d.order_key IS NOT NULL AND d.source = ? AND d.message_id = ? ORDER BY b.id LIMIT 1`,
+        )
+        .pluck(),
       // While leased, next_attempt_at is the end of the lease: the delivery is due again then.
       lease: db.prepare(`UPDATE deliveries SET lease = lease + 1, lease_owner = ?, next_attempt_at = ? WHERE id = ?`),
       nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ?`),
@@ -221,7 +239,7 @@ export class SqliteStore implements ForwarderStore {
     this.endpoints = new SqliteEndpointStore(db);
 
     const insert = (d: NewDelivery): void => {
-      s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt);
+      s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt, d.orderKey ?? null);
     };
     this.acceptTx = db.transaction((requests: readonly AcceptRequest[]) => {
       let total = 0;
@@ -245,7 +263,8 @@ export class SqliteStore implements ForwarderStore {
           repeated.push(false);
           stored++;
           for (const d of m.deliveries) {
-            if (lease === undefined) {
+            // Ordered deliveries are claimed in their turn, never leased at acceptance.
+            if (lease === undefined || d.orderKey !== undefined) {
               insert(d);
               continue;
             }
@@ -282,6 +301,10 @@ export class SqliteStore implements ForwarderStore {
         if (o.status === 'retry') {
           changes = s.retry.run(o.attempts, o.firstAttemptAt ?? null, o.nextAttemptAt, o.error ?? null, o.id, o.lease).changes;
           retried += changes;
+          if (changes > 0) {
+            const row = s.orderOf.get(o.id) as { source: string; order_key: string | null };
+            if (row.order_key !== null) s.holdBehind.run({ at: o.nextAttemptAt, source: row.source, key: row.order_key, id: o.id });
+          }
         } else if (o.status === 'delivered') {
           changes = s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes;
           if (changes === 0) {
@@ -361,6 +384,11 @@ export class SqliteStore implements ForwarderStore {
     // makes the delivery due at once).
     this.sync('NORMAL');
     return this.claimTx(source, now, limit, lease).map((row) => toPendingDelivery(row, row.lease + 1, row.next_attempt_at));
+  }
+
+  async waitingFor(source: string, messageId: string): Promise<string | undefined> {
+    this.assertOpen();
+    return (this.statements.waitingFor.get(source, messageId) as string | undefined) ?? undefined;
   }
 
   async nextDueAfter(source: string, now: number): Promise<number | undefined> {

@@ -118,6 +118,26 @@ describe('Scheduler', () => {
     expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0, retrying: 0 });
   });
 
+  it('starts each of several retries written together on time, idle between them (not the earliest alone)', async () => {
+    await store.enqueue([delivery('a'), delivery('b'), delivery('c')]);
+    const start = clock.now();
+    create().start();
+    await flushMicrotasks();
+    // Written in one batch: the loop then knows the earliest time only; once that one is taken,
+    // it must find the others' times too, not sleep for the idle wait (60 s here).
+    target.calls[0]!.resolve(retry(1, start + 100));
+    target.calls[1]!.resolve(retry(1, start + 300));
+    target.calls[2]!.resolve(retry(1, start + 700));
+    await clock.tick(100);
+    expect(target.calls.map((c) => c.body)).to.deep.equal(['{"id":"a"}', '{"id":"b"}', '{"id":"c"}', '{"id":"a"}']);
+    target.calls[3]!.resolve(delivered(2));
+    await clock.tick(200);
+    expect(target.calls.map((c) => c.body).slice(4)).to.deep.equal(['{"id":"b"}']);
+    target.calls[4]!.resolve(delivered(2));
+    await clock.tick(400);
+    expect(target.calls.map((c) => c.body).slice(5)).to.deep.equal(['{"id":"c"}']);
+  });
+
   it('starts a retry on time while another attempt hangs in flight', async () => {
     await store.enqueue([delivery('hang'), delivery('a')]);
     create().start();

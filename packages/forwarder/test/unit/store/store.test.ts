@@ -1,4 +1,5 @@
 import { describe, it, after, afterEach } from 'mocha';
+import { orderingContract } from './ordering-contract';
 import { expect } from 'chai';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,8 @@ function tempDir(): string {
 }
 
 storeContract('MemoryStore', async () => new MemoryStore());
+orderingContract('MemoryStore', async () => new MemoryStore());
+orderingContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 storeContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 setupContract('MemoryStore', async () => new MemoryStore());
 setupContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
