@@ -144,6 +144,46 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
     expect((await forwarder.listSources())[0]!.destinations.Webhooks!.enabled).to.equal(true);
   });
 
+  it('sets delivery in order per user; a call waiting behind an earlier one of its user says which, with a link to it', async () => {
+    await page.selectOption('#wh-ordering', 'user');
+    await page.fill('#wh-rate-1', '250');
+    await page.fill('#wh-secret', SECRET);
+    await page.click('#wh-form button[type=submit]');
+    await page.locator('#wh-result', { hasText: 'saved' }).waitFor();
+    await page.locator('#editor-current dd', { hasText: 'per user' }).waitFor();
+    expect((await forwarder.listSources())[0]!.destinations.Webhooks!.ordering).to.equal('user');
+    // Both URLs fail for now: the user's first call is retried, its second waits behind it.
+    receiver.failFirst('/ui?token=%3Cscript%3Ealert(3)%3C/script%3E', 1_000_000);
+    receiver.failFirst('/ui-second', 1_000_000);
+    await page.click('button.tab[data-view=live]');
+    const batch = [
+      { type: 'track', userId: 'ordered-user', event: 'First', messageId: 'ord-1' },
+      { type: 'track', userId: 'ordered-user', event: 'Second', messageId: 'ord-2' },
+    ];
+    expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic(firstKey) })).status).to.equal(200);
+    await waitFor(() => receiver.requests.some((r) => r.json.messageId === 'ord-1'), 'the first call\'s attempt');
+    await page.locator('#live-list li', { hasText: 'Second' }).first().click();
+    await page.locator('#message-waiting a', { hasText: 'ord-1' }).waitFor();
+    await page.click('#message-waiting a');
+    // The earlier call itself: it waits for none.
+    await page.locator('#message-waiting').waitFor({ state: 'detached' });
+    await page.locator('#message-fields dd', { hasText: /^ord-1$/ }).waitFor();
+    expect(receiver.requests.some((r) => r.json.messageId === 'ord-2')).to.equal(false);
+    receiver.failFirst('/ui?token=%3Cscript%3Ealert(3)%3C/script%3E', 0);
+    receiver.failFirst('/ui-second', 0);
+    await waitFor(() => receiver.delivered.some((r) => r.json.messageId === 'ord-2'), 'the second call once the first went');
+    // Each URL got the calls, in order.
+    for (const path of ['/ui?', '/ui-second']) {
+      const order = receiver.delivered.filter((r) => r.json.userId === 'ordered-user' && r.path.startsWith(path)).map((r) => r.json.messageId);
+      expect(order, path).to.deep.equal(['ord-1', 'ord-2']);
+    }
+    await page.click('button.tab[data-view=sources]');
+    await waitFor(async () => {
+      await row(XSS_NAME).click();
+      return page.locator('#key-grace').isVisible();
+    }, 'the source editor again');
+  });
+
   it('rotates the key: the new one shown once, the old one refused after its grace (0 s here)', async () => {
     await page.fill('#key-grace', '0');
     await page.click('#key-rotate');
