@@ -151,6 +151,8 @@ export interface ForwarderConfig {
   readonly metrics?: MetricsConfig | false;
   /** The debugger page (`GET /debugger`); `false` turns it off. Default true. */
   readonly debugger?: boolean;
+  /** Operator log lines of `eventrelay serve` (see docs/operating-the-forwarder.md#logs). */
+  readonly log?: LogConfig;
   /**
    * Where the operator's notices go (a URL disabled or enabled, a delivery given up): a signed JSON
    * POST, retried like any delivery. Default none.
@@ -162,6 +164,18 @@ export interface ForwarderConfig {
    */
   readonly sources?: readonly SourceConfig[];
 }
+
+export interface LogConfig {
+  /** The least level written: `debug`, `info` (default), `warn`, `error` or `silent`. */
+  readonly level?: LogLevel;
+  /** `json` (one object per line), `pretty` (readable), or `auto` (default): pretty on a terminal, JSON otherwise. */
+  readonly format?: 'auto' | 'json' | 'pretty';
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+/** The values of `log.level`. */
+export const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 /** A source's Webhooks settings: what the store keeps (`StoredWebhooks`), and whether they are on. */
 export interface ResolvedWebhooks extends StoredWebhooks {
@@ -204,6 +218,7 @@ export interface ResolvedConfig {
   };
   /** Path of the Prometheus endpoint; undefined when off. */
   readonly metricsPath: string | undefined;
+  readonly log: { readonly level: LogLevel; readonly format: 'auto' | 'json' | 'pretty' };
   readonly debugger: boolean;
   readonly sources: readonly ResolvedSource[];
   /** Where notices go; undefined: only the `endpoint` event. */
@@ -399,7 +414,7 @@ export function parseSources(value: unknown, env: Env | null): ResolvedSource[] 
 export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
   // The field of the whole config is '' (the top level).
   if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`, '');
-  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'sources', 'notify', '$comment']);
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'log', 'sources', 'notify', '$comment']);
   const host = hostOption(raw.host ?? CONFIG_DEFAULTS.host);
   const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
   const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env, false);
@@ -424,6 +439,11 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   };
   const metricsPath = metricsOption(raw.metrics);
   const debuggerOn = booleanOption('debugger', raw.debugger ?? true);
+  const l = raw.log === undefined ? {} : expectObject(raw.log, 'log', ['level', 'format']);
+  const logOptions = {
+    level: enumOption('log.level', l.level ?? 'info', LOG_LEVELS),
+    format: enumOption('log.format', l.format ?? 'auto', ['auto', 'json', 'pretty'] as const),
+  };
 
   const r =
     raw.delivery === undefined
@@ -481,7 +501,8 @@ export function parseConfig(input: unknown, env: Env = process.env): ResolvedCon
   const notify = notifyOption(raw.notify, env);
   checkSourceUrls(delivery.networkPolicy, sources);
   if (notify !== undefined) delivery.networkPolicy.checkUrl(new URL(notify.url.trim()), 'notify.url');
-  const resolved: ResolvedConfig = { host, port, adminToken, storage, delivery, metricsPath, debugger: debuggerOn, sources, sourceConcurrencyAuto };
+  const log = logOptions;
+  const resolved: ResolvedConfig = { host, port, adminToken, storage, delivery, metricsPath, log, debugger: debuggerOn, sources, sourceConcurrencyAuto };
   return notify === undefined ? resolved : { ...resolved, notify };
 }
 

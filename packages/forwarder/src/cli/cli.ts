@@ -8,9 +8,12 @@ import { Forwarder } from '../service';
 import { applyToStore } from '../registry/apply';
 import { redactUrl } from '../store/postgres/postgres';
 import { statusLine } from './status-line';
+import { operatorLogger } from './logger';
+import { LOG_LEVELS } from '../config';
+import type { LogLevel } from '../config';
 
 const USAGE = `Usage:
-  eventrelay serve --config <file> [--port <n>] [--host <address>] [--data <dir>]
+  eventrelay serve --config <file> [--port <n>] [--host <address>] [--data <dir>] [--log-level <level>]
   eventrelay check --config <file>
   eventrelay apply --config <file> [--dry-run] [--url <forwarder URL>] [--data <dir>]
   eventrelay endpoints --config <file> --url <forwarder URL> --source <name> [--enable <webhook URL>]
@@ -28,6 +31,10 @@ Options:
   -p, --port <n>        TCP port (overrides "port"; 0 picks a free one)
       --host <address>  interface to bind (overrides "host")
   -d, --data <dir>      SQLite data directory (overrides "storage.dataDir")
+      --log-level <level>  debug, info, warn, error or silent (overrides "log.level")
+
+serve logs one JSON object per line on stdout (readable lines on a terminal): start and stop,
+refused ingestion, deliveries failed for good, endpoints disabled and enabled, store faults.
 
 Secrets in the config may be written as { "env": "NAME" } to read them from the environment.
 SIGINT or SIGTERM shuts down gracefully; a second signal exits at once.`;
@@ -73,6 +80,7 @@ async function main(argv: readonly string[]): Promise<void> {
         url: { type: 'string' },
         source: { type: 'string' },
         enable: { type: 'string' },
+        'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -97,6 +105,9 @@ async function main(argv: readonly string[]): Promise<void> {
   if (command !== 'apply' && command !== 'endpoints' && values.url !== undefined) fail(`--url goes with apply and endpoints\n\n${USAGE}`, 2);
   if (command !== 'endpoints' && (values.source !== undefined || values.enable !== undefined)) fail(`--source and --enable go with endpoints\n\n${USAGE}`, 2);
   if (positionals.length > 1) fail(`unexpected argument "${positionals[1]}"\n\n${USAGE}`, 2);
+  const logLevel = values['log-level'];
+  if (logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(logLevel)) fail(`--log-level expects one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`, 2);
+  if (command !== 'serve' && logLevel !== undefined) fail(`--log-level goes with serve\n\n${USAGE}`, 2);
 
   let port: number | undefined;
   if (values.port !== undefined) {
@@ -106,11 +117,13 @@ async function main(argv: readonly string[]): Promise<void> {
 
   const configPath = values.config ?? 'eventrelay.config.json';
   let forwarder: Forwarder;
+  let logger: ReturnType<typeof operatorLogger> | undefined;
   try {
     const config = loadConfigFile(configPath);
     // `check` builds the forwarder as `serve` does (that opens nothing: no store, no socket), so
     // it refuses exactly what `serve` refuses at start.
-    forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
+    logger = command === 'serve' ? operatorLogger({ ...config.log, ...(logLevel === undefined ? {} : { level: logLevel as LogLevel }) }) : undefined;
+    forwarder = new Forwarder(config, { ...(values.data === undefined ? {} : { dataDir: values.data }), ...(logger === undefined ? {} : { logger }) });
     if (command === 'check') {
       await forwarder.close();
       out(`${configPath}: OK (${config.sources.length} sources${config.sources.length === 0 ? '' : `: ${config.sources.map((s) => s.name).join(', ')}`})\n`);
@@ -140,9 +153,9 @@ async function main(argv: readonly string[]): Promise<void> {
     });
     const debuggerLine = !config.debugger ? 'off' : config.adminToken === undefined ? 'off until "adminToken" is set' : `${address.url}/debugger`;
     const metricsLine = config.metricsPath === undefined ? 'off' : `${address.url}${config.metricsPath}`;
-    out(
-      `eventrelay ${VERSION} listening on ${address.url}\n  sources: ${sources.length === 0 ? 'none yet (POST /admin/sources)' : sources.join(', ')}\n  store: ${store}\n` +
-      `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
+    logger!.info(
+      { event: 'started', version: VERSION, url: address.url, sources: sources.length === 0 ? 'none yet (POST /admin/sources)' : sources.join(', '), store, debugger: debuggerLine, metrics: metricsLine },
+      `listening on ${address.url} (eventrelay ${VERSION})`,
     );
   } catch (error) {
     if (error instanceof ConfigError) fail(`config error ${where(error.field)}: ${error.message}`);
@@ -154,7 +167,8 @@ async function main(argv: readonly string[]): Promise<void> {
     throw error;
   }
 
-  const live = process.stdout.isTTY === true;
+  const log = logger!;
+  const live = process.stdout.isTTY === true && log.level !== 'silent';
   let statusTimer: NodeJS.Timeout | undefined;
   if (live) {
     const draw = () => {
@@ -175,10 +189,11 @@ async function main(argv: readonly string[]): Promise<void> {
     }
     stopping = true;
     clearInterval(statusTimer);
-    out(`${live ? '\n' : ''}eventrelay: ${signal}, finishing attempts in flight...\n`);
+    if (live) out('\n');
+    log.info({ event: 'stopping', signal }, `${signal}, finishing attempts in flight`);
     forwarder.close().then(
       () => {
-        out('eventrelay: stopped\n');
+        log.info({ event: 'stopped' }, 'stopped');
         process.exit(0);
       },
       (error: Error) => fail(`shutdown failed: ${error.message}`),

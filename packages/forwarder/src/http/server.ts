@@ -26,6 +26,10 @@ export interface HttpBackend {
    * and the delivery log; `body` is the parsed request body they came in.
    */
   onRejected?(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
+  /** An ingestion request refused whole: its status and code, and its source when the key was known. */
+  refusedRequest?(code: string, status: number, source: string | undefined): void;
+  /** A request that failed for a reason of the forwarder's own (the store): answered 503. */
+  requestFailed?(error: Error): void;
   /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
   readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
   stats(): Promise<object>;
@@ -96,6 +100,7 @@ export function createRequestHandler(backend: HttpBackend): (req: IncomingMessag
   return (req, res) => {
     handle(backend, req, res).catch((error: unknown) => {
       log('request failed: %s', (error as Error).message);
+      backend.requestFailed?.(error instanceof Error ? error : new Error(String(error)));
       if (!res.headersSent) fail(res, 503, 'unavailable', 'The forwarder could not store the request; try again', {}, { 'Retry-After': '1' });
       else res.destroy();
     });
@@ -138,17 +143,21 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
   // A key in the header is checked before the body is read: no upload for an unknown key.
   let source = headerKey === undefined ? undefined : backend.sourceForKey(headerKey);
   if (headerKey !== undefined && source === undefined) {
+    backend.refusedRequest?.('unauthorized', 401, undefined);
     unauthorized(res);
     return;
   }
   const read = await readBody(req, MAX_BODY_BYTES);
   if (!read.ok) {
     log('413: body of %d bytes', read.size);
+    backend.refusedRequest?.('body_too_large', 413, source?.name);
     fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     return;
   }
   const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
   if (!decoded.ok) {
+    const code = decoded.reason === 'too_large' ? 'body_too_large' : decoded.reason === 'unsupported' ? 'unsupported_encoding' : 'invalid_body';
+    backend.refusedRequest?.(code, decoded.reason === 'too_large' ? 413 : decoded.reason === 'unsupported' ? 415 : 400, source?.name);
     if (decoded.reason === 'too_large') {
       fail(res, 413, 'body_too_large', `The decompressed request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     } else if (decoded.reason === 'unsupported') {
@@ -164,17 +173,20 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
     const bodyKey = json.ok && typeof json.value === 'object' && json.value !== null ? (json.value as { writeKey?: unknown }).writeKey : undefined;
     source = typeof bodyKey === 'string' && bodyKey !== '' ? backend.sourceForKey(bodyKey) : undefined;
     if (source === undefined) {
+      backend.refusedRequest?.('unauthorized', 401, undefined);
       unauthorized(res);
       return;
     }
   }
   if (!json.ok) {
+    backend.refusedRequest?.('invalid_json', 400, source.name);
     fail(res, 400, 'invalid_json', 'The request body is not valid JSON');
     return;
   }
   const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
+    backend.refusedRequest?.(parsed.code, parsed.status, source.name);
     fail(res, parsed.status, parsed.code, parsed.message);
     return;
   }
@@ -190,6 +202,7 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
     if (!(error instanceof SourceDeletedError)) throw error;
     // The key was valid when the request came; its source was deleted before the body was stored.
     log('401: source %s was deleted while a request of %d messages was read; nothing stored', source.name, accepted.length);
+    backend.refusedRequest?.('source_deleted', 401, source.name);
     fail(res, 401, 'source_deleted', 'The source of this write key was deleted while the request was read; nothing was stored', {}, { 'WWW-Authenticate': 'Basic realm="eventrelay"' });
     return;
   }

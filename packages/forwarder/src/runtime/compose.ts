@@ -72,6 +72,11 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     sourceForKey: (key) => table.sourceForKey(key, ctx.clock.now()),
     accept: (messages, calls, source) => work.accept(messages, calls, source),
     onRejected: (source, rejected, receivedAt, body) => work.refused(source, rejected, receivedAt, body),
+    refusedRequest: (code, status, source) => {
+      metrics?.refusedRequest(code);
+      ctx.oplog.refused(code, status, source);
+    },
+    requestFailed: (error) => ctx.oplog.fault('ingestion: a request could not be stored (answered 503)', error),
     operations: admin,
     stats: () => work.stats(),
     get closing() {

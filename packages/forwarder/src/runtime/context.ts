@@ -5,6 +5,7 @@ import createDebug from 'debug';
 import { systemClock } from 'eventrelay/internal';
 import type { Clock } from 'eventrelay/internal';
 import type { ResolvedConfig } from '../config';
+import { OperatorLog } from '../observability/logs';
 import type { Operations } from '../observability/operations';
 import type { ForwarderStore } from '../store/contract';
 import type { ForwarderEvents, ForwarderInternals, ForwarderOptions } from './types';
@@ -26,6 +27,8 @@ export class Context {
   ops: Operations | undefined;
   /** True once `close()` began. */
   closing = false;
+  /** Operator log lines (`options.logger`): nothing without one. */
+  readonly oplog: OperatorLog;
   /** Opens the store if needed (set by the lifecycle). */
   open: () => Promise<ForwarderStore> = () => Promise.reject(new Error('no lifecycle'));
 
@@ -36,6 +39,7 @@ export class Context {
     readonly events: EventEmitter<ForwarderEvents>,
   ) {
     this.clock = internals.clock ?? systemClock;
+    this.oplog = new OperatorLog(options.logger);
   }
 
   /** Runs `fn` with the store, opening it if needed; does not start delivering. */
@@ -44,8 +48,9 @@ export class Context {
   }
 
   /** A failure in the background: the `error` event when someone listens, logged either way. */
-  backgroundError(error: Error): void {
-    log('background error: %s', error.message);
+  backgroundError(error: Error, what = 'background error'): void {
+    log('%s: %s', what, error.message);
+    this.oplog.fault(what, error);
     if (this.events.listenerCount('error') > 0) this.events.emit('error', error);
   }
 }

@@ -90,6 +90,7 @@ export class Deliveries {
         // A handed-over delivery starts its attempt while its lease still outlasts one.
         holdMs: config.storage.lease - config.delivery.timeout - 1000,
         onError: (error) => this.ctx.backgroundError(error),
+        onStoreError: (error) => this.ctx.oplog.fault('delivery loop: the store failed; trying again', error),
       },
       (report) => this.attempted(report),
     );
@@ -105,6 +106,7 @@ export class Deliveries {
     this.ctx.ops?.attempt(report);
     // Nothing sent (waiting for a rate limit's slot, closing): not an attempt.
     if (report.result.outcomes.length === 0) return;
+    this.ctx.oplog.attempt(report);
     this.ctx.events.emit('attempt', report);
     if (report.result.status === 'failed') this.notice(exhaustedNotice(report.source, report.messageId, report.result, this.ctx.clock.now()));
   }
@@ -112,6 +114,7 @@ export class Deliveries {
   /** The `endpoint` event and, with `notify`, a signed notice queued like any delivery. */
   private notice(notice: Notice): void {
     const { ctx } = this;
+    ctx.oplog.notice(notice);
     try {
       ctx.events.emit('endpoint', notice);
     } catch (error) {

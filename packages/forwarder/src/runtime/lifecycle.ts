@@ -197,6 +197,8 @@ export class Lifecycle {
       await sources.close();
       await ctx.ops?.close();
       await ctx.store?.close();
+      // The counts of repeated lines still open, so that none is lost at shutdown.
+      ctx.oplog.flush();
       log('closed');
     })();
     return this.closing;

@@ -1,4 +1,5 @@
 import type { Clock } from 'eventrelay/internal';
+import type { OperatorLogger } from '../observability/logs';
 import type { DestinationInternals } from '../delivery/destination';
 import type { Notice } from '../delivery/notify';
 import type { EndpointHealth } from '../observability/health';
@@ -12,6 +13,12 @@ export interface ForwarderOptions {
   readonly store?: ForwarderStore;
   /** Environment for `{ "env": NAME }` secrets. Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Where operator log lines go (a pino logger, or anything with its `info`, `warn` and `error`):
+   * refused ingestion, deliveries failed for good, endpoints disabled and enabled, store faults.
+   * Default none; `eventrelay serve` logs JSON lines to stdout.
+   */
+  readonly logger?: OperatorLogger;
 }
 
 /** Test seams; not for application code. */

@@ -54,6 +54,9 @@ export class Work {
   refused(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void {
     this.refusedCount += rejected.length;
     this.ctx.ops?.refused(source, rejected, receivedAt, body);
+    const byCode = new Map<string, number>();
+    for (const r of rejected) byCode.set(r.code, (byCode.get(r.code) ?? 0) + 1);
+    for (const [code, count] of byCode) this.ctx.oplog.refused(`message ${code}`, 200, source, count);
   }
 
   /** Stores deliveries made by no ingested call (replays) and wakes the delivery loop. */

@@ -52,6 +52,8 @@ export interface SchedulerOptions {
   readonly holdMs?: number;
   /** Called with a failure of the loop that is not the store's (a throwing `onAttempt`). */
   readonly onError?: (error: Error) => void;
+  /** Called with a failure of the store while claiming (the loop tries again after `idleWait`). */
+  readonly onStoreError?: (error: Error) => void;
 }
 
 const DEFAULTS = { idleWait: 5000, leaseMs: 30_000 } as const;
@@ -322,6 +324,7 @@ export class Scheduler {
       if (!this.stopped) await this.sleepUntilNextDue();
     } catch (error) {
       log('delivery loop: store error %s; trying again in %d ms', (error as Error).message, this.idleWait);
+      this.options.onStoreError?.(error instanceof Error ? error : new Error(String(error)));
       this.arm(this.idleWait);
     }
   }

@@ -32,7 +32,7 @@ async function serve(configPath: string, dataDir: string): Promise<Running> {
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   let gone = false;
   void exited.then(() => (gone = true));
-  await waitFor(() => gone || /metrics: /.test(out), 'the forwarder to print its addresses', 15_000);
+  await waitFor(() => gone || /"metrics":/.test(out), 'the forwarder to print its addresses', 15_000);
   const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
   if (url === undefined) throw new Error(`the forwarder did not start:\n${out}\n${err}`);
   return { child, url, stdout: () => out, exited };
@@ -76,8 +76,9 @@ describe('operating `eventrelay serve` (child processes, SQLite store)', functio
     receiver.failFirst('/proc', 1000, 502);
     const first = await serve(configPath, dataDir);
     children.push(first.child);
-    expect(first.stdout()).to.contain(`  debugger: ${first.url}/debugger\n`);
-    expect(first.stdout()).to.contain(`  metrics: ${first.url}/metrics\n`);
+    // The start line (JSON, stdout a pipe) names them.
+    const started = JSON.parse(first.stdout().split('\n')[0]!) as Record<string, string>;
+    expect(started).to.include({ event: 'started', debugger: `${first.url}/debugger`, metrics: `${first.url}/metrics` });
 
     const page = await fetch(`${first.url}/debugger`);
     expect(page.status).to.equal(200);
