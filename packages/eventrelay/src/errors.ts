@@ -94,10 +94,16 @@ export class EventRelayError extends Error {
 export class ConfigError extends EventRelayError {
   /** Dotted path of the offending field, e.g. `flushAt` or `sources[0].writeKey`. */
   readonly field: string | undefined;
+  /**
+   * Every problem, in order, when one check found several (the forwarder's config file: every
+   * missing environment variable at once); `field` is then the first one's. Undefined for one.
+   */
+  readonly problems: readonly ConfigError[] | undefined;
 
-  constructor(message: string, field?: string) {
+  constructor(message: string, field?: string, problems?: readonly ConfigError[]) {
     super(message, 'ERR_CONFIG');
     this.field = field;
+    this.problems = problems;
   }
 
   static {

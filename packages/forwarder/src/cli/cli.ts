@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, EventRelayError } from 'eventrelay/internal';
 import { FORWARDER_VERSION as VERSION } from '../version';
 import { loadConfigFile } from '../config';
-import type { ResolvedConfig } from '../config';
+import type { ConfigPart, ResolvedConfig } from '../config';
 import { Forwarder } from '../service';
 import { applyToStore } from '../registry/apply';
 import { redactUrl } from '../store/postgres/postgres';
@@ -17,7 +17,7 @@ const USAGE = `Usage:
   eventrelay --help | --version
 
 serve   runs the forwarder: ingestion API, durable queue, webhook delivery
-check   reads the config file and reports the first problem, if any
+check   reads the config file and reports every problem, if any (every unset variable at once)
 apply   makes the store's sources match the file's and prints the difference
         (--dry-run: print only); through a running forwarder's admin API with --url
 endpoints  shows the webhook URLs of a source, disabled or not and why, through a running
@@ -107,23 +107,29 @@ async function main(argv: readonly string[]): Promise<void> {
   const configPath = values.config ?? 'eventrelay.config.json';
   let forwarder: Forwarder;
   try {
-    const config = loadConfigFile(configPath);
+    // Each command reads the settings it uses, no others: `endpoints` needs the admin token, not
+    // every source's secrets; `apply` the sources and where they go (the store, or --url's token).
+    const parts: readonly ConfigPart[] | undefined =
+      command === 'endpoints'
+        ? ['adminToken']
+        : command === 'apply'
+          ? values.url === undefined ? ['storage', 'delivery', 'sources'] : ['adminToken', 'delivery', 'sources']
+          : undefined;
+    const config = loadConfigFile(configPath, process.env, parts === undefined ? {} : { parts });
+    if (command === 'endpoints') {
+      await endpoints(config, { url: values.url, source: values.source, enable: values.enable });
+      return;
+    }
+    if (command === 'apply') {
+      await apply(configPath, config, { dryRun: values['dry-run'] === true, url: values.url, dataDir: values.data });
+      return;
+    }
     // `check` builds the forwarder as `serve` does (that opens nothing: no store, no socket), so
     // it refuses exactly what `serve` refuses at start.
     forwarder = new Forwarder(config, values.data === undefined ? {} : { dataDir: values.data });
     if (command === 'check') {
       await forwarder.close();
       out(`${configPath}: OK (${config.sources.length} sources${config.sources.length === 0 ? '' : `: ${config.sources.map((s) => s.name).join(', ')}`})\n`);
-      return;
-    }
-    if (command === 'endpoints') {
-      await forwarder.close();
-      await endpoints(config, { url: values.url, source: values.source, enable: values.enable });
-      return;
-    }
-    if (command === 'apply') {
-      await forwarder.close();
-      await apply(configPath, config, { dryRun: values['dry-run'] === true, url: values.url, dataDir: values.data });
       return;
     }
     const address = await forwarder.listen({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
@@ -145,7 +151,12 @@ async function main(argv: readonly string[]): Promise<void> {
       `  debugger: ${debuggerLine}\n  metrics: ${metricsLine}\n`,
     );
   } catch (error) {
-    if (error instanceof ConfigError) fail(`config error ${where(error.field)}: ${error.message}`);
+    if (error instanceof ConfigError) {
+      const all = error.problems ?? [error];
+      if (all.length === 1) fail(`config error ${where(error.field)}: ${error.message}`);
+      // Every problem of the file at once, one a line.
+      fail(`${all.length} config errors in ${configPath}:\n${all.map((p) => `  config error ${where(p.field)}: ${p.message}`).join('\n')}`);
+    }
     // A store error names its field too (storage.url, storage.dataDir).
     const field = (error as { field?: unknown }).field;
     if (error instanceof EventRelayError) fail(typeof field === 'string' ? `error ${where(field)}: ${error.message}` : error.message);
