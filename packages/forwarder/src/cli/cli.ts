@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EventRelayError } from 'eventrelay/internal';
 import { FORWARDER_VERSION as VERSION } from '../version';
@@ -179,14 +180,15 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = (signal: NodeJS.Signals | 'npx gone') => {
     if (stopping) {
       write(process.stderr, `\neventrelay: ${signal} again, exiting now\n`);
       process.exit(1);
     }
     stopping = true;
     clearInterval(statusTimer);
-    out(`${live ? '\n' : ''}eventrelay: ${signal}, finishing attempts in flight...\n`);
+    clearInterval(supervisor);
+    out(`${live ? '\n' : ''}eventrelay: ${signal === 'npx gone' ? 'the npx (npm exec) process that started it ended' : signal}, finishing attempts in flight...\n`);
     forwarder.close().then(
       () => {
         out('eventrelay: stopped\n');
@@ -197,6 +199,48 @@ async function main(argv: readonly string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // npm exec does not pass a supervisor's SIGTERM on: it ends and leaves this process running.
+  const supervisor = watchNpmExec(() => stop('npx gone'));
+}
+
+/**
+ * Under `npx` (`npm exec`), which ends on SIGTERM without passing the signal to the command it
+ * runs: checks every second that the processes between it and this one (npm, and the shell npm
+ * starts the command with) still run, and calls `gone` when one has ended, so that a supervisor
+ * that stops `npx eventrelay serve` leaves no server behind. Elsewhere nothing is watched (a
+ * server started with nohup or `&` outlives its shell, as it should).
+ */
+function watchNpmExec(gone: () => void): NodeJS.Timeout | undefined {
+  if (process.env.npm_command !== 'exec') return undefined;
+  const parent = process.ppid;
+  const ancestors = [parent, parentOf(parent)].filter((pid): pid is number => pid !== undefined && pid > 1);
+  const timer = setInterval(() => {
+    if (process.ppid !== parent || !ancestors.every(alive)) gone();
+  }, 1000);
+  timer.unref();
+  return timer;
+}
+
+/** The parent of `pid`, where /proc tells it (Linux); undefined elsewhere. */
+function parentOf(pid: number): number | undefined {
+  try {
+    // /proc/PID/stat: "pid (command) state ppid ...", the command in parentheses may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(ppid) ? ppid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Where a config problem is: its field, or the whole file (field ''). */
