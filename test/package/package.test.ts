@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { waitFor } from '../helpers/wait';
 
 // The two published packages, packed as `npm publish` would pack them and installed from the
 // tarballs into empty projects, as a user's `npm install` does: what they get on disk, and that
@@ -91,6 +92,30 @@ function footprint(project: string): Footprint {
 /** The package name of each installed path: `a/node_modules/@s/b` is `@s/b`. */
 const packageNames = (packages: readonly string[]): string[] => packages.map((path) => path.split('/node_modules/').pop()!);
 
+/** Pids of the processes whose command line holds `text` (Linux /proc), this one left out. */
+function processesWith(text: string): number[] {
+  if (!existsSync('/proc/self/cmdline')) return [];
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
+    .filter((name) => {
+      try {
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false; // ended meanwhile
+      }
+    })
+    .map(Number);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)],
@@ -124,6 +149,17 @@ describe('the packed packages, installed from their tarballs', function () {
     expect(tarball('@eventrelay/forwarder').files).to.include.members(['dist/cli.js', 'dist/index.d.ts', 'dist/index.d.cts', 'examples/eventrelay.config.json']);
     // The bin is ESM; a CommonJS build of the CLI would be dead weight.
     expect(tarball('@eventrelay/forwarder').files.filter((file) => file.startsWith('dist/cli.cjs'))).to.deep.equal([]);
+  });
+
+  it('packs every entry of each `files` list (npm pack --dry-run --json): none names a file the package does not have', async () => {
+    const out = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts', '-w', 'eventrelay', '-w', '@eventrelay/forwarder'], root);
+    const packed = JSON.parse(out) as { name: string; files: { path: string }[] }[];
+    for (const [name, dir] of [['eventrelay', 'packages/eventrelay'], ['@eventrelay/forwarder', 'packages/forwarder']] as const) {
+      const { files } = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { files: string[] };
+      const paths = packed.find((p) => p.name === name)!.files.map((f) => f.path);
+      const missing = files.filter((entry) => !paths.some((path) => path === entry || path.startsWith(`${entry}/`)));
+      expect(missing, name).to.deep.equal([]);
+    }
   });
 
   describe('eventrelay alone', () => {
@@ -318,6 +354,44 @@ describe('the packed packages, installed from their tarballs', function () {
       expect(out.trim()).to.equal(version);
     });
 
+    it('`npx eventrelay serve` under a supervisor that sends SIGTERM to npx leaves no server behind', async function () {
+      if (!existsSync('/proc/self/stat')) this.skip();
+      const config = join(project, `serve-under-npx-${process.pid}.json`);
+      writeFileSync(config, JSON.stringify({ storage: { type: 'memory' } }));
+      const npx = spawn('npx', ['eventrelay', 'serve', '--config', config, '--port', '0'], {
+        cwd: project,
+        env: userEnv({ npm_config_yes: 'false' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      npx.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      npx.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const exited = new Promise<void>((done) => npx.once('exit', () => done()));
+      let servers: number[] = [];
+      try {
+        await waitFor(() => /listening on (http:\/\/\S+)/.test(out), `the server to listen:\n${out}`, 30_000);
+        const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+        // The server is the node process running the CLI with this config; npx is its ancestor.
+        servers = processesWith(config).filter((pid) => pid !== npx.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('serve'));
+        expect(servers.length, out).to.be.above(0);
+        expect((await fetch(`${url}/health`)).status).to.equal(200);
+        npx.kill('SIGTERM');
+        await exited;
+        // The server notices that npx ended and stops as on SIGTERM: its process ends and its port is free.
+        await waitFor(() => servers.every((pid) => !alive(pid)), 'the server process to end', 20_000);
+        const refused = await fetch(`${url}/health`).then(
+          () => 'answered',
+          (error: { cause?: { code?: string } }) => error.cause?.code,
+        );
+        expect(refused).to.equal('ECONNREFUSED');
+        expect(out).to.contain('eventrelay: stopped');
+      } finally {
+        // Whatever happened, nothing this test started outlives it.
+        if (npx.exitCode === null && npx.signalCode === null) npx.kill('SIGKILL');
+        for (const pid of servers) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      }
+    });
+
     it('the shipped example config passes `eventrelay check`', async () => {
       const example = join(forwarderDir(), 'examples', 'eventrelay.config.json');
       const out = await run('npx', ['eventrelay', 'check', '--config', example], project, userEnv({ ...exampleEnv, npm_config_yes: 'false' }));
@@ -436,5 +510,26 @@ describe('the packed packages, installed from their tarballs', function () {
         console.log(JSON.stringify({ sdk, forwarder: undiciLoaded() }));`);
       expect(result).to.deep.equal({ sdk: false, forwarder: true });
     });
+  });
+});
+
+describe('a clean `npm ci` of the repository', function () {
+  this.timeout(240_000);
+
+  it('warns of no package that needs a newer Node than the 20.19 the packages support (no EBADENGINE)', async () => {
+    // The lock file and the package files of a fresh clone, installed as CI does (a dry run: the
+    // engine check is npm's, made before anything is fetched).
+    const clone = mkdtempSync(join(tmpdir(), 'eventrelay-ci-'));
+    try {
+      for (const file of ['package.json', 'package-lock.json', 'packages/eventrelay/package.json', 'packages/forwarder/package.json']) {
+        mkdirSync(join(clone, file, '..'), { recursive: true });
+        writeFileSync(join(clone, file), readFileSync(join(root, file)));
+      }
+      const { stderr } = await exec('npm', ['ci', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: clone, env: userEnv(), encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+      expect(stderr).not.to.contain('EBADENGINE');
+      expect(stderr).not.to.match(/npm warn/i);
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
   });
 });

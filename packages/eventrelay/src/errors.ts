@@ -95,10 +95,16 @@ export class EventRelayError extends Error {
 export class ConfigError extends EventRelayError {
   /** Dotted path of the offending field, e.g. `flushAt` or `sources[0].writeKey`. */
   readonly field: string | undefined;
+  /**
+   * Every problem, in order, when one check found several (the forwarder's config file: every
+   * missing environment variable at once); `field` is then the first one's. Undefined for one.
+   */
+  readonly problems: readonly ConfigError[] | undefined;
 
-  constructor(message: string, field?: string) {
+  constructor(message: string, field?: string, problems?: readonly ConfigError[]) {
     super(message, 'ERR_CONFIG');
     this.field = field;
+    this.problems = problems;
   }
 
   static {
@@ -196,11 +202,21 @@ export class CloseTimeoutError extends EventRelayError {
   /** The timeout that elapsed, in milliseconds. */
   readonly timeout: number;
 
-  constructor(timeout: number) {
+  /**
+   * `lastError`: why the last attempt at the message failed, when one did (a refused connection,
+   * a 503, ...): named in the message and kept as `cause`.
+   */
+  constructor(timeout: number, lastError?: EventRelayError) {
+    const last = lastError === undefined ? '' : ` (its last attempt failed: ${lastError.code}: ${lastError.message})`;
+    const advice =
+      lastError === undefined
+        ? 'Give closeAndFlush a longer `timeout` to wait for retries.'
+        : 'Fix that cause (the endpoint, the network, the write key), or give closeAndFlush a longer `timeout` to wait for retries.';
     super(
-      `closeAndFlush() timed out after ${timeout} ms before this message was confirmed delivered; it is no longer retried ` +
-      'and may or may not have arrived. Give closeAndFlush a longer `timeout` to wait for retries.',
+      `closeAndFlush() timed out after ${timeout} ms before this message was confirmed delivered${last}; it is no longer retried ` +
+      `and may or may not have arrived. ${advice}`,
       'ERR_CLOSE_TIMEOUT',
+      lastError === undefined ? undefined : { cause: lastError },
     );
     this.timeout = timeout;
   }

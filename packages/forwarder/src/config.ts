@@ -253,13 +253,56 @@ export const CONFIG_DEFAULTS = {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** An object with only the listed keys: a typo is an error, not a silently ignored field. */
-function expectObject(value: unknown, field: string, allowed: readonly string[]): Record<string, unknown> {
+/**
+ * The problems of one config, gathered so that one run of `eventrelay check` reports them all:
+ * `take` runs one independent check and notes the ConfigError it throws (answering undefined),
+ * and the checks that depend on it are skipped. `STRICT` notes nothing: the first problem is
+ * thrown, as the admin API answers it.
+ */
+class Problems {
+  readonly found: ConfigError[] = [];
+
+  constructor(private readonly gather: boolean) {}
+
+  take<T>(check: () => T): T | undefined {
+    if (!this.gather) return check();
+    try {
+      return check();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      this.found.push(...(error.problems ?? [error]));
+      return undefined;
+    }
+  }
+
+  /** Notes a problem found without a throw (strict: throws it). */
+  add(problem: ConfigError): void {
+    if (!this.gather) throw problem;
+    this.found.push(problem);
+  }
+
+  /** Throws what was found: the one ConfigError, or one that lists them all (`problems`). */
+  throwIfAny(): void {
+    const found = this.found;
+    if (found.length === 0) return;
+    if (found.length === 1) throw found[0]!;
+    const lines = found.map((p) => `- ${p.field === undefined || p.field === '' ? 'in the file (top level)' : `at ${p.field}`}: ${p.message}`);
+    throw new ConfigError(`The config has ${found.length} problems:\n${lines.join('\n')}`, found[0]!.field, [...found]);
+  }
+}
+
+const STRICT = new Problems(false);
+
+/**
+ * An object with only the listed keys: a typo is an error, not a silently ignored field. Every
+ * unknown key is a problem of its own; the known ones are read all the same.
+ */
+function expectObject(value: unknown, field: string, allowed: readonly string[], problems: Problems = STRICT): Record<string, unknown> {
   const object = objectOption(field, value);
   for (const key of Object.keys(object)) {
     if (!allowed.includes(key)) {
       const path = join(field, key);
-      throw new ConfigError(`Unknown field \`${path}\`; expected one of ${allowed.map((k) => `\`${k}\``).join(', ')}`, path);
+      problems.add(new ConfigError(`Unknown field \`${path}\`; expected one of ${allowed.map((k) => `\`${k}\``).join(', ')}`, path));
     }
   }
   return object;
@@ -301,15 +344,17 @@ function secret(value: unknown, field: string, env: Env | null, blank = true): s
 }
 
 /** Resolves the secrets of one webhook entry, then checks it with the destination's own rules. */
-function webhookEntry(value: unknown, index: number, field: string, env: Env | null): ResolvedWebhookEntry {
-  const entry = expectObject(value, field, ['url', 'headers', 'rateLimit']);
-  const url = secret(entry.url, join(field, 'url'), env);
+function webhookEntry(value: unknown, index: number, field: string, env: Env | null, problems: Problems): ResolvedWebhookEntry | undefined {
+  const entry = expectObject(value, field, ['url', 'headers', 'rateLimit'], problems);
+  const url = problems.take(() => secret(entry.url, join(field, 'url'), env));
   const headersField = join(field, 'headers');
-  const rawHeaders = entry.headers === undefined ? {} : objectOption(headersField, entry.headers, 'an object of header names to values');
+  const rawHeaders = problems.take(() => (entry.headers === undefined ? {} : objectOption(headersField, entry.headers, 'an object of header names to values')));
   // Secrets are read first, so that the checks see the values the destination will send.
-  const headers = Object.fromEntries(Object.entries(rawHeaders).map(([name, raw]) => [name, secret(raw, `${headersField}[${JSON.stringify(name)}]`, env)]));
-  const rateLimit = entry.rateLimit === undefined ? undefined : rateLimitOption(join(field, 'rateLimit'), entry.rateLimit);
-  resolveWebhook({ url, headers }, index, field);
+  const read = Object.entries(rawHeaders ?? {}).map(([name, raw]) => [name, problems.take(() => secret(raw, `${headersField}[${JSON.stringify(name)}]`, env))] as const);
+  const rateLimit = problems.take(() => (entry.rateLimit === undefined ? undefined : rateLimitOption(join(field, 'rateLimit'), entry.rateLimit)));
+  if (url === undefined || rawHeaders === undefined || read.some(([, v]) => v === undefined)) return undefined;
+  const headers = Object.fromEntries(read) as Record<string, string>;
+  if (problems.take(() => resolveWebhook({ url, headers }, index, field)) === undefined) return undefined;
   return rateLimit === undefined ? { url, headers } : { url, headers, rateLimit };
 }
 
@@ -333,36 +378,55 @@ function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): st
  * rules and the same paths below the destination.
  */
 export function webhooksDestination(value: unknown, field: string, env: Env | null): ResolvedWebhooks {
-  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing', 'ordering']);
-  const enabled = booleanOption(join(field, 'enabled'), raw.enabled ?? true);
+  return readWebhooksDestination(value, field, env, STRICT)!;
+}
+
+/** `webhooksDestination`, noting its problems in `problems` (undefined when there were any). */
+function readWebhooksDestination(value: unknown, field: string, env: Env | null, problems: Problems): ResolvedWebhooks | undefined {
+  const raw = expectObject(value, field, ['enabled', 'webhooks', 'sharedSecret', 'signing', 'ordering'], problems);
+  const before = problems.found.length;
+  const enabled = problems.take(() => booleanOption(join(field, 'enabled'), raw.enabled ?? true));
   const listField = join(field, 'webhooks');
   const list = raw.webhooks;
+  let webhooks: (ResolvedWebhookEntry | undefined)[] = [];
   if (!Array.isArray(list) || list.length < 1 || list.length > MAX_WEBHOOKS) {
-    throw new ConfigError(
-      `Expected \`${listField}\` to be a list of 1 to ${MAX_WEBHOOKS} entries ({ "url": ..., "headers": ... }), got ${Array.isArray(list) ? `${list.length} entries` : describeValue(list)}`,
-      listField,
+    problems.add(
+      new ConfigError(
+        `Expected \`${listField}\` to be a list of 1 to ${MAX_WEBHOOKS} entries ({ "url": ..., "headers": ... }), got ${Array.isArray(list) ? `${list.length} entries` : describeValue(list)}`,
+        listField,
+      ),
     );
+  } else {
+    webhooks = list.map((entry, i) => problems.take(() => webhookEntry(entry, i, `${listField}[${i}]`, env, problems)));
   }
-  const webhooks = list.map((entry, i) => webhookEntry(entry, i, `${listField}[${i}]`, env));
   const secretField = join(field, 'sharedSecret');
   const sharedSecret =
     raw.sharedSecret === undefined
       ? undefined
       : Array.isArray(raw.sharedSecret) && raw.sharedSecret.length > 0
-        ? raw.sharedSecret.map((item: unknown, i) => secret(item, `${secretField}[${i}]`, env))
-        : secret(raw.sharedSecret, secretField, env);
-  const signing = enumOption(join(field, 'signing'), raw.signing ?? 'x-signature', SIGNING_SCHEMES);
-  if (signing !== 'x-signature' && sharedSecret === undefined) {
-    throw new ConfigError(`\`${join(field, 'signing')}\` is "${signing}", which needs \`${secretField}\` to sign with`, secretField);
+        ? raw.sharedSecret.map((item: unknown, i) => problems.take(() => secret(item, `${secretField}[${i}]`, env)))
+        : problems.take(() => secret(raw.sharedSecret, secretField, env));
+  const signing = problems.take(() => enumOption(join(field, 'signing'), raw.signing ?? 'x-signature', SIGNING_SCHEMES));
+  if (signing !== undefined && signing !== 'x-signature' && raw.sharedSecret === undefined) {
+    problems.add(new ConfigError(`\`${join(field, 'signing')}\` is "${signing}", which needs \`${secretField}\` to sign with`, secretField));
   }
   // The destination decodes a whsec_ secret at start; checked here too, so that `check` refuses what `serve` would.
-  if (signing !== 'x-signature' && sharedSecret !== undefined) {
+  if (signing !== undefined && signing !== 'x-signature' && sharedSecret !== undefined) {
     const all = typeof sharedSecret === 'string' ? [sharedSecret] : sharedSecret;
-    all.forEach((one, i) => standardSigningKey(one, typeof sharedSecret === 'string' ? secretField : `${secretField}[${i}]`));
+    all.forEach((one, i) => {
+      if (one !== undefined) problems.take(() => standardSigningKey(one, typeof sharedSecret === 'string' ? secretField : `${secretField}[${i}]`));
+    });
   }
   // Kept only when on: settings stored before the option read the same as before.
-  const ordering = enumOption(join(field, 'ordering'), raw.ordering ?? 'none', ORDERINGS);
-  return { enabled, webhooks, sharedSecret, signing, ...(ordering === 'user' ? { ordering } : {}) };
+  const ordering = problems.take(() => enumOption(join(field, 'ordering'), raw.ordering ?? 'none', ORDERINGS));
+  if (problems.found.length > before) return undefined;
+  return {
+    enabled: enabled!,
+    webhooks: webhooks as ResolvedWebhookEntry[],
+    sharedSecret: sharedSecret as string | string[] | undefined,
+    signing: signing!,
+    ...(ordering === 'user' ? { ordering } : {}),
+  };
 }
 
 /** The values of `Webhooks.ordering`. */
@@ -373,15 +437,18 @@ export function sourceName(value: unknown, field: string): string {
   return checkSourceName(value, field);
 }
 
-function source(value: unknown, field: string, env: Env | null): ResolvedSource {
-  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations']);
-  const name = sourceName(raw.name, join(field, 'name'));
-  const writeKey = secret(raw.writeKey, join(field, 'writeKey'), env, false);
+/** A source of the file; its name and write key are undefined when they have a problem (noted). */
+function source(value: unknown, field: string, env: Env | null, problems: Problems): { name?: string; writeKey?: string; webhooks?: ResolvedWebhooks } {
+  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations'], problems);
+  const name = problems.take(() => sourceName(raw.name, join(field, 'name')));
+  const writeKey = problems.take(() => secret(raw.writeKey, join(field, 'writeKey'), env, false));
   let webhooks: ResolvedWebhooks | undefined;
   if (raw.destinations !== undefined) {
     const destField = join(field, 'destinations');
-    const destinations = expectObject(raw.destinations, destField, ['Webhooks']);
-    if (destinations.Webhooks !== undefined) webhooks = webhooksDestination(destinations.Webhooks, join(destField, 'Webhooks'), env);
+    const destinations = problems.take(() => expectObject(raw.destinations, destField, ['Webhooks'], problems));
+    if (destinations?.Webhooks !== undefined) {
+      webhooks = problems.take(() => readWebhooksDestination(destinations.Webhooks, join(destField, 'Webhooks'), env, problems));
+    }
   }
   return { name, writeKey, webhooks };
 }
@@ -392,117 +459,149 @@ function source(value: unknown, field: string, env: Env | null): ResolvedSource 
  * (`POST /admin/apply`), where secrets are values, never `{ "env": NAME }`.
  */
 export function parseSources(value: unknown, env: Env | null): ResolvedSource[] {
+  return readSources(value, env, STRICT);
+}
+
+/** `parseSources`, noting every problem of every source in `problems`. */
+function readSources(value: unknown, env: Env | null, problems: Problems): ResolvedSource[] {
   const list = value ?? [];
   if (!Array.isArray(list)) {
     throw new ConfigError(`Expected \`sources\` to be a list of sources ({ "name", "writeKey", "destinations" }), got ${describeValue(value)}`, 'sources');
   }
-  const sources = list.map((item, i) => source(item, `sources[${i}]`, env));
+  const sources = list.map((item, i) => problems.take(() => source(item, `sources[${i}]`, env, problems)) ?? {});
   sources.forEach((s, i) => {
     const earlier = sources.findIndex((o) => o.name === s.name);
-    if (earlier !== i) throw new ConfigError(`\`sources[${i}].name\` repeats the name of sources[${earlier}]; names must be unique`, `sources[${i}].name`);
+    if (s.name !== undefined && earlier !== i) problems.add(new ConfigError(`\`sources[${i}].name\` repeats the name of sources[${earlier}]; names must be unique`, `sources[${i}].name`));
     const sameKey = sources.findIndex((o) => o.writeKey === s.writeKey);
-    if (sameKey !== i) throw new ConfigError(`\`sources[${i}].writeKey\` is the same as the write key of sources[${sameKey}]; write keys must be unique`, `sources[${i}].writeKey`);
+    if (s.writeKey !== undefined && sameKey !== i) {
+      problems.add(new ConfigError(`\`sources[${i}].writeKey\` is the same as the write key of sources[${sameKey}]; write keys must be unique`, `sources[${i}].writeKey`));
+    }
   });
-  return sources;
+  return sources as ResolvedSource[];
 }
 
+/** The top-level parts of a config a command may read on their own (`ParseOptions.parts`). */
+export type ConfigPart = 'host' | 'port' | 'adminToken' | 'storage' | 'delivery' | 'metrics' | 'debugger' | 'log' | 'sources' | 'notify';
+
+export interface ParseOptions {
+  /**
+   * Only these parts are read and checked (their secrets included); the others keep their
+   * defaults, so that a command reads only the settings it uses (`eventrelay endpoints` reads
+   * `adminToken`, not every source's secrets). Default: every part.
+   */
+  readonly parts?: readonly ConfigPart[];
+}
+
+const STORAGE_KEYS = ['type', 'dataDir', 'synchronous', 'retention', 'url', 'poolSize', 'connectTimeout', 'lease', 'keepDelivered', 'deliveryLog'];
+const DELIVERY_KEYS = ['concurrency', 'sourceConcurrency', 'timeout', 'retryWindow', 'minRetryDelay', 'maxRetryDelay', 'disableAfter', 'denyNetworks', 'allowNetworks'];
+
 /**
- * Checks a forwarder config and fills in its defaults. Throws a ConfigError whose `field` is the
- * path of the first problem (e.g. `sources[1].destinations.Webhooks.webhooks[0].url`) and whose
- * message says what was expected; secrets are never part of a message.
+ * Checks a forwarder config and fills in its defaults. Every problem is found in one pass (every
+ * environment variable that is not set, every bad field, each unknown key): one problem is thrown
+ * as a ConfigError whose `field` is its path (e.g. `sources[1].destinations.Webhooks.webhooks[0].url`)
+ * and whose message says what was expected; several as one ConfigError that lists them, with each
+ * in `problems` (its `field` the first's). A check that depends on a field with a problem is
+ * skipped. Secrets are never part of a message.
  */
-export function parseConfig(input: unknown, env: Env = process.env): ResolvedConfig {
+export function parseConfig(input: unknown, env: Env = process.env, options: ParseOptions = {}): ResolvedConfig {
   // The field of the whole config is '' (the top level).
   if (!isPlainObject(input)) throw new ConfigError(`Expected the config to be a JSON object, got ${describeValue(input)}`, '');
-  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'log', 'sources', 'notify', '$comment']);
-  const host = hostOption(raw.host ?? CONFIG_DEFAULTS.host);
-  const port = integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535);
-  const adminToken = raw.adminToken === undefined ? undefined : secret(raw.adminToken, 'adminToken', env, false);
+  const problems = new Problems(true);
+  const take = <T>(check: () => T): T | undefined => problems.take(check);
+  const uses = (part: ConfigPart): boolean => options.parts === undefined || options.parts.includes(part);
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'log', 'sources', 'notify', '$comment'], problems);
+  const host = uses('host') ? take(() => hostOption(raw.host ?? CONFIG_DEFAULTS.host)) : CONFIG_DEFAULTS.host;
+  const port = uses('port') ? take(() => integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535)) : CONFIG_DEFAULTS.port;
+  const adminToken = uses('adminToken') && raw.adminToken !== undefined ? take(() => secret(raw.adminToken, 'adminToken', env, false)) : undefined;
 
-  const s =
-    raw.storage === undefined
-      ? {}
-      : expectObject(raw.storage, 'storage', ['type', 'dataDir', 'synchronous', 'retention', 'url', 'poolSize', 'connectTimeout', 'lease', 'keepDelivered', 'deliveryLog']);
+  const s = (uses('storage') && raw.storage !== undefined ? take(() => expectObject(raw.storage, 'storage', STORAGE_KEYS, problems)) : undefined) ?? {};
   const d = CONFIG_DEFAULTS.storage;
-  const type = enumOption('storage.type', s.type ?? d.type, ['sqlite', 'postgres', 'memory']);
-  const storage: ResolvedStorage = {
+  const type = take(() => enumOption('storage.type', s.type ?? d.type, ['sqlite', 'postgres', 'memory'] as const));
+  const storage = {
     type,
-    dataDir: stringOption('storage.dataDir', s.dataDir ?? d.dataDir),
-    synchronous: enumOption('storage.synchronous', s.synchronous ?? d.synchronous, ['full', 'normal']),
-    retention: durationOption('storage.retention', s.retention ?? d.retention, 1000, Number.MAX_SAFE_INTEGER),
-    url: storageUrl(type, s.url, env),
-    poolSize: integerOption('storage.poolSize', s.poolSize ?? d.poolSize, 1, 1000),
-    connectTimeout: durationOption('storage.connectTimeout', s.connectTimeout ?? d.connectTimeout, 1, 600_000),
-    lease: durationOption('storage.lease', s.lease ?? d.lease, 1000, 3600_000),
-    keepDelivered: durationOption('storage.keepDelivered', s.keepDelivered ?? d.keepDelivered, 0, Number.MAX_SAFE_INTEGER),
-    deliveryLog: booleanOption('storage.deliveryLog', s.deliveryLog ?? d.deliveryLog),
+    dataDir: take(() => stringOption('storage.dataDir', s.dataDir ?? d.dataDir)),
+    synchronous: take(() => enumOption('storage.synchronous', s.synchronous ?? d.synchronous, ['full', 'normal'] as const)),
+    retention: take(() => durationOption('storage.retention', s.retention ?? d.retention, 1000, Number.MAX_SAFE_INTEGER)),
+    url: type === undefined ? undefined : take(() => storageUrl(type, s.url, env)),
+    poolSize: take(() => integerOption('storage.poolSize', s.poolSize ?? d.poolSize, 1, 1000)),
+    connectTimeout: take(() => durationOption('storage.connectTimeout', s.connectTimeout ?? d.connectTimeout, 1, 600_000)),
+    lease: take(() => durationOption('storage.lease', s.lease ?? d.lease, 1000, 3600_000)),
+    keepDelivered: take(() => durationOption('storage.keepDelivered', s.keepDelivered ?? d.keepDelivered, 0, Number.MAX_SAFE_INTEGER)),
+    deliveryLog: take(() => booleanOption('storage.deliveryLog', s.deliveryLog ?? d.deliveryLog)),
   };
-  const metricsPath = metricsOption(raw.metrics);
-  const debuggerOn = booleanOption('debugger', raw.debugger ?? true);
-  const l = raw.log === undefined ? {} : expectObject(raw.log, 'log', ['level', 'format']);
-  const logOptions = {
-    level: enumOption('log.level', l.level ?? 'info', LOG_LEVELS),
-    format: enumOption('log.format', l.format ?? 'auto', ['auto', 'json', 'pretty'] as const),
+  const metricsPath = uses('metrics') ? take(() => metricsOption(raw.metrics)) : CONFIG_DEFAULTS.metricsPath;
+  const debuggerOn = uses('debugger') ? take(() => booleanOption('debugger', raw.debugger ?? true)) : true;
+  const l = (uses('log') && raw.log !== undefined ? take(() => expectObject(raw.log, 'log', ['level', 'format'], problems)) : undefined) ?? {};
+  const log = {
+    level: take(() => enumOption('log.level', l.level ?? 'info', LOG_LEVELS)) ?? 'info',
+    format: take(() => enumOption('log.format', l.format ?? 'auto', ['auto', 'json', 'pretty'] as const)) ?? 'auto',
   };
 
-  const r =
-    raw.delivery === undefined
-      ? {}
-      : expectObject(raw.delivery, 'delivery', [
-          'concurrency',
-          'sourceConcurrency',
-          'timeout',
-          'retryWindow',
-          'minRetryDelay',
-          'maxRetryDelay',
-          'disableAfter',
-          'denyNetworks',
-          'allowNetworks',
-        ]);
+  const r = (uses('delivery') && raw.delivery !== undefined ? take(() => expectObject(raw.delivery, 'delivery', DELIVERY_KEYS, problems)) : undefined) ?? {};
   const dd = CONFIG_DEFAULTS.delivery;
-  const concurrency = integerOption('delivery.concurrency', r.concurrency ?? dd.concurrency, 1, 1024);
+  const concurrency = take(() => integerOption('delivery.concurrency', r.concurrency ?? dd.concurrency, 1, 1024));
   const networks: NetworkPolicyOptions = {
     ...(r.denyNetworks === undefined ? {} : { denyNetworks: r.denyNetworks as readonly string[] }),
     ...(r.allowNetworks === undefined ? {} : { allowNetworks: r.allowNetworks as readonly string[] }),
   };
-  const delivery: ResolvedConfig['delivery'] = {
+  const delivery = {
     concurrency,
     // 0 until the sources are known: filled in below.
-    sourceConcurrency: r.sourceConcurrency === undefined ? 0 : integerOption('delivery.sourceConcurrency', r.sourceConcurrency, 1, concurrency),
-    timeout: durationOption('delivery.timeout', r.timeout ?? dd.timeout, 1, 60_000),
-    retryWindow: durationOption('delivery.retryWindow', r.retryWindow ?? dd.retryWindow, 0, 30 * 24 * 3600_000),
-    minRetryDelay: durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000),
-    maxRetryDelay: durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000),
-    disableAfter: durationOption('delivery.disableAfter', r.disableAfter ?? dd.disableAfter, 0, 365 * 24 * 3600_000),
+    sourceConcurrency:
+      r.sourceConcurrency === undefined ? 0 : concurrency === undefined ? undefined : take(() => integerOption('delivery.sourceConcurrency', r.sourceConcurrency, 1, concurrency)),
+    timeout: take(() => durationOption('delivery.timeout', r.timeout ?? dd.timeout, 1, 60_000)),
+    retryWindow: take(() => durationOption('delivery.retryWindow', r.retryWindow ?? dd.retryWindow, 0, 30 * 24 * 3600_000)),
+    minRetryDelay: take(() => durationOption('delivery.minRetryDelay', r.minRetryDelay ?? dd.minRetryDelay, 1, 24 * 3600_000)),
+    maxRetryDelay: take(() => durationOption('delivery.maxRetryDelay', r.maxRetryDelay ?? dd.maxRetryDelay, 1, 24 * 3600_000)),
+    disableAfter: take(() => durationOption('delivery.disableAfter', r.disableAfter ?? dd.disableAfter, 0, 365 * 24 * 3600_000)),
     networks,
-    networkPolicy: new NetworkPolicy(networks, 'delivery'),
+    networkPolicy: take(() => new NetworkPolicy(networks, 'delivery')),
   };
-  if (storage.lease < delivery.timeout + 1000) {
-    throw new ConfigError(
-      `Expected \`storage.lease\` (${storage.lease} ms) to be at least \`delivery.timeout\` + 1000 ms (${delivery.timeout + 1000} ms): ` +
-      'a lease must outlast an attempt, or another instance may take the delivery over while it runs',
-      'storage.lease',
+  const { lease } = storage;
+  if (lease !== undefined && delivery.timeout !== undefined && lease < delivery.timeout + 1000) {
+    problems.add(
+      new ConfigError(
+        `Expected \`storage.lease\` (${lease} ms) to be at least \`delivery.timeout\` + 1000 ms (${delivery.timeout + 1000} ms): ` +
+        'a lease must outlast an attempt, or another instance may take the delivery over while it runs',
+        'storage.lease',
+      ),
     );
   }
-  if (delivery.minRetryDelay > delivery.maxRetryDelay) {
-    throw new ConfigError(
-      `Expected \`delivery.minRetryDelay\` (${delivery.minRetryDelay} ms) to be at most \`delivery.maxRetryDelay\` (${delivery.maxRetryDelay} ms)`,
-      'delivery.minRetryDelay',
+  const { minRetryDelay, maxRetryDelay } = delivery;
+  if (minRetryDelay !== undefined && maxRetryDelay !== undefined && minRetryDelay > maxRetryDelay) {
+    problems.add(
+      new ConfigError(`Expected \`delivery.minRetryDelay\` (${minRetryDelay} ms) to be at most \`delivery.maxRetryDelay\` (${maxRetryDelay} ms)`, 'delivery.minRetryDelay'),
     );
   }
 
-  const sources = parseSources(raw.sources, env);
+  const sources = (uses('sources') ? take(() => readSources(raw.sources, env, problems)) : undefined) ?? [];
+  const notify = uses('notify') ? take(() => notifyOption(raw.notify, env, problems)) : undefined;
+  const policy = delivery.networkPolicy;
+  if (policy !== undefined) {
+    take(() => checkSourceUrls(policy, sources));
+    if (notify !== undefined) take(() => policy.checkUrl(new URL(notify.url.trim()), 'notify.url'));
+  }
+  problems.throwIfAny();
 
-  const sourceConcurrencyAuto = delivery.sourceConcurrency === 0;
+  // No problem: every field is set.
+  const resolvedDelivery = delivery as ResolvedConfig['delivery'];
+  const sourceConcurrencyAuto = resolvedDelivery.sourceConcurrency === 0;
   if (sourceConcurrencyAuto) {
-    const delivering = sources.filter((s) => s.webhooks?.enabled === true).length;
-    delivery.sourceConcurrency = delivering <= 1 ? concurrency : Math.ceil(concurrency / 2);
+    const delivering = sources.filter((one) => one.webhooks?.enabled === true).length;
+    resolvedDelivery.sourceConcurrency = delivering <= 1 ? concurrency! : Math.ceil(concurrency! / 2);
   }
-  const notify = notifyOption(raw.notify, env);
-  checkSourceUrls(delivery.networkPolicy, sources);
-  if (notify !== undefined) delivery.networkPolicy.checkUrl(new URL(notify.url.trim()), 'notify.url');
-  const log = logOptions;
-  const resolved: ResolvedConfig = { host, port, adminToken, storage, delivery, metricsPath, log, debugger: debuggerOn, sources, sourceConcurrencyAuto };
+  const resolved: ResolvedConfig = {
+    host: host!,
+    port: port!,
+    adminToken,
+    storage: storage as ResolvedStorage,
+    delivery: resolvedDelivery,
+    metricsPath,
+    log,
+    debugger: debuggerOn!,
+    sources,
+    sourceConcurrencyAuto,
+  };
   return notify === undefined ? resolved : { ...resolved, notify };
 }
 
@@ -519,15 +618,19 @@ function hostOption(value: unknown): string {
 }
 
 /** `notify`: absent, or `{ "url", "sharedSecret" }` (both may be `{ "env": NAME }`). */
-function notifyOption(value: unknown, env: Env): { url: string; sharedSecret: string } | undefined {
+function notifyOption(value: unknown, env: Env, problems: Problems): { url: string; sharedSecret: string } | undefined {
   if (value === undefined) return undefined;
-  const raw = expectObject(value, 'notify', ['url', 'sharedSecret']);
-  const url = secret(raw.url, 'notify.url', env);
-  urlOption('notify.url', refuseControlCharacters('notify.url', url));
+  const raw = expectObject(value, 'notify', ['url', 'sharedSecret'], problems);
+  const url = problems.take(() => {
+    const text = secret(raw.url, 'notify.url', env);
+    urlOption('notify.url', refuseControlCharacters('notify.url', text));
+    return text;
+  });
   if (raw.sharedSecret === undefined) {
     throw new ConfigError('`notify.sharedSecret` is required: notices are signed (X-Signature) so that their receiver can tell them from forgeries', 'notify.sharedSecret');
   }
-  return { url, sharedSecret: secret(raw.sharedSecret, 'notify.sharedSecret', env, false) };
+  const sharedSecret = secret(raw.sharedSecret, 'notify.sharedSecret', env, false);
+  return url === undefined ? undefined : { url, sharedSecret };
 }
 
 /** `metrics`: absent (on, at /metrics), `false` (off) or `{ "path": "/..." }`. */
@@ -553,7 +656,7 @@ function jsonErrorWhere(text: string, error: unknown): string {
 }
 
 /** Reads and checks a JSON config file; a syntax error is a ConfigError that names the file. */
-export function loadConfigFile(path: string, env: Env = process.env): ResolvedConfig {
+export function loadConfigFile(path: string, env: Env = process.env, options: ParseOptions = {}): ResolvedConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -567,5 +670,5 @@ export function loadConfigFile(path: string, env: Env = process.env): ResolvedCo
   } catch (error) {
     throw new ConfigError(`The config file ${path} is not valid JSON (${jsonErrorWhere(text, error)}); check quotes, commas and braces`, '');
   }
-  return parseConfig(json, env);
+  return parseConfig(json, env, options);
 }

@@ -28,6 +28,7 @@ import { Emitter } from './emitter';
 import { gzip, utf8ByteLength } from './encoding';
 import { exitHooks } from './exit';
 import { Spool, type Release, type SpoolInternals, type SpoolRecord, type SpoolRecovery } from './spool/spool';
+import { emitWarning } from '../internal/warning';
 
 const log = createDebug('analytics');
 
@@ -58,9 +59,11 @@ export interface AnalyticsEvents {
  * The server-side client. Calls are validated, serialized once and queued in memory;
  * batches go to `POST {endpoint}/v1/batch` in the background with retries.
  *
- * Events: `error` (error, messageId?) for every refused or failed message and for
- * exceptions thrown by callbacks. Without an `error` listener, failures are only
- * reported to callbacks and the debug log: the client never throws into your code.
+ * Events: `error` (error, messageId?) for every refused or failed message, for exceptions
+ * thrown by callbacks, and at once for the first network error of a send (its retries go on).
+ * An error that reaches neither a callback nor an `error` listener becomes a warning, once per
+ * error code and client (`process.emitWarning`, or `console.warn` where there is no process):
+ * never silent, and the client never throws into your code.
  *
  * Runs on Node, Bun, Deno, Cloudflare Workers and Vercel Edge: nothing here imports a Node
  * module. What only Node offers stays in its own file: the `node:http` transport (loaded when
@@ -90,6 +93,8 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   private readonly spool: Spool | undefined;
   /** With `spool`: calls of this turn, batched once the spool wrote them (or refused if it could not). */
   private staged: { record: SpoolRecord; id: string; callback: Callback | undefined }[] = [];
+  /** Error codes already written as a warning (errors no callback or listener heard). */
+  private readonly warned = new Set<string>();
 
   constructor(options: AnalyticsOptions, internals: AnalyticsInternals = {}) {
     super();
@@ -190,9 +195,14 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   private abandon(timeout: number): void {
     log('closeAndFlush: %d messages still pending after %d ms; failing their callbacks', this.held, timeout);
     this.abandoned = true;
-    const error = new CloseTimeoutError(timeout);
-    this.report(error, undefined);
-    for (const batch of [...this.active]) this.settle(batch, () => error);
+    const batches = [...this.active];
+    // Each batch's callbacks hear the cause of its own last failed attempt; the event, the latest of them.
+    const causes = batches.map((batch) => batch.lastError).filter((cause) => cause !== undefined);
+    this.report(new CloseTimeoutError(timeout, causes.at(-1)), undefined, batches.every(heard));
+    for (const batch of batches) {
+      const error = new CloseTimeoutError(timeout, batch.lastError);
+      this.settle(batch, () => error);
+    }
   }
 
   /**
@@ -378,8 +388,13 @@ export class Analytics extends Emitter<AnalyticsEvents> {
         random: this.random,
         policy: this.options,
         stopped: () => this.abandoned,
-        onRetry: (attempt, delay, cause) =>
-          log('retry %d of a batch of %d in %d ms after %s', attempt, batch.length, delay, cause.message),
+        onRetry: (attempt, delay, cause) => {
+          log('retry %d of a batch of %d in %d ms after %s', attempt, batch.length, delay, cause.message);
+          batch.lastError = cause;
+          // The first network error of a send is told at once (a typo in the endpoint's port shows
+          // now, not after every retry); the retries go on behind it.
+          if (attempt === 1 && cause instanceof NetworkError) this.report(retrying(cause, this.options.maxRetries, batch.length), undefined);
+        },
       },
     );
     if (log.enabled) {
@@ -394,7 +409,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     if (!outcome.ok) {
       if (outcome.error instanceof HttpError && outcome.error.status === 413) return this.tooLarge(batch);
       if (batch.records.length > 0) this.spool?.release(batch.records, releaseOf(outcome.error));
-      this.report(outcome.error, undefined);
+      this.report(outcome.error, undefined, heard(batch));
       this.settle(batch, () => outcome.error);
       return;
     }
@@ -403,7 +418,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     if (refused.size > 0) {
       // Every refused message is reported, with its id when the batch kept it (messages with a callback).
       const ids = new Map(batch.callbacks.map(({ index, id }) => [index, id]));
-      for (const [index, error] of refused) this.report(error, ids.get(index));
+      for (const [index, error] of refused) this.report(error, ids.get(index), ids.has(index));
     }
     // Before the callbacks: a callback that sees its message delivered finds its ack queued.
     if (batch.records.length > 0) this.spool?.release(batch.records, 'delivered');
@@ -434,7 +449,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
       batch.size - 1,
     );
     if (batch.records.length > 0) this.spool?.release(batch.records, 'delivered');
-    this.report(error, batch.callbacks[0]?.id);
+    this.report(error, batch.callbacks[0]?.id, heard(batch));
     this.settle(batch, () => error);
   }
 
@@ -472,7 +487,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   private refuse(error: EventRelayError, id: string | undefined, callback: Callback | undefined): void {
     log('refused a message: %s', error.message);
     if (typeof callback === 'function') queueMicrotask(() => this.callBack(callback, error, id));
-    this.report(error, id);
+    this.report(error, id, typeof callback === 'function');
   }
 
   /** Runs a caller's callback; what it throws is reported, never lets other callbacks go uncalled. */
@@ -487,15 +502,47 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     }
   }
 
-  private report(error: EventRelayError, id: string | undefined): void {
+  /**
+   * Emits `error`; with no listener, an error no callback got (`heard` false) is written as a
+   * warning instead, once per error code: a failure is never silent.
+   */
+  private report(error: EventRelayError, id: string | undefined, heard = false): void {
     if (this.listenerCount('error') > 0) {
       try {
         this.emit('error', error, id);
       } catch (thrown) {
         log('an error listener threw: %s', thrown instanceof Error ? thrown.message : String(thrown));
       }
+      return;
     }
+    if (heard || this.warned.has(error.code)) return;
+    this.warned.add(error.code);
+    emitWarning(warningText(error), error.code);
   }
+}
+
+/** Whether every message of a batch has a callback to hear its error (a batch the spool sends again has none). */
+function heard(batch: Batch): boolean {
+  return !batch.resent && batch.callbacks.length === batch.length;
+}
+
+/** The first network error of a send, told at once: the same code and cause, saying that retries go on. */
+function retrying(cause: NetworkError, maxRetries: number, messages: number): NetworkError {
+  return new NetworkError(
+    `${cause.message}; retrying (up to ${maxRetries} times, with backoff): the ${messages === 1 ? 'message is' : `${messages} messages are`} not failed yet`,
+    { code: cause.code as 'ERR_NETWORK', retryable: true, cause },
+  );
+}
+
+/** The warning for an error nobody heard: what failed, the field or cause, and how to listen. */
+function warningText(error: EventRelayError): string {
+  const field = (error as { field?: unknown }).field;
+  const at = typeof field === 'string' && field !== '' ? ` (field \`${field}\`)` : '';
+  return (
+    `${error.message}${at}. No callback and no 'error' listener got this error: pass a callback, ` +
+    `analytics.track(params, (error, messageId) => ...), or listen with analytics.on('error', (error, messageId) => ...). ` +
+    'Shown once per error code.'
+  );
 }
 
 /** Longest server-given reason kept in an error message. */

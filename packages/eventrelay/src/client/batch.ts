@@ -1,3 +1,4 @@
+import type { EventRelayError } from '../errors';
 import type { Callback } from '../messages/calls';
 import type { SpoolRecord } from './spool/spool';
 
@@ -19,6 +20,8 @@ export class Batch {
   readonly records: SpoolRecord[] = [];
   /** Set once the batch's callbacks ran (delivered, failed, or given up at the close timeout). */
   settled = false;
+  /** Why its latest attempt failed, while it is retried: named by the close timeout's error. */
+  lastError: EventRelayError | undefined;
   private bytes = ENVELOPE_BYTES;
 
   constructor(

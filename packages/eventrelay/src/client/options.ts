@@ -7,7 +7,10 @@ import { resolveSpoolOptions, type ResolvedSpoolOptions, type SpoolOptions } fro
 export interface AnalyticsOptions {
   /** The source's write key. Required. Sent as HTTP Basic auth; never logged. */
   readonly writeKey: string;
-  /** Base URL of the ingestion API, e.g. `https://events.example.com`. Required (or `host`). */
+  /**
+   * Base URL of the ingestion API, e.g. `https://events.example.com`. Required (or `host`). One
+   * that ends in `/v1` (or `/v1/batch`) is taken as the API's own path: `/v1` is not doubled.
+   */
   readonly endpoint?: string;
   /** Alias of `endpoint`, for code written for Segment's Node SDK. */
   readonly host?: string;
@@ -154,6 +157,13 @@ function batchUrl(endpoint: unknown, path: unknown): URL {
     throw new ConfigError('Expected `endpoint` (or its alias `host`) to be the base URL of the ingestion API, e.g. "https://events.example.com", got nothing', 'endpoint');
   }
   const url = urlOption('endpoint', endpoint, { example: 'https://events.example.com' });
+  if (path === undefined) {
+    // An endpoint given with the API's own path (`.../v1`, or the whole `.../v1/batch`) is where
+    // the batch API is: the default path is not added a second time.
+    const base = url.pathname.replace(/\/+$/, '');
+    if (/\/v1\/batch$/.test(base)) return new URL(url.origin + base);
+    return new URL(url.origin + base.replace(/\/v1$/, '') + DEFAULTS.path);
+  }
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new ConfigError(`Expected \`path\` to be a string starting with "/", got ${showValue(path)}`, 'path');
   }
@@ -171,7 +181,7 @@ export function resolveOptions(options: AnalyticsOptions): ResolvedOptions {
   const minRetryDelay = durationOption('minRetryDelay', options.minRetryDelay ?? DEFAULTS.minRetryDelay, 0);
   return {
     writeKey,
-    url: batchUrl(options.endpoint ?? options.host, options.path ?? DEFAULTS.path),
+    url: batchUrl(options.endpoint ?? options.host, options.path),
     flushAt: integerOption('flushAt', options.flushAt ?? DEFAULTS.flushAt, 1),
     flushInterval: durationOption('flushInterval', options.flushInterval ?? DEFAULTS.flushInterval, 1),
     maxRetries: integerOption('maxRetries', options.maxRetries ?? DEFAULTS.maxRetries, 0),

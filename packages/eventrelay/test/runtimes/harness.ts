@@ -78,6 +78,8 @@ export interface ScenarioReport {
   /** `typeof` what setTimeout returned: 'object' (with unref) on Node, Bun and Deno, 'number' on Workers and Edge. */
   readonly timer: string;
   readonly nodeTransport: string;
+  /** What a client with no callback and no `error` listener warned about a refused call, twice over. */
+  readonly clientWarnings: WarningReport[];
   readonly receiver: Record<string, unknown>;
   readonly variants: Record<string, VariantReport>;
   readonly segment: SegmentReport;
@@ -245,6 +247,10 @@ function checkLibraryAndIds(messages: Record<string, unknown>[], ids: Record<str
 export function checkLayers(report: ScenarioReport, sink: Sink, warnedVia: WarningReport['via']): void {
   const { segment, classic } = report;
   const where = 'eventrelay/segment';
+
+  // The client itself: an error nobody hears is one warning per code, the runtime's way, naming the field.
+  expect(report.clientWarnings.map((w) => w.via), 'eventrelay: warnings').to.deep.equal([warnedVia]);
+  expect(report.clientWarnings[0]!.text).to.include('EventRelayWarning [ERR_VALIDATION]').and.include('(field `userId`)').and.include("on('error'");
 
   // Each callback once, with Segment's (err, ctx): delivered, refused (never sent), or refused after close.
   expect(segment.calls, where).to.deep.equal({

@@ -17,6 +17,12 @@ export async function runScenario({ sdk, webhooks, segment, classic }, config) {
     receiver: await receiverChecks(webhooks, config.webhook),
     segment: await segmentChecks(segment, config.sink, config.writeKey),
     classic: await classicChecks(classic, config.sink, config.writeKey),
+    // An error no callback or listener hears is a warning, once per code (the runtime's way).
+    clientWarnings: await warningsDuring(() => {
+      const bare = new sdk.Analytics({ writeKey: config.writeKey, endpoint: config.sink, disable: true });
+      bare.track({ event: 'No user' });
+      bare.track({ event: 'No user either' });
+    }),
   };
   try {
     new sdk.NodeTransport().close();

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EventRelayError } from 'eventrelay/internal';
 import { FORWARDER_VERSION as VERSION } from '../version';
 import { loadConfigFile } from '../config';
-import type { ResolvedConfig } from '../config';
+import type { ConfigPart, ResolvedConfig } from '../config';
 import { Forwarder } from '../service';
 import { applyToStore } from '../registry/apply';
 import { redactUrl } from '../store/postgres/postgres';
@@ -20,7 +21,7 @@ const USAGE = `Usage:
   eventrelay --help | --version
 
 serve   runs the forwarder: ingestion API, durable queue, webhook delivery
-check   reads the config file and reports the first problem, if any
+check   reads the config file and reports every problem, if any (every unset variable at once)
 apply   makes the store's sources match the file's and prints the difference
         (--dry-run: print only); through a running forwarder's admin API with --url
 endpoints  shows the webhook URLs of a source, disabled or not and why, through a running
@@ -119,7 +120,23 @@ async function main(argv: readonly string[]): Promise<void> {
   let forwarder: Forwarder;
   let logger: ReturnType<typeof operatorLogger> | undefined;
   try {
-    const config = loadConfigFile(configPath);
+    // Each command reads the settings it uses, no others: `endpoints` needs the admin token, not
+    // every source's secrets; `apply` the sources and where they go (the store, or --url's token).
+    const parts: readonly ConfigPart[] | undefined =
+      command === 'endpoints'
+        ? ['adminToken']
+        : command === 'apply'
+          ? values.url === undefined ? ['storage', 'delivery', 'sources'] : ['adminToken', 'delivery', 'sources']
+          : undefined;
+    const config = loadConfigFile(configPath, process.env, parts === undefined ? {} : { parts });
+    if (command === 'endpoints') {
+      await endpoints(config, { url: values.url, source: values.source, enable: values.enable });
+      return;
+    }
+    if (command === 'apply') {
+      await apply(configPath, config, { dryRun: values['dry-run'] === true, url: values.url, dataDir: values.data });
+      return;
+    }
     // `check` builds the forwarder as `serve` does (that opens nothing: no store, no socket), so
     // it refuses exactly what `serve` refuses at start.
     logger = command === 'serve' ? operatorLogger({ ...config.log, ...(logLevel === undefined ? {} : { level: logLevel as LogLevel }) }) : undefined;
@@ -127,16 +144,6 @@ async function main(argv: readonly string[]): Promise<void> {
     if (command === 'check') {
       await forwarder.close();
       out(`${configPath}: OK (${config.sources.length} sources${config.sources.length === 0 ? '' : `: ${config.sources.map((s) => s.name).join(', ')}`})\n`);
-      return;
-    }
-    if (command === 'endpoints') {
-      await forwarder.close();
-      await endpoints(config, { url: values.url, source: values.source, enable: values.enable });
-      return;
-    }
-    if (command === 'apply') {
-      await forwarder.close();
-      await apply(configPath, config, { dryRun: values['dry-run'] === true, url: values.url, dataDir: values.data });
       return;
     }
     const address = await forwarder.listen({ ...(port === undefined ? {} : { port }), ...(values.host === undefined ? {} : { host: values.host }) });
@@ -158,7 +165,12 @@ async function main(argv: readonly string[]): Promise<void> {
       `listening on ${address.url} (eventrelay ${VERSION})`,
     );
   } catch (error) {
-    if (error instanceof ConfigError) fail(`config error ${where(error.field)}: ${error.message}`);
+    if (error instanceof ConfigError) {
+      const all = error.problems ?? [error];
+      if (all.length === 1) fail(`config error ${where(error.field)}: ${error.message}`);
+      // Every problem of the file at once, one a line.
+      fail(`${all.length} config errors in ${configPath}:\n${all.map((p) => `  config error ${where(p.field)}: ${p.message}`).join('\n')}`);
+    }
     // A store error names its field too (storage.url, storage.dataDir).
     const field = (error as { field?: unknown }).field;
     if (error instanceof EventRelayError) fail(typeof field === 'string' ? `error ${where(field)}: ${error.message}` : error.message);
@@ -182,15 +194,17 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = (signal: NodeJS.Signals | 'npx gone') => {
     if (stopping) {
       write(process.stderr, `\neventrelay: ${signal} again, exiting now\n`);
       process.exit(1);
     }
     stopping = true;
     clearInterval(statusTimer);
+    clearInterval(supervisor);
     if (live) out('\n');
-    log.info({ event: 'stopping', signal }, `${signal}, finishing attempts in flight`);
+    const why = signal === 'npx gone' ? 'the npx (npm exec) process that started it ended' : signal;
+    log.info({ event: 'stopping', signal }, `${why}, finishing attempts in flight`);
     forwarder.close().then(
       () => {
         log.info({ event: 'stopped' }, 'stopped');
@@ -201,6 +215,48 @@ async function main(argv: readonly string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // npm exec does not pass a supervisor's SIGTERM on: it ends and leaves this process running.
+  const supervisor = watchNpmExec(() => stop('npx gone'));
+}
+
+/**
+ * Under `npx` (`npm exec`), which ends on SIGTERM without passing the signal to the command it
+ * runs: checks every second that the processes between it and this one (npm, and the shell npm
+ * starts the command with) still run, and calls `gone` when one has ended, so that a supervisor
+ * that stops `npx eventrelay serve` leaves no server behind. Elsewhere nothing is watched (a
+ * server started with nohup or `&` outlives its shell, as it should).
+ */
+function watchNpmExec(gone: () => void): NodeJS.Timeout | undefined {
+  if (process.env.npm_command !== 'exec') return undefined;
+  const parent = process.ppid;
+  const ancestors = [parent, parentOf(parent)].filter((pid): pid is number => pid !== undefined && pid > 1);
+  const timer = setInterval(() => {
+    if (process.ppid !== parent || !ancestors.every(alive)) gone();
+  }, 1000);
+  timer.unref();
+  return timer;
+}
+
+/** The parent of `pid`, where /proc tells it (Linux); undefined elsewhere. */
+function parentOf(pid: number): number | undefined {
+  try {
+    // /proc/PID/stat: "pid (command) state ppid ...", the command in parentheses may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(ppid) ? ppid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Where a config problem is: its field, or the whole file (field ''). */

@@ -51,7 +51,7 @@ export interface UrlOutcome {
   readonly status?: number;
   /** Why this URL did not accept the message (absent on 2xx). */
   readonly error?: EventRelayError;
-  /** Whether this failure alone would justify another attempt (5xx, timeout, network). */
+  /** Whether this failure alone would justify another attempt: any answer but 410, a timeout, a network error. */
   readonly retryable: boolean;
   /** Wall time of the request until its status line, in milliseconds. */
   readonly durationMs: number;
@@ -94,8 +94,9 @@ interface Sleeper {
 /**
  * The webhook destination (spec 2.1, 4.1, 5, 7, 8): sends each message to every configured
  * URL at once, signed when a shared secret is set. A 2xx from any URL delivers it; otherwise
- * 5xx, timeouts and network errors are retried with jittered exponential backoff for up to
- * `retryWindow` after the first attempt, and every other status is final.
+ * every other answer (5xx, 4xx, 3xx), timeouts and network errors are retried with jittered
+ * exponential backoff for up to `retryWindow` after the first attempt. `410 Gone` alone is final
+ * for its URL (the forwarder disables that URL); a refused certificate or network policy is too.
  */
 export class WebhookDestination {
   readonly #options: ResolvedDestinationOptions;
@@ -347,7 +348,9 @@ export class WebhookDestination {
       if (status >= 200 && status < 300) {
         outcome = { url: webhook.display, index: webhook.index, status, retryable: false, durationMs };
       } else {
-        const retryable = status >= 500 && status < 600;
+        // Every answer but a 2xx may come right later (a 401 while a receiver's secret is being
+        // set, a 404 while it deploys); 410 Gone alone says the URL will never take one.
+        const retryable = status !== GONE;
         const retryAfter = retryable ? parseRetryAfter(response.retryAfter, this.#clock.now()) : undefined;
         outcome = {
           url: webhook.display,
@@ -447,10 +450,13 @@ function closedResult(attempt: number, outcomes: readonly UrlOutcome[]): Deliver
   return { status: 'failed', attempt, reason: 'closed: the destination was closed before the message was delivered', outcomes };
 }
 
+/** The one status that is final for its URL (Standard Webhooks: the endpoint is gone; disable it). */
+export const GONE = 410;
+
 function statusNote(status: number): string {
-  if (status >= 500 && status < 600) return '';
+  if (status === GONE) return ' (Gone: final for this URL, not retried)';
   if (status >= 300 && status < 400) return ' (redirects are not followed: configure the final URL)';
-  return ' (final: only 5xx, timeouts and network errors are retried)';
+  return '';
 }
 
 function summary(outcomes: readonly UrlOutcome[]): string {

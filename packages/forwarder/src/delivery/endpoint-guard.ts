@@ -1,6 +1,7 @@
 import createDebug from 'debug';
 import { redactUrl } from 'eventrelay/internal';
 import type { Clock } from 'eventrelay/internal';
+import { GONE } from './destination';
 import type { AttemptResult, AttemptState } from './destination';
 import type { DeliveryTarget, DeliveryTargets } from './target';
 import { rateKey } from './rate-limit';
@@ -39,6 +40,7 @@ interface Pending {
   firstFailureAt?: number;
   lastFailureAt?: number;
   lastError?: string;
+  gone?: boolean;
 }
 
 const NONE: readonly number[] = Object.freeze([]);
@@ -160,12 +162,15 @@ export class EndpointGuard {
         p.firstFailureAt = undefined;
         p.lastFailureAt = undefined;
         p.lastError = undefined;
+        p.gone = undefined;
       } else {
         p ??= { source, key: url.key, url: url.url, reset: false, failures: 0 };
         p.failures++;
         p.firstFailureAt ??= at;
         p.lastFailureAt = at;
         p.lastError = outcome.status !== undefined ? `HTTP ${outcome.status}: ${outcome.error.message}` : `${outcome.error.code}: ${outcome.error.message}`;
+        // 410 Gone: the URL is disabled at once, with the notice of any disabled URL.
+        if (outcome.status === GONE) p.gone = true;
       }
       this.pending.set(id, p);
     }

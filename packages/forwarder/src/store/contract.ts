@@ -631,9 +631,11 @@ export interface EndpointReport {
   readonly firstFailureAt?: number;
   readonly lastFailureAt?: number;
   readonly lastError?: string;
+  /** The URL answered 410 Gone after the last success reported: it is disabled at once. */
+  readonly gone?: boolean;
 }
 
-/** `delivery.disableAfter` (0: never) and the attempts needed. */
+/** `delivery.disableAfter` (0: never by time; a 410 disables all the same) and the attempts needed. */
 export interface DisableRule {
   readonly after: number;
   readonly minAttempts: number;

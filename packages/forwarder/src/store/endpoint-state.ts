@@ -36,7 +36,8 @@ export function freshState(report: Pick<EndpointReport, 'source' | 'key' | 'url'
 /**
  * The state after a report, and whether the report disabled it. A URL is disabled once its run of
  * failures lasts `rule.after` ms (from its first failure to its latest) with at least
- * `rule.minAttempts` failed attempts; never with `rule.after` 0.
+ * `rule.minAttempts` failed attempts (never with `rule.after` 0), or at once when it answered
+ * 410 Gone (Standard Webhooks' rule: the receiver says the endpoint is gone for good).
  */
 export function applyReport(before: EndpointState | undefined, report: EndpointReport, rule: DisableRule): { state: EndpointState; disabled: boolean } {
   const base = before ?? freshState(report);
@@ -52,6 +53,11 @@ export function applyReport(before: EndpointState | undefined, report: EndpointR
     lastError: report.lastError ?? base.lastError,
   };
   const last = state.lastFailureAt;
+  if (report.gone === true && state.disabledAt === undefined) {
+    const at = last ?? report.lastFailureAt ?? 0;
+    const reason = `The receiver answered 410 Gone at ${new Date(at).toISOString()}: it takes no more deliveries at this URL; last error: ${state.lastError ?? 'unknown'}`;
+    return { state: { ...state, disabledAt: at, disabledReason: reason }, disabled: true };
+  }
   const meets =
     rule.after > 0 &&
     state.disabledAt === undefined &&

@@ -3,7 +3,8 @@ import { expect } from 'chai';
 import { existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { createForwarder } from '../../src/service';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 import { CLI, runCli } from './helpers';
 
@@ -86,5 +87,116 @@ describe('eventrelay check and serve refuse every kind of bad config naming its 
     const result = await runCli(['check', '--config', file('bom.json', `\ufeff${JSON.stringify({ sources: [WEB] })}`)]);
     expect(result.code, result.stderr).to.equal(0);
     expect(result.stdout).to.contain('OK (1 sources: web)');
+  });
+});
+
+describe('eventrelay reports every config problem in one run, and each command reads only what it uses (child processes)', function () {
+  this.timeout(120_000);
+  const tempDir = useTempDirs('eventrelay-config-all-');
+  const EXAMPLE = resolve('packages/forwarder/examples/eventrelay.config.json');
+  /** The five variables the example config reads, with the field that reads each. */
+  const VARIABLES = [
+    ['adminToken', 'EVENTRELAY_ADMIN_TOKEN'],
+    ['sources[0].writeKey', 'WEB_WRITE_KEY'],
+    ['sources[0].destinations.Webhooks.webhooks[1].headers["Authorization"]', 'BACKUP_HOOK_AUTH'],
+    ['sources[0].destinations.Webhooks.sharedSecret', 'WEB_WEBHOOK_SECRET'],
+    ['sources[1].writeKey', 'IOS_WRITE_KEY'],
+  ] as const;
+  const ALL_SET = Object.fromEntries(VARIABLES.map(([, name]) => [name, `value-of-${name.toLowerCase()}`]));
+
+  before(() => {
+    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+  });
+
+  for (const command of ['check', 'serve'] as const) {
+    it(`${command}: the example config with no variable set names all five in one run, one a line`, async () => {
+      const args = command === 'serve' ? ['serve', '--config', EXAMPLE, '--port', '0', '--data', tempDir()] : ['check', '--config', EXAMPLE];
+      const result = await runCli(args);
+      expect(result.code, result.stdout + result.stderr).to.equal(1);
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines[0]).to.equal(`eventrelay: 5 config errors in ${EXAMPLE}:`);
+      expect(lines.slice(1)).to.deep.equal(
+        VARIABLES.map(([field, name]) => `  config error at ${field}: \`${field}\` reads the environment variable ${name}, which is not set or empty`),
+      );
+      expect(result.stderr).not.to.match(/\n\s+at /);
+    });
+  }
+
+  it('check: OK once the five are set (and the values never printed)', async () => {
+    const result = await runCli(['check', '--config', EXAMPLE], ALL_SET);
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stdout).to.equal(`${EXAMPLE}: OK (2 sources: web, ios)\n`);
+    expect(result.stdout + result.stderr).not.to.contain('value-of-');
+  });
+
+  it('check: problems of other kinds come together too (an unknown field, a bad port, a bad URL, an unset variable, a repeated name)', async () => {
+    const file = join(tempDir(), 'many.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        port: 70000,
+        colour: 'blue',
+        adminToken: { env: 'NOT_SET_ANYWHERE' },
+        sources: [
+          { name: 'web', writeKey: 'k1', destinations: { Webhooks: { webhooks: [{ url: 'ftp://hooks.example.com/' }] } } },
+          { name: 'web', writeKey: 'k2' },
+        ],
+      }),
+    );
+    const result = await runCli(['check', '--config', file]);
+    expect(result.code).to.equal(1);
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines[0]).to.equal(`eventrelay: 5 config errors in ${file}:`);
+    expect(lines.slice(1).map((line) => /^ {2}config error at (\S+):/.exec(line)?.[1])).to.deep.equal([
+      'colour',
+      'port',
+      'adminToken',
+      'sources[0].destinations.Webhooks.webhooks[0].url',
+      'sources[1].name',
+    ]);
+  });
+
+  it('endpoints reads the admin token only: the sources\' secrets need not be set', async () => {
+    const token = 'value-of-eventrelay_admin_token';
+    const forwarder = createForwarder({
+      adminToken: token,
+      storage: { type: 'memory' },
+      sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: 'https://hooks.example.com/eventrelay' }] } } }],
+    });
+    try {
+      const { url } = await forwarder.listen({ port: 0 });
+      const shown = await runCli(['endpoints', '--config', EXAMPLE, '--url', url, '--source', 'web'], { EVENTRELAY_ADMIN_TOKEN: token });
+      expect(shown.code, shown.stderr).to.equal(0);
+      expect(shown.stdout).to.equal('web:\n  enabled   https://hooks.example.com/eventrelay\n');
+      // Without the token, that alone is the problem.
+      const without = await runCli(['endpoints', '--config', EXAMPLE, '--url', url, '--source', 'web']);
+      expect(without.code).to.equal(1);
+      expect(without.stderr).to.equal(
+        'eventrelay: config error at adminToken: `adminToken` reads the environment variable EVENTRELAY_ADMIN_TOKEN, which is not set or empty\n',
+      );
+    } finally {
+      await forwarder.close();
+    }
+  });
+
+  it('apply reads the sources and the store: the admin token and notify secret need not be set', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'apply.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        adminToken: { env: 'NOT_SET_ANYWHERE' },
+        notify: { url: 'https://ops.example.com/n', sharedSecret: { env: 'NOT_SET_EITHER' } },
+        storage: { dataDir: join(dir, 'data') },
+        sources: [{ name: 'web', writeKey: { env: 'WEB_KEY' } }],
+      }),
+    );
+    const dry = await runCli(['apply', '--config', file, '--dry-run'], { WEB_KEY: 'web-key-1234' });
+    expect(dry.code, dry.stderr).to.equal(0);
+    expect(dry.stdout).to.contain('dry run: nothing written (1 source would change)');
+    // The sources' own variables are read, all of them at once.
+    const missing = await runCli(['apply', '--config', file, '--dry-run']);
+    expect(missing.code).to.equal(1);
+    expect(missing.stderr).to.equal('eventrelay: config error at sources[0].writeKey: `sources[0].writeKey` reads the environment variable WEB_KEY, which is not set or empty\n');
   });
 });

@@ -53,7 +53,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
           sources: [
             // Two URLs: `dead` answers 503 to everything, `live` takes each message.
             { name: 'web', writeKey: 'k-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/dead?token=t0ken` }, { url: `${receiver.url}/live` }] } } },
-            // One URL that refuses everything (400: final, no retry).
+            // One URL, for the 410 (final, disables it) and the other 4xx (retried).
             { name: 'solo', writeKey: 'k-solo', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/solo` }] } } },
           ],
           ...extra,
@@ -139,26 +139,39 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       }
     });
 
-    it('with every URL disabled, deliveries wait (not failed) until one is enabled through the admin API', async () => {
+    it('a 410 Gone disables the URL at once, with the notice; with every URL disabled, deliveries wait (not failed) until one is enabled through the admin API', async () => {
       const receiver = await startReceiver();
       cleanup.push(() => receiver.close());
-      receiver.failFirst('/solo', 1_000_000, 400);
+      receiver.failFirst('/solo', 1_000_000, 410);
       const clock = new FakeClock(Date.parse('2026-03-01T00:00:00.000Z'));
       const f = await start(receiver, clock, tempDir());
       cleanup.push(() => f.forwarder.close());
-      for (let i = 0; i < 10; i++) {
-        await send(f, 'k-solo', `s${i}`);
-        clock.skip(3 * HOUR);
-      }
+      await send(f, 'k-solo', 's0');
       await waitFor(() => f.notices.some((n) => n.type === 'endpoint.disabled' && n.source === 'solo'), 'solo to be disabled');
-      const before = await f.forwarder.stats();
-      expect(before.failed).to.equal(10);
+      const lastError = `HTTP 410: ${receiver.url}/solo answered HTTP 410 (Gone: final for this URL, not retried)`;
+      // The message that got the 410 is given up (its notice), and the URL disabled (its notice).
+      expect(f.notices.filter((n) => n.type === 'delivery.exhausted')).to.have.length(1);
+      expect(f.notices.filter((n) => n.type !== 'delivery.exhausted')).to.deep.equal([
+        {
+          type: 'endpoint.disabled',
+          source: 'solo',
+          url: `${receiver.url}/solo`,
+          at: '2026-03-01T00:00:00.000Z',
+          lastError,
+          reason: `The receiver answered 410 Gone at 2026-03-01T00:00:00.000Z: it takes no more deliveries at this URL; last error: ${lastError}`,
+        },
+      ]);
+      // The message that got the 410 failed for good, at its first attempt.
+      await waitFor(async () => (await f.forwarder.stats()).failed === 1, 'the 410 to fail its message');
+      expect(await f.forwarder.stats()).to.deep.include({ failed: 1, queueDepth: 0 });
       expect((await post(`${f.url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E', messageId: 'waits' }] }, { Authorization: basic('k-solo') })).status).to.equal(200);
       // Rounds of the delivery loop go by (another source delivers) without an attempt at `solo`.
       for (let i = 0; i < 3; i++) await send(f, 'k-web', `probe${i}`);
-      expect(receiver.requests.filter((r) => r.path === '/solo')).to.have.length(10);
+      expect(receiver.requests.filter((r) => r.path === '/solo')).to.have.length(1);
       const waiting = await f.forwarder.stats();
-      expect(waiting).to.deep.include({ queueDepth: 1, failed: 10 });
+      expect(waiting).to.deep.include({ queueDepth: 1, failed: 1 });
+      const shown = await admin(f.url, 'GET', '/admin/sources/solo/destinations/Webhooks/endpoints');
+      expect(shown.json.endpoints[0]).to.deep.include({ disabled: true, failures: 1, lastError });
 
       receiver.failFirst('/solo', 0);
       const wrong = await admin(f.url, 'POST', '/admin/sources/solo/destinations/Webhooks/endpoints/enable', { url: 'https://elsewhere.example.com/' });
@@ -170,7 +183,30 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       expect(f.notices.at(-1)).to.deep.include({ type: 'endpoint.enabled', source: 'solo', url: `${receiver.url}/solo` });
       const again = await admin(f.url, 'POST', '/admin/sources/solo/destinations/Webhooks/endpoints/enable', { url: `${receiver.url}/solo` });
       expect(again.json.wasDisabled).to.equal(false);
-      expect((await f.forwarder.stats()).failed).to.equal(10);
+      expect((await f.forwarder.stats()).failed).to.equal(1);
+    });
+
+    it('retries a 401, a 400 and a 404 (a receiver without the secret yet, one that deploys) and delivers once it answers 2xx; none disables the URL', async () => {
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      const clock = new FakeClock(Date.parse('2026-03-01T00:00:00.000Z'));
+      const f = await start(receiver, clock, tempDir());
+      cleanup.push(() => f.forwarder.close());
+      for (const status of [401, 400, 404]) {
+        const id = `after-${status}`;
+        receiver.failFirst('/solo', 2, status);
+        await send(f, 'k-solo', id);
+        // Each retry is due 10 ms later (delivery.minRetryDelay and maxRetryDelay 10 ms).
+        await waitFor(async () => {
+          await clock.tick(10);
+          return receiver.delivered.some((r) => r.path === '/solo' && r.json.messageId === id);
+        }, `the message after two ${status} answers to be delivered`);
+        expect(receiver.requests.filter((r) => r.path === '/solo' && (r.json as { messageId?: string }).messageId === id)).to.have.length(3);
+      }
+      expect(await f.forwarder.stats()).to.deep.include({ failed: 0 });
+      expect(f.notices).to.deep.equal([]);
+      const shown = await admin(f.url, 'GET', '/admin/sources/solo/destinations/Webhooks/endpoints');
+      expect(shown.json.endpoints[0]).to.deep.include({ disabled: false });
     });
   });
 }

@@ -93,6 +93,10 @@ describe('eventrelay serve: operator logs on stdout (a pipe)', function () {
     const failed = run.lines().find((l) => l.event === 'delivery.failed')!;
     expect(failed).to.include({ level: 'warn', source: 'web', messageId: 'gone-1', kind: 'message' });
     expect(failed.reason).to.contain('410');
+    // A 410 disables the URL at once: a line of its own, the URL without its query.
+    await waitFor(() => run.lines().some((l) => l.event === 'endpoint.disabled'), 'the endpoint disabled line');
+    const disabled = run.lines().find((l) => l.event === 'endpoint.disabled')!;
+    expect(disabled).to.include({ level: 'warn', source: 'web', url: `${receiver.url}/gone?[redacted]` });
 
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).to.match(/eventrelay_ingest_refused_total\{reason="unauthorized"\} 5/);

@@ -314,3 +314,36 @@ describe('parseConfig with hostile input: every refusal names its field', () => 
     expect(parseConfig({ host: 'localhost' }, {}).host).to.equal('localhost');
   });
 });
+
+describe('parseConfig: every problem at once', () => {
+  it('throws one ConfigError listing every unset variable, each also in `problems` with its field', () => {
+    const config = {
+      adminToken: { env: 'ADMIN' },
+      notify: { url: { env: 'NOTIFY_URL' }, sharedSecret: { env: 'NOTIFY_SECRET' } },
+      sources: [{ name: 'web', writeKey: { env: 'WEB_KEY' } }],
+    };
+    const error = refused(config, { NOTIFY_URL: 'https://ops.example.test/n' });
+    expect(error.problems?.map((p) => p.field)).to.deep.equal(['adminToken', 'sources[0].writeKey', 'notify.sharedSecret']);
+    expect(error.field).to.equal('adminToken');
+    expect(error.message.split('\n')).to.deep.equal([
+      'The config has 3 problems:',
+      '- at adminToken: `adminToken` reads the environment variable ADMIN, which is not set or empty',
+      '- at sources[0].writeKey: `sources[0].writeKey` reads the environment variable WEB_KEY, which is not set or empty',
+      '- at notify.sharedSecret: `notify.sharedSecret` reads the environment variable NOTIFY_SECRET, which is not set or empty',
+    ]);
+    for (const problem of error.problems!) expect(problem).to.be.instanceOf(ConfigError);
+  });
+
+  it('one problem is thrown as it is, without `problems`', () => {
+    const error = refused({ adminToken: { env: 'ADMIN' } });
+    expect(error.field).to.equal('adminToken');
+    expect(error.problems).to.equal(undefined);
+  });
+
+  it('reads only the parts asked for: the other parts\' secrets and mistakes are not looked at', () => {
+    const config = { adminToken: { env: 'ADMIN' }, port: 'nope', sources: [{ name: 'web', writeKey: { env: 'WEB_KEY' } }] };
+    expect(parseConfig(config, { ADMIN: 'tok' }, { parts: ['adminToken'] })).to.deep.include({ adminToken: 'tok', port: CONFIG_DEFAULTS.port, sources: [] });
+    // An unknown top-level key is still a problem: the file's shape is checked whatever is read.
+    expect(() => parseConfig({ ...config, colour: 1 }, { ADMIN: 'tok' }, { parts: ['adminToken'] })).to.throw(ConfigError, 'Unknown field `colour`');
+  });
+});

@@ -43,12 +43,18 @@ describe('DEBUG=analytics logging', () => {
     }
   });
 
-  it('is silent without DEBUG', () => {
+  it('without DEBUG, writes no debug line: only a warning per error that no callback or listener heard, never the write key or a body', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=eventrelay-source', '--input-type=module', '-e', script.replace('process.env.SINK', "'http://127.0.0.1:9'").replace('minRetryDelay: 1', 'minRetryDelay: 1, maxRetries: 0')], {
       env: { ...process.env, DEBUG: '' },
       encoding: 'utf8',
     });
     expect(result.status).to.equal(0);
-    expect(result.stderr).to.equal('');
+    const lines = result.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('(Use `node --trace-warnings'));
+    expect(lines).to.have.length(2);
+    expect(lines[0]).to.match(/^\(node:\d+\) \[ERR_VALIDATION\] EventRelayWarning: A track message needs `userId` or `anonymousId`/);
+    expect(lines[1]).to.match(/^\(node:\d+\) \[ERR_NETWORK\] EventRelayWarning: Request to http:\/\/127\.0\.0\.1:9\/v1\/batch failed: connection refused/);
+    expect(result.stderr).not.to.contain('wk_SECRET_KEY');
+    expect(result.stderr).not.to.contain('PRIVATE_VALUE');
+    expect(result.stderr).not.to.contain('Secret Event');
   });
 });

@@ -2,6 +2,8 @@ import { describe, it, before } from 'mocha';
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { startSink } from '../../../../../test/helpers/sink';
@@ -96,5 +98,29 @@ describe('Analytics when the process ends (child processes on the built package)
     } finally {
       await sink.close();
     }
+  });
+
+  it('a short script with a typo in the port and no listener is told at once, and at the close timeout, that the connection was refused', async () => {
+    // A port nobody listens on: taken, then given back.
+    const server = createServer();
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const port = (server.address() as AddressInfo).port;
+    await new Promise((done) => server.close(done));
+    const { code, report, stderr } = await runScript(
+      `const analytics = new Analytics({ writeKey: 'wk-told-5d1e', endpoint: process.env.URL });
+       analytics.track({ event: 'No user' });
+       analytics.track({ userId: 'u', event: 'E' });
+       await analytics.closeAndFlush({ timeout: 1500 });`,
+      { URL: `http://127.0.0.1:${port}/v1` },
+    );
+    expect(code).to.equal(0);
+    expect(report).to.deep.equal({ calls: 0, codes: [] });
+    const warnings = stderr.split('\n').filter((line) => line.includes('EventRelayWarning'));
+    expect(warnings, stderr).to.have.length(3);
+    expect(warnings[0]).to.match(/\[ERR_VALIDATION\] EventRelayWarning: .*`userId`.*analytics\.on\('error'/);
+    // The first refused connection, at once (the endpoint's /v1 not doubled), then the close timeout naming it.
+    expect(warnings[1]).to.include(`[ERR_NETWORK] EventRelayWarning: Request to http://127.0.0.1:${port}/v1/batch failed: connection refused (ECONNREFUSED); retrying`);
+    expect(warnings[2]).to.match(/\[ERR_CLOSE_TIMEOUT\] EventRelayWarning: closeAndFlush\(\) timed out after 1500 ms .*its last attempt failed: ERR_NETWORK: .*ECONNREFUSED/);
+    expect(stderr).not.to.contain('wk-told-5d1e');
   });
 });

@@ -79,24 +79,33 @@ describe('WebhookDestination over HTTP (real receivers on 127.0.0.1)', () => {
     expect(second.requests).to.have.length(3);
   });
 
-  it('all 4xx: a final failure after one attempt', async () => {
-    const a = await receiver(answer(400));
-    const b = await receiver(answer(410));
+  it('a 4xx is retried (a 401 until the receiver has the secret), then delivered; 410 alone is final', async () => {
+    const unauthorized = await receiver((_r, res, i) => res.writeHead(i < 2 ? 401 : 200).end());
+    const gone = await receiver(answer(410));
+    const result = await destination({ webhooks: [{ url: unauthorized.url }, { url: gone.url }] }).deliver(message);
+    expect(result).to.include({ status: 'delivered', attempt: 3, url: unauthorized.url });
+    // The 410 URL was asked again with the others (the destination keeps no state; the forwarder disables it).
+    expect(unauthorized.requests).to.have.length(3);
+
+    const onlyGone = await receiver(answer(410));
     const clock = new FakeClock();
-    const result = await destination({ webhooks: [{ url: a.url }, { url: b.url }] }, { clock }).deliver(message);
-    expect(result).to.include({ status: 'failed', attempt: 1 });
-    expect(result.outcomes.map((o) => o.status)).to.deep.equal([400, 410]);
+    const final = await destination({ webhooks: [{ url: onlyGone.url }] }, { clock }).deliver(message);
+    expect(final).to.include({ status: 'failed', attempt: 1 });
+    expect(final.outcomes.map((o) => [o.status, o.retryable])).to.deep.equal([[410, false]]);
     expect(clock.pending).to.equal(0);
-    expect(a.requests).to.have.length(1);
-    expect(b.requests).to.have.length(1);
+    expect(onlyGone.requests).to.have.length(1);
   });
 
-  it('a 303 redirect is not followed and is final', async () => {
+  it('a 303 redirect is not followed: retried at the same URL, the target never asked', async () => {
     const target = await receiver(answer(200));
-    const redirecting = await receiver(answer(303, { location: target.url }));
-    const result = await destination({ webhooks: [{ url: redirecting.url }] }).deliver(message);
-    expect(result).to.include({ status: 'failed', attempt: 1 });
-    expect(result.outcomes[0]?.error).to.be.instanceOf(HttpError).with.property('status', 303);
+    const redirecting = await receiver((_r, res, i) => (i < 1 ? res.writeHead(303, { location: target.url }).end() : res.writeHead(204).end()));
+    const d = destination({ webhooks: [{ url: redirecting.url }] });
+    const first = await d.attempt(body, { attempt: 1, firstAttemptAt: Date.now() });
+    expect(first.status).to.equal('retry');
+    expect(first.outcomes[0]?.error).to.be.instanceOf(HttpError).with.property('status', 303);
+    expect(first.outcomes[0]?.error?.message).to.include('redirects are not followed');
+    const result = await d.deliver(message);
+    expect(result).to.include({ status: 'delivered', attempt: 1 });
     expect(target.requests).to.have.length(0);
   });
 

@@ -126,29 +126,59 @@ describe('WebhookDestination outcome rules', () => {
     expect(result).to.include({ status: 'delivered', attempt: 3, url: A });
   });
 
-  it('all 4xx: failed at once, no retry', async () => {
-    const { clock, transport, destination } = setup({ webhooks: [{ url: A }, { url: B }] }, (url) => (url === A ? 404 : 429));
-    const result = await destination.deliver(message);
+  it('every non-2xx answer but 410 is retried within the window: 401, 400, 404, 429, a redirect', async () => {
+    for (const status of [401, 400, 404, 429, 303]) {
+      const { clock, transport, destination } = setup({ minRetryDelay: 1000 }, (_url, call) => (call === 1 ? status : 200));
+      const first = await destination.attempt('{}', { attempt: 1, firstAttemptAt: clock.now() });
+      expect(first.status, `HTTP ${status}`).to.equal('retry');
+      expect(first.outcomes[0]).to.deep.include({ status, retryable: true });
+      expect(first.outcomes[0]!.error).to.be.instanceOf(HttpError);
+      expect((first.outcomes[0]!.error as HttpError).retryable).to.equal(true);
+      // deliver(): the first answer is the status again, the retry after the backoff is delivered.
+      const again = setup({ minRetryDelay: 1000 }, (_url, call) => (call === 1 ? status : 200));
+      const result = await deliverWithClock(again.destination, again.clock);
+      expect(result, `HTTP ${status}`).to.include({ status: 'delivered', attempt: 2 });
+      expect(again.transport.requests).to.have.length(2);
+      expect(transport.requests).to.have.length(1);
+    }
+  });
+
+  it('a 401 that lasts is retried until the 4-hour window ends (fake clock)', async () => {
+    const { clock, transport, destination } = setup({}, () => 401);
+    const result = await deliverWithClock(destination, clock);
     expect(result.status).to.equal('failed');
-    expect(result.attempt).to.equal(1);
-    expect(result.outcomes.map((o) => o.error)).to.satisfy((errors: unknown[]) => errors.every((e) => e instanceof HttpError));
-    expect(result.outcomes.every((o) => !o.retryable)).to.equal(true);
-    if (result.status === 'failed') expect(result.reason).to.include('HTTP 404').and.include('HTTP 429');
+    if (result.status === 'failed') expect(result.reason).to.match(/retry window of 4 h/).and.include('answered HTTP 401');
+    expect(transport.requests.length).to.be.greaterThan(10);
+  });
+
+  it('410 Gone alone is final: failed at once, no retry', async () => {
+    const { clock, transport, destination } = setup({}, () => 410);
+    const result = await destination.deliver(message);
+    expect(result).to.include({ status: 'failed', attempt: 1 });
+    expect(result.outcomes[0]).to.deep.include({ status: 410, retryable: false });
+    if (result.status === 'failed') expect(result.reason).to.include('answered HTTP 410 (Gone: final for this URL, not retried)');
     expect(clock.pending).to.equal(0);
-    expect(transport.requests).to.have.length(2);
+    expect(transport.requests).to.have.length(1);
   });
 
-  it('3xx is final: a redirect is not followed and not retried', async () => {
-    const { destination } = setup({}, () => 303);
-    const result = await destination.deliver(message);
-    expect(result.status).to.equal('failed');
-    if (result.status === 'failed') expect(result.reason).to.match(/redirects are not followed/);
-  });
-
-  it('one retryable failure among final ones means retry', async () => {
-    const { clock, destination } = setup({ webhooks: [{ url: A }, { url: B }] }, (url) => (url === A ? 400 : refused()));
+  it('3xx: a redirect is not followed (retried, with a hint to configure the final URL)', async () => {
+    const { clock, destination } = setup({}, () => 303);
     const result = await destination.attempt('{}', { attempt: 1, firstAttemptAt: clock.now() });
     expect(result.status).to.equal('retry');
+    expect(result.outcomes[0]?.error?.message).to.match(/redirects are not followed/);
+  });
+
+  it('one retryable failure beside a 410 means retry', async () => {
+    const { clock, destination } = setup({ webhooks: [{ url: A }, { url: B }] }, (url) => (url === A ? 410 : refused()));
+    const result = await destination.attempt('{}', { attempt: 1, firstAttemptAt: clock.now() });
+    expect(result.status).to.equal('retry');
+  });
+
+  it('honours Retry-After on a 429', async () => {
+    const { clock, destination } = setup({}, () => ({ status: 429, retryAfter: '120' }));
+    const result = await destination.attempt('{}', { attempt: 1, firstAttemptAt: clock.now() });
+    expect(result.status).to.equal('retry');
+    if (result.status === 'retry') expect(result.nextAttemptAt).to.equal(clock.now() + 120_000);
   });
 
   it('a certificate error is final', async () => {

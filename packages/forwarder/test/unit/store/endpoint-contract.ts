@@ -66,6 +66,22 @@ export function endpointContract(name: string, open: () => Promise<Opened>, reop
       expect(healthy.states[0]).to.deep.include({ failures: 0, failingSince: undefined });
     });
 
+    it('disables a URL at its first 410 Gone, once, whatever disableAfter says', async () => {
+      const gone = { lastError: 'HTTP 410: https://hooks.example.test/in answered HTTP 410 (Gone: final for this URL, not retried)', gone: true };
+      for (const rule of [RULE, { after: 0, minAttempts: 10 }]) {
+        const key = `gone-${rule.after}`;
+        const result = await endpoints.report([failures(1, T0 + HOUR, T0 + HOUR, { ...gone, key })], rule);
+        expect(result.disabled).to.have.length(1);
+        expect(result.disabled[0]).to.deep.include({ key, failures: 1, disabledAt: T0 + HOUR });
+        expect(result.disabled[0]!.disabledReason).to.equal(
+          'The receiver answered 410 Gone at 2026-03-01T01:00:00.000Z: it takes no more deliveries at this URL; last error: ' + gone.lastError,
+        );
+        expect((await endpoints.report([failures(1, T0 + 2 * HOUR, T0 + 2 * HOUR, { ...gone, key })], rule)).disabled).to.deep.equal([]);
+      }
+      // Another answer than 410 does not disable at once.
+      expect((await endpoints.report([failures(1, T0, T0, { lastError: 'HTTP 401: answered HTTP 401' })], RULE)).disabled).to.deep.equal([]);
+    });
+
     it('never disables with disableAfter 0', async () => {
       expect((await endpoints.report([failures(1000, T0, T0 + 400 * HOUR)], { after: 0, minAttempts: 10 })).disabled).to.deep.equal([]);
     });
