@@ -10,6 +10,8 @@ import { applyToStore } from '../registry/apply';
 import { redactUrl } from '../store/postgres/postgres';
 import { statusLine } from './status-line';
 import { operatorLogger } from './logger';
+import { adminClient, CliFailure, listDeliveries, recoverDeliveries, replayDelivery } from './admin-client';
+import type { AdminClient } from './admin-client';
 import { LOG_LEVELS } from '../config';
 import type { LogLevel } from '../config';
 
@@ -18,6 +20,9 @@ const USAGE = `Usage:
   eventrelay check --config <file>
   eventrelay apply --config <file> [--dry-run] [--url <forwarder URL>] [--data <dir>]
   eventrelay endpoints --config <file> --url <forwarder URL> --source <name> [--enable <webhook URL>]
+  eventrelay deliveries --config <file> --url <forwarder URL> [--status <status>] [--source <name>] [--limit <n>] [--json]
+  eventrelay replay <id> --config <file> --url <forwarder URL> [--json]
+  eventrelay recover --config <file> --url <forwarder URL> --source <name> --since <time> [--until <time>] [--json]
   eventrelay --help | --version
 
 serve   runs the forwarder: ingestion API, durable queue, webhook delivery
@@ -26,6 +31,10 @@ apply   makes the store's sources match the file's and prints the difference
         (--dry-run: print only); through a running forwarder's admin API with --url
 endpoints  shows the webhook URLs of a source, disabled or not and why, through a running
         forwarder's admin API; --enable sends to a disabled URL again
+deliveries  lists the delivery log, newest first (--status failed, --source), as a table or --json
+replay  queues a delivery of the log again (failed, or delivered with its body kept)
+recover queues again every failed delivery of a source received since --since (ISO 8601)
+        (endpoints, deliveries, replay and recover read only "adminToken" from the file)
 
 Options:
   -c, --config <file>   JSON config (sources, write keys, Webhooks destinations); default eventrelay.config.json
@@ -82,6 +91,11 @@ async function main(argv: readonly string[]): Promise<void> {
         source: { type: 'string' },
         enable: { type: 'string' },
         'log-level': { type: 'string' },
+        status: { type: 'string' },
+        limit: { type: 'string' },
+        since: { type: 'string' },
+        until: { type: 'string' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -99,13 +113,19 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
   const command = positionals[0];
-  if (command !== 'serve' && command !== 'check' && command !== 'apply' && command !== 'endpoints') {
+  const commands = ['serve', 'check', 'apply', 'endpoints', 'deliveries', 'replay', 'recover'] as const;
+  if (!(commands as readonly (string | undefined)[]).includes(command)) {
     fail(`${command === undefined ? 'a command is needed' : `unknown command "${command}"`}\n\n${USAGE}`, 2);
   }
+  const remote = command === 'endpoints' || command === 'deliveries' || command === 'replay' || command === 'recover';
   if (command !== 'apply' && values['dry-run'] === true) fail(`--dry-run goes with apply\n\n${USAGE}`, 2);
-  if (command !== 'apply' && command !== 'endpoints' && values.url !== undefined) fail(`--url goes with apply and endpoints\n\n${USAGE}`, 2);
-  if (command !== 'endpoints' && (values.source !== undefined || values.enable !== undefined)) fail(`--source and --enable go with endpoints\n\n${USAGE}`, 2);
-  if (positionals.length > 1) fail(`unexpected argument "${positionals[1]}"\n\n${USAGE}`, 2);
+  if (command !== 'apply' && !remote && values.url !== undefined) fail(`--url goes with apply, endpoints, deliveries, replay and recover\n\n${USAGE}`, 2);
+  if (command !== 'endpoints' && command !== 'deliveries' && command !== 'recover' && values.source !== undefined) fail(`--source goes with endpoints, deliveries and recover\n\n${USAGE}`, 2);
+  if (command !== 'endpoints' && values.enable !== undefined) fail(`--enable goes with endpoints\n\n${USAGE}`, 2);
+  for (const [flag, allowed] of [['status', ['deliveries']], ['limit', ['deliveries']], ['since', ['recover']], ['until', ['recover']], ['json', ['deliveries', 'replay', 'recover']]] as const) {
+    if (values[flag] !== undefined && !(allowed as readonly string[]).includes(command!)) fail(`--${flag} goes with ${allowed.join(' and ')}\n\n${USAGE}`, 2);
+  }
+  if (positionals.length > (command === 'replay' ? 2 : 1)) fail(`unexpected argument "${positionals[command === 'replay' ? 2 : 1]}"\n\n${USAGE}`, 2);
   const logLevel = values['log-level'];
   if (logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(logLevel)) fail(`--log-level expects one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`, 2);
   if (command !== 'serve' && logLevel !== undefined) fail(`--log-level goes with serve\n\n${USAGE}`, 2);
@@ -123,7 +143,7 @@ async function main(argv: readonly string[]): Promise<void> {
     // Each command reads the settings it uses, no others: `endpoints` needs the admin token, not
     // every source's secrets; `apply` the sources and where they go (the store, or --url's token).
     const parts: readonly ConfigPart[] | undefined =
-      command === 'endpoints'
+      remote
         ? ['adminToken']
         : command === 'apply'
           ? values.url === undefined ? ['storage', 'delivery', 'sources'] : ['adminToken', 'delivery', 'sources']
@@ -131,6 +151,10 @@ async function main(argv: readonly string[]): Promise<void> {
     const config = loadConfigFile(configPath, process.env, parts === undefined ? {} : { parts });
     if (command === 'endpoints') {
       await endpoints(config, { url: values.url, source: values.source, enable: values.enable });
+      return;
+    }
+    if (command === 'deliveries' || command === 'replay' || command === 'recover') {
+      await operate(command, config, values, positionals[1]);
       return;
     }
     if (command === 'apply') {
@@ -349,26 +373,38 @@ function describeStore(config: ResolvedConfig, dataDir: string | undefined): str
 main(process.argv.slice(2)).catch((error: Error) => fail(error.stack ?? error.message));
 
 /** `eventrelay endpoints`: a source's webhook URLs through a running forwarder's admin API; `--enable` one. */
+/** `deliveries`, `replay` and `recover`: the delivery log through a running forwarder's admin API. */
+async function operate(command: 'deliveries' | 'replay' | 'recover', config: ResolvedConfig, values: Record<string, string | boolean | undefined>, id: string | undefined): Promise<void> {
+  const text = (name: string) => values[name] as string | undefined;
+  const json = values.json === true;
+  try {
+    const client = adminClient(command, text('url'), config.adminToken);
+    if (command === 'deliveries') out(await listDeliveries(client, { status: text('status'), source: text('source'), limit: text('limit'), json }));
+    else if (command === 'replay') out(await replayDelivery(client, id, json));
+    else out(await recoverDeliveries(client, { source: text('source'), since: text('since'), until: text('until'), json }));
+  } catch (error) {
+    if (error instanceof CliFailure) fail(error.exitCode === 2 ? `${error.message}\n\n${USAGE}` : error.message, error.exitCode);
+    throw error;
+  }
+}
+
 async function endpoints(config: ResolvedConfig, options: { url?: string; source?: string; enable?: string }): Promise<void> {
   const { url, source } = options;
-  if (url === undefined || !/^https?:\/\/[^/]+/.test(url)) fail(`endpoints needs --url, the running forwarder's base URL, such as http://127.0.0.1:8787\n\n${USAGE}`, 2);
+  let client: AdminClient;
+  try {
+    client = adminClient('endpoints', url, config.adminToken);
+  } catch (error) {
+    fail(error instanceof CliFailure && error.exitCode === 2 ? `${error.message}\n\n${USAGE}` : (error as Error).message, (error as CliFailure).exitCode ?? 1);
+  }
   if (source === undefined || source === '') fail(`endpoints needs --source <name>\n\n${USAGE}`, 2);
-  if (config.adminToken === undefined) fail('endpoints needs "adminToken" in the config file: the admin API takes it as a Bearer token');
-  const base = `${url.replace(/\/+$/, '')}/admin/sources/${encodeURIComponent(source)}/destinations/Webhooks/endpoints`;
+  const base = `/admin/sources/${encodeURIComponent(source)}/destinations/Webhooks/endpoints`;
   const call = async (path: string, body?: unknown): Promise<Record<string, unknown>> => {
-    let response: Response;
     try {
-      response = await fetch(`${base}${path}`, {
-        method: body === undefined ? 'GET' : 'POST',
-        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${config.adminToken}` },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
+      return await client.call<Record<string, unknown>>(body === undefined ? 'GET' : 'POST', `${base}${path}`, body);
     } catch (error) {
-      fail(`cannot reach the forwarder at ${redactUrl(url)}: ${(error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message}`);
+      if (error instanceof CliFailure) fail(error.message, error.exitCode);
+      throw error;
     }
-    const answer = (await response.json().catch(() => undefined)) as (Record<string, unknown> & { error?: { message: string } }) | undefined;
-    if (!response.ok || answer === undefined) fail(`the forwarder refused (HTTP ${response.status})${answer?.error === undefined ? '' : `: ${answer.error.message}`}`);
-    return answer;
   };
   if (options.enable !== undefined) {
     const enabled = (await call('/enable', { url: options.enable })) as { url: string; wasDisabled: boolean };

@@ -58,7 +58,7 @@ describe('eventrelay endpoints (child processes on the built package)', function
 
     const unknown = await runCli(['endpoints', '--config', config, '--url', served.url, '--source', 'nope'], env);
     expect(unknown.code).to.equal(1);
-    expect(unknown.stderr).to.equal('eventrelay: the forwarder refused (HTTP 404): No source "nope"\n');
+    expect(unknown.stderr).to.equal('eventrelay: the forwarder refused (HTTP 404): No source "nope" (name)\n');
     const misplaced = await runCli(['check', '--config', config, '--source', 'solo'], env);
     expect(misplaced.code).to.equal(2);
   });
