@@ -9,7 +9,7 @@
  * statuses, counts, ids and the source's name: never a secret, a write key, a URL's path or a body.
  */
 import { isPlainObject, openTelemetry, parseTraceparent, readTracestate, remoteParent, SPAN_KIND, SPAN_STATUS, traceFieldsOf } from 'eventrelay/internal';
-import type { OpenTelemetryApi, OtelAttributes, OtelContext, OtelSpan, OtelSpanContext, OtelTracer, TraceFields, TraceParent } from 'eventrelay/internal';
+import type { OpenTelemetryApi, OtelAttributes, OtelContext, OtelLinkedSpan, OtelSpan, OtelSpanContext, OtelTracer, TraceFields, TraceParent } from 'eventrelay/internal';
 import { formatTraceparent } from 'eventrelay/internal';
 import { FORWARDER_VERSION } from './version';
 
@@ -190,8 +190,8 @@ function sharedTrace(messages: MessageTraces): TraceFields | undefined {
 }
 
 /** Links to the messages' spans, each once, but the parent's, at most `MAX_LINKS`. */
-function linksOf(traced: readonly Carried[], parent: OtelSpanContext | undefined): { context: OtelSpanContext }[] {
-  const links: { context: OtelSpanContext }[] = [];
+function linksOf(traced: readonly Carried[], parent: OtelSpanContext | undefined): { context: OtelLinkedSpan }[] {
+  const links: { context: OtelLinkedSpan }[] = [];
   const seen = new Set<string>(parent === undefined ? [] : [`${parent.traceId}-${parent.spanId}`]);
   for (const { span } of traced) {
     if (links.length >= MAX_LINKS) break;

@@ -33,10 +33,18 @@ export interface OtelSpan {
   end(endTime?: number): void;
 }
 
+/** The span a link points to (no trace state: eventrelay links to spans named by a `traceparent`). */
+export interface OtelLinkedSpan {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly traceFlags: number;
+  readonly isRemote?: boolean;
+}
+
 export interface OtelSpanOptions {
   readonly kind?: number;
   readonly attributes?: OtelAttributes;
-  readonly links?: { readonly context: OtelSpanContext }[];
+  readonly links?: { readonly context: OtelLinkedSpan }[];
   /** Epoch milliseconds. */
   readonly startTime?: number;
 }
