@@ -1,15 +1,15 @@
 /**
  * The forwarder's OpenTelemetry spans, where the operator set OpenTelemetry up: `@opentelemetry/api`
  * installed (an optional peer) and a tracer provider registered, with the SDK and exporter of their
- * choice. Without either nothing is recorded and nothing is paid but a lookup; a webhook request
- * still carries the `traceparent` its message came with.
+ * choice. Without either nothing is recorded: a request and an attempt pay a lookup, and a message
+ * that came with a `traceparent` has it read from its body and passed on in the webhook request.
  *
  * Two spans: `eventrelay ingest` per ingestion request (http/), `eventrelay attempt` per request of
  * a delivery attempt (delivery/), each continuing the trace of the message. Attributes hold hosts,
  * statuses, counts, ids and the source's name: never a secret, a write key, a URL's path or a body.
  */
 import { isPlainObject, openTelemetry, parseTraceparent, readTracestate, remoteParent, SPAN_KIND, SPAN_STATUS, traceFieldsOf } from 'eventrelay/internal';
-import type { OpenTelemetryApi, OtelAttributes, OtelContext, OtelLinkedSpan, OtelSpan, OtelSpanContext, OtelTracer, TraceFields, TraceParent } from 'eventrelay/internal';
+import type { OpenTelemetryApi, OtelAttributes, OtelLinkedSpan, OtelSpan, OtelSpanContext, OtelTracer, TraceFields, TraceParent } from 'eventrelay/internal';
 import { formatTraceparent } from 'eventrelay/internal';
 import { FORWARDER_VERSION } from './version';
 
@@ -18,7 +18,7 @@ export const TRACER_NAME = '@eventrelay/forwarder';
 export const INGEST_SPAN = 'eventrelay ingest';
 export const ATTEMPT_SPAN = 'eventrelay attempt';
 
-/** Links an ingestion span keeps to the traces of its messages (beyond its parent), at most. */
+/** Links an ingestion span keeps to the other traces its messages carry, at most. */
 export const MAX_LINKS = 32;
 
 /** The API and the operator's tracer. */
@@ -64,14 +64,13 @@ export interface IngestBegin {
  * order: the span active when the request came (an HTTP server instrumentation's); the request's
  * `traceparent` header; the span of the messages' `context.traceparent` when every message has
  * one and all share one trace (a single `track()`, say); else none, a trace of its own. It links
- * to the other traces its messages carry. A message that has no `traceparent` gets the span's,
- * so that its delivery continues this trace.
+ * to each other trace its messages carry (to the first message's span in it). A message that has
+ * no `traceparent` gets the span's, so that its delivery continues this trace.
  */
 export class IngestSpan {
   readonly #tracing: Tracing;
   readonly #started = now();
   #span: OtelSpan | undefined;
-  #context: OtelContext | undefined;
 
   private constructor(tracing: Tracing) {
     this.#tracing = tracing;
@@ -104,13 +103,7 @@ export class IngestSpan {
     };
     const options = { kind: SPAN_KIND.SERVER, attributes, startTime: this.#started, ...(links.length > 0 ? { links } : {}) };
     this.#span = tracer.startSpan(INGEST_SPAN, options, parent);
-    this.#context = api.trace.setSpan(parent, this.#span);
     return traceFieldsOf(this.#span.spanContext());
-  }
-
-  /** Runs `fn` with the span active (a database instrumentation's spans become its children). */
-  run<T>(fn: () => T): T {
-    return this.#context === undefined ? fn() : this.#tracing.api.context.with(this.#context, fn);
   }
 
   /** What became of the messages. */
@@ -155,7 +148,8 @@ function carried(traceparent: unknown, tracestate: unknown): Carried | undefined
   const span = parseTraceparent(traceparent);
   if (span === undefined) return undefined;
   const state = readTracestate(tracestate);
-  const formatted = formatTraceparent(span);
+  // A later version's value is passed on as version 00, which every receiver reads.
+  const formatted = (traceparent as string).length === 55 ? (traceparent as string) : formatTraceparent(span);
   return { fields: state === undefined ? { traceparent: formatted } : { traceparent: formatted, tracestate: state }, span };
 }
 
@@ -189,16 +183,16 @@ function sharedTrace(messages: MessageTraces): TraceFields | undefined {
   return messages.traced.every((m) => m.span.traceId === first.span.traceId) ? first.fields : undefined;
 }
 
-/** Links to the messages' spans, each once, but the parent's, at most `MAX_LINKS`. */
+/** A link to each other trace the messages carry (to the first message's span in it), at most `MAX_LINKS`. */
 function linksOf(traced: readonly Carried[], parent: OtelSpanContext | undefined): { context: OtelLinkedSpan }[] {
   const links: { context: OtelLinkedSpan }[] = [];
-  const seen = new Set<string>(parent === undefined ? [] : [`${parent.traceId}-${parent.spanId}`]);
+  const seen = new Set<string>();
+  if (parent !== undefined) seen.add(parent.traceId);
   for (const { span } of traced) {
     if (links.length >= MAX_LINKS) break;
-    const key = `${span.traceId}-${span.spanId}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    links.push({ context: { ...span, isRemote: true } });
+    if (seen.has(span.traceId)) continue;
+    seen.add(span.traceId);
+    links.push({ context: { traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags, isRemote: true } });
   }
   return links;
 }
@@ -246,39 +240,28 @@ function readBody(body: string): BodyTrace | undefined {
 export interface AttemptTrace {
   /** `traceparent` (and `tracestate`) for the request. */
   readonly headers: TraceFields | undefined;
-  /** Runs the request with the span active. */
-  run<T>(fn: () => Promise<T>): Promise<T>;
   /** Ends the span: OK for a 2xx, else ERROR, with the status (or, without an answer, the error's code) as `error.type`. */
   end(status: number | undefined, errorType: string | undefined): void;
 }
 
-const PASS_THROUGH = { run: <T>(fn: () => Promise<T>): Promise<T> => fn(), end: (): void => {} };
+const PASS_THROUGH = { end: (): void => {} };
 
 /**
  * The span of one request of an attempt, child of the message's `context.traceparent` (a trace
- * of its own when the message has none: only messages accepted before tracing was on). Its
- * `traceparent` goes in the request, so the receiver's span is its child. Without tracing, the
- * request carries the message's own `traceparent`, when it has a valid one.
+ * of its own when the message has none: deletion notices and audience syncs, which the forwarder
+ * makes itself, and messages accepted before tracing was on). Its `traceparent` goes in the
+ * request, so the receiver's span is its child. Without tracing, the request carries the
+ * message's own `traceparent`, when it has a valid one.
  */
 export function startAttempt(on: AttemptTracing, url: URL, attempt: number): AttemptTrace | undefined {
-  const body = on.body;
-  const own = carried(body?.traceparent, body?.tracestate)?.fields;
-  if (on.tracing === undefined) return own === undefined ? undefined : { headers: own, ...PASS_THROUGH };
+  const own = on.body === undefined ? undefined : carried(on.body.traceparent, on.body.tracestate);
+  if (on.tracing === undefined) return own === undefined ? undefined : { headers: own.fields, ...PASS_THROUGH };
   const { api, tracer } = on.tracing;
-  const parent = (own === undefined ? undefined : remoteParent(api, api.ROOT_CONTEXT, own.traceparent, own.tracestate)) ?? api.ROOT_CONTEXT;
-  const attributes: OtelAttributes = {
-    'http.request.method': 'POST',
-    'server.address': url.hostname,
-    'server.port': url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port),
-    'url.scheme': url.protocol.slice(0, -1),
-    'eventrelay.attempt': attempt,
-  };
-  if (body?.messageId !== undefined) attributes['eventrelay.message.id'] = body.messageId;
+  const parent = own === undefined ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, remoteSpan(api, own));
+  const attributes = attemptAttributes(url, attempt, on.body?.messageId);
   const span = tracer.startSpan(ATTEMPT_SPAN, { kind: SPAN_KIND.CLIENT, attributes }, parent);
-  const context = api.trace.setSpan(parent, span);
   return {
-    headers: traceFieldsOf(span.spanContext()) ?? own,
-    run: (fn) => (span.isRecording() ? api.context.with(context, fn) : fn()),
+    headers: traceFieldsOf(span.spanContext()) ?? own?.fields,
     end(status, errorType) {
       if (status !== undefined) span.setAttribute('http.response.status_code', status);
       if (status !== undefined && status >= 200 && status < 300) {
@@ -291,4 +274,39 @@ export function startAttempt(on: AttemptTracing, url: URL, attempt: number): Att
       span.end();
     },
   };
+}
+
+/** The remote span a message's trace context names, as the API takes it. */
+function remoteSpan(api: OpenTelemetryApi, { span, fields }: Carried): OtelSpanContext {
+  const { traceId, spanId, traceFlags } = span;
+  return fields.tracestate === undefined
+    ? { traceId, spanId, traceFlags, isRemote: true }
+    : { traceId, spanId, traceFlags, isRemote: true, traceState: api.createTraceState(fields.tracestate) };
+}
+
+/** Host, port and scheme of a URL, read once per URL (a destination keeps its URL objects). */
+interface UrlParts {
+  readonly host: string;
+  readonly port: number;
+  readonly scheme: string;
+}
+
+const URL_PARTS = new WeakMap<URL, UrlParts>();
+
+function attemptAttributes(url: URL, attempt: number, messageId: string | undefined): OtelAttributes {
+  let parts = URL_PARTS.get(url);
+  if (parts === undefined) {
+    const scheme = url.protocol.slice(0, -1);
+    parts = { host: url.hostname, port: url.port === '' ? (scheme === 'https' ? 443 : 80) : Number(url.port), scheme };
+    URL_PARTS.set(url, parts);
+  }
+  const attributes: OtelAttributes = {
+    'http.request.method': 'POST',
+    'server.address': parts.host,
+    'server.port': parts.port,
+    'url.scheme': parts.scheme,
+    'eventrelay.attempt': attempt,
+  };
+  if (messageId !== undefined) attributes['eventrelay.message.id'] = messageId;
+  return attributes;
 }

@@ -30,8 +30,8 @@ const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;
 const ZERO_TRACE_ID = '0'.repeat(32);
 const ZERO_SPAN_ID = '0'.repeat(16);
-/** `version-traceid-parentid-flags`, lowercase hex; what a later version appends after a dash is ignored. */
-const TRACEPARENT_FORMAT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+/** `version-traceid-parentid-flags` in lowercase hex: the first 55 characters of every version. */
+const TRACEPARENT_FORMAT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}/;
 /** The most of `tracestate` kept: the 32 list members of 256 characters the specification allows, with their commas. */
 const MAX_TRACESTATE = 8223;
 /** Printable ASCII: what a header value may hold, and all a valid `tracestate` is made of. */
@@ -49,13 +49,14 @@ export function isValidSpanIdentity(traceId: unknown, spanId: unknown): boolean 
  * case and all-zero ids. Undefined for anything else, including a value that is not a string.
  */
 export function parseTraceparent(value: unknown): TraceParent | undefined {
-  if (typeof value !== 'string' || value.length < 55 || value.length > 512) return undefined;
-  const match = TRACEPARENT_FORMAT.exec(value);
-  if (match === null) return undefined;
-  const [, version, traceId, spanId, flags, rest] = match;
-  if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined;
-  if (!isValidSpanIdentity(traceId, spanId)) return undefined;
-  return { traceId: traceId!, spanId: spanId!, traceFlags: Number.parseInt(flags!, 16) };
+  if (typeof value !== 'string' || value.length < 55 || value.length > 512 || !TRACEPARENT_FORMAT.test(value)) return undefined;
+  // Version 00 is exactly 55 characters; a later one may go on after a dash; ff is no version.
+  if (value.length > 55 && (value.startsWith('00') || value.charCodeAt(55) !== 0x2d)) return undefined;
+  if (value.startsWith('ff')) return undefined;
+  const traceId = value.slice(3, 35);
+  const spanId = value.slice(36, 52);
+  if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return undefined;
+  return { traceId, spanId, traceFlags: Number.parseInt(value.slice(53, 55), 16) };
 }
 
 /** `traceparent` for a span, version `00`. */

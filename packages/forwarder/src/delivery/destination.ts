@@ -352,7 +352,7 @@ export class WebhookDestination {
     const started = performance.now();
     let outcome: UrlOutcome;
     try {
-      const response = await (traced === undefined ? this.#transport.send(request) : traced.run(() => this.#transport.send(request)));
+      const response = await this.#transport.send(request);
       const durationMs = Math.round(performance.now() - started);
       const { status } = response;
       if (status >= 200 && status < 300) {

@@ -195,8 +195,7 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
   const accepted: AcceptedMessage[] = [];
   for (const m of parsed.messages) accepted.push(routeMessage(source, m, receivedAt));
   // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
-  const store = (): Promise<AcceptResult> => backend.accept(accepted, parsed.messages);
-  const result = accepted.length === 0 ? { duplicates: 0 } : await (span === undefined ? store() : span.run(store));
+  const result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages);
   span?.counted(accepted.length, parsed.rejected.length, result.duplicates);
   log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);
   if (parsed.rejected.length === 0) {

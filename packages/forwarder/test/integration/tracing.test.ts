@@ -142,12 +142,15 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
       expect(requestOf('a1').headers.tracestate).to.equal('vendor=a');
     });
 
-    it('links to at most MAX_LINKS of the messages\' spans', async () => {
+    it('links to each trace once, to at most MAX_LINKS of them', async () => {
       await start();
-      const spans = Array.from({ length: MAX_LINKS + 3 }, (_, i) => (i + 1).toString(16).padStart(16, '0'));
-      await deliver(spans.map((span, i) => track(`m${i}`, { traceparent: traceparent(i % 2 === 0 ? TRACE_A : TRACE_B, span) })));
+      const traces = Array.from({ length: MAX_LINKS + 3 }, (_, i) => (i + 1).toString(16).padStart(32, '0'));
+      // Two messages of each trace, from two spans: one link per trace, to the first one's span.
+      const messages = traces.flatMap((traceId, i) => [SPAN_A, SPAN_B].map((span) => track(`m${i}-${span}`, { traceparent: traceparent(traceId, span) })));
+      await deliver(messages);
       const [ingest] = tracing!.named('eventrelay ingest');
-      expect(ingest!.links).to.have.length(MAX_LINKS);
+      const linked = ingest!.links.map((link) => [link.context.traceId, link.context.spanId]);
+      expect(linked).to.deep.equal(traces.slice(0, MAX_LINKS).map((traceId) => [traceId, SPAN_A]));
     });
 
     it('the ingestion span continues the request\'s own traceparent header when it has one', async () => {
