@@ -15,6 +15,6 @@ const exporter = {
   },
   shutdown: async () => {},
 };
-if (process.env.TRACING_SETUP_CONTEXT !== 'none') context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] }));
 process.once('exit', () => process.stderr.write(`tracing-setup: ${exported} spans exported\n`));

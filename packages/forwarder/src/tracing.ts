@@ -1,8 +1,8 @@
 /**
  * The forwarder's OpenTelemetry spans, where the operator set OpenTelemetry up: `@opentelemetry/api`
  * installed (an optional peer) and a tracer provider registered, with the SDK and exporter of their
- * choice. Without either nothing is recorded: a request and an attempt pay a lookup, and a message
- * that came with a `traceparent` has it read from its body and passed on in the webhook request.
+ * choice. Without either (the default) nothing is recorded, no body is read for its trace context
+ * and no header is added: a request and an attempt pay a lookup.
  *
  * Two spans: `eventrelay ingest` per ingestion request (http/), `eventrelay attempt` per request of
  * a delivery attempt (delivery/), each continuing the trace of the message. Attributes hold hosts,
@@ -204,20 +204,16 @@ export interface BodyTrace {
   readonly messageId?: string;
 }
 
-/** The trace side of one delivery attempt: the operator's tracing (if on) and what the body carries. */
+/** The trace side of one delivery attempt: the operator's tracing and what the body carries. */
 export interface AttemptTracing {
-  readonly tracing: Tracing | undefined;
+  readonly tracing: Tracing;
   readonly body: BodyTrace | undefined;
 }
 
-/**
- * Read once per attempt. The body is parsed only when tracing is on (for its `messageId` too) or
- * when it names a `traceparent` (to pass it on); otherwise this is a substring search.
- */
+/** Read once per attempt; undefined while tracing is off (the body is then not read). */
 export function attemptTracing(body: string): AttemptTracing | undefined {
   const on = tracing();
-  if (on === undefined && !body.includes('"traceparent"')) return undefined;
-  return { tracing: on, body: readBody(body) };
+  return on === undefined ? undefined : { tracing: on, body: readBody(body) };
 }
 
 function readBody(body: string): BodyTrace | undefined {
@@ -236,7 +232,7 @@ function readBody(body: string): BodyTrace | undefined {
   };
 }
 
-/** One request of a delivery attempt: the trace headers it sends and, with tracing on, its span. */
+/** One request of a delivery attempt: the trace headers it sends and its span. */
 export interface AttemptTrace {
   /** `traceparent` (and `tracestate`) for the request. */
   readonly headers: TraceFields | undefined;
@@ -244,18 +240,14 @@ export interface AttemptTrace {
   end(status: number | undefined, errorType: string | undefined): void;
 }
 
-const PASS_THROUGH = { end: (): void => {} };
-
 /**
  * The span of one request of an attempt, child of the message's `context.traceparent` (a trace
  * of its own when the message has none: deletion notices and audience syncs, which the forwarder
  * makes itself, and messages accepted before tracing was on). Its `traceparent` goes in the
- * request, so the receiver's span is its child. Without tracing, the request carries the
- * message's own `traceparent`, when it has a valid one.
+ * request, so the receiver's span is its child.
  */
-export function startAttempt(on: AttemptTracing, url: URL, attempt: number): AttemptTrace | undefined {
+export function startAttempt(on: AttemptTracing, url: URL, attempt: number): AttemptTrace {
   const own = on.body === undefined ? undefined : carried(on.body.traceparent, on.body.tracestate);
-  if (on.tracing === undefined) return own === undefined ? undefined : { headers: own.fields, ...PASS_THROUGH };
   const { api, tracer } = on.tracing;
   const parent = own === undefined ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, remoteSpan(api, own));
   const attributes = attemptAttributes(url, attempt, on.body?.messageId);

@@ -64,12 +64,13 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
   });
 
   describe('off: no tracer provider registered (the default)', () => {
-    it('records nothing; a webhook request carries the traceparent and tracestate its message came with, and none when it came with none', async () => {
+    it('records nothing and adds no header; the body keeps the context its message came with, and gets none', async () => {
       expect(operatorTracing()).to.equal(undefined);
       await start();
       const carried = traceparent(TRACE_A, SPAN_A);
       await deliver([track('with', { traceparent: carried, tracestate: 'vendor=1' }), track('without')]);
-      expect(requestOf('with').headers).to.include({ traceparent: carried, tracestate: 'vendor=1' });
+      expect(requestOf('with').headers).to.not.have.any.keys('traceparent', 'tracestate');
+      expect(requestOf('with').json.context).to.deep.equal({ traceparent: carried, tracestate: 'vendor=1' });
       expect(requestOf('without').headers).to.not.have.property('traceparent');
       expect(requestOf('without').json.context).to.equal(undefined);
     });
@@ -79,15 +80,20 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
       setOpenTelemetryLoader(() => undefined);
       await start();
       await deliver([track('absent', { traceparent: traceparent(TRACE_A, SPAN_A) })]);
-      expect(requestOf('absent').headers.traceparent).to.equal(traceparent(TRACE_A, SPAN_A));
+      expect(requestOf('absent').headers).to.not.have.property('traceparent');
       expect(tracing.spans()).to.deep.equal([]);
     });
+  });
 
-    it('passes on no invalid traceparent', async () => {
-      await start();
-      await deliver([track('bad', { traceparent: `00-${TRACE_A.toUpperCase()}-${SPAN_A}-01` })]);
-      expect(requestOf('bad').headers).to.not.have.property('traceparent');
-    });
+  it('a tracer provider registered while the forwarder runs is used from then on', async () => {
+    await start();
+    await deliver([track('before')]);
+    tracing = startTracing();
+    await deliver([track('after', { traceparent: traceparent(TRACE_A, SPAN_A) })]);
+    await waitFor(() => tracing!.named('eventrelay attempt').length === 1, 'the attempt span');
+    expect(requestOf('before').headers).to.not.have.property('traceparent');
+    expect(tracing.named('eventrelay attempt')[0]!.parentSpanContext).to.include({ traceId: TRACE_A, spanId: SPAN_A });
+    expect(tracing.named('eventrelay ingest')).to.have.length(1);
   });
 
   describe('on: a tracer provider registered', () => {
@@ -142,6 +148,29 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
       expect(requestOf('a1').headers.tracestate).to.equal('vendor=a');
     });
 
+    it('an invalid traceparent is the caller\'s: kept in the body; the attempt starts a trace of its own', async () => {
+      await start();
+      const invalid = `00-${TRACE_A.toUpperCase()}-${SPAN_A}-01`;
+      await deliver([track('bad', { traceparent: invalid })]);
+      await waitFor(() => tracing!.named('eventrelay attempt').length === 1, 'the attempt span');
+      const [attempt] = tracing!.named('eventrelay attempt');
+      expect(requestOf('bad').json.context).to.deep.equal({ traceparent: invalid });
+      expect(attempt!.parentSpanContext).to.equal(undefined);
+      expect(requestOf('bad').headers.traceparent).to.equal(traceparentOf(spanOf(attempt!)));
+    });
+
+    it('a deletion notice, which the forwarder makes itself, is delivered in a trace of its own', async () => {
+      await start();
+      await forwarder!.requestDeletion({ userId: 'gone' });
+      await waitFor(() => receiver.delivered.some((r) => r.json.type === 'delete') && tracing!.named('eventrelay attempt').length === 1, 'the notice delivered');
+      const [attempt] = tracing!.named('eventrelay attempt');
+      const notice = receiver.requests.find((r) => r.json.type === 'delete')!;
+      expect(attempt!.parentSpanContext).to.equal(undefined);
+      expect(attempt!.attributes).to.not.have.property('eventrelay.message.id');
+      expect(notice.headers.traceparent).to.equal(traceparentOf(spanOf(attempt!)));
+      expect(notice.json).to.have.all.keys('type', 'userId', 'timestamp');
+    });
+
     it('links to each trace once, to at most MAX_LINKS of them', async () => {
       await start();
       const traces = Array.from({ length: MAX_LINKS + 3 }, (_, i) => (i + 1).toString(16).padStart(32, '0'));
@@ -161,14 +190,15 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
       expect(ingest!.links.map((link) => link.context.spanId)).to.deep.equal([SPAN_A]);
     });
 
-    it('a refused request gets its span too: 401, ERROR, no source', async () => {
+    it('a request refused before its messages were read gets its span too: ERROR, no source', async () => {
       await start();
-      const answer = await post(`${url}/v1/batch`, { batch: [track('nope')] }, { authorization: basic('not-a-key') });
-      expect(answer.status).to.equal(401);
-      await waitFor(() => tracing!.named('eventrelay ingest').length === 1, 'the ingestion span');
-      const [ingest] = tracing!.named('eventrelay ingest');
-      expect(ingest!.attributes).to.deep.equal({ 'http.request.method': 'POST', 'url.path': '/v1/batch', 'http.response.status_code': 401 });
-      expect(ingest!.status).to.deep.equal({ code: SpanStatusCode.ERROR, message: 'HTTP 401' });
+      expect((await post(`${url}/v1/batch`, { batch: [track('nope')] }, { authorization: basic('not-a-key') })).status).to.equal(401);
+      expect((await post(`${url}/v1/track`, '{"type":', { authorization: basic(WRITE_KEY) })).status).to.equal(400);
+      await waitFor(() => tracing!.named('eventrelay ingest').length === 2, 'the ingestion spans');
+      const [unknown, broken] = tracing!.named('eventrelay ingest');
+      expect(unknown!.attributes).to.deep.equal({ 'http.request.method': 'POST', 'url.path': '/v1/batch', 'http.response.status_code': 401 });
+      expect(unknown!.status).to.deep.equal({ code: SpanStatusCode.ERROR, message: 'HTTP 401' });
+      expect(broken!.attributes).to.deep.equal({ 'http.request.method': 'POST', 'url.path': '/v1/track', 'http.response.status_code': 400 });
     });
 
     it('an attempt that got no answer: ERROR, the error\'s code as error.type, no status', async () => {
