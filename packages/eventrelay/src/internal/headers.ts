@@ -23,7 +23,7 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',
-  // W3C Trace Context: each request carries its attempt's own, or the message's.
+  // W3C Trace Context: with tracing on, each request carries its attempt span's.
   'traceparent',
   'tracestate',
   'host',
