@@ -8,11 +8,13 @@
 //   node bench/forwarder-ab.mjs <A> <B> <sqlite|postgres> [msg/s each=1000] [seconds=10] [rounds=3] [warm-up s=3]
 //
 // A and B: a build's dist/cli.js (`<path>:nolog` turns its delivery log off; `<path>:ordered`
-// sets the source's `ordering: "user"`, deliveries in order per user over the load's 1,000 users), or `floor`
+// sets the source's `ordering: "user"`, deliveries in order per user over the load's 1,000 users;
+// `<path>:traced` runs it with OpenTelemetry set up, tracing-setup.mjs), or `floor`
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
 // messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
 // delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_THREADS=1:
-// each forwarder's CPU per message on its main thread and on the others (V8's compiler and GC, libuv's pool); AB_NODE_ARGS:
+// each forwarder's CPU per message on its main thread and on the others (V8's compiler and GC, libuv's pool);
+// AB_TRACEPARENT=1: each message carries a `context.traceparent`, as from a client called inside a span; AB_NODE_ARGS:
 // options for node before each forwarder's script (`--cpu-prof --cpu-prof-dir=/tmp/prof`, say).
 // BENCH_WRITE_RESULTS=1: the medians recorded in bench/results.json (`forwarder-ab/<store>`), as the
 // row AB_ROW names ("eventrelay / floor, fresh"; default "<A> / <B>"); the other rows stay.
@@ -105,11 +107,14 @@ async function start(snap, rcv, db) {
   if (variant === 'nolog') storage.deliveryLog = false;
   const webhooks = { sharedSecret: 's', webhooks: [{ url: rcv.url }], ...(variant === 'ordered' ? { ordering: 'user' } : {}) };
   writeFileSync(join(dir, 'config.json'), JSON.stringify({ storage, delivery: { concurrency: Number(process.env.AB_CONCURRENCY ?? 64) }, sources: [{ name: 'bench', writeKey: 'k', destinations: { Webhooks: webhooks } }] }));
-  const f = await spawnListening([cli, 'serve', '--config', join(dir, 'config.json'), '--data', join(dir, 'data'), '--port', '0'], db ? { DATABASE_URL: db.url } : {});
+  const preload = variant === 'traced' ? ['--import', join(here, 'tracing-setup.mjs')] : [];
+  const f = await spawnListening([...preload, cli, 'serve', '--config', join(dir, 'config.json'), '--data', join(dir, 'data'), '--port', '0'], db ? { DATABASE_URL: db.url } : {});
   return { ...f, dir };
 }
 
 const auth = `Basic ${Buffer.from('k:').toString('base64')}`;
+/** A W3C traceparent per message (a trace per 20), as a client called inside a span stamps it. */
+const traceparent = (i) => `00-${(Math.floor(i / 20) + 1).toString(16).padStart(32, '0')}-${(i + 1).toString(16).padStart(16, '0')}-01`;
 function batch(prefix, from, n) {
   return Array.from({ length: n }, (_, j) => ({
     type: 'track',
@@ -117,7 +122,7 @@ function batch(prefix, from, n) {
     event: 'Bench Event',
     messageId: `${prefix}-${from + j}`,
     properties: { index: from + j, plan: 'pro', amount: 19.99, tags: ['a', 'b'] },
-    context: { library: { name: 'bench', version: '0' } },
+    context: { library: { name: 'bench', version: '0' }, ...(process.env.AB_TRACEPARENT ? { traceparent: traceparent(from + j) } : {}) },
     timestamp: new Date().toISOString(),
   }));
 }
@@ -214,13 +219,13 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const med = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const tot = (x) => x.fwd + x.db;
-console.log(`A: ${A}, B: ${B}`);
+console.log(`A: ${A}, B: ${B}; A - B: ${med(results.map((r) => tot(r.A) - tot(r.B))).toFixed(1)} µs per message`);
 console.log(`median ratio A/B: total ${med(results.map((r) => tot(r.A) / tot(r.B))).toFixed(3)}, forwarder ${med(results.map((r) => r.A.fwd / r.B.fwd)).toFixed(3)}${STORE === 'postgres' ? `, db ${med(results.map((r) => r.A.db / r.B.db)).toFixed(3)}` : ''}; A ${med(results.map((r) => tot(r.A))).toFixed(0)} µs, B ${med(results.map((r) => tot(r.B))).toFixed(0)} µs`);
 recordResult(
   `forwarder-ab/${STORE}`,
   {
     script: 'bench/forwarder-ab.mjs',
-    command: commandLine(['AB_ROW', 'AB_DELAY', 'AB_CONCURRENCY']),
+    command: commandLine(['AB_ROW', 'AB_DELAY', 'AB_CONCURRENCY', 'AB_TRACEPARENT', 'BENCH_RESULTS_KEY']),
     setup: { perSecondEach: RATE, seconds: SECONDS, warmupSeconds: WARM },
     rows: {
       [process.env.AB_ROW ?? `${A} / ${B}`]: {
@@ -230,6 +235,8 @@ recordResult(
         ...(STORE === 'postgres' ? { database: Number(med(results.map((r) => r.A.db / r.B.db)).toFixed(3)) } : {}),
         aCpuUsPerMsg: Math.round(med(results.map((r) => tot(r.A)))),
         bCpuUsPerMsg: Math.round(med(results.map((r) => tot(r.B)))),
+        // What A costs more than B per message, µs: the median of the rounds' differences.
+        aMinusBUsPerMsg: Number(med(results.map((r) => tot(r.A) - tot(r.B))).toFixed(1)),
       },
     },
   },

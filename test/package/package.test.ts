@@ -19,8 +19,8 @@ const exec = promisify(execFile);
 /** The footprint budget of `eventrelay` alone (issue 18): packages in node_modules, itself included, and bytes. */
 const MAX_PACKAGES = 6;
 const MAX_BYTES = 1_500_000;
-/** None of these may come with `eventrelay`: the forwarder's dependencies and the optional peers. */
-const FORBIDDEN = ['undici', 'prom-client', 'pg', 'better-sqlite3', 'got'];
+/** None of these may come with `eventrelay`: the forwarder's dependencies and the optional peers (OpenTelemetry's API among them). */
+const FORBIDDEN = ['undici', 'prom-client', 'pg', 'better-sqlite3', 'got', '@opentelemetry/api'];
 const ENTRY_POINTS = ['eventrelay', 'eventrelay/webhooks', 'eventrelay/segment', 'eventrelay/analytics-node'];
 
 /** The environment of a user's shell: none of the repo's loader flags or of the npm script that runs the tests. */
@@ -202,6 +202,28 @@ describe('the packed packages, installed from their tarballs', function () {
         classic: true,
         classicNamed: true,
       });
+    });
+
+    it('without @opentelemetry/api, sends as before: no trace context on a message, and the receiver runs the handler of a request with traceparent', async () => {
+      expect(existsSync(join(project, 'node_modules', '@opentelemetry'))).to.equal(false);
+      const check = (load: string) => `${load}
+        const sent = [];
+        const transport = { send: async (request) => { sent.push(JSON.parse(String(request.body))); return { status: 200 }; } };
+        const analytics = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9', flushAt: 2, transport });
+        const errors = [];
+        analytics.track({ userId: 'u', event: 'E' }, (error) => errors.push(error ?? null));
+        analytics.track({ userId: 'u', event: 'Own', context: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } }, (error) => errors.push(error ?? null));
+        analytics.closeAndFlush().then(async () => {
+          const body = JSON.stringify({ version: 1, type: 'track', userId: 'u', timestamp: '2026-01-01T00:00:00.000Z', event: 'E', properties: {} });
+          let handled = 0;
+          const handle = createFetchHandler({ secret: 's', handler: async () => void handled++ });
+          const headers = { 'x-signature': sign(body, 's'), traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+          const answer = await handle(new Request('http://127.0.0.1/hook', { method: 'POST', body, headers }));
+          console.log(JSON.stringify({ errors, contexts: sent.flatMap((b) => b.batch.map((m) => Object.keys(m.context).sort())), status: answer.status, handled }));
+        });`;
+      const expected = { errors: [null, null], contexts: [['library'], ['library', 'traceparent']], status: 204, handled: 1 };
+      expect(await script(project, 'untraced.mjs', check(`import { Analytics } from 'eventrelay';\nimport { createFetchHandler, sign } from 'eventrelay/webhooks';`))).to.deep.equal(expected);
+      expect(await script(project, 'untraced.cjs', check(`const { Analytics } = require('eventrelay');\nconst { createFetchHandler, sign } = require('eventrelay/webhooks');`))).to.deep.equal(expected);
     });
 
     it('loads every entry point with require; require("eventrelay/analytics-node") is the class, as with analytics-node', async () => {

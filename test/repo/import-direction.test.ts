@@ -103,7 +103,8 @@ function forwarderArea(file: string): string {
 
 /**
  * The forwarder's layers, bottom to top: what each area may import from inside its src/ (besides
- * itself). The store and its contract at the bottom, then delivery, the config file, routing, the
+ * itself). The OpenTelemetry spans (tracing.ts, which the HTTP and delivery layers record), the
+ * store and its contract at the bottom, then delivery, the config file, routing, the
  * delivery loop, the registry of sources, what operators see, the HTTP server and the admin API;
  * the parts of a running forwarder and their composition (runtime/), the facade and the entry
  * above them, the CLI on top.
@@ -111,6 +112,7 @@ function forwarderArea(file: string): string {
 const FORWARDER_LAYERS: readonly string[] = [
   'version.ts',
   'source-names.ts',
+  'tracing.ts',
   'store',
   'delivery',
   'config.ts',

@@ -2,6 +2,7 @@ import createDebug from 'debug';
 import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
 import { ClientClosedError, CloseTimeoutError, EventRelayError, HttpError, NetworkError, PayloadTooLargeError, QueueFullError, ValidationError, type SpoolError } from '../errors';
+import { activeTraceFields } from '../internal/opentelemetry';
 import { isPlainObject } from '../internal/values';
 import { defaultTransport } from '../transport/default';
 import { sendWithRetries } from '../transport/retry';
@@ -243,7 +244,8 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     const invalid = checkMessage(call);
     if (invalid) return invalid;
 
-    const message = buildMessage(type, call, this.clock.now());
+    // The span active in the caller's code, when `@opentelemetry/api` is there: the message joins its trace.
+    const message = buildMessage(type, call, this.clock.now(), activeTraceFields());
     const id = message.messageId as string;
     seen.id = id;
     const json = serializeMessage(message);

@@ -3,6 +3,7 @@ import { LIBRARY_NAME, VERSION } from '../version';
 import type { MessageType } from '../messages/calls';
 import { isoTimestamp, timestampMs } from '../messages/event-time';
 import { CALL_FIELDS } from '../messages/rules';
+import type { TraceFields } from '../internal/trace-context';
 
 const LIBRARY = Object.freeze({ name: LIBRARY_NAME, version: VERSION });
 
@@ -16,8 +17,10 @@ const COPIED: Readonly<Record<MessageType, readonly string[]>> = Object.fromEntr
  * The message as it goes on the wire (Segment-compatible): a new object, so the caller's
  * parameters are never mutated. `call` is the snapshot `readCall` made and `checkMessage`
  * accepted; spreading `context` may still run a getter, so the caller keeps this in its try.
+ * `trace`: the active span's trace context, set as `context.traceparent` (and `tracestate`)
+ * unless the caller's `context` has a `traceparent` of its own.
  */
-export function buildMessage(type: MessageType, call: Record<string, unknown>, now: number): Record<string, unknown> {
+export function buildMessage(type: MessageType, call: Record<string, unknown>, now: number, trace?: TraceFields): Record<string, unknown> {
   const ms = call.timestamp === undefined || call.timestamp === null ? now : (timestampMs(call.timestamp) as number);
   const message: Record<string, unknown> = {
     type,
@@ -29,7 +32,12 @@ export function buildMessage(type: MessageType, call: Record<string, unknown>, n
     if (value !== undefined) message[field] = value;
   }
   const context = call.context as Record<string, unknown> | null | undefined;
-  message.context = context === undefined || context === null ? { library: LIBRARY } : { ...context, library: LIBRARY };
+  const built: Record<string, unknown> = context === undefined || context === null ? { library: LIBRARY } : { ...context, library: LIBRARY };
+  if (trace !== undefined && built.traceparent === undefined) {
+    built.traceparent = trace.traceparent;
+    if (trace.tracestate !== undefined) built.tracestate = trace.tracestate;
+  }
+  message.context = built;
   if (call.integrations !== undefined && call.integrations !== null) message.integrations = call.integrations;
   return message;
 }

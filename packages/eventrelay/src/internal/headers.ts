@@ -12,7 +12,7 @@ export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
 /**
- * Headers a static header may not set, lowercase: those the destination owns (spec 4.1 and 5.1),
+ * Headers a static header may not set, lowercase: those the destination owns (spec 4.1 and 5.1, trace context),
  * `Host` (it comes from the URL; a second one would be sent beside it), and the framing headers
  * that would corrupt the request.
  */
@@ -23,6 +23,9 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',
+  // W3C Trace Context: with tracing on, each request carries its attempt span's.
+  'traceparent',
+  'tracestate',
   'host',
   'content-length',
   'transfer-encoding',
@@ -55,7 +58,7 @@ export function staticHeaders(field: string, headers: unknown): Record<string, s
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower)) {
       throw new ConfigError(
-        `The static header ${shown} in \`${field}\` is not allowed: Content-Type, User-Agent, X-Signature and webhook-* are set by the destination, ` +
+        `The static header ${shown} in \`${field}\` is not allowed: Content-Type, User-Agent, X-Signature, webhook-*, traceparent and tracestate are set by the destination, ` +
         'Host comes from the URL, and framing headers from HTTP',
         where,
       );

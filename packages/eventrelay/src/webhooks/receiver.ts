@@ -13,6 +13,7 @@ import type { WebhookSecret } from './secret';
 import { verifySignature } from './schemes/signature';
 import { verifySignatureAsync } from './schemes/signature-async';
 import type { SignatureHeader } from './schemes/signature-format';
+import { handleInSpan } from './trace';
 import { systemClock } from '../clock';
 import type { Clock, TimerHandle } from '../clock';
 import {
@@ -197,7 +198,10 @@ export function createWebhookReceiver<Context = Record<never, never>>(
       return LATE;
     }
     try {
-      await resolved.handler(message, { ...context, signal });
+      // In a span of the sender's trace when the request carries `traceparent` (and OpenTelemetry is there).
+      await handleInSpan(headers, message, async () => {
+        await resolved.handler(message, { ...context, signal });
+      });
     } catch (error) {
       if (signal.aborted) {
         log('handler failed after the 503 was sent: %s', describe(error));

@@ -18,6 +18,9 @@ import { RateGate } from './rate-limit';
 import type { Room } from './rate-limit';
 import type { RateBudget } from '../store/contract';
 import { MemoryRateBudget } from '../store/rate-budget';
+import { attemptTracing, startAttempt } from '../tracing';
+import type { AttemptTracing } from '../tracing';
+import type { TraceFields } from 'eventrelay/internal';
 
 export type { SigningScheme } from '../store/contract';
 export type { WebhookEntry, WebhookDestinationOptions } from './options';
@@ -80,6 +83,8 @@ export interface AttemptState {
 
 /** A body ready to go: its bytes and, per URL, the full header set (X-Signature included). */
 interface PreparedBody {
+  /** The body as text: its `context.traceparent` is read for each attempt. */
+  readonly text: string;
   readonly bytes: Buffer;
   readonly headers: readonly Readonly<Record<string, string>>[];
   /** `webhook-id`, when the destination signs with Standard Webhooks. */
@@ -266,7 +271,7 @@ export class WebhookDestination {
       if (signature !== undefined) set['X-Signature'] = signature;
       return set;
     });
-    return { bytes, headers, id: webhookId };
+    return { text: body, bytes, headers, id: webhookId };
   }
 
   /**
@@ -311,10 +316,12 @@ export class WebhookDestination {
       if (webhooks.length === 0 || this.#clock.now() > deadline) return waiting(state.attempt, this.#clock.now());
       // Signed when the attempt starts (not when queued), so the timestamp is the send time.
       const headers = this.#attemptHeaders(prepared);
+      // The message's trace context and, when the operator traces, a span per request (tracing.ts).
+      const trace = attemptTracing(prepared.text);
       const outcomes =
         webhooks.length === 1
-          ? [await this.#send(webhooks[0]!, prepared.bytes, headers, state.attempt)]
-          : await Promise.all(webhooks.map((webhook) => this.#send(webhook, prepared.bytes, headers, state.attempt)));
+          ? [await this.#send(webhooks[0]!, prepared.bytes, headers, state.attempt, trace)]
+          : await Promise.all(webhooks.map((webhook) => this.#send(webhook, prepared.bytes, headers, state.attempt, trace)));
       const result = this.#decide(outcomes, state);
       if (log.enabled) logResult(result);
       return result;
@@ -333,16 +340,20 @@ export class WebhookDestination {
     bytes: Buffer,
     headers: readonly Readonly<Record<string, string>>[],
     attempt: number,
+    trace: AttemptTracing | undefined,
   ): Promise<UrlOutcome> {
+    const traced = trace === undefined ? undefined : startAttempt(trace, webhook.url, attempt);
+    const set = headers[webhook.index] ?? webhook.headers;
+    const request = {
+      url: webhook.url,
+      headers: traced?.headers === undefined ? set : withTraceHeaders(set, traced.headers),
+      body: bytes,
+      timeout: this.#options.timeout,
+    };
     const started = performance.now();
     let outcome: UrlOutcome;
     try {
-      const response = await this.#transport.send({
-        url: webhook.url,
-        headers: headers[webhook.index] ?? webhook.headers,
-        body: bytes,
-        timeout: this.#options.timeout,
-      });
+      const response = await this.#transport.send(request);
       const durationMs = Math.round(performance.now() - started);
       const { status } = response;
       if (status >= 200 && status < 300) {
@@ -367,6 +378,7 @@ export class WebhookDestination {
       const retryable = (error as { retryable?: unknown }).retryable !== false;
       outcome = { url: webhook.display, index: webhook.index, error, retryable, durationMs: Math.round(performance.now() - started) };
     }
+    traced?.end(outcome.status, outcome.error?.code);
     if (log.enabled) {
       log('attempt %d %s -> %s in %d ms', attempt, webhook.display, outcome.status ?? outcome.error?.code, outcome.durationMs);
     }
@@ -439,6 +451,15 @@ function messageIdOf(message: WebhookMessage | string): string | undefined {
   }
   const id = typeof value === 'object' && value !== null ? (value as { messageId?: unknown }).messageId : undefined;
   return typeof id === 'string' ? id : undefined;
+}
+
+/** A URL's header set with the request's `traceparent` (and `tracestate`). */
+function withTraceHeaders(headers: Readonly<Record<string, string>>, trace: TraceFields): Record<string, string> {
+  const set: Record<string, string> = {};
+  for (const name in headers) set[name] = headers[name] as string;
+  set.traceparent = trace.traceparent;
+  if (trace.tracestate !== undefined) set.tracestate = trace.tracestate;
+  return set;
 }
 
 /** Nothing was sent: not an attempt; due again at `at` (whole ms: slot times may have fractions). */

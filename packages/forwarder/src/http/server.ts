@@ -9,6 +9,7 @@ import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
 import { SourceDeletedError } from '../store/contract';
 import type { AcceptedMessage, AcceptResult } from '../store/contract';
+import { IngestSpan } from '../tracing';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -132,12 +133,25 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
       send(res, 200, await backend.stats());
       return;
     case 'ingest':
-      await ingest(backend, route.endpoint, req, res);
+      await ingest(backend, route.endpoint, path, req, res);
       return;
   }
 }
 
-async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** An ingestion request, in its span when the operator traces (see tracing.ts). */
+async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const span = IngestSpan.start();
+  if (span === undefined) return receive(backend, endpoint, path, req, res, undefined);
+  try {
+    await receive(backend, endpoint, path, req, res, span);
+  } catch (error) {
+    span.fail(error, path);
+    throw error;
+  }
+  span.end(res.statusCode, path);
+}
+
+async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, path: string, req: IncomingMessage, res: ServerResponse, span: IngestSpan | undefined): Promise<void> {
   const receivedAt = backend.now();
   const headerKey = basicAuthKey(req.headers.authorization);
   // A key in the header is checked before the body is read: no upload for an unknown key.
@@ -183,7 +197,9 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
     fail(res, 400, 'invalid_json', 'The request body is not valid JSON');
     return;
   }
-  const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length);
+  const { traceparent, tracestate } = req.headers;
+  const trace = span?.begin({ traceparent, tracestate, path, source: source.name, endpoint, body: json.value });
+  const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length, trace);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
     backend.refusedRequest?.(parsed.code, parsed.status, source.name);
@@ -206,6 +222,7 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, req
     fail(res, 401, 'source_deleted', 'The source of this write key was deleted while the request was read; nothing was stored', {}, { 'WWW-Authenticate': 'Basic realm="eventrelay"' });
     return;
   }
+  span?.counted(accepted.length, parsed.rejected.length, result.duplicates);
   log('accepted %d messages from source %s (%d duplicates)', accepted.length, source.name, result.duplicates);
   if (parsed.rejected.length === 0) {
     send(res, 200, { success: true });

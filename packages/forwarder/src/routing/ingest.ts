@@ -8,7 +8,7 @@ import type { EventTimeOptions } from 'eventrelay/internal';
 import { MAX_MESSAGE_BYTES } from 'eventrelay/internal';
 import { checkMessage } from 'eventrelay/internal';
 import { buildWebhookMessage, serializeWebhookMessage } from 'eventrelay/internal';
-import type { InboundMessage, JsonObject, WebhookMessage } from 'eventrelay/internal';
+import type { InboundMessage, JsonObject, TraceFields, WebhookMessage } from 'eventrelay/internal';
 
 export { MESSAGE_TYPES };
 export type { MessageType };
@@ -59,6 +59,8 @@ interface BatchDefaults {
   readonly integrations?: unknown;
   /** The batch's `sentAt` with the time of receipt: made once per request, read for each message. */
   readonly time: EventTimeOptions;
+  /** The ingestion span's trace context, for the messages whose context has no `traceparent`. */
+  readonly trace?: TraceFields;
 }
 
 /**
@@ -72,6 +74,9 @@ interface BatchDefaults {
  * each message; a missing `messageId` gets a random one; the event time is the message's
  * `timestamp`, else its `originalTimestamp` corrected for clock skew with the body's `sentAt`,
  * else the time of receipt (`eventTimeMs`).
+ *
+ * With `trace` (the ingestion span's, when the operator traces), a message whose context has no
+ * `traceparent` gets that one (and its `tracestate`), so that its deliveries continue the trace.
  */
 export function parseIngestBody(
   endpoint: 'batch' | MessageType,
@@ -79,6 +84,7 @@ export function parseIngestBody(
   receivedAt: number,
   /** Size of the decoded request body; when it is within 32 KB no message can pass the limit. */
   bodyBytes = Number.POSITIVE_INFINITY,
+  trace?: TraceFields,
 ): IngestParse {
   if (!isPlainObject(body)) {
     return invalidBody(`Expected the request body to be a JSON object, got ${describeValue(body)}`);
@@ -90,14 +96,14 @@ export function parseIngestBody(
       return invalidBody(`Expected \`batch\` to be an array of messages, got ${describeValue(body.batch)}`);
     }
     raw = body.batch;
-    defaults = { context: body.context, integrations: body.integrations, time: { receivedAt, sentAt: body.sentAt } };
+    defaults = { context: body.context, integrations: body.integrations, time: { receivedAt, sentAt: body.sentAt }, ...(trace === undefined ? {} : { trace }) };
   } else {
     const { writeKey: _writeKey, sentAt, ...message } = body;
     if (message.type !== undefined && message.type !== endpoint) {
       return invalidBody(`The body's \`type\` (${showValue(message.type)}) does not match the endpoint /v1/${endpoint}`);
     }
     raw = [{ ...message, type: endpoint }];
-    defaults = { time: { receivedAt, sentAt } };
+    defaults = { time: { receivedAt, sentAt }, ...(trace === undefined ? {} : { trace }) };
   }
 
   const messages: ValidMessage[] = [];
@@ -150,8 +156,17 @@ function checkOne(value: unknown, index: number, defaults: BatchDefaults, measur
   // The message is read as it came (never copied): its merged context and messageId go beside it.
   const integrations = mergeDefault(defaults.integrations, value.integrations);
   const timestamp = eventTimestamp(value, defaults.time);
-  const webhook = buildWebhookMessage(value as unknown as InboundMessage, timestamp, mergeDefault(defaults.context, value.context), messageId);
+  const context = mergeDefault(defaults.context, value.context);
+  const withTrace = defaults.trace === undefined ? context : traced(context, defaults.trace);
+  const webhook = buildWebhookMessage(value as unknown as InboundMessage, timestamp, withTrace, messageId);
   return { messageId, type: value.type as MessageType, integrations, webhook, body: serializeWebhookMessage(webhook) };
+}
+
+/** The context with the ingestion span's trace context, unless it has a `traceparent` of its own. */
+function traced(context: JsonObject | undefined, trace: TraceFields): JsonObject {
+  if (context !== undefined && context.traceparent !== undefined) return context;
+  const { traceparent, tracestate } = trace;
+  return tracestate === undefined ? { ...context, traceparent } : { ...context, traceparent, tracestate };
 }
 
 /** A batch-level object under the message's own keys; undefined when neither is an object. */
