@@ -1,6 +1,7 @@
 import type { ValidMessage } from './ingest';
 import { isDestinationEnabled } from '../delivery/integrations';
-import type { AcceptedMessage, NewDelivery } from '../store/contract';
+import type { AcceptedMessage, IngestRateLimit, NewDelivery } from '../store/contract';
+import type { AllowedOrigins } from './origins';
 
 /** The destination key of spec 4.3, and the only destination kind of the forwarder. */
 export const WEBHOOKS = 'Webhooks';
@@ -15,6 +16,10 @@ export interface RouteSource {
   readonly id?: string;
   /** True when the source has a Webhooks destination switched on. */
   readonly webhooksOn: boolean;
+  /** Browser origins it takes calls from; absent: none (a request with an `Origin` is refused). */
+  readonly origins?: AllowedOrigins;
+  /** Its ingestion limit; absent: none. */
+  readonly ingestRateLimit?: IngestRateLimit;
 }
 
 /**

@@ -245,6 +245,15 @@ ALTER TABLE sources ALTER COLUMN id SET NOT NULL;
 ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS source_id text;
 `,
   },
+  {
+    version: 11,
+    name: 'sources: settings of their own (allowed browser origins, ingestion rate limit)',
+    // The settings as JSON text; NULL when none is set. A nullable column without a default is
+    // added without rewriting the table.
+    up: `
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS settings text;
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

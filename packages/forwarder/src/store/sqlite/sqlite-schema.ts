@@ -117,6 +117,14 @@ ALTER TABLE sources ADD COLUMN id TEXT NOT NULL DEFAULT '';
 UPDATE sources SET id = lower(hex(randomblob(16))) WHERE id = '';
 `,
   },
+  {
+    version: 6,
+    name: 'sources: settings of their own (allowed browser origins, ingestion rate limit)',
+    // The settings as JSON text; NULL when none is set.
+    up: `
+ALTER TABLE sources ADD COLUMN settings TEXT;
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */
