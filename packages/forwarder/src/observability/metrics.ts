@@ -20,6 +20,8 @@ export class ForwarderMetrics {
   readonly registry = new Registry();
   private readonly acceptedTotal = new Map<string, number>();
   private readonly refusedTotal = new Map<string, number>();
+  /** By `source` and reason, joined with a newline. */
+  private readonly refusedRequestsTotal = new Map<string, number>();
   private readonly duplicatesTotal = new Map<string, number>();
   private readonly deliveredTotal = new Map<string, number>();
   private readonly failedTotal = new Map<string, number>();
@@ -53,6 +55,16 @@ export class ForwarderMetrics {
     const bySource = (totals: ReadonlyMap<string, number>) => () => [...totals].map(([source, total]): [Record<string, string>, number] => [{ source }, total]);
     counter('eventrelay_accepted_total', 'Calls accepted by the ingestion API, duplicates included', ['source'], bySource(this.acceptedTotal));
     counter('eventrelay_refused_total', 'Calls refused by the ingestion API (invalid or too large)', ['source'], bySource(this.refusedTotal));
+    counter(
+      'eventrelay_requests_refused_total',
+      'Ingestion requests refused before their body was read: a browser origin the source does not allow (source "" for a preflight, which names none), or past its ingestRateLimit',
+      ['source', 'reason'],
+      () =>
+        [...this.refusedRequestsTotal].map(([key, total]): [Record<string, string>, number] => {
+          const [source, reason] = key.split('\n') as [string, string];
+          return [{ source, reason }, total];
+        }),
+    );
     counter('eventrelay_duplicates_total', 'Accepted calls whose messageId the source had sent before; not forwarded again', ['source'], bySource(this.duplicatesTotal));
     counter('eventrelay_delivered_total', 'Deliveries a webhook accepted', ['source'], bySource(this.deliveredTotal));
     counter('eventrelay_failed_total', 'Deliveries given up: a final status, or the retry window ran out', ['source'], bySource(this.failedTotal));
@@ -119,6 +131,11 @@ export class ForwarderMetrics {
 
   refused(source: string, count: number): void {
     if (count > 0) add(this.refusedTotal, source, count);
+  }
+
+  /** A request refused before its body was read: `origin` or `rate_limit`. */
+  refusedRequest(source: string, reason: string): void {
+    add(this.refusedRequestsTotal, `${source}\n${reason}`, 1);
   }
 
   /** One attempt: its outcome, the duration of each URL's request and, once delivered, the latency since `since`. */

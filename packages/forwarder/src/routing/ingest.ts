@@ -57,6 +57,8 @@ export type IngestParse = IngestResult | IngestFailure;
 interface BatchDefaults {
   readonly context?: unknown;
   readonly integrations?: unknown;
+  /** The client's address: each message's `context.ip` when it has none. */
+  readonly ip?: string;
   /** The batch's `sentAt` with the time of receipt: made once per request, read for each message. */
   readonly time: EventTimeOptions;
 }
@@ -71,7 +73,9 @@ interface BatchDefaults {
  * Segment-compatible details: a batch's top-level `context` and `integrations` are defaults for
  * each message; a missing `messageId` gets a random one; the event time is the message's
  * `timestamp`, else its `originalTimestamp` corrected for clock skew with the body's `sentAt`,
- * else the time of receipt (`eventTimeMs`).
+ * else the time of receipt (`eventTimeMs`); `context.ip` is the client's address (`ip`) when the
+ * message has none. What the sender adds for the API alone (`writeKey`, `sentAt`, analytics.js's
+ * `_metadata`) is never forwarded: the webhook message is built from the call's own fields.
  */
 export function parseIngestBody(
   endpoint: 'batch' | MessageType,
@@ -79,6 +83,8 @@ export function parseIngestBody(
   receivedAt: number,
   /** Size of the decoded request body; when it is within 32 KB no message can pass the limit. */
   bodyBytes = Number.POSITIVE_INFINITY,
+  /** The client's IP address, for `context.ip`; undefined: not added. */
+  ip?: string,
 ): IngestParse {
   if (!isPlainObject(body)) {
     return invalidBody(`Expected the request body to be a JSON object, got ${describeValue(body)}`);
@@ -90,14 +96,14 @@ export function parseIngestBody(
       return invalidBody(`Expected \`batch\` to be an array of messages, got ${describeValue(body.batch)}`);
     }
     raw = body.batch;
-    defaults = { context: body.context, integrations: body.integrations, time: { receivedAt, sentAt: body.sentAt } };
+    defaults = { context: body.context, integrations: body.integrations, ip, time: { receivedAt, sentAt: body.sentAt } };
   } else {
-    const { writeKey: _writeKey, sentAt, ...message } = body;
+    const { writeKey: _writeKey, sentAt, _metadata: _metadata, ...message } = body;
     if (message.type !== undefined && message.type !== endpoint) {
       return invalidBody(`The body's \`type\` (${showValue(message.type)}) does not match the endpoint /v1/${endpoint}`);
     }
     raw = [{ ...message, type: endpoint }];
-    defaults = { time: { receivedAt, sentAt } };
+    defaults = { ip, time: { receivedAt, sentAt } };
   }
 
   const messages: ValidMessage[] = [];
@@ -150,8 +156,15 @@ function checkOne(value: unknown, index: number, defaults: BatchDefaults, measur
   // The message is read as it came (never copied): its merged context and messageId go beside it.
   const integrations = mergeDefault(defaults.integrations, value.integrations);
   const timestamp = eventTimestamp(value, defaults.time);
-  const webhook = buildWebhookMessage(value as unknown as InboundMessage, timestamp, mergeDefault(defaults.context, value.context), messageId);
+  const context = withIp(mergeDefault(defaults.context, value.context), defaults.ip);
+  const webhook = buildWebhookMessage(value as unknown as InboundMessage, timestamp, context, messageId);
   return { messageId, type: value.type as MessageType, integrations, webhook, body: serializeWebhookMessage(webhook) };
+}
+
+/** `context` with `ip` when it has none (as Segment's API enriches calls); a new object, never the message's. */
+function withIp(context: JsonObject | undefined, ip: string | undefined): JsonObject | undefined {
+  if (ip === undefined || (context !== undefined && context.ip !== undefined)) return context;
+  return { ...context, ip };
 }
 
 /** A batch-level object under the message's own keys; undefined when neither is an object. */

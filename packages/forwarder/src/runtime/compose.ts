@@ -5,6 +5,7 @@ import { createRequestHandler } from '../http/server';
 import { ForwarderMetrics } from '../observability/metrics';
 import { Context } from './context';
 import { Deliveries } from './deliveries';
+import { IngestLimits } from './ingest-limits';
 import { Lifecycle } from './lifecycle';
 import { Sources } from './sources';
 import type { ForwarderEvents, ForwarderInternals, ForwarderOptions } from './types';
@@ -68,8 +69,13 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     endpoints: sources.endpointAdmin,
     secrets: sources.secrets,
   });
+  const limits = new IngestLimits(() => deliveries.rateBudget, ctx.clock);
   const handle = createRequestHandler({
     sourceForKey: (key) => table.sourceForKey(key, ctx.clock.now()),
+    preflightOrigins: () => table.preflightOrigins,
+    admit: (source) => limits.admit(source),
+    onRefusedRequest: (source, reason) => metrics?.refusedRequest(source, reason),
+    http: config.http,
     accept: (messages, calls, source) => work.accept(messages, calls, source),
     onRejected: (source, rejected, receivedAt, body) => work.refused(source, rejected, receivedAt, body),
     operations: admin,
