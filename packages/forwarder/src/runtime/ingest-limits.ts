@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Clock } from 'eventrelay/internal';
 import type { Admission } from '../http/server';
 import type { RouteSource } from '../routing/router';
-import type { RateBudget } from '../store/contract';
+import type { IngestRateLimit, RateBudget } from '../store/contract';
 
 /**
  * The sources' ingestion limits (`ingestRateLimit: { perSecond, burst }`), taken from the same
@@ -24,7 +24,7 @@ export class IngestLimits {
   async admit(source: RouteSource): Promise<Admission> {
     const limit = source.ingestRateLimit;
     if (limit === undefined) return { ok: true };
-    const key = ingestKey(source);
+    const key = ingestKey(source, limit);
     const now = this.clock.now();
     const blocked = this.blockedUntil.get(key);
     if (blocked !== undefined && blocked > now) return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((blocked - now) / 1000)) };
@@ -42,7 +42,10 @@ export class IngestLimits {
   }
 }
 
-/** The budget key of a source's limit: its name and id (a source made again starts afresh), hashed. */
-function ingestKey(source: RouteSource): string {
-  return `ingest:${createHash('sha256').update(`${source.name}\n${source.id ?? ''}`).digest('base64url')}`;
+/**
+ * The budget key of a source's limit: its name, id and limit, hashed. A source made again, or given
+ * another limit, starts afresh rather than waiting out what the old limit spaced.
+ */
+function ingestKey(source: RouteSource, limit: IngestRateLimit): string {
+  return `ingest:${createHash('sha256').update(`${source.name}\n${source.id ?? ''}\n${limit.perSecond}\n${limit.burst}`).digest('base64url')}`;
 }

@@ -1,65 +1,16 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { request } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { MemoryStore } from '../../src/store/memory/memory';
 import type { ForwarderConfig } from '../../src/config';
 import { PREFLIGHT_MAX_AGE } from '../../src/http/browser';
-import { basic, startReceiver, waitFor } from './helpers';
+import { basic, flood, send, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const ADMIN = 'admin-token-for-web-tests';
 const SHOP = 'https://shop.example';
 const EVIL = 'https://evil.example';
-
-export interface RawAnswer {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly text: string;
-  readonly json: any;
-}
-
-/**
- * One request with node:http, so that any header (`Origin`, `Host`, `X-Forwarded-For`) goes as
- * given, the way a browser or a proxy would send it.
- */
-export function send(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {}, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-      });
-    });
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
-
-/** Runs `count` calls of `fn`, `parallel` at a time. */
-export async function flood<T>(count: number, parallel: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: parallel }, async () => {
-      while (next < count) {
-        const i = next++;
-        results[i] = await fn(i);
-      }
-    }),
-  );
-  return results;
-}
 
 describe('sources of every type: browsers and apps (memory store, 127.0.0.1)', function () {
   this.timeout(60_000);
@@ -308,7 +259,6 @@ describe('sources of every type: browsers and apps (memory store, 127.0.0.1)', f
       expect((await during).status).to.equal(200);
       await waitFor(() => delivered('/server', messageId).length === 1, 'the batch sent during the flood');
     });
-
   });
 });
 
