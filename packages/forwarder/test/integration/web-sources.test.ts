@@ -108,8 +108,8 @@ describe('sources of every type: browsers and apps (memory store, 127.0.0.1)', f
       await send(`${url}/v1/track`, { method: 'POST', headers: { Authorization: basic('key-server') }, body: JSON.stringify({ userId: 'u', event: 'E', messageId: own, context: { ip: '203.0.113.9' } }) });
       await send(`${url}/v1/track`, { method: 'POST', headers: { Authorization: basic('key-server'), 'X-Forwarded-For': '198.51.100.1' }, body: JSON.stringify({ userId: 'u', event: 'E', messageId: spoofed }) });
       await waitFor(() => delivered('/server', own).length === 1 && delivered('/server', spoofed).length === 1, 'both calls');
-      expect(delivered('/server', own)[0]!.json.context.ip).to.equal('203.0.113.9');
-      expect(delivered('/server', spoofed)[0]!.json.context.ip).to.equal('127.0.0.1');
+      expect((delivered('/server', own)[0]!.json.context as { ip: string }).ip).to.equal('203.0.113.9');
+      expect((delivered('/server', spoofed)[0]!.json.context as { ip: string }).ip).to.equal('127.0.0.1');
     });
 
     it('gives every new path the same typed 4xx as /v1/batch, and stores nothing of a refused request', async () => {
@@ -312,6 +312,6 @@ describe('origins and the public address set per forwarder (memory store)', func
     const messageId = `xff-${Math.random()}`;
     await send(`${url}/v1/t`, { method: 'POST', headers: { Authorization: basic('key-web'), 'X-Forwarded-For': '10.9.9.9, 198.51.100.7' }, body: JSON.stringify({ userId: 'u', event: 'E', messageId }) });
     await waitFor(() => receiver.delivered.some((r) => r.json.messageId === messageId), 'the call');
-    expect(receiver.delivered.find((r) => r.json.messageId === messageId)!.json.context.ip).to.equal('198.51.100.7');
+    expect((receiver.delivered.find((r) => r.json.messageId === messageId)!.json.context as { ip: string }).ip).to.equal('198.51.100.7');
   });
 });
