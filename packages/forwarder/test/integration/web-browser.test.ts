@@ -34,7 +34,9 @@ const block = (name: string): string => {
 };
 
 /** A static site on 127.0.0.1 or localhost: the pages and scripts it was given, every request recorded. */
-async function startSite(host: string, files: Record<string, { type: string; body: string | Buffer }>): Promise<{ origin: string; paths: string[]; server: Server }> {
+type Files = Record<string, { type: string; body: string | Buffer }>;
+
+async function startSite(host: string, files: Files): Promise<{ origin: string; paths: string[]; server: Server }> {
   const paths: string[] = [];
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
@@ -69,7 +71,7 @@ describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on on
     // The site's origin must be known before the forwarder starts (it is the allowed origin), and
     // the forwarder's address before the site's scripts are built: the site starts with a
     // placeholder table filled in below.
-    const files: Record<string, { type: string; body: string | Buffer }> = {};
+    const files: Files = {};
     site = await startSite('localhost', files);
     elsewhere = await startSite('127.0.0.1', files);
     forwarder = createForwarder(
@@ -158,7 +160,8 @@ describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on on
     const page = await context.newPage();
     await page.goto(`${site.origin}/npm.html`);
     await page.evaluate(() => {
-      const { analytics } = (window as unknown as { block: { analytics: { page(category: string, name: string): void; group(id: string, traits: object): void; alias(to: string, from: string): void } } }).block;
+      type Loaded = { page(category: string, name: string): void; group(id: string, traits: object): void; alias(to: string, from: string): void };
+      const { analytics } = (globalThis as unknown as { block: { analytics: Loaded } }).block;
       analytics.page('Docs', 'Pricing');
       analytics.group('acme', { name: 'Acme Inc', employees: 40 });
       analytics.alias('user-42', 'anon-earlier');
@@ -184,7 +187,7 @@ describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on on
     const page = await context.newPage();
     await page.goto(`${site.origin}/snippet.html`);
     await waitFor(() => arrived((j) => j.type === 'page' && (j.properties as { path?: string }).path === '/snippet.html').length === 1, 'the snippet\'s page call');
-    await page.evaluate(() => (window as unknown as { analytics: { track(event: string): void } }).analytics.track('Snippet Track'));
+    await page.evaluate(() => (globalThis as unknown as { analytics: { track(event: string): void } }).analytics.track('Snippet Track'));
     await waitFor(() => arrived((j) => j.event === 'Snippet Track').length === 1, 'the track made once the library loaded');
     expectSigned(arrived((j) => j.event === 'Snippet Track' || (j.properties as { path?: string } | undefined)?.path === '/snippet.html'));
     expect(site.paths).to.include('/js/analytics.min.js');
@@ -201,7 +204,7 @@ describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on on
     await waitFor(async () => (await refusedOrigins()) > beforeLoad, 'the settings request to be refused');
     const refusedBefore = await refusedOrigins();
     const beacon = await page.evaluate(
-      ([url, key]) => navigator.sendBeacon(`${url}/v1/t`, JSON.stringify({ writeKey: key, anonymousId: 'elsewhere', event: 'From Elsewhere' })),
+      ([url, key]) => (globalThis as unknown as { navigator: { sendBeacon(url: string, body: string): boolean } }).navigator.sendBeacon(`${url}/v1/t`, JSON.stringify({ writeKey: key, anonymousId: 'elsewhere', event: 'From Elsewhere' })),
       [forwarderUrl, WRITE_KEY] as const,
     );
     expect(beacon).to.equal(true);
@@ -216,7 +219,7 @@ describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on on
     const page = await context.newPage();
     await page.goto(`${site.origin}/pagehide.html`);
     // Once this call has arrived, the library has its anonymousId and the page is ready to leave.
-    await page.evaluate(() => (window as unknown as { block: { analytics: { track(event: string): Promise<unknown> } } }).block.analytics.track('Read Article'));
+    await page.evaluate(() => (globalThis as unknown as { block: { analytics: { track(event: string): Promise<unknown> } } }).block.analytics.track('Read Article'));
     await waitFor(() => arrived((j) => j.event === 'Read Article').length === 1, 'the call made before leaving');
     await page.goto(`${site.origin}/next.html`);
     await waitFor(() => arrived((j) => j.event === 'Page Left').length === 1, 'the beacon sent at pagehide');
