@@ -32,8 +32,10 @@
  * | `batch-request` | http: what `Analytics` sends for the calls in the body shown (`sentAt` aside), header for header and byte for byte |
  * | `config-error FIELD=VALUE` | text: what `eventrelay check` prints for a config whose FIELD is VALUE |
  * | `admin-curl` | sh: each `curl` is sent (method, headers, body) to a real forwarder's admin API and must get a 2xx |
- * | `browser NAME` | js, html: run in Chromium by packages/forwarder/test/integration/web-browser.test.ts (Segment's analytics.js against a real forwarder) |
- * | `mobile NAME` | swift, kotlin, js: compared with a real forwarder by packages/forwarder/test/integration/mobile.test.ts (the URLs the library builds, its wire format) |
+ * | `browser NAME` | js, html: run in Chromium by packages/forwarder/test/integration/web-browser.test.ts |
+ * |  | (Segment's analytics.js against a real forwarder) |
+ * | `mobile NAME` | swift, kotlin, js: compared with a real forwarder by packages/forwarder/test/integration/mobile.test.ts |
+ * |  | (the URLs the library builds, its wire format) |
  * | `unchecked: REASON` | nothing: a drawing, say; the reason is required |
  */
 import { describe, it, before, after } from 'mocha';
