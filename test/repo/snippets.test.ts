@@ -32,6 +32,10 @@
  * | `batch-request` | http: what `Analytics` sends for the calls in the body shown (`sentAt` aside), header for header and byte for byte |
  * | `config-error FIELD=VALUE` | text: what `eventrelay check` prints for a config whose FIELD is VALUE |
  * | `admin-curl` | sh: each `curl` is sent (method, headers, body) to a real forwarder's admin API and must get a 2xx |
+ * | `browser NAME` | js, html: run in Chromium by packages/forwarder/test/integration/web-browser.test.ts |
+ * |  | (Segment's analytics.js against a real forwarder) |
+ * | `mobile NAME` | swift, kotlin, js: compared with a real forwarder by packages/forwarder/test/integration/mobile.test.ts |
+ * |  | (the URLs the library builds, its wire format) |
  * | `unchecked: REASON` | nothing: a drawing, say; the reason is required |
  */
 import { describe, it, before, after } from 'mocha';
@@ -51,7 +55,7 @@ import type { ForwarderConfig, InboundMessage } from '../../packages/forwarder/s
 import { applyReport } from '../../packages/forwarder/src/store/endpoint-state';
 import { endpointNotice } from '../../packages/forwarder/src/delivery/notify';
 
-const LANGUAGES = new Set(['js', 'ts', 'json', 'sh', 'text', 'http']);
+const LANGUAGES = new Set(['js', 'ts', 'json', 'sh', 'text', 'http', 'html', 'swift', 'kotlin']);
 const CLI = ['--import', 'tsx', '--conditions=eventrelay-source', join(ROOT, 'packages/forwarder/src/cli/cli.ts')];
 const WRITE_KEY = 'snippet-write-key';
 const ADMIN_TOKEN = 'snippet-admin-token';
@@ -240,7 +244,7 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
 
   it('finds the blocks of every documentation file, each in a known language, each marker known', () => {
     expect(blocks.length).to.be.above(40);
-    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'notice', 'webhook-request', 'batch-request', 'config-error', 'admin-curl', 'unchecked']);
+    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'notice', 'webhook-request', 'batch-request', 'config-error', 'admin-curl', 'browser', 'mobile', 'unchecked']);
     for (const block of blocks) {
       expect(LANGUAGES.has(block.lang), `${where(block)}: a block in "${block.lang}"; use one of ${[...LANGUAGES].join(', ')}`).to.equal(true);
       if (block.marker !== undefined) expect(known.has(kind(block)), `${where(block)}: unknown marker "${block.marker}"`).to.equal(true);
@@ -256,7 +260,8 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
   });
 
   describe('js and ts blocks type-check against the packages', () => {
-    const typed = blocks.filter((b) => (b.lang === 'js' || b.lang === 'ts') && kind(b) !== 'example' && !isCommonJs(b));
+    // A mobile block imports a library that runs on a device only (React Native): compared, not type-checked.
+    const typed = blocks.filter((b) => (b.lang === 'js' || b.lang === 'ts') && kind(b) !== 'example' && kind(b) !== 'mobile' && !isCommonJs(b));
     let dir = '';
     const files = new Map<CodeBlock, string>();
     const diagnostics = new Map<CodeBlock, string[]>();
@@ -293,7 +298,9 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
         noEmit: true,
       };
       const programs: [CodeBlock[], ts.CompilerOptions][] = [
-        [typed.filter((b) => b.lang === 'js'), { ...common, allowJs: true, checkJs: true, strict: false }],
+        [typed.filter((b) => b.lang === 'js' && kind(b) !== 'browser'), { ...common, allowJs: true, checkJs: true, strict: false }],
+        // Code for a web page: the DOM's types too.
+        [typed.filter((b) => b.lang === 'js' && kind(b) === 'browser'), { ...common, lib: ['lib.es2023.d.ts', 'lib.dom.d.ts'], allowJs: true, checkJs: true, strict: false }],
         [typed.filter((b) => b.lang === 'ts'), { ...common, strict: true }],
       ];
       for (const [group, options] of programs) {
@@ -366,6 +373,23 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
         } finally {
           await sink.close();
         }
+      });
+    }
+  });
+
+  describe('html, swift and kotlin blocks are run in a browser or compared with the forwarder', () => {
+    const runners: Record<string, string> = {
+      browser: 'packages/forwarder/test/integration/web-browser.test.ts',
+      mobile: 'packages/forwarder/test/integration/mobile.test.ts',
+    };
+    for (const block of blocks.filter((b) => ['html', 'swift', 'kotlin'].includes(b.lang) || kind(b) === 'browser' || kind(b) === 'mobile')) {
+      it(`${where(block)}`, () => {
+        const runner = runners[kind(block)];
+        expect(runner, `${where(block)}: a ${block.lang} block must be marked browser NAME or mobile NAME`).to.be.a('string');
+        // The runner reads the blocks of its guide by marker and fails on one it does not expect.
+        const source = readFileSync(join(ROOT, runner!), 'utf8');
+        expect(source).to.contain(`'${block.file}'`);
+        expect(source).to.contain(`'${block.marker}'`);
       });
     }
   });

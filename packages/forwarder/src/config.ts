@@ -10,8 +10,8 @@ import type { NetworkPolicyOptions } from './delivery/network-policy';
 import { refuseControlCharacters } from './delivery/url-text';
 import { checkSourceName } from './source-names';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
-import { describeType, describeValue, isPlainObject } from 'eventrelay/internal';
-import type { SigningScheme, RateLimit } from './store/contract';
+import { describeType, describeValue, isPlainObject, showValue } from 'eventrelay/internal';
+import type { IngestRateLimit, SigningScheme, RateLimit, SourceSettings } from './store/contract';
 import type { ResolvedWebhookEntry, StoredWebhooks } from './store/contract';
 
 /**
@@ -52,6 +52,27 @@ export interface SourceConfig {
   readonly writeKey: SecretValue;
   /** Destinations of this source; the forwarder has one kind, `Webhooks` (spec 4.3 key). */
   readonly destinations?: { readonly Webhooks?: WebhooksDestinationConfig };
+  /**
+   * Origins browser requests may come from, as browsers send `Origin` (`"https://shop.example"`),
+   * or `"*"` for any. Default none: a request that carries an `Origin` is refused (403).
+   */
+  readonly allowedOrigins?: readonly string[];
+  /** At most `burst` requests at once, then `perSecond`, over all instances; past it 429. Default: no limit. */
+  readonly ingestRateLimit?: { readonly perSecond: number; readonly burst?: number };
+}
+
+export interface HttpConfig {
+  /**
+   * Proxies in front of the forwarder whose `X-Forwarded-For` and `X-Forwarded-Proto` are
+   * believed: 0 (default, the connection's address), 1 (the last `X-Forwarded-For` entry, the one
+   * your proxy added), n (the n-th from the end); `true` is 1.
+   */
+  readonly trustProxy?: boolean | number;
+  /**
+   * The forwarder's address as browsers and apps reach it (`https://events.example.com`): what the
+   * settings route hands to analytics.js and the mobile libraries. Default: the request's `Host`.
+   */
+  readonly publicUrl?: string;
 }
 
 export interface DeliveryConfig {
@@ -145,6 +166,8 @@ export interface ForwarderConfig {
   readonly port?: number;
   /** Bearer token for `/admin/*`. Without it the admin endpoints answer 403. */
   readonly adminToken?: SecretValue;
+  /** How the forwarder is reached: proxies in front of it and its public address. */
+  readonly http?: HttpConfig;
   readonly storage?: StorageConfig;
   readonly delivery?: DeliveryConfig;
   /** Prometheus metrics (`GET /metrics`); `false` turns them off. */
@@ -187,6 +210,15 @@ export interface ResolvedSource {
   readonly writeKey: string;
   /** Undefined when the source has no Webhooks destination. */
   readonly webhooks: ResolvedWebhooks | undefined;
+  /** Allowed origins and ingestion limit; absent or empty when none is set. */
+  readonly settings?: SourceSettings;
+}
+
+export interface ResolvedHttp {
+  /** Proxies whose forwarding headers are believed (0: none). */
+  readonly trustProxy: number;
+  /** `http.publicUrl` without a trailing slash; undefined: the request's Host. */
+  readonly publicUrl: string | undefined;
 }
 
 export interface ResolvedStorage {
@@ -209,6 +241,7 @@ export interface ResolvedConfig {
   readonly host: string;
   readonly port: number;
   readonly adminToken: string | undefined;
+  readonly http: ResolvedHttp;
   readonly storage: ResolvedStorage;
   readonly delivery: { -readonly [K in Exclude<keyof DeliveryConfig, keyof NetworkPolicyOptions>]-?: NonNullable<DeliveryConfig[K]> } & {
     /** `denyNetworks` and `allowNetworks` as written (absent when not set), for the destinations. */
@@ -437,9 +470,88 @@ export function sourceName(value: unknown, field: string): string {
   return checkSourceName(value, field);
 }
 
+/** Most origins one source may list. */
+export const MAX_ALLOWED_ORIGINS = 100;
+/** Longest origin a source may list, in characters. */
+export const MAX_ORIGIN_LENGTH = 2048;
+/** Bounds of `ingestRateLimit.perSecond` and `.burst`. */
+export const INGEST_LIMIT_BOUNDS = { minPerSecond: 0.01, maxPerSecond: 100_000, maxBurst: 100_000 } as const;
+
+/** One entry of `allowedOrigins`: `*`, or an origin exactly as a browser sends it. */
+function originOption(value: unknown, field: string): string {
+  if (value === '*') return value;
+  if (typeof value !== 'string' || value === '' || value.length > MAX_ORIGIN_LENGTH) {
+    throw new ConfigError(`Expected \`${field}\` to be an origin such as "https://shop.example" (or "*" for any), got ${describeValue(value)}`, field);
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(`Expected \`${field}\` to be an http or https origin such as "https://shop.example" (or "*" for any), got ${showValue(value)}`, field);
+  }
+  if (url.origin !== value) {
+    // Browsers send the scheme, the lower-case host and a port other than the scheme's own: nothing else.
+    throw new ConfigError(`Expected \`${field}\` to be an origin as browsers send it, scheme, host and port only: "${url.origin}", got ${showValue(value)}`, field);
+  }
+  return value;
+}
+
+/** `ingestRateLimit`: `{ perSecond, burst? }`; `burst` defaults to one second's worth (at least 1). */
+function ingestRateLimitOption(value: unknown, field: string): IngestRateLimit {
+  const raw = expectObject(value, field, ['perSecond', 'burst']);
+  const { minPerSecond, maxPerSecond, maxBurst } = INGEST_LIMIT_BOUNDS;
+  const perSecond = raw.perSecond;
+  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond < minPerSecond || perSecond > maxPerSecond) {
+    throw new ConfigError(
+      `Expected \`${join(field, 'perSecond')}\` to be a number of requests a second, from ${minPerSecond} to ${maxPerSecond}, got ${describeValue(perSecond)}`,
+      join(field, 'perSecond'),
+    );
+  }
+  const burst = integerOption(join(field, 'burst'), raw.burst ?? Math.max(1, Math.ceil(perSecond)), 1, maxBurst);
+  return { perSecond, burst };
+}
+
+/**
+ * A source's settings: `allowedOrigins` and `ingestRateLimit` of a config file entry (`field` its
+ * path), or the body of `PUT /admin/sources/{name}/settings` (`field` ''). Origins are kept in
+ * the order given, without repeats.
+ */
+export function sourceSettings(raw: Record<string, unknown>, field: string): SourceSettings {
+  const settings: { allowedOrigins?: readonly string[]; ingestRateLimit?: IngestRateLimit } = {};
+  if (raw.allowedOrigins !== undefined) {
+    const listField = join(field, 'allowedOrigins');
+    const list = raw.allowedOrigins;
+    if (!Array.isArray(list) || list.length > MAX_ALLOWED_ORIGINS) {
+      throw new ConfigError(
+        `Expected \`${listField}\` to be a list of at most ${MAX_ALLOWED_ORIGINS} origins such as ["https://shop.example"], got ${Array.isArray(list) ? `${list.length} entries` : describeValue(list)}`,
+        listField,
+      );
+    }
+    settings.allowedOrigins = [...new Set(list.map((entry: unknown, i) => originOption(entry, `${listField}[${i}]`)))];
+  }
+  if (raw.ingestRateLimit !== undefined) settings.ingestRateLimit = ingestRateLimitOption(raw.ingestRateLimit, join(field, 'ingestRateLimit'));
+  return settings;
+}
+
+/** True when settings set nothing. */
+export function emptySettings(settings: SourceSettings | undefined): boolean {
+  return settings === undefined || (settings.allowedOrigins === undefined && settings.ingestRateLimit === undefined);
+}
+
 /** A source of the file; its name and write key are undefined when they have a problem (noted). */
-function source(value: unknown, field: string, env: Env | null, problems: Problems): { name?: string; writeKey?: string; webhooks?: ResolvedWebhooks } {
-  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations'], problems);
+/** What `source` read of an entry: a field with a problem is undefined. */
+interface ReadSource {
+  readonly name?: string;
+  readonly writeKey?: string;
+  readonly webhooks?: ResolvedWebhooks;
+  readonly settings?: SourceSettings;
+}
+
+function source(value: unknown, field: string, env: Env | null, problems: Problems): ReadSource {
+  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations', 'allowedOrigins', 'ingestRateLimit'], problems);
   const name = problems.take(() => sourceName(raw.name, join(field, 'name')));
   const writeKey = problems.take(() => secret(raw.writeKey, join(field, 'writeKey'), env, false));
   let webhooks: ResolvedWebhooks | undefined;
@@ -450,7 +562,8 @@ function source(value: unknown, field: string, env: Env | null, problems: Proble
       webhooks = problems.take(() => readWebhooksDestination(destinations.Webhooks, join(destField, 'Webhooks'), env, problems));
     }
   }
-  return { name, writeKey, webhooks };
+  const settings = problems.take(() => sourceSettings(raw, field));
+  return emptySettings(settings) ? { name, writeKey, webhooks } : { name, writeKey, webhooks, settings };
 }
 
 /**
@@ -481,7 +594,7 @@ function readSources(value: unknown, env: Env | null, problems: Problems): Resol
 }
 
 /** The top-level parts of a config a command may read on their own (`ParseOptions.parts`). */
-export type ConfigPart = 'host' | 'port' | 'adminToken' | 'storage' | 'delivery' | 'metrics' | 'debugger' | 'log' | 'sources' | 'notify';
+export type ConfigPart = 'host' | 'port' | 'adminToken' | 'http' | 'storage' | 'delivery' | 'metrics' | 'debugger' | 'log' | 'sources' | 'notify';
 
 export interface ParseOptions {
   /**
@@ -509,10 +622,11 @@ export function parseConfig(input: unknown, env: Env = process.env, options: Par
   const problems = new Problems(true);
   const take = <T>(check: () => T): T | undefined => problems.take(check);
   const uses = (part: ConfigPart): boolean => options.parts === undefined || options.parts.includes(part);
-  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'storage', 'delivery', 'metrics', 'debugger', 'log', 'sources', 'notify', '$comment'], problems);
+  const raw = expectObject(input, '', ['host', 'port', 'adminToken', 'http', 'storage', 'delivery', 'metrics', 'debugger', 'log', 'sources', 'notify', '$comment'], problems);
   const host = uses('host') ? take(() => hostOption(raw.host ?? CONFIG_DEFAULTS.host)) : CONFIG_DEFAULTS.host;
   const port = uses('port') ? take(() => integerOption('port', raw.port ?? CONFIG_DEFAULTS.port, 0, 65535)) : CONFIG_DEFAULTS.port;
   const adminToken = uses('adminToken') && raw.adminToken !== undefined ? take(() => secret(raw.adminToken, 'adminToken', env, false)) : undefined;
+  const http = uses('http') ? (take(() => httpOption(raw.http)) ?? httpOption(undefined)) : httpOption(undefined);
 
   const s = (uses('storage') && raw.storage !== undefined ? take(() => expectObject(raw.storage, 'storage', STORAGE_KEYS, problems)) : undefined) ?? {};
   const d = CONFIG_DEFAULTS.storage;
@@ -594,6 +708,7 @@ export function parseConfig(input: unknown, env: Env = process.env, options: Par
     host: host!,
     port: port!,
     adminToken,
+    http,
     storage: storage as ResolvedStorage,
     delivery: resolvedDelivery,
     metricsPath,
@@ -615,6 +730,27 @@ function hostOption(value: unknown): string {
     throw new ConfigError(`Expected \`host\` to be an IP address (such as "127.0.0.1", "0.0.0.0" or "::") or a host name, got ${describeValue(host)}`, 'host');
   }
   return host;
+}
+
+/** Most proxies `http.trustProxy` may name. */
+export const MAX_TRUSTED_PROXIES = 10;
+
+/** `http`: `{ trustProxy?, publicUrl? }`. */
+function httpOption(value: unknown): ResolvedHttp {
+  if (value === undefined) return { trustProxy: 0, publicUrl: undefined };
+  const raw = expectObject(value, 'http', ['trustProxy', 'publicUrl']);
+  const trust = raw.trustProxy ?? 0;
+  const trustProxy = typeof trust === 'boolean' ? (trust ? 1 : 0) : integerOption('http.trustProxy', trust, 0, MAX_TRUSTED_PROXIES);
+  let publicUrl: string | undefined;
+  if (raw.publicUrl !== undefined) {
+    const text = stringOption('http.publicUrl', raw.publicUrl);
+    const url = urlOption('http.publicUrl', refuseControlCharacters('http.publicUrl', text), { example: 'https://events.example.com' });
+    if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+      throw new ConfigError(`Expected \`http.publicUrl\` to be the forwarder's address, such as "https://events.example.com", without credentials, query or fragment`, 'http.publicUrl');
+    }
+    publicUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  }
+  return { trustProxy, publicUrl };
 }
 
 /** `notify`: absent, or `{ "url", "sharedSecret" }` (both may be `{ "env": NAME }`). */

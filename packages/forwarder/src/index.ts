@@ -76,6 +76,7 @@ export { parseConfig, parseSources, loadConfigFile } from './config';
 export type {
   ForwarderConfig,
   SourceConfig,
+  HttpConfig,
   WebhooksDestinationConfig,
   WebhookEntryConfig,
   DeliveryConfig,
@@ -113,6 +114,7 @@ export type { TimelinePoint } from './observability/timeline';
 export { TEST_EVENT_TYPES } from './registry/manager';
 export type {
   ShownSource,
+  ShownSettings,
   ShownWebhooks,
   ShownWriteKey,
   CreatedSource,
@@ -125,7 +127,7 @@ export type {
 export type { ReconcileLine } from './registry/reconcile';
 export { DEFAULT_GRACE_SECONDS } from './registry/keys';
 export { MAX_SOURCE_NAME } from './source-names';
-export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './store/contract';
+export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, SourceSettings, IngestRateLimit, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './store/contract';
 export type { PreviousSecret, RateLimit } from './store/contract';
 export type { Notice, NoticeType } from './delivery/notify';
 export type { NotifyConfig } from './config';

@@ -5,7 +5,7 @@ import { rotateSecret } from './admin/secrets';
 import type { RotatedSecret } from './admin/secrets';
 import { parseConfig, parseSources } from './config';
 import type { ForwarderConfig, ResolvedConfig, SourceConfig, WebhooksDestinationConfig } from './config';
-import type { ApplyResult, CreatedSource, DeletedSource, IssuedWriteKey, ShownSource, ShownWebhooks, ShownWriteKey, TestResult } from './registry/manager';
+import type { ApplyResult, CreatedSource, DeletedSource, IssuedWriteKey, ShownSettings, ShownSource, ShownWebhooks, ShownWriteKey, TestResult } from './registry/manager';
 import type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
 import type { DeletionRequest } from './routing/deletion';
 import { compose } from './runtime/compose';
@@ -98,6 +98,15 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
    */
   async setWebhooksEnabled(name: string, enabled: boolean): Promise<ShownWebhooks> {
     return unwrap(await this.parts.sources.manager.patchWebhooks(name, { enabled }));
+  }
+
+  /**
+   * Sets a source's browser origins and ingestion limit, checked like the config file's entry
+   * (ConfigError with the `field`); what `settings` leaves out is not set afterwards. Every instance
+   * on the store applies it within 2 s.
+   */
+  async setSourceSettings(name: string, settings: Pick<SourceConfig, 'allowedOrigins' | 'ingestRateLimit'>): Promise<ShownSettings> {
+    return unwrap(await this.parts.sources.manager.putSettings(name, settings));
   }
 
   /** Removes a source, its keys and audiences; its pending deliveries are failed (see docs/sources.md). */

@@ -27,7 +27,7 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
 
 /**
  * The routes of runtime setup, by path: `/admin/sources`, `/admin/sources/{name}`,
- * `.../write-keys`, `.../destinations/Webhooks`, `.../destinations/Webhooks/test`, and
+ * `.../write-keys`, `.../settings`, `.../destinations/Webhooks`, `.../destinations/Webhooks/test`, and
  * `/admin/apply`. Undefined for another path. A name in the path is percent-decoded and checked
  * like the config file's (`field` "name").
  */
@@ -36,7 +36,7 @@ export function setupRoute(path: string): MethodHandlers | undefined {
     return { GET: list, POST: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 201, await o.sources.create(body))) };
   }
   if (path === '/admin/apply') return { POST: apply };
-  const match = /^\/admin\/sources\/([^/]*)(\/write-keys|\/destinations\/Webhooks|\/destinations\/Webhooks\/test)?$/.exec(path);
+  const match = /^\/admin\/sources\/([^/]*)(\/write-keys|\/settings|\/destinations\/Webhooks|\/destinations\/Webhooks\/test)?$/.exec(path);
   if (match === null) return undefined;
   const rawName = match[1]!;
   const name = (): string => {
@@ -61,6 +61,11 @@ export function setupRoute(path: string): MethodHandlers | undefined {
           answer(res, 200, keys.ok ? { ok: true, value: { keys: keys.value } } : keys);
         },
         POST: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 201, await o.sources.rotate(name(), body)), true),
+      };
+    case '/settings':
+      return {
+        GET: async (o, _req, res) => answer(res, 200, await o.sources.settings(name())),
+        PUT: (o, req, res) => withBody(req, res, MAX_SETUP_BODY_BYTES, async (body) => answer(res, 200, await o.sources.putSettings(name(), body))),
       };
     case '/destinations/Webhooks':
       return {

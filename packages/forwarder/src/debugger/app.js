@@ -598,6 +598,8 @@
       rows.push(['signing', `${webhooks.signing}${webhooks.hasSharedSecret ? ', with a shared secret' : ', unsigned'}`]);
       rows.push(['order', webhooks.ordering === 'user' ? 'per user' : 'none']);
     }
+    rows.push(['allowed origins', source.allowedOrigins === null ? 'none (no browser requests)' : source.allowedOrigins.join(', ') || 'none']);
+    rows.push(['ingestion limit', source.ingestRateLimit === null ? 'none' : `${source.ingestRateLimit.perSecond} a second, burst ${source.ingestRateLimit.burst}`]);
     for (const [name, value] of rows) {
       current.appendChild(el('dt', name));
       current.appendChild(el('dd', value));
@@ -622,6 +624,10 @@
       }
       $('wh-secret').value = '';
       $('wh-result').textContent = '';
+      $('settings-origins').value = (source.allowedOrigins || []).join('\n');
+      $('settings-rate').value = source.ingestRateLimit ? String(source.ingestRateLimit.perSecond) : '';
+      $('settings-burst').value = source.ingestRateLimit ? String(source.ingestRateLimit.burst) : '';
+      $('settings-result').textContent = '';
       $('wh-test-summary').textContent = '';
       clear($('wh-test-results'));
       if (webhooks !== null) {
@@ -686,6 +692,24 @@
       await loadSources(true);
     } catch (error) {
       if (error.message !== 'unauthorized') $('wh-result').textContent = error.message;
+    }
+  }
+
+  async function saveSettings() {
+    if (!selected) return;
+    try {
+      const body = {};
+      const origins = $('settings-origins').value.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+      if (origins.length) body.allowedOrigins = origins;
+      const rate = $('settings-rate').value.trim();
+      const burst = $('settings-burst').value.trim();
+      // Sent as typed: the API checks them and names the field when one is wrong.
+      if (rate) body.ingestRateLimit = burst ? { perSecond: Number(rate), burst: Number(burst) } : { perSecond: Number(rate) };
+      await api(path(selected.name, '/settings'), { method: 'PUT', body });
+      $('settings-result').textContent = 'saved';
+      await loadSources(true);
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('settings-result').textContent = error.message;
     }
   }
 
@@ -792,6 +816,10 @@
     $('wh-toggle').addEventListener('click', toggleWebhooks);
     $('wh-test').addEventListener('click', testWebhooks);
     $('key-rotate').addEventListener('click', rotateKey);
+    $('settings-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      saveSettings();
+    });
     $('source-delete').addEventListener('click', deleteSource);
     if (token) signIn();
   });

@@ -5,6 +5,9 @@ import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from 'eventrelay/internal';
 import { MESSAGE_TYPES, parseIngestBody } from '../routing/ingest';
 import type { MessageType, RejectedMessage, ValidMessage } from '../routing/ingest';
 import { decodeBody, readBody } from './read-body';
+import { clientAddress, corsHeaders, preflightHeaders, publicAddress, requestOrigin, shownOrigin } from './browser';
+import { librarySettings, MAX_KEY_LENGTH, SETTINGS_MAX_AGE } from './settings';
+import { AllowedOrigins } from '../routing/origins';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
 import { SourceDeletedError } from '../store/contract';
@@ -13,10 +16,24 @@ import { IngestSpan } from '../tracing';
 
 const log = createDebug('eventrelay:forwarder');
 
+/** Why a request was refused before its body was read: counted per source. */
+export type RequestRefusal = 'origin' | 'rate_limit';
+
+/** What a source's ingestion limit says of one more request. */
+export type Admission = { readonly ok: true } | { readonly ok: false; readonly retryAfterSeconds: number };
+
 /** What the HTTP layer needs from the service. */
 export interface HttpBackend {
   /** The source a write key belongs to. */
   sourceForKey(writeKey: string): RouteSource | undefined;
+  /** Every source's allowed origins together: what a preflight, which carries no key, is answered for. */
+  preflightOrigins?(): AllowedOrigins;
+  /** Takes one request of a source with an `ingestRateLimit` from its budget. */
+  admit?(source: RouteSource): Promise<Admission>;
+  /** A request refused before its body was read (`source` '' for a preflight, which names none). */
+  onRefusedRequest?(source: string, reason: RequestRefusal): void;
+  /** `http.trustProxy` and `http.publicUrl` (default: none, the request's Host). */
+  readonly http?: { readonly trustProxy: number; readonly publicUrl: string | undefined };
   /**
    * `calls[i]` is the parsed form of `messages[i]` (for the delivery log); `source`: the source the
    * write key led to. Rejects with SourceDeletedError when it was deleted meanwhile.
@@ -47,10 +64,17 @@ const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
   '/v1/batch': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
   // Segment's name for the same endpoint, used by its bulk import tools.
   '/v1/import': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
+  // The short form analytics.js (batching) and the mobile libraries send batches to.
+  '/v1/b': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
   ...Object.fromEntries(MESSAGE_TYPES.map((type) => [`/v1/${type}`, { method: 'POST', route: { kind: 'ingest', endpoint: type } }])),
+  // analytics.js sends each call to the first letter of its type: /v1/i, /v1/t, /v1/p, /v1/s, /v1/g, /v1/a.
+  ...Object.fromEntries(MESSAGE_TYPES.map((type) => [`/v1/${type[0]}`, { method: 'POST', route: { kind: 'ingest', endpoint: type } }])),
   '/health': { method: 'GET', route: { kind: 'health' } },
   '/stats': { method: 'GET', route: { kind: 'stats' } },
 };
+
+/** `GET /v1/projects/{writeKey}/settings`: what analytics.js and the mobile libraries load first. */
+const SETTINGS_PATH = /^\/v1\/projects\/([^/]+)\/settings$/;
 
 export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
@@ -112,8 +136,17 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   const entry = ROUTES[path];
   if (entry === undefined) {
+    const settings = SETTINGS_PATH.exec(path);
+    if (settings !== null) {
+      settingsRoute(backend, settings[1]!, req, res);
+      return;
+    }
     if (backend.operations !== undefined && (await backend.operations(req, res, path))) return;
-    fail(res, 404, 'not_found', `No endpoint ${path}; ingestion is POST /v1/batch or /v1/{identify,track,page,screen,group,alias}`);
+    fail(res, 404, 'not_found', `No endpoint ${path.length > 200 ? `${path.slice(0, 200)}…` : path}; ingestion is POST /v1/batch or /v1/{identify,track,page,screen,group,alias}`);
+    return;
+  }
+  if (req.method === 'OPTIONS' && entry.route.kind === 'ingest') {
+    preflight(backend, req, res, 'POST, OPTIONS');
     return;
   }
   if (req.method !== entry.method && !(entry.method === 'GET' && req.method === 'HEAD')) {
@@ -138,6 +171,96 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
   }
 }
 
+/**
+ * Answers a CORS preflight (`OPTIONS` with `Origin`) of an ingestion path. It carries no write key,
+ * so it is answered for an origin any source allows; the request that follows is checked against
+ * its own source. No I/O: a flood of preflights costs a set lookup each.
+ */
+function preflight(backend: HttpBackend, req: IncomingMessage, res: ServerResponse, methods: string, origins?: AllowedOrigins): void {
+  const origin = requestOrigin(req);
+  if (origin === undefined) {
+    // Not a browser's preflight: what the path takes.
+    res.writeHead(204, { Allow: methods }).end();
+    return;
+  }
+  const allowed = origins ?? backend.preflightOrigins?.() ?? AllowedOrigins.NONE;
+  if (!allowed.allows(origin)) {
+    backend.onRefusedRequest?.('', 'origin');
+    fail(res, 403, 'origin_not_allowed', `No source allows browser requests from the origin ${JSON.stringify(shownOrigin(origin))}; add it to the source's allowedOrigins`, {}, { Vary: 'Origin' });
+    return;
+  }
+  res.writeHead(204, preflightHeaders(origin, methods)).end();
+}
+
+/**
+ * Refuses a browser request (one with `Origin`) whose source does not list its origin: 403, even
+ * for a `text/plain` request that skipped the preflight. Returns true when it answered.
+ */
+function refusedOrigin(backend: HttpBackend, source: RouteSource, origin: string | undefined, res: ServerResponse): boolean {
+  if (origin === undefined || source.origins?.allows(origin) === true) return false;
+  backend.onRefusedRequest?.(source.name, 'origin');
+  log('403: a browser request for source %s from an origin it does not allow', source.name);
+  fail(res, 403, 'origin_not_allowed', `The source does not allow browser requests from the origin ${JSON.stringify(shownOrigin(origin))}; add it to the source's allowedOrigins`);
+  return true;
+}
+
+/** Takes the request from the source's ingestion limit; answers 429 and returns true past it. */
+async function refusedRate(backend: HttpBackend, source: RouteSource, res: ServerResponse): Promise<boolean> {
+  if (source.ingestRateLimit === undefined || backend.admit === undefined) return false;
+  const admission = await backend.admit(source);
+  if (admission.ok) return false;
+  backend.onRefusedRequest?.(source.name, 'rate_limit');
+  log('429: source %s is past its ingestion limit', source.name);
+  fail(res, 429, 'rate_limited', `The source takes at most ${source.ingestRateLimit.perSecond} requests a second (burst ${source.ingestRateLimit.burst}); retry after ${admission.retryAfterSeconds} s`, { retryAfter: admission.retryAfterSeconds }, { 'Retry-After': String(admission.retryAfterSeconds) });
+  return true;
+}
+
+/**
+ * `GET /v1/projects/{writeKey}/settings`: the settings Segment's libraries load, pointing back at
+ * this forwarder. The key is in the path, so CORS follows that source's `allowedOrigins`.
+ */
+function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessage, res: ServerResponse): void {
+  let key: string | undefined;
+  try {
+    key = rawKey.length > MAX_KEY_LENGTH * 3 ? undefined : decodeURIComponent(rawKey);
+  } catch {
+    key = undefined;
+  }
+  const source = key === undefined || key.length > MAX_KEY_LENGTH ? undefined : backend.sourceForKey(key);
+  if (req.method === 'OPTIONS') {
+    preflight(backend, req, res, 'GET, HEAD, OPTIONS', source?.origins ?? AllowedOrigins.NONE);
+    return;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    fail(res, 405, 'method_not_allowed', 'The settings route takes GET', {}, { Allow: 'GET, HEAD, OPTIONS' });
+    return;
+  }
+  const noStore = { 'Cache-Control': 'no-store' };
+  if (source === undefined || key === undefined) {
+    fail(res, 404, 'not_found', 'No source has this write key', {}, noStore);
+    return;
+  }
+  const origin = requestOrigin(req);
+  if (origin !== undefined) {
+    if (refusedOrigin(backend, source, origin, res)) return;
+    for (const [name, value] of Object.entries(corsHeaders(origin))) res.setHeader(name, value);
+  }
+  const http = backend.http ?? { trustProxy: 0, publicUrl: undefined };
+  const address = publicAddress(req, http.publicUrl, http.trustProxy);
+  if (address === undefined) {
+    fail(res, 400, 'invalid_host', 'The Host header is not a host name and port; set http.publicUrl so that the settings name the forwarder\'s address', {}, noStore);
+    return;
+  }
+  const text = JSON.stringify(librarySettings(key, address));
+  res.writeHead(200, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': `public, max-age=${SETTINGS_MAX_AGE}`,
+    Vary: 'Origin',
+  });
+  res.end(req.method === 'HEAD' ? undefined : text);
+}
+
 /** An ingestion request, in its span when the operator traces (see tracing.ts). */
 async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const span = IngestSpan.start();
@@ -153,12 +276,23 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, pat
 
 async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, path: string, req: IncomingMessage, res: ServerResponse, span: IngestSpan | undefined): Promise<void> {
   const receivedAt = backend.now();
+  const origin = requestOrigin(req);
+  // A browser may read the answers of an origin some source allows (the 403 of another source's too).
+  if (origin !== undefined && backend.preflightOrigins?.().allows(origin) === true) {
+    for (const [name, value] of Object.entries(corsHeaders(origin))) res.setHeader(name, value);
+  }
   const headerKey = basicAuthKey(req.headers.authorization);
-  // A key in the header is checked before the body is read: no upload for an unknown key.
+  // A key in the header is checked before the body is read: no upload for an unknown key, a
+  // refused origin or a request past the source's limit.
   let source = headerKey === undefined ? undefined : backend.sourceForKey(headerKey);
   if (headerKey !== undefined && source === undefined) {
     backend.refusedRequest?.('unauthorized', 401, undefined);
     unauthorized(res);
+    return;
+  }
+  if (source !== undefined && (refusedOrigin(backend, source, origin, res) || (await refusedRate(backend, source, res)))) {
+    // The body is not read, only let through so the connection can carry the next request.
+    req.resume();
     return;
   }
   const read = await readBody(req, MAX_BODY_BYTES);
@@ -191,6 +325,7 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
       unauthorized(res);
       return;
     }
+    if (refusedOrigin(backend, source, origin, res) || (await refusedRate(backend, source, res))) return;
   }
   if (!json.ok) {
     backend.refusedRequest?.('invalid_json', 400, source.name);
@@ -199,7 +334,8 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
   }
   const { traceparent, tracestate } = req.headers;
   const trace = span?.begin({ traceparent, tracestate, path, source: source.name, endpoint, body: json.value });
-  const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length, trace);
+  const ip = clientAddress(req, backend.http?.trustProxy ?? 0);
+  const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length, ip, trace);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
     backend.refusedRequest?.(parsed.code, parsed.status, source.name);

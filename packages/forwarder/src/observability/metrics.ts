@@ -20,8 +20,8 @@ export class ForwarderMetrics {
   readonly registry = new Registry();
   private readonly acceptedTotal = new Map<string, number>();
   private readonly refusedTotal = new Map<string, number>();
-  /** Requests the ingestion API refused whole, by the answer's code (`unauthorized`, `body_too_large`, ...). */
-  private readonly requestsRefused = new Map<string, number>();
+  /** Ingestion requests refused whole, by `source` ("" when unknown) and reason, joined with a newline. */
+  private readonly refusedRequestsTotal = new Map<string, number>();
   private readonly duplicatesTotal = new Map<string, number>();
   private readonly deliveredTotal = new Map<string, number>();
   private readonly failedTotal = new Map<string, number>();
@@ -55,8 +55,15 @@ export class ForwarderMetrics {
     const bySource = (totals: ReadonlyMap<string, number>) => () => [...totals].map(([source, total]): [Record<string, string>, number] => [{ source }, total]);
     counter('eventrelay_accepted_total', 'Calls accepted by the ingestion API, duplicates included', ['source'], bySource(this.acceptedTotal));
     counter('eventrelay_refused_total', 'Calls refused by the ingestion API (invalid or too large)', ['source'], bySource(this.refusedTotal));
-    counter('eventrelay_ingest_refused_total', 'Requests the ingestion API refused, by reason (the answer\'s error code)', ['reason'], () =>
-      [...this.requestsRefused].map(([reason, total]): [Record<string, string>, number] => [{ reason }, total]),
+    counter(
+      'eventrelay_requests_refused_total',
+      'Ingestion requests refused whole, by source ("" when the write key is unknown, or for a preflight, which names none) and reason: the answer\'s error code (unauthorized, invalid_json, body_too_large, source_deleted, ...), or origin and rate_limit for a browser origin the source does not allow and its ingestRateLimit',
+      ['source', 'reason'],
+      () =>
+        [...this.refusedRequestsTotal].map(([key, total]): [Record<string, string>, number] => {
+          const [source, reason] = key.split('\n') as [string, string];
+          return [{ source, reason }, total];
+        }),
     );
     counter('eventrelay_duplicates_total', 'Accepted calls whose messageId the source had sent before; not forwarded again', ['source'], bySource(this.duplicatesTotal));
     counter('eventrelay_delivered_total', 'Deliveries a webhook accepted', ['source'], bySource(this.deliveredTotal));
@@ -126,9 +133,9 @@ export class ForwarderMetrics {
     if (count > 0) add(this.refusedTotal, source, count);
   }
 
-  /** A request refused whole; `reason` is the answer's code, never anything the request held. */
-  refusedRequest(reason: string): void {
-    add(this.requestsRefused, reason, 1);
+  /** A request refused whole: `reason` is the answer's code (or `origin`, `rate_limit`), never anything the request held. */
+  refusedRequest(source: string, reason: string): void {
+    add(this.refusedRequestsTotal, `${source}\n${reason}`, 1);
   }
 
   /** One attempt: its outcome, the duration of each URL's request and, once delivered, the latency since `since`. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import { ConfigError, integerOption, isPlainObject, serializeWebhookMessage, toWebhookMessage, ValidationError } from 'eventrelay/internal';
 import type { InboundMessage } from 'eventrelay/internal';
-import { sourceName, webhooksDestination } from '../config';
+import { emptySettings, sourceName, sourceSettings, webhooksDestination } from '../config';
 import { NETWORK_POLICY_CODE } from '../delivery/network-policy';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import type { AttemptResult, WebhookDestination } from '../delivery/destination';
@@ -10,7 +10,7 @@ import { generateWriteKey, keyRecord, keyValid, newSourceId } from './keys';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './keys';
 import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
-import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../store/contract';
+import type { IngestRateLimit, SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, SourceSettings, StoredWebhooks, WriteKeyRecord } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -67,7 +67,15 @@ export interface ShownWebhooks {
   readonly webhooks: readonly { readonly url: string; readonly headerNames: readonly string[]; readonly rateLimit: { readonly perSecond: number } | null }[];
 }
 
-export interface ShownSource {
+/** A source's settings as shown: null for what is not set. */
+export interface ShownSettings {
+  /** Origins browser requests may come from; null: none (requests with an `Origin` are refused). */
+  readonly allowedOrigins: readonly string[] | null;
+  /** The ingestion limit; null: none. */
+  readonly ingestRateLimit: IngestRateLimit | null;
+}
+
+export interface ShownSource extends ShownSettings {
   readonly name: string;
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -161,9 +169,19 @@ export function showWebhooks(enabled: boolean, webhooks: StoredWebhooks): ShownW
   };
 }
 
+export function showSettings(settings: SourceSettings | undefined): ShownSettings {
+  return { allowedOrigins: settings?.allowedOrigins ?? null, ingestRateLimit: settings?.ingestRateLimit ?? null };
+}
+
+/** Settings from an admin API body: `null` for a field is the same as leaving it out (not set). */
+function settingsFrom(input: Record<string, unknown>): SourceSettings {
+  return sourceSettings({ allowedOrigins: input.allowedOrigins ?? undefined, ingestRateLimit: input.ingestRateLimit ?? undefined }, '');
+}
+
 function showSource(record: SourceRecord, keys: readonly WriteKeyRecord[], now: number): ShownSource {
   return {
     name: record.name,
+    ...showSettings(record.settings),
     createdAt: iso(record.createdAt),
     updatedAt: iso(record.updatedAt),
     writeKeys: keys.filter((k) => k.source === record.name && keyValid(k, now)).map(showKey),
@@ -235,15 +253,17 @@ export class SourceManager {
     return record === undefined ? unknownSource(name) : { ok: true, value: showSource(record, snapshot.keys, this.host.now()) };
   }
 
-  /** `POST /admin/sources {name}`: a new source without destination, with a generated write key. */
+  /** `POST /admin/sources {name, allowedOrigins?, ingestRateLimit?}`: a new source without destination, with a generated write key. */
   async create(body: unknown): Promise<SetupResult<CreatedSource>> {
-    const input = fields(body, ['name'], '{ "name": "..." }');
+    const input = fields(body, ['name', 'allowedOrigins', 'ingestRateLimit'], '{ "name": "..." }');
     const name = sourceName(input.name, 'name');
+    const settings = settingsFrom(input);
     const now = this.host.now();
     const writeKey = generateWriteKey();
     const key = keyRecord(name, writeKey, 'api', now);
+    const record: SourceRecord = { name, id: newSourceId(), enabled: false, webhooks: undefined, applied: undefined, createdAt: now, updatedAt: now };
     const result = await this.write([
-      { op: 'create', source: { name, id: newSourceId(), enabled: false, webhooks: undefined, applied: undefined, createdAt: now, updatedAt: now } },
+      { op: 'create', source: emptySettings(settings) ? record : { ...record, settings } },
       { op: 'add-key', key },
     ]);
     if (!result.ok) return refusal(result);
@@ -275,6 +295,25 @@ export class SourceManager {
     if (!snapshot.sources.some((s) => s.name === name)) return unknownSource(name);
     const now = this.host.now();
     return { ok: true, value: snapshot.keys.filter((k) => k.source === name && keyValid(k, now)).map(showKey) };
+  }
+
+  /** `GET /admin/sources/{name}/settings`. */
+  async settings(name: string): Promise<SetupResult<ShownSettings>> {
+    const record = (await this.snapshot()).sources.find((s) => s.name === name);
+    return record === undefined ? unknownSource(name) : { ok: true, value: showSettings(record.settings) };
+  }
+
+  /**
+   * `PUT /admin/sources/{name}/settings {allowedOrigins?, ingestRateLimit?}`: replaces both, checked
+   * like the config file's; a field left out (or null) is not set afterwards.
+   */
+  async putSettings(name: string, body: unknown): Promise<SetupResult<ShownSettings>> {
+    const input = fields(body, ['allowedOrigins', 'ingestRateLimit'], '{ "allowedOrigins": [...], "ingestRateLimit": { "perSecond", "burst" } }');
+    const settings = settingsFrom(input);
+    const result = await this.write([{ op: 'update', name, at: this.host.now(), settings: emptySettings(settings) ? null : settings }]);
+    if (!result.ok) return refusal(result);
+    log('source %s: settings set (%d allowed origins, %s)', name, settings.allowedOrigins?.length ?? 0, settings.ingestRateLimit === undefined ? 'no ingestion limit' : `${settings.ingestRateLimit.perSecond}/s`);
+    return { ok: true, value: showSettings(settings) };
   }
 
   /** `PUT .../destinations/Webhooks`: the whole destination, checked like the config file's. */

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { ConfigError, redactUrl } from 'eventrelay/internal';
+import { emptySettings } from '../config';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import { keyRecord, keyValid, newSourceId, writeKeyDigest } from './keys';
-import type { SetupOp, SetupSnapshot, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../store/contract';
+import type { SetupOp, SetupSnapshot, SourceRecord, SourceSettings, StoredWebhooks, WriteKeyRecord } from '../store/contract';
 
 /**
  * The config file's `sources` against the store: what to write, and the difference in words.
@@ -35,8 +36,25 @@ export type ReconcileMode = 'start' | 'apply';
 
 /** Digest of a file entry, kept with the source: a start re-applies an entry only when it changed. */
 export function entryDigest(source: ResolvedSource): string {
-  const entry = { name: source.name, key: writeKeyDigest(source.writeKey), webhooks: source.webhooks ?? null };
+  // Settings join the digest only when set, so that an entry written before them keeps its digest.
+  const settings = fileSettings(source);
+  const entry = { name: source.name, key: writeKeyDigest(source.writeKey), webhooks: source.webhooks ?? null, ...(settings === undefined ? {} : { settings }) };
   return createHash('sha256').update(JSON.stringify(entry)).digest('base64url');
+}
+
+/** A file entry's settings, or undefined when it sets none. */
+export function fileSettings(source: ResolvedSource): SourceSettings | undefined {
+  return emptySettings(source.settings) ? undefined : source.settings;
+}
+
+/** The differences of a source's settings (allowed origins, ingestion limit), in words. */
+export function describeSettingsChange(before: SourceSettings | undefined, next: SourceSettings | undefined): string[] {
+  const changes: string[] = [];
+  const origins = (s: SourceSettings | undefined) => (s?.allowedOrigins === undefined ? 'none' : s.allowedOrigins.length === 0 ? '[]' : s.allowedOrigins.join(', '));
+  if (origins(before) !== origins(next)) changes.push(`allowedOrigins: ${origins(before)} → ${origins(next)}`);
+  const limit = (s: SourceSettings | undefined) => (s?.ingestRateLimit === undefined ? 'none' : `${s.ingestRateLimit.perSecond}/s, burst ${s.ingestRateLimit.burst}`);
+  if (limit(before) !== limit(next)) changes.push(`ingestRateLimit: ${limit(before)} → ${limit(next)}`);
+  return changes;
 }
 
 /** The stored form of a destination's settings (`enabled` is kept apart). */
@@ -127,13 +145,19 @@ export function planReconcile(file: readonly ResolvedSource[], snapshot: SetupSn
     const webhooks = source.webhooks === undefined ? undefined : storedWebhooks(source.webhooks);
     const record = stored.get(source.name);
     const last4 = source.writeKey.slice(-4);
+    const settings = fileSettings(source);
     if (record === undefined) {
-      ops.push({ op: 'create', source: { name: source.name, id: newSourceId(), enabled, webhooks, applied: digest, createdAt: now, updatedAt: now } });
+      const created: SourceRecord = { name: source.name, id: newSourceId(), enabled, webhooks, applied: digest, createdAt: now, updatedAt: now };
+      ops.push({ op: 'create', source: settings === undefined ? created : { ...created, settings } });
       ops.push({ op: 'add-key', key: keyRecord(source.name, source.writeKey, 'config', now) });
-      lines.push({ source: source.name, action: 'create', changes: [...describeChange(undefined, enabled, webhooks), `write key …${last4} from the file`] });
+      lines.push({
+        source: source.name,
+        action: 'create',
+        changes: [...describeChange(undefined, enabled, webhooks), ...describeSettingsChange(undefined, settings), `write key …${last4} from the file`],
+      });
       return;
     }
-    const changes = describeChange(record, enabled, webhooks);
+    const changes = [...describeChange(record, enabled, webhooks), ...describeSettingsChange(record.settings, settings)];
     const fileKey: WriteKeyRecord | undefined = owner;
     const keyChanges: string[] = [];
     if (fileKey === undefined || !keyValid(fileKey, now) || fileKey.origin !== 'config') keyChanges.push(`write key …${last4} from the file made valid`);
@@ -151,7 +175,7 @@ export function planReconcile(file: readonly ResolvedSource[], snapshot: SetupSn
       return;
     }
     const key = keyRecord(source.name, source.writeKey, 'config', now);
-    ops.push({ op: 'update', name: source.name, at: now, enabled, webhooks: webhooks ?? null, applied: digest });
+    ops.push({ op: 'update', name: source.name, at: now, enabled, webhooks: webhooks ?? null, applied: digest, settings: settings ?? null });
     ops.push({ op: 'add-key', key });
     ops.push({ op: 'expire-keys', source: source.name, origin: 'config', except: [keyId ?? key.id], at: now + graceMs });
     lines.push({ source: source.name, action: all.length === 0 ? 'unchanged' : 'update', changes: all });

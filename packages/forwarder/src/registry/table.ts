@@ -1,5 +1,6 @@
 import type { ResolvedWebhooks } from '../config';
 import type { WebhookDestination } from '../delivery/destination';
+import { AllowedOrigins } from '../routing/origins';
 import type { RouteSource } from '../routing/router';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import { keyValid, writeKeyDigest } from './keys';
@@ -12,6 +13,15 @@ interface Entry {
   readonly destination: WebhookDestination | undefined;
   /** The settings as JSON (secrets included; kept in memory only): a change makes a new destination. */
   readonly fingerprint: string | undefined;
+}
+
+/** A route's origins and ingestion limit from its record; the previous route's origins when they did not change. */
+function webSettings(record: SourceRecord, old: Entry | undefined): Pick<RouteSource, 'origins' | 'ingestRateLimit'> {
+  const list = record.settings?.allowedOrigins;
+  const same = old !== undefined && JSON.stringify(old.record.settings?.allowedOrigins) === JSON.stringify(list);
+  const origins = list === undefined ? undefined : same && old.route.origins !== undefined ? old.route.origins : new AllowedOrigins(list);
+  const limit = record.settings?.ingestRateLimit;
+  return { ...(origins === undefined ? {} : { origins }), ...(limit === undefined ? {} : { ingestRateLimit: limit }) };
 }
 
 /** The `SourceRecord.id` of the config file's sources before the store opens: not stored yet. */
@@ -33,6 +43,8 @@ export class SourceTable implements DeliveryTargets {
   private delivering: readonly string[] = [];
   /** Source names and whether their destination is on, made once per snapshot (read per call and attempt). */
   private onByName: ReadonlyMap<string, boolean> = new Map();
+  /** The union of every source's allowed origins: what preflights, which name no source, are answered for. */
+  preflightOrigins: AllowedOrigins = AllowedOrigins.NONE;
   /** The revision of the snapshot applied last; -1 before the first. */
   revision = -1;
 
@@ -80,7 +92,9 @@ export class SourceTable implements DeliveryTargets {
       }
       const webhooksOn = record.enabled && destination !== undefined;
       const ordered = record.webhooks?.ordering === 'user';
-      const route = record.id === UNSTORED ? { name: record.name, webhooksOn, ordered } : { name: record.name, id: record.id, webhooksOn, ordered };
+      const web = webSettings(record, old);
+      const base = { name: record.name, webhooksOn, ordered, ...web };
+      const route = record.id === UNSTORED ? base : { ...base, id: record.id };
       next.set(record.name, { record, destination, fingerprint, route });
     }
     for (const [name, old] of this.entries) if (!next.has(name) && old.destination !== undefined) retired.push(old.destination);
@@ -88,6 +102,7 @@ export class SourceTable implements DeliveryTargets {
     this.keys = new Map(snapshot.keys.map((k) => [k.digest, k]));
     this.delivering = [...next.values()].filter((e) => e.route.webhooksOn && this.get(e.record.name) !== undefined).map((e) => e.record.name);
     this.onByName = new Map([...next.values()].map((e) => [e.record.name, e.route.webhooksOn]));
+    this.preflightOrigins = AllowedOrigins.union([...next.values()].flatMap((e) => (e.route.origins === undefined ? [] : [e.route.origins])));
     this.revision = snapshot.revision;
     return retired;
   }

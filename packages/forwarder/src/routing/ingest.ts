@@ -57,6 +57,8 @@ export type IngestParse = IngestResult | IngestFailure;
 interface BatchDefaults {
   readonly context?: unknown;
   readonly integrations?: unknown;
+  /** The client's address: each message's `context.ip` when it has none. */
+  readonly ip?: string;
   /** The batch's `sentAt` with the time of receipt: made once per request, read for each message. */
   readonly time: EventTimeOptions;
   /** The ingestion span's trace context, for the messages whose context has no `traceparent`. */
@@ -73,7 +75,9 @@ interface BatchDefaults {
  * Segment-compatible details: a batch's top-level `context` and `integrations` are defaults for
  * each message; a missing `messageId` gets a random one; the event time is the message's
  * `timestamp`, else its `originalTimestamp` corrected for clock skew with the body's `sentAt`,
- * else the time of receipt (`eventTimeMs`).
+ * else the time of receipt (`eventTimeMs`); `context.ip` is the client's address (`ip`) when the
+ * message has none. What the sender adds for the API alone (`writeKey`, `sentAt`, analytics.js's
+ * `_metadata`) is never forwarded: the webhook message is built from the call's own fields.
  *
  * With `trace` (the ingestion span's, when the operator traces), a message whose context has no
  * `traceparent` gets that one (and its `tracestate`), so that its deliveries continue the trace.
@@ -84,6 +88,8 @@ export function parseIngestBody(
   receivedAt: number,
   /** Size of the decoded request body; when it is within 32 KB no message can pass the limit. */
   bodyBytes = Number.POSITIVE_INFINITY,
+  /** The client's IP address, for `context.ip`; undefined: not added. */
+  ip?: string,
   trace?: TraceFields,
 ): IngestParse {
   if (!isPlainObject(body)) {
@@ -96,14 +102,15 @@ export function parseIngestBody(
       return invalidBody(`Expected \`batch\` to be an array of messages, got ${describeValue(body.batch)}`);
     }
     raw = body.batch;
-    defaults = { context: body.context, integrations: body.integrations, time: { receivedAt, sentAt: body.sentAt }, ...(trace === undefined ? {} : { trace }) };
+    const time = { receivedAt, sentAt: body.sentAt };
+    defaults = { context: body.context, integrations: body.integrations, ip, time, ...(trace === undefined ? {} : { trace }) };
   } else {
-    const { writeKey: _writeKey, sentAt, ...message } = body;
+    const { writeKey: _writeKey, sentAt, _metadata: _metadata, ...message } = body;
     if (message.type !== undefined && message.type !== endpoint) {
       return invalidBody(`The body's \`type\` (${showValue(message.type)}) does not match the endpoint /v1/${endpoint}`);
     }
     raw = [{ ...message, type: endpoint }];
-    defaults = { time: { receivedAt, sentAt }, ...(trace === undefined ? {} : { trace }) };
+    defaults = { ip, time: { receivedAt, sentAt }, ...(trace === undefined ? {} : { trace }) };
   }
 
   const messages: ValidMessage[] = [];
@@ -156,10 +163,16 @@ function checkOne(value: unknown, index: number, defaults: BatchDefaults, measur
   // The message is read as it came (never copied): its merged context and messageId go beside it.
   const integrations = mergeDefault(defaults.integrations, value.integrations);
   const timestamp = eventTimestamp(value, defaults.time);
-  const context = mergeDefault(defaults.context, value.context);
+  const context = withIp(mergeDefault(defaults.context, value.context), defaults.ip);
   const withTrace = defaults.trace === undefined ? context : traced(context, defaults.trace);
   const webhook = buildWebhookMessage(value as unknown as InboundMessage, timestamp, withTrace, messageId);
   return { messageId, type: value.type as MessageType, integrations, webhook, body: serializeWebhookMessage(webhook) };
+}
+
+/** `context` with `ip` when it has none (as Segment's API enriches calls); a new object, never the message's. */
+function withIp(context: JsonObject | undefined, ip: string | undefined): JsonObject | undefined {
+  if (ip === undefined || (context !== undefined && context.ip !== undefined)) return context;
+  return { ...context, ip };
 }
 
 /** The context with the ingestion span's trace context, unless it has a `traceparent` of its own. */

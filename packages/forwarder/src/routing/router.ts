@@ -1,6 +1,7 @@
 import type { ValidMessage } from './ingest';
 import { isDestinationEnabled } from '../delivery/integrations';
-import type { AcceptedMessage, NewDelivery } from '../store/contract';
+import type { AcceptedMessage, IngestRateLimit, NewDelivery } from '../store/contract';
+import type { AllowedOrigins } from './origins';
 
 /** The destination key of spec 4.3, and the only destination kind of the forwarder. */
 export const WEBHOOKS = 'Webhooks';
@@ -17,6 +18,10 @@ export interface RouteSource {
   readonly webhooksOn: boolean;
   /** True when its Webhooks destination delivers in order per user (`ordering: "user"`). */
   readonly ordered?: boolean;
+  /** Browser origins it takes calls from; absent: none (a request with an `Origin` is refused). */
+  readonly origins?: AllowedOrigins;
+  /** Its ingestion limit; absent: none. */
+  readonly ingestRateLimit?: IngestRateLimit;
 }
 
 /**

@@ -5,6 +5,7 @@ import { createRequestHandler } from '../http/server';
 import { ForwarderMetrics } from '../observability/metrics';
 import { Context } from './context';
 import { Deliveries } from './deliveries';
+import { IngestLimits } from './ingest-limits';
 import { Lifecycle } from './lifecycle';
 import { Sources } from './sources';
 import type { ForwarderEvents, ForwarderInternals, ForwarderOptions } from './types';
@@ -68,12 +69,20 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     endpoints: sources.endpointAdmin,
     secrets: sources.secrets,
   });
+  const limits = new IngestLimits(() => deliveries.rateBudget, ctx.clock);
   const handle = createRequestHandler({
     sourceForKey: (key) => table.sourceForKey(key, ctx.clock.now()),
+    preflightOrigins: () => table.preflightOrigins,
+    admit: (source) => limits.admit(source),
+    onRefusedRequest: (source, reason) => {
+      metrics?.refusedRequest(source, reason);
+      ctx.oplog.refused(reason, reason === 'rate_limit' ? 429 : 403, source === '' ? undefined : source);
+    },
+    http: config.http,
     accept: (messages, calls, source) => work.accept(messages, calls, source),
     onRejected: (source, rejected, receivedAt, body) => work.refused(source, rejected, receivedAt, body),
     refusedRequest: (code, status, source) => {
-      metrics?.refusedRequest(code);
+      metrics?.refusedRequest(source ?? '', code);
       ctx.oplog.refused(code, status, source);
     },
     requestFailed: (error) => ctx.oplog.fault('ingestion: a request could not be stored (answered 503)', error),

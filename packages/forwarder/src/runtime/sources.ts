@@ -7,7 +7,7 @@ import { checkSourceUrls } from '../delivery/network-policy';
 import { keyRecord } from '../registry/keys';
 import { DELETED_REASON, SourceManager } from '../registry/manager';
 import type { ApplyResult, SetupResult } from '../registry/manager';
-import { entryDigest, storedWebhooks } from '../registry/reconcile';
+import { entryDigest, fileSettings, storedWebhooks } from '../registry/reconcile';
 import { SourceTable, UNSTORED } from '../registry/table';
 import type { SetupSnapshot, SetupStore } from '../store/contract';
 import { log } from './context';
@@ -250,6 +250,7 @@ function configSnapshot(config: ResolvedConfig, now: number): SetupSnapshot {
       enabled: s.webhooks?.enabled ?? false,
       webhooks: s.webhooks === undefined ? undefined : storedWebhooks(s.webhooks),
       applied: entryDigest(s),
+      ...(fileSettings(s) === undefined ? {} : { settings: fileSettings(s) }),
       createdAt: now,
       updatedAt: now,
     })),

@@ -478,6 +478,28 @@ export interface StoredWebhooks {
   readonly previousSecrets?: readonly PreviousSecret[];
 }
 
+/** A source's ingestion limit for a public write key: `burst` calls at once, then `perSecond`. */
+export interface IngestRateLimit {
+  /** Requests a second, over all instances on the store: 0.01 to 100 000. */
+  readonly perSecond: number;
+  /** Requests allowed at once after a quiet spell: 1 to 100 000. */
+  readonly burst: number;
+}
+
+/**
+ * How a source takes calls from browsers and public keys: what the config file, the admin API
+ * (`PUT /admin/sources/{name}/settings`) and the debugger page set. Absent fields: not set.
+ */
+export interface SourceSettings {
+  /**
+   * Origins browser requests may come from (`https://shop.example`, or `*` for any), exactly as
+   * browsers send `Origin`. Not set: a request that carries an `Origin` is refused (403).
+   */
+  readonly allowedOrigins?: readonly string[];
+  /** Past it the ingestion API answers 429 with `Retry-After`. Not set: no limit. */
+  readonly ingestRateLimit?: IngestRateLimit;
+}
+
 /** A source as the store keeps it. */
 export interface SourceRecord {
   readonly name: string;
@@ -496,6 +518,8 @@ export interface SourceRecord {
    * source made through the admin API. A start applies the file's entry only when it changed.
    */
   readonly applied: string | undefined;
+  /** Browser origins and ingestion limit; absent when none is set. */
+  readonly settings?: SourceSettings;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -537,6 +561,8 @@ export type SetupOp =
     readonly enabled?: boolean;
     readonly webhooks?: StoredWebhooks | null;
     readonly applied?: string | null;
+    /** Replaces the source's settings; null clears them. */
+    readonly settings?: SourceSettings | null;
   }
   /**
    * Removes the source and its keys and audiences; its pending deliveries are failed with

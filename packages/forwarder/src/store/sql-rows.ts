@@ -1,5 +1,5 @@
 import type { DeliveryKind, NewDelivery, PendingDelivery } from './contract';
-import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, StoredWebhooks, WriteKeyRecord } from './contract';
+import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, SourceSettings, StoredWebhooks, WriteKeyRecord } from './contract';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
 
@@ -193,17 +193,21 @@ export interface SourceRow {
   enabled: number | boolean;
   webhooks: string | null;
   applied: string | null;
+  /** The settings as JSON text; null when none is set (and in rows of releases before them). */
+  settings?: string | null;
   created_at: number;
   updated_at: number;
 }
 
 export function toSourceRecord(row: SourceRow): SourceRecord {
+  const settings = row.settings == null ? undefined : (JSON.parse(row.settings) as SourceSettings);
   return {
     name: row.name,
     id: row.id,
     enabled: row.enabled === true || row.enabled === 1,
     webhooks: row.webhooks === null ? undefined : (JSON.parse(row.webhooks) as StoredWebhooks),
     applied: row.applied ?? undefined,
+    ...(settings === undefined ? {} : { settings }),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -184,6 +184,26 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
     }, 'the source editor again');
   });
 
+  it('sets the allowed origins and the ingestion limit; a refused value is named, and the settings are applied at once', async () => {
+    await page.fill('#settings-origins', 'https://Shop.Example');
+    await page.click('#settings-form button[type=submit]');
+    await page.locator('#settings-result', { hasText: 'allowedOrigins[0]' }).waitFor();
+    expect(await page.textContent('#settings-result')).to.contain('"https://shop.example"');
+    await page.fill('#settings-origins', 'https://shop.example\nhttp://localhost:3000');
+    await page.fill('#settings-rate', '5');
+    await page.fill('#settings-burst', '20');
+    await page.click('#settings-form button[type=submit]');
+    await page.locator('#settings-result', { hasText: 'saved' }).waitFor();
+    await page.locator('#editor-current dd', { hasText: 'https://shop.example, http://localhost:3000' }).waitFor();
+    await page.locator('#editor-current dd', { hasText: '5 a second, burst 20' }).waitFor();
+    const shown = (await forwarder.listSources())[0]!;
+    expect(shown.allowedOrigins).to.deep.equal(['https://shop.example', 'http://localhost:3000']);
+    expect(shown.ingestRateLimit).to.deep.equal({ perSecond: 5, burst: 20 });
+    const preflight = await fetch(`${url}/v1/t`, { method: 'OPTIONS', headers: { Origin: 'http://localhost:3000', 'Access-Control-Request-Method': 'POST' } });
+    expect(preflight.status).to.equal(204);
+    await shot('settings');
+  });
+
   it('rotates the key: the new one shown once, the old one refused after its grace (0 s here)', async () => {
     await page.fill('#key-grace', '0');
     await page.click('#key-rotate');

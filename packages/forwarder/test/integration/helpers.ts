@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { after, before } from 'mocha';
+import { request } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
@@ -191,4 +192,51 @@ export function takeSseEvents(buffer: { text: string }, into: SseEvent[]): void 
     const data = /^data: (.*)$/m.exec(block)?.[1];
     if (event !== undefined && data !== undefined) into.push({ event, data: JSON.parse(data) });
   }
+}
+
+export interface RawAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly text: string;
+  readonly json: any;
+}
+
+/**
+ * One request with node:http, so that any header (`Origin`, `Host`, `X-Forwarded-For`) goes as
+ * given, the way a browser or a proxy would send it.
+ */
+export function send(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {}, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** Runs `count` calls of `fn`, `parallel` at a time. */
+export async function flood<T>(count: number, parallel: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count) {
+        const i = next++;
+        results[i] = await fn(i);
+      }
+    }),
+  );
+  return results;
 }

@@ -99,8 +99,8 @@ describe('eventrelay serve: operator logs on stdout (a pipe)', function () {
     expect(disabled).to.include({ level: 'warn', source: 'web', url: `${receiver.url}/gone?[redacted]` });
 
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metrics).to.match(/eventrelay_ingest_refused_total\{reason="unauthorized"\} 5/);
-    expect(metrics).to.match(/eventrelay_ingest_refused_total\{reason="invalid_json"\} 1/);
+    expect(metrics).to.match(/eventrelay_requests_refused_total\{source="",reason="unauthorized"\} 5/);
+    expect(metrics).to.match(/eventrelay_requests_refused_total\{source="web",reason="invalid_json"\} 1/);
 
     run.child.kill('SIGTERM');
     expect(await run.exited).to.equal(0);

@@ -70,9 +70,10 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
       const carried = traceparent(TRACE_A, SPAN_A);
       await deliver([track('with', { traceparent: carried, tracestate: 'vendor=1' }), track('without')]);
       expect(requestOf('with').headers).to.not.have.any.keys('traceparent', 'tracestate');
-      expect(requestOf('with').json.context).to.deep.equal({ traceparent: carried, tracestate: 'vendor=1' });
+      expect(requestOf('with').json.context).to.deep.equal({ traceparent: carried, tracestate: 'vendor=1', ip: '127.0.0.1' });
       expect(requestOf('without').headers).to.not.have.property('traceparent');
-      expect(requestOf('without').json.context).to.equal(undefined);
+      // Only the sender's address (context.ip): no trace context.
+      expect(requestOf('without').json.context).to.deep.equal({ ip: '127.0.0.1' });
     });
 
     it('without @opentelemetry/api, the same, even where the application registered a provider', async () => {
@@ -142,7 +143,7 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
       expect(attempts.get('b2')!.parentSpanContext).to.include({ traceId: TRACE_B, spanId: SPAN_B });
       expect(attempts.get('a3')!.parentSpanContext).to.include({ traceId: TRACE_A, spanId: SPAN_A });
       // The caller's `traceparent: null` is theirs: kept, and the attempt starts a trace of its own.
-      expect(requestOf('none').json.context).to.deep.equal({ traceparent: null });
+      expect(requestOf('none').json.context).to.deep.equal({ traceparent: null, ip: '127.0.0.1' });
       expect(attempts.get('none')!.parentSpanContext).to.equal(undefined);
       for (const id of ['a1', 'b2', 'a3', 'none']) expect(requestOf(id).headers.traceparent).to.equal(traceparentOf(spanOf(attempts.get(id)!)));
       expect(requestOf('a1').headers.tracestate).to.equal('vendor=a');
@@ -154,7 +155,7 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
       await deliver([track('bad', { traceparent: invalid })]);
       await waitFor(() => tracing!.named('eventrelay attempt').length === 1, 'the attempt span');
       const [attempt] = tracing!.named('eventrelay attempt');
-      expect(requestOf('bad').json.context).to.deep.equal({ traceparent: invalid });
+      expect(requestOf('bad').json.context).to.deep.equal({ traceparent: invalid, ip: '127.0.0.1' });
       expect(attempt!.parentSpanContext).to.equal(undefined);
       expect(requestOf('bad').headers.traceparent).to.equal(traceparentOf(spanOf(attempt!)));
     });

@@ -47,6 +47,7 @@ export class MemorySetup implements SetupStore {
             ...(op.enabled === undefined ? {} : { enabled: op.enabled }),
             ...(op.webhooks === undefined ? {} : { webhooks: op.webhooks ?? undefined }),
             ...(op.applied === undefined ? {} : { applied: op.applied ?? undefined }),
+            ...(op.settings === undefined ? {} : { settings: op.settings ?? undefined }),
           });
           break;
         }

@@ -256,6 +256,15 @@ ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS order_key text;
 CREATE INDEX IF NOT EXISTS deliveries_order ON deliveries (source, order_key, id) WHERE status = 0 AND order_key IS NOT NULL;
 `,
   },
+  {
+    version: 12,
+    name: 'sources: settings of their own (allowed browser origins, ingestion rate limit)',
+    // The settings as JSON text; NULL when none is set. A nullable column without a default is
+    // added without rewriting the table.
+    up: `
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS settings text;
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

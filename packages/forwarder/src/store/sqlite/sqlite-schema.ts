@@ -127,6 +127,14 @@ ALTER TABLE deliveries ADD COLUMN order_key TEXT;
 CREATE INDEX deliveries_order ON deliveries (source, order_key, id) WHERE status = 0 AND order_key IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'sources: settings of their own (allowed browser origins, ingestion rate limit)',
+    // The settings as JSON text; NULL when none is set.
+    up: `
+ALTER TABLE sources ADD COLUMN settings TEXT;
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */
