@@ -406,7 +406,7 @@ describe('the packed packages, installed from their tarballs', function () {
           (error: { cause?: { code?: string } }) => error.cause?.code,
         );
         expect(refused).to.equal('ECONNREFUSED');
-        expect(out).to.contain('eventrelay: stopped');
+        expect(out).to.contain('"event":"stopped"');
       } finally {
         // Whatever happened, nothing this test started outlives it.
         if (npx.exitCode === null && npx.signalCode === null) npx.kill('SIGKILL');

@@ -137,6 +137,15 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   const configPath = values.config ?? 'eventrelay.config.json';
+  // From the start: a signal that comes before the server is up (a supervisor that stops it at
+  // once) is kept and handled once it is, instead of ending the process without a word.
+  let onSignal: ((signal: NodeJS.Signals) => void) | undefined;
+  let early: NodeJS.Signals | undefined;
+  const signalled = (signal: NodeJS.Signals) => (onSignal === undefined ? (early ??= signal) : onSignal(signal));
+  if (command === 'serve') {
+    process.on('SIGINT', signalled);
+    process.on('SIGTERM', signalled);
+  }
   let forwarder: Forwarder;
   let logger: ReturnType<typeof operatorLogger> | undefined;
   try {
@@ -237,10 +246,10 @@ async function main(argv: readonly string[]): Promise<void> {
       (error: Error) => fail(`shutdown failed: ${error.message}`),
     );
   };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
   // npm exec does not pass a supervisor's SIGTERM on: it ends and leaves this process running.
   const supervisor = watchNpmExec(() => stop('npx gone'));
+  onSignal = stop;
+  if (early !== undefined) stop(early);
 }
 
 /**
