@@ -139,9 +139,8 @@ async function main(argv: readonly string[]): Promise<void> {
   const configPath = values.config ?? 'eventrelay.config.json';
   // From the start: a signal that comes before the server is up (a supervisor that stops it at
   // once) is kept and handled once it is, instead of ending the process without a word.
-  let onSignal: ((signal: NodeJS.Signals) => void) | undefined;
-  let early: NodeJS.Signals | undefined;
-  const signalled = (signal: NodeJS.Signals) => (onSignal === undefined ? (early ??= signal) : onSignal(signal));
+  const signals: { handler?: (signal: NodeJS.Signals) => void; early?: NodeJS.Signals } = {};
+  const signalled = (signal: NodeJS.Signals) => (signals.handler === undefined ? (signals.early ??= signal) : signals.handler(signal));
   if (command === 'serve') {
     process.on('SIGINT', signalled);
     process.on('SIGTERM', signalled);
@@ -248,8 +247,8 @@ async function main(argv: readonly string[]): Promise<void> {
   };
   // npm exec does not pass a supervisor's SIGTERM on: it ends and leaves this process running.
   const supervisor = watchNpmExec(() => stop('npx gone'));
-  onSignal = stop;
-  if (early !== undefined) stop(early);
+  signals.handler = stop;
+  if (signals.early !== undefined) stop(signals.early);
 }
 
 /**
