@@ -280,6 +280,11 @@ export class GuardedTargets implements DeliveryTargets {
     return webhooks === undefined ? [] : this.guard.urlsOf(source, webhooks);
   }
 
+  /** The inner targets' (the source served under the name now); the notice source has none. */
+  incarnation(source: string): string | undefined {
+    return this.inner.incarnation?.(source);
+  }
+
   /** Read on every round of the scheduler: made again only when the sources or the disabled URLs changed. */
   get sources(): readonly string[] {
     const inner = this.inner.sources;
