@@ -112,6 +112,7 @@ const FORWARDER_LAYERS: readonly string[] = [
   'version.ts',
   'source-names.ts',
   'store',
+  'schema-rules.ts',
   'delivery',
   'config.ts',
   'routing',

@@ -9,9 +9,10 @@ import { checkSourceUrls, NetworkPolicy } from './delivery/network-policy';
 import type { NetworkPolicyOptions } from './delivery/network-policy';
 import { refuseControlCharacters } from './delivery/url-text';
 import { checkSourceName } from './source-names';
+import { parseFilter, parseSchema } from './schema-rules';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
 import { describeType, describeValue, isPlainObject } from 'eventrelay/internal';
-import type { SigningScheme, RateLimit } from './store/contract';
+import type { SigningScheme, RateLimit, SourceSchema, WebhookFilter } from './store/contract';
 import type { ResolvedWebhookEntry, StoredWebhooks } from './store/contract';
 
 /**
@@ -27,6 +28,18 @@ export interface WebhookEntryConfig {
   readonly headers?: Readonly<Record<string, SecretValue>>;
   /** At most `perSecond` requests a second to this URL, over all instances. Default: no limit. */
   readonly rateLimit?: RateLimit;
+  /** Which calls this URL gets: `types` (call types, `delete`) and `events` (track event names). Default: every call. */
+  readonly filter?: WebhookFilter;
+}
+
+/** A source's schema controls (docs/source-schema.md). Each list defaults to none. */
+export interface SourceSchemaConfig {
+  /** Track event names never forwarded. */
+  readonly blockedEvents?: readonly string[];
+  /** A tracking plan: track events not in it are never forwarded. Default (or null): no plan. */
+  readonly allowedEvents?: readonly string[] | null;
+  /** Call types never forwarded (`track`, `identify`, `page`, `screen`, `group`, `alias`). */
+  readonly blockedTypes?: readonly string[];
 }
 
 export interface WebhooksDestinationConfig {
@@ -47,6 +60,8 @@ export interface SourceConfig {
   readonly writeKey: SecretValue;
   /** Destinations of this source; the forwarder has one kind, `Webhooks` (spec 4.3 key). */
   readonly destinations?: { readonly Webhooks?: WebhooksDestinationConfig };
+  /** What of what the source sends is never forwarded. Default: nothing is blocked. */
+  readonly schema?: SourceSchemaConfig;
 }
 
 export interface DeliveryConfig {
@@ -168,6 +183,8 @@ export interface ResolvedSource {
   readonly writeKey: string;
   /** Undefined when the source has no Webhooks destination. */
   readonly webhooks: ResolvedWebhooks | undefined;
+  /** Present only when the entry sets controls. */
+  readonly schema?: SourceSchema;
 }
 
 export interface ResolvedStorage {
@@ -282,15 +299,16 @@ function secret(value: unknown, field: string, env: Env | null, blank = true): s
 
 /** Resolves the secrets of one webhook entry, then checks it with the destination's own rules. */
 function webhookEntry(value: unknown, index: number, field: string, env: Env | null): ResolvedWebhookEntry {
-  const entry = expectObject(value, field, ['url', 'headers', 'rateLimit']);
+  const entry = expectObject(value, field, ['url', 'headers', 'rateLimit', 'filter']);
   const url = secret(entry.url, join(field, 'url'), env);
   const headersField = join(field, 'headers');
   const rawHeaders = entry.headers === undefined ? {} : objectOption(headersField, entry.headers, 'an object of header names to values');
   // Secrets are read first, so that the checks see the values the destination will send.
   const headers = Object.fromEntries(Object.entries(rawHeaders).map(([name, raw]) => [name, secret(raw, `${headersField}[${JSON.stringify(name)}]`, env)]));
   const rateLimit = entry.rateLimit === undefined ? undefined : rateLimitOption(join(field, 'rateLimit'), entry.rateLimit);
+  const filter = entry.filter === undefined ? undefined : parseFilter(entry.filter, join(field, 'filter'));
   resolveWebhook({ url, headers }, index, field);
-  return rateLimit === undefined ? { url, headers } : { url, headers, rateLimit };
+  return { url, headers, ...(rateLimit === undefined ? {} : { rateLimit }), ...(filter === undefined ? {} : { filter }) };
 }
 
 /** `storage.url`: required for postgres, refused for the others; never echoed (it may hold a password). */
@@ -349,7 +367,7 @@ export function sourceName(value: unknown, field: string): string {
 }
 
 function source(value: unknown, field: string, env: Env | null): ResolvedSource {
-  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations']);
+  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations', 'schema']);
   const name = sourceName(raw.name, join(field, 'name'));
   const writeKey = secret(raw.writeKey, join(field, 'writeKey'), env, false);
   let webhooks: ResolvedWebhooks | undefined;
@@ -358,7 +376,8 @@ function source(value: unknown, field: string, env: Env | null): ResolvedSource 
     const destinations = expectObject(raw.destinations, destField, ['Webhooks']);
     if (destinations.Webhooks !== undefined) webhooks = webhooksDestination(destinations.Webhooks, join(destField, 'Webhooks'), env);
   }
-  return { name, writeKey, webhooks };
+  const schema = raw.schema === undefined ? undefined : parseSchema(raw.schema, join(field, 'schema'));
+  return schema === undefined ? { name, writeKey, webhooks } : { name, writeKey, webhooks, schema };
 }
 
 /**
@@ -369,7 +388,7 @@ function source(value: unknown, field: string, env: Env | null): ResolvedSource 
 export function parseSources(value: unknown, env: Env | null): ResolvedSource[] {
   const list = value ?? [];
   if (!Array.isArray(list)) {
-    throw new ConfigError(`Expected \`sources\` to be a list of sources ({ "name", "writeKey", "destinations" }), got ${describeValue(value)}`, 'sources');
+    throw new ConfigError(`Expected \`sources\` to be a list of sources ({ "name", "writeKey", "destinations", "schema" }), got ${describeValue(value)}`, 'sources');
   }
   const sources = list.map((item, i) => source(item, `sources[${i}]`, env));
   sources.forEach((s, i) => {

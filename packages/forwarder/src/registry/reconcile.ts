@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError, redactUrl } from 'eventrelay/internal';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import { keyRecord, keyValid, newSourceId, writeKeyDigest } from './keys';
-import type { SetupOp, SetupSnapshot, SourceRecord, StoredWebhooks, WriteKeyRecord } from '../store/contract';
+import type { SetupOp, SetupSnapshot, SourceRecord, SourceSchema, StoredWebhooks, WebhookFilter, WriteKeyRecord } from '../store/contract';
 
 /**
  * The config file's `sources` against the store: what to write, and the difference in words.
@@ -35,7 +35,13 @@ export type ReconcileMode = 'start' | 'apply';
 
 /** Digest of a file entry, kept with the source: a start re-applies an entry only when it changed. */
 export function entryDigest(source: ResolvedSource): string {
-  const entry = { name: source.name, key: writeKeyDigest(source.writeKey), webhooks: source.webhooks ?? null };
+  // `schema` only when set: the digest of an entry without one is what earlier releases kept.
+  const entry = {
+    name: source.name,
+    key: writeKeyDigest(source.writeKey),
+    webhooks: source.webhooks ?? null,
+    ...(source.schema === undefined ? {} : { schema: source.schema }),
+  };
   return createHash('sha256').update(JSON.stringify(entry)).digest('base64url');
 }
 
@@ -91,6 +97,7 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
       }
       const limit = (e: typeof a) => (e.rateLimit === undefined ? 'none' : `${e.rateLimit.perSecond}/s`);
       if (limit(a) !== limit(b)) changes.push(`${at}.rateLimit: ${limit(a)} → ${limit(b)}`);
+      if (filterText(a.filter) !== filterText(b.filter)) changes.push(`${at}.filter: ${filterText(a.filter)} → ${filterText(b.filter)}`);
     }
   }
   const beforeSecrets = secretsOf(before);
@@ -100,6 +107,34 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
   }
   if (before.signing !== next.signing) changes.push(`Webhooks.signing: ${before.signing} → ${next.signing}`);
   return changes;
+}
+
+/** A filter in words: "none", or its types and how many events. */
+function filterText(filter: WebhookFilter | undefined): string {
+  if (filter === undefined) return 'none';
+  const parts = [];
+  if (filter.types !== undefined) parts.push(`types ${filter.types.join(', ')}`);
+  if (filter.events !== undefined) parts.push(`${filter.events.length} event${filter.events.length === 1 ? '' : 's'}`);
+  return parts.join('; ');
+}
+
+/** Schema controls in words: how many names each list holds. */
+function schemaText(schema: SourceSchema | undefined): string {
+  if (schema === undefined) return 'none';
+  const names = (n: number) => `${n} name${n === 1 ? '' : 's'}`;
+  return [
+    `blockedEvents ${names(schema.blockedEvents.length)}`,
+    `allowedEvents ${schema.allowedEvents === null ? 'none' : names(schema.allowedEvents.length)}`,
+    `blockedTypes ${schema.blockedTypes.length === 0 ? 'none' : schema.blockedTypes.join(', ')}`,
+  ].join(', ');
+}
+
+/** The difference between two sets of schema controls, in words (empty when they are the same). */
+export function describeSchemaChange(before: SourceSchema | undefined, next: SourceSchema | undefined): string[] {
+  if (JSON.stringify(before ?? null) === JSON.stringify(next ?? null)) return [];
+  if (before === undefined) return [`schema set (${schemaText(next)})`];
+  if (next === undefined) return ['schema removed (nothing blocked)'];
+  return [`schema changed (${schemaText(next)})`];
 }
 
 /**
@@ -127,12 +162,17 @@ export function planReconcile(file: readonly ResolvedSource[], snapshot: SetupSn
     const record = stored.get(source.name);
     const last4 = source.writeKey.slice(-4);
     if (record === undefined) {
-      ops.push({ op: 'create', source: { name: source.name, id: newSourceId(), enabled, webhooks, applied: digest, createdAt: now, updatedAt: now } });
+      const created: SourceRecord = { name: source.name, id: newSourceId(), enabled, webhooks, applied: digest, createdAt: now, updatedAt: now };
+      ops.push({ op: 'create', source: source.schema === undefined ? created : { ...created, schema: source.schema } });
       ops.push({ op: 'add-key', key: keyRecord(source.name, source.writeKey, 'config', now) });
-      lines.push({ source: source.name, action: 'create', changes: [...describeChange(undefined, enabled, webhooks), `write key …${last4} from the file`] });
+      lines.push({
+        source: source.name,
+        action: 'create',
+        changes: [...describeChange(undefined, enabled, webhooks), ...describeSchemaChange(undefined, source.schema), `write key …${last4} from the file`],
+      });
       return;
     }
-    const changes = describeChange(record, enabled, webhooks);
+    const changes = [...describeChange(record, enabled, webhooks), ...describeSchemaChange(record.schema, source.schema)];
     const fileKey: WriteKeyRecord | undefined = owner;
     const keyChanges: string[] = [];
     if (fileKey === undefined || !keyValid(fileKey, now) || fileKey.origin !== 'config') keyChanges.push(`write key …${last4} from the file made valid`);
@@ -150,7 +190,7 @@ export function planReconcile(file: readonly ResolvedSource[], snapshot: SetupSn
       return;
     }
     const key = keyRecord(source.name, source.writeKey, 'config', now);
-    ops.push({ op: 'update', name: source.name, at: now, enabled, webhooks: webhooks ?? null, applied: digest });
+    ops.push({ op: 'update', name: source.name, at: now, enabled, webhooks: webhooks ?? null, applied: digest, schema: source.schema ?? null });
     ops.push({ op: 'add-key', key });
     ops.push({ op: 'expire-keys', source: source.name, origin: 'config', except: [keyId ?? key.id], at: now + graceMs });
     lines.push({ source: source.name, action: all.length === 0 ? 'unchanged' : 'update', changes: all });

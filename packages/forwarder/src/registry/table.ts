@@ -3,6 +3,7 @@ import type { WebhookDestination } from '../delivery/destination';
 import type { RouteSource } from '../routing/router';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import { keyValid, writeKeyDigest } from './keys';
+import { compileRules } from '../schema-rules';
 import type { SetupSnapshot, SourceRecord, WriteKeyRecord } from '../store/contract';
 
 interface Entry {
@@ -79,7 +80,9 @@ export class SourceTable implements DeliveryTargets {
         }
       }
       const webhooksOn = record.enabled && destination !== undefined;
-      const route = record.id === UNSTORED ? { name: record.name, webhooksOn } : { name: record.name, id: record.id, webhooksOn };
+      // The schema controls and the URLs' filters, compiled once per snapshot (asked per call).
+      const rules = compileRules(record.schema, record.webhooks);
+      const route = record.id === UNSTORED ? { name: record.name, webhooksOn, rules } : { name: record.name, id: record.id, webhooksOn, rules };
       next.set(record.name, { record, destination, fingerprint, route });
     }
     for (const [name, old] of this.entries) if (!next.has(name) && old.destination !== undefined) retired.push(old.destination);

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { createOperationsRoutes } from '../admin/api';
+import { SchemaAdmin } from '../admin/schema';
 import type { ResolvedConfig } from '../config';
 import { createRequestHandler } from '../http/server';
 import { ForwarderMetrics } from '../observability/metrics';
@@ -17,6 +18,8 @@ export interface Parts {
   readonly sources: Sources;
   readonly work: Work;
   readonly lifecycle: Lifecycle;
+  /** Sources' schema controls, what they send and their usage. */
+  readonly schema: SchemaAdmin;
 }
 
 /**
@@ -43,6 +46,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
         },
       });
   const opsOf = async () => (await ctx.open(), ctx.ops!);
+  const schema = new SchemaAdmin(sources.manager, async () => (await opsOf()).usage, () => ctx.clock.now());
   const admin = createOperationsRoutes({
     ops: opsOf,
     metrics,
@@ -67,6 +71,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     applySources: (list, dryRun) => sources.apply(list, dryRun),
     endpoints: sources.endpointAdmin,
     secrets: sources.secrets,
+    schema,
   });
   const handle = createRequestHandler({
     sourceForKey: (key) => table.sourceForKey(key, ctx.clock.now()),
@@ -80,7 +85,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     now: () => ctx.clock.now(),
   });
   const lifecycle = new Lifecycle(ctx, { sources, deliveries, work, metrics }, handle);
-  return { ctx, deliveries, sources, work, lifecycle };
+  return { ctx, deliveries, sources, work, lifecycle, schema };
 }
 
 /** The disabled URLs of every source's destination (what the debugger page lists), without credentials or query. */

@@ -85,6 +85,8 @@ export class Lifecycle {
           },
           sourceId: (name) => table.incarnation(name),
           keepDelivered: storage.keepDelivered,
+          usageStore: () => ctx.store?.usage,
+          backgroundError: (error) => ctx.backgroundError(error),
         },
         storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,
         metrics,

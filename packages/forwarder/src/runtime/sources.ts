@@ -252,6 +252,7 @@ function configSnapshot(config: ResolvedConfig, now: number): SetupSnapshot {
       applied: entryDigest(s),
       createdAt: now,
       updatedAt: now,
+      ...(s.schema === undefined ? {} : { schema: s.schema }),
     })),
     keys: config.sources.map((s) => keyRecord(s.name, s.writeKey, 'config', now)),
   };

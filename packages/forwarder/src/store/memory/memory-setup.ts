@@ -22,6 +22,11 @@ export class MemorySetup implements SetupStore {
     return this.rev;
   }
 
+  /** The ids of the sources it holds. */
+  ids(): Set<string> {
+    return new Set([...this.sources.values()].map((s) => s.id));
+  }
+
   /** Whether the source `name` exists with `id` now. */
   holds(name: string, id: string): boolean {
     return this.sources.get(name)?.id === id;
@@ -47,6 +52,7 @@ export class MemorySetup implements SetupStore {
             ...(op.enabled === undefined ? {} : { enabled: op.enabled }),
             ...(op.webhooks === undefined ? {} : { webhooks: op.webhooks ?? undefined }),
             ...(op.applied === undefined ? {} : { applied: op.applied ?? undefined }),
+            ...(op.schema === undefined ? {} : { schema: op.schema ?? undefined }),
           });
           break;
         }

@@ -82,8 +82,17 @@ export class PostgresSetup implements SetupStore {
       case 'create': {
         const r = op.source;
         const { rowCount } = await client.query(
-          'INSERT INTO sources (name, id, enabled, webhooks, applied, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING',
-          [r.name, r.id, r.enabled, r.webhooks === undefined ? null : JSON.stringify(r.webhooks), r.applied ?? null, r.createdAt, r.updatedAt],
+          'INSERT INTO sources (name, id, enabled, webhooks, applied, created_at, updated_at, schema) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING',
+          [
+            r.name,
+            r.id,
+            r.enabled,
+            r.webhooks === undefined ? null : JSON.stringify(r.webhooks),
+            r.applied ?? null,
+            r.createdAt,
+            r.updatedAt,
+            r.schema === undefined ? null : JSON.stringify(r.schema),
+          ],
         );
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'exists', name: r.name });
         return 0;
@@ -94,6 +103,7 @@ export class PostgresSetup implements SetupStore {
         if (op.enabled !== undefined) sets.push(`enabled = $${values.push(op.enabled)}`);
         if (op.webhooks !== undefined) sets.push(`webhooks = $${values.push(op.webhooks === null ? null : JSON.stringify(op.webhooks))}`);
         if (op.applied !== undefined) sets.push(`applied = $${values.push(op.applied)}`);
+        if (op.schema !== undefined) sets.push(`schema = $${values.push(op.schema === null ? null : JSON.stringify(op.schema))}`);
         const { rowCount } = await client.query(`UPDATE sources SET ${sets.join(', ')} WHERE name = $1`, values);
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
         return 0;
