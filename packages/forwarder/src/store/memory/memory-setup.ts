@@ -46,13 +46,16 @@ export class MemorySetup implements SetupStore {
         case 'update': {
           const current = sources.get(op.name);
           if (current === undefined) return { ok: false, reason: 'missing', name: op.name };
+          const { schema: _schema, ...rest } = current;
+          const schema = op.schema === undefined ? current.schema : (op.schema ?? undefined);
           sources.set(op.name, {
-            ...current,
+            ...rest,
             updatedAt: op.at,
             ...(op.enabled === undefined ? {} : { enabled: op.enabled }),
             ...(op.webhooks === undefined ? {} : { webhooks: op.webhooks ?? undefined }),
             ...(op.applied === undefined ? {} : { applied: op.applied ?? undefined }),
-            ...(op.schema === undefined ? {} : { schema: op.schema ?? undefined }),
+            // Absent, not undefined, without controls: the record reads as the SQL stores' do.
+            ...(schema === undefined ? {} : { schema }),
           });
           break;
         }
