@@ -862,8 +862,8 @@
     button.disabled = true;
     try {
       await api(path(name, '/schema'), { method: 'PUT', body: next });
-      $('schema-result').textContent = `${block ? 'blocked' : 'allowed'} ${what.event !== undefined ? what.event : `${what.type} calls`}`;
       if ($('schema-source').value === name) await loadSchema();
+      $('schema-result').textContent = `${block ? 'blocked' : 'allowed'} ${what.event !== undefined ? what.event : `${what.type} calls`}`;
     } catch (error) {
       button.disabled = false;
       if (error.message !== 'unauthorized') $('schema-result').textContent = error.message;
