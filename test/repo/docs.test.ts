@@ -21,6 +21,7 @@ const GUIDES = [
   'docs/runtimes.md',
   'docs/spool.md',
   'docs/sources.md',
+  'docs/source-schema.md',
   'docs/architecture.md',
 ];
 

@@ -128,6 +128,113 @@ export class UrlFilter {
   }
 }
 
+/** What a URL's filter looks at in a webhook body: its type and, for a track message, its event. */
+export interface MessageKind {
+  readonly type: string;
+  readonly event: string | undefined;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** The index after the closing quote of the JSON string that opens at `at`; -1 when it does not close. */
+function stringEnd(text: string, at: number): number {
+  for (let from = at + 1; ;) {
+    const quote = text.indexOf('"', from);
+    if (quote < 0) return -1;
+    let slash = quote - 1;
+    while (text.charCodeAt(slash) === BACKSLASH) slash--;
+    // An even number of backslashes before it: the quote is not escaped.
+    if ((quote - 1 - slash) % 2 === 0) return quote + 1;
+    from = quote + 1;
+  }
+}
+
+/** The index after the JSON value that starts at `at` (strings jumped over with indexOf); -1 when unsure. */
+function valueEnd(text: string, at: number): number {
+  const first = text.charCodeAt(at);
+  if (first === QUOTE) return stringEnd(text, at);
+  if (first !== OPEN_BRACE && first !== OPEN_BRACKET) {
+    let i = at;
+    while (i < text.length && text.charCodeAt(i) !== COMMA && text.charCodeAt(i) !== CLOSE_BRACE) i++;
+    return i;
+  }
+  let depth = 0;
+  for (let i = at; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      if (end < 0) return -1;
+      i = end - 1;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
+    else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+/**
+ * The type and (track) event of a webhook body: read by walking its top-level keys, nested values
+ * skipped, without building the object (an attempt of a filtered destination asks it once). For
+ * the forwarder's own serialization (`JSON.stringify`: no whitespace); any other text (spaces, an
+ * escaped key, not an object) is read with `JSON.parse`. Undefined for a body without a string `type`.
+ */
+export function messageKind(body: string): MessageKind | undefined {
+  const scanned = scanKind(body);
+  if (scanned !== null) return scanned;
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const { type, event } = value as { type?: unknown; event?: unknown };
+  return typeof type === 'string' ? { type, event: typeof event === 'string' ? event : undefined } : undefined;
+}
+
+/** `messageKind` of compact JSON; null when the text is not that (the caller parses it). Exported for its tests. */
+export function scanKind(text: string): MessageKind | undefined | null {
+  if (text.charCodeAt(0) !== OPEN_BRACE) return null;
+  let type: unknown;
+  let event: unknown;
+  let i = 1;
+  if (text.charCodeAt(i) === CLOSE_BRACE) return i + 1 === text.length ? undefined : null;
+  for (;;) {
+    if (text.charCodeAt(i) !== QUOTE) return null;
+    const keyEnd = stringEnd(text, i);
+    if (keyEnd < 0 || text.charCodeAt(keyEnd) !== COLON) return null;
+    const key = text.slice(i + 1, keyEnd - 1);
+    if (key.includes('\\')) return null;
+    const start = keyEnd + 1;
+    const end = valueEnd(text, start);
+    if (end < 0 || end === start) return null;
+    // The last of a key counts, as for JSON.parse.
+    if (key === 'type' || key === 'event') {
+      let value: unknown = null;
+      if (text.charCodeAt(start) === QUOTE) {
+        const raw = text.slice(start + 1, end - 1);
+        value = raw.includes('\\') ? (JSON.parse(text.slice(start, end)) as string) : raw;
+      }
+      if (key === 'type') type = value;
+      else event = value;
+    }
+    const next = text.charCodeAt(end);
+    if (next === CLOSE_BRACE) {
+      if (end + 1 !== text.length) return null;
+      break;
+    }
+    if (next !== COMMA) return null;
+    i = end + 1;
+  }
+  return typeof type === 'string' ? { type, event: typeof event === 'string' ? event : undefined } : undefined;
+}
+
 /** The filter of an entry, compiled; undefined for an entry without one. */
 export function compileFilter(filter: WebhookFilter | undefined): UrlFilter | undefined {
   return filter === undefined ? undefined : new UrlFilter(filter);

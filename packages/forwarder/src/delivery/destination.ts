@@ -18,6 +18,8 @@ import { RateGate } from './rate-limit';
 import type { Room } from './rate-limit';
 import type { RateBudget } from '../store/contract';
 import { MemoryRateBudget } from '../store/rate-budget';
+import { messageKind } from '../schema-rules';
+import type { MessageKind } from '../schema-rules';
 
 export type { SigningScheme } from '../store/contract';
 export type { WebhookEntry, WebhookDestinationOptions } from './options';
@@ -86,14 +88,8 @@ interface PreparedBody {
   readonly headers: readonly Readonly<Record<string, string>>[];
   /** `webhook-id`, when the destination signs with Standard Webhooks. */
   readonly id: string | undefined;
-  /** The message's type and track event, read from the body when a URL has a `filter`. */
+  /** The message's type and track event, read from the body when a URL has a `filter` (a body without a type goes to every URL). */
   readonly call: MessageKind | undefined;
-}
-
-/** What a URL's filter looks at. */
-interface MessageKind {
-  readonly type: string;
-  readonly event: string | undefined;
 }
 
 interface Sleeper {
@@ -458,19 +454,6 @@ export class WebhookDestination {
 
 /** How long a message waits when every URL whose filter takes it is disabled, in ms (not an attempt). */
 const FILTERED_WAIT = 5000;
-
-/** A body's `type` and, for a track message, its `event`; undefined for a body that is not a JSON object (sent to every URL). */
-function messageKind(body: string): MessageKind | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { type, event } = value as { type?: unknown; event?: unknown };
-  return typeof type === 'string' ? { type, event: typeof event === 'string' ? event : undefined } : undefined;
-}
 
 /** Largest delay Node timers accept: the hold timer never fires, it is cleared when deliver() settles. */
 const MAX_TIMER = 2 ** 31 - 1;

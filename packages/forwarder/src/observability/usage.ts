@@ -117,12 +117,16 @@ export class UsageTally {
         continue;
       }
       const event = eventOf(call);
-      if (event !== undefined && (t.events.has(event) || (t.events.size < MAX_SCHEMA_NAMES && codePoints(event, MAX_EVENT_NAME) <= MAX_EVENT_NAME))) {
-        bump(t.events, event, at);
+      const known = event === undefined ? undefined : t.events.get(event);
+      if (known !== undefined) {
+        known.count++;
+        if (at > known.last) known.last = at;
+      } else if (event !== undefined && t.events.size < MAX_SCHEMA_NAMES && codePoints(event, MAX_EVENT_NAME) <= MAX_EVENT_NAME) {
+        t.events.set(event, { count: 1, first: at, last: at });
       } else if (t.other === undefined) t.other = { count: 1, first: at, last: at };
       else {
         t.other.count++;
-        t.other.last = Math.max(t.other.last, at);
+        if (at > t.other.last) t.other.last = at;
       }
     }
     day.received += received;

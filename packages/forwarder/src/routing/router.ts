@@ -42,11 +42,16 @@ export function eventOf(message: ValidMessage): string | undefined {
 export function routeMessage(source: RouteSource, message: ValidMessage, receivedAt: number): AcceptedMessage {
   const deliveries: NewDelivery[] = [];
   const rules = source.rules;
-  let filtered: FilteredBy | undefined = rules === undefined ? undefined : rules.blocked(message.type, eventOf(message));
+  let filtered: FilteredBy | undefined;
+  let event: string | undefined;
+  if (rules !== undefined) {
+    event = eventOf(message);
+    filtered = rules.blocked(message.type, event);
+  }
   if (filtered === undefined) {
     if (!source.webhooksOn) filtered = NO_DESTINATION;
     else if (!isDestinationEnabled(message.integrations, WEBHOOKS)) filtered = INTEGRATIONS_OFF;
-    else if (rules !== undefined && !rules.routed(message.type, eventOf(message))) filtered = NO_URL_MATCHES;
+    else if (rules !== undefined && !rules.routed(message.type, event)) filtered = NO_URL_MATCHES;
     else {
       deliveries.push({
         source: source.name,

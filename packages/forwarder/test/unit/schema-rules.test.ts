@@ -1,7 +1,9 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { ConfigError } from '../../../eventrelay/src/errors';
-import { compileRules, MAX_EVENT_NAME, MAX_SCHEMA_NAMES, parseFilter, parseSchema, UrlFilter } from '../../src/schema-rules';
+import fc from 'fast-check';
+import { compileRules, MAX_EVENT_NAME, MAX_SCHEMA_NAMES, messageKind, parseFilter, parseSchema, scanKind, UrlFilter } from '../../src/schema-rules';
+import { serializeWebhookMessage, toWebhookMessage } from '../../../eventrelay/src/messages/webhook';
 import { parseConfig } from '../../src/config';
 
 /** The ConfigError `fn` throws, to look at its field and message. */
@@ -135,5 +137,45 @@ describe('the config file: `schema` and `filter`', () => {
     expect(refusal(() => parseConfig(base({ blockedTypes: ['nope'] }), {})).field).to.equal('sources[0].schema.blockedTypes[0]');
     expect(refusal(() => parseConfig(base(undefined, { types: ['orders'] }), {})).field).to.equal('sources[0].destinations.Webhooks.webhooks[0].filter.types[0]');
     expect(parseConfig(base(undefined), {}).sources[0]).not.to.have.property('schema');
+  });
+});
+
+describe('messageKind (what a URL filter reads in a webhook body)', () => {
+  /** What JSON.parse says of a text: the reference. */
+  function parsed(text: string): { type: string; event: string | undefined } | undefined {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    const { type, event } = value as { type?: unknown; event?: unknown };
+    return typeof type === 'string' ? { type, event: typeof event === 'string' ? event : undefined } : undefined;
+  }
+
+  it('reads the type and event of the webhook messages the forwarder makes, escapes and nesting included', () => {
+    const bodies = [
+      toWebhookMessage({ type: 'track', userId: 'u', event: 'Order "Completed" \\ é 🙂', properties: { event: 'not this one', nested: { type: 'page' } }, context: { event: 'nor this' } }),
+      toWebhookMessage({ type: 'identify', userId: 'u', traits: { type: 'x', list: [{ event: 'y' }, '}', '{"'] } }),
+      toWebhookMessage({ type: 'delete', userId: 'u' }),
+    ].map((m) => serializeWebhookMessage(m));
+    expect(bodies.map(messageKind)).to.deep.equal([
+      { type: 'track', event: 'Order "Completed" \\ é 🙂' },
+      { type: 'identify', event: undefined },
+      { type: 'delete', event: undefined },
+    ]);
+  });
+
+  it('agrees with JSON.parse on any JSON object text, compact or not, and on duplicate keys', () => {
+    const objects = fc.dictionary(fc.oneof(fc.constantFrom('type', 'event', 'version', 'context', 'ty\\pe'), fc.string()), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 8 });
+    fc.assert(
+      fc.property(objects, fc.boolean(), (object, spaced) => {
+        const text = JSON.stringify(object, null, spaced ? 1 : undefined);
+        expect(messageKind(text)).to.deep.equal(parsed(text));
+        // Compact text with plain keys is read by the scan, not handed to JSON.parse.
+        if (!spaced && Object.keys(object).every((k) => !JSON.stringify(k).includes('\\'))) expect(scanKind(text)).to.deep.equal(parsed(text));
+      }),
+      { numRuns: 2000 },
+    );
+    for (const text of ['{"type":"track","event":"A","type":"page"}', '{"event":"A","type":"track","event":"B"}', '{"typ\\u0065":"track"}', '{}', '{"type":1}', '[{"type":"track"}]', '"x"', '{"type":"track"} ']) {
+      expect(messageKind(text), text).to.deep.equal(parsed(text));
+    }
+    expect(messageKind('not json')).to.equal(undefined);
   });
 });

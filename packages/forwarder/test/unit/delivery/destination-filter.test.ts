@@ -16,7 +16,7 @@ const body = (message: Parameters<typeof toWebhookMessage>[0]) => WebhookDestina
 const order = body({ type: 'track', event: 'Order Completed', messageId: 'm-order' });
 const signup = body({ type: 'track', event: 'Signed Up', messageId: 'm-signup' });
 const identify = body({ type: 'identify', traits: { plan: 'pro' }, messageId: 'm-id' });
-const deletion = body({ type: 'delete' });
+const deletion = body({ type: 'delete', userId: 'u1' });
 
 const open: WebhookDestination[] = [];
 
