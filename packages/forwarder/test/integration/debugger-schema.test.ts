@@ -117,6 +117,13 @@ describe('the debugger page: Schema (Chromium, 127.0.0.1)', function () {
     await page.locator('#schema-controls button', { hasText: 'Allow' }).click();
     await page.locator('#schema-result', { hasText: 'allowed identify calls' }).waitFor();
     expect((await forwarder.sourceSchema('shop')).blockedTypes).to.deep.equal([]);
+    // Under a tracking plan, Allow takes a blocked name into the plan.
+    await forwarder.setSourceSchema('shop', { allowedEvents: ['Order Completed'] });
+    await page.click('#schema-refresh');
+    await row(XSS_EVENT).locator('td', { hasText: 'not in the tracking plan' }).waitFor();
+    await row(XSS_EVENT).locator('button', { hasText: 'Allow' }).click();
+    await row(XSS_EVENT).locator('td', { hasText: 'yes' }).waitFor();
+    expect(await forwarder.sourceSchema('shop')).to.deep.include({ blockedEvents: [], allowedEvents: ['Order Completed', XSS_EVENT] });
     expect(await page.locator('img[src=x]').count()).to.equal(0);
     await shot('types');
   });

@@ -125,6 +125,22 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       expect(metrics).to.contain('eventrelay_filtered_total{source="web",rule="blocked_event"} 1');
       expect(metrics).to.contain('eventrelay_filtered_total{source="web",rule="blocked_type"} 1');
       expect(metrics).to.contain('eventrelay_filtered_total{source="web",rule="tracking_plan"} 1');
+
+      // `{}` removes every control.
+      expect((await call(`${url}/admin/sources/web/schema`, 'PUT', {})).json).to.deep.equal({ blockedEvents: [], allowedEvents: null, blockedTypes: [] });
+      await ingest([track('r-other', 'Unplanned')]);
+      await waitFor(() => at('/all').includes('r-other'), 'the call no control blocks any more');
+    });
+
+    it('does not reach back: a call queued before a control blocked its event is delivered', async () => {
+      await start([{ path: '/late' }]);
+      receiver.failFirst('/late', 1000);
+      await ingest([track('q-1', 'Spam')]);
+      await waitFor(async () => (await logged('q-1'))?.status === 'retrying', 'the call to wait for a retry');
+      await forwarder.setSourceSchema('web', { blockedEvents: ['Spam'] });
+      receiver.failFirst('/late', 0);
+      await waitFor(() => at('/late').includes('q-1'), 'the queued call delivered');
+      expect((await logged('q-1')).status).to.equal('delivered');
     });
 
     it('routes each call to exactly the URLs whose filter takes it; a call none takes is filtered; deletions go where `delete` is not left out', async () => {
@@ -152,6 +168,20 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       // The filters are shown (they are no secret).
       const shown = (await call(`${url}/admin/sources/web`, 'GET')).json.destinations.Webhooks.webhooks.map((w: any) => w.filter);
       expect(shown).to.deep.equal([{ types: ['track'], events: ['Order Completed'] }, { types: ['identify', 'delete'] }, { events: ['Order Completed', 'Signed Up'] }]);
+    });
+
+    it('fails at once, unsent, a queued call no URL takes any more after its filters changed, and logs why', async () => {
+      await start([{ path: '/changing', filter: { types: ['track'] } }]);
+      receiver.failFirst('/changing', 1000);
+      await ingest([track('c-1', 'Order')]);
+      await waitFor(async () => (await logged('c-1'))?.status === 'retrying', 'the call to wait for a retry');
+      const put = await call(`${url}/admin/sources/web/destinations/Webhooks`, 'PUT', { webhooks: [{ url: `${receiver.url}/changing`, filter: { types: ['identify'] } }] });
+      expect(put.status, put.text).to.equal(200);
+      await waitFor(async () => (await logged('c-1'))?.status === 'failed', 'the queued call failed');
+      expect((await logged('c-1')).reason).to.match(/^Filtered: no webhook URL's filter takes this track message "Order"/);
+      await settled();
+      expect(at('/changing')).to.deep.equal([]);
+      receiver.failFirst('/changing', 0);
     });
 
     it('holds any-one-2xx over the URLs a call matches: delivered when one of them answers 2xx', async () => {
@@ -236,6 +266,9 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       await refused(call(`${url}/admin/usage?source=nope`, 'GET'), 400, 'source');
       await refused(call(`${url}/admin/usage?sources=web`, 'GET'), 400, 'sources');
       await refused(call(`${url}/admin/usage?since=2026-01-02&until=2026-01-01`, 'GET'), 400, 'until');
+      await refused(call(`${url}/admin/usage?since=2024-01-01&until=2026-01-01`, 'GET'), 400, 'since');
+      // 5 MB: over the 4 MB a schema body may have.
+      await refused(call(schema, 'PUT', undefined, JSON.stringify({ blockedEvents: ['x'.repeat(5 * 1024 * 1024)] })), 413);
 
       // Nothing changed: the controls and the filter hold as before, and calls go as before.
       expect((await call(schema, 'GET')).json).to.deep.include({ blockedEvents: ['Spam'], allowedEvents: null, blockedTypes: [] });
