@@ -33,6 +33,8 @@ describe('the debugger page: Schema (Chromium, 127.0.0.1)', function () {
     const answer = await ingest([track('s-1', 'Order Completed'), track('s-2', 'Order Completed'), track('s-3', XSS_EVENT), { type: 'identify', userId: 'u', messageId: 's-4' }, { type: 'track', userId: 'u', messageId: 's-bad' }]);
     expect(answer.json.rejected).to.have.length(1);
     await waitFor(() => receiver.delivered.length === 4, 'the first calls delivered');
+    // Counted once their outcomes are written, just after the receiver answered.
+    await waitFor(async () => (await forwarder.usage()).sources[0]!.delivered === 4, 'the deliveries counted');
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
     page.on('dialog', (dialog) => {
