@@ -165,6 +165,9 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       expect([...at('/tracks')].sort()).to.deep.equal(['delete:gone-user', 'f-group', 'f-identify', 'f-order', 'f-signup']);
       expect(await logged('f-other')).to.include({ status: 'filtered', reason: 'No webhook URL of the source has a filter that takes this call' });
       for (const id of ['f-order', 'f-signup', 'f-identify', 'f-group']) expect((await logged(id)).status, id).to.equal('delivered');
+      // A test event goes to every URL, whatever its filter.
+      const tested = await call(`${url}/admin/sources/web/destinations/Webhooks/test`, 'POST', { type: 'page' });
+      expect(tested.json.results.map((r: any) => [r.url, r.status])).to.deep.equal(['/orders', '/people', '/tracks'].map((p) => [`${receiver.url}${p}`, 200]));
       // The filters are shown (they are no secret).
       const shown = (await call(`${url}/admin/sources/web`, 'GET')).json.destinations.Webhooks.webhooks.map((w: any) => w.filter);
       expect(shown).to.deep.equal([{ types: ['track'], events: ['Order Completed'] }, { types: ['identify', 'delete'] }, { events: ['Order Completed', 'Signed Up'] }]);
