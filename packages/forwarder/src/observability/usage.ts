@@ -69,7 +69,7 @@ function bump(map: Map<string, Counted>, key: string, at: number): void {
 export class UsageTally {
   private tallies = new Map<string, SourceTally>();
   /** Counts of writes that failed, merged, for the next write. */
-  private unsent: { events: Map<string, SchemaCount>; days: Map<string, UsageDay> } | undefined;
+  private unsent: { events: Map<string, SchemaCount>; days: Map<string, UsageDay>; names: Map<string, number> } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
   private failing = false;
@@ -183,11 +183,23 @@ export class UsageTally {
     return { events: [...unsent.events.values(), ...events], days: [...unsent.days.values(), ...days] };
   }
 
-  /** Keeps a batch that could not be written for the next write (merged: bounded by the names and days counted). */
+  /**
+   * Keeps a batch that could not be written for the next write, merged: at most MAX_SCHEMA_NAMES
+   * names per source (the others in its unnamed track row, as the store would count them), so that
+   * a long outage keeps memory bounded.
+   */
   private keep(batch: UsageBatch): void {
-    const unsent = (this.unsent ??= { events: new Map(), days: new Map() });
-    for (const c of batch.events) {
-      const k = `${c.sourceId}\u0000${c.type}\u0000${c.event}`;
+    const unsent = (this.unsent ??= { events: new Map(), days: new Map(), names: new Map() });
+    for (const given of batch.events) {
+      let c = given;
+      let k = `${c.sourceId}\u0000${c.type}\u0000${c.event}`;
+      if (c.type === 'track' && c.event !== '' && !unsent.events.has(k)) {
+        const names = unsent.names.get(c.sourceId) ?? 0;
+        if (names >= MAX_SCHEMA_NAMES) {
+          c = { ...c, event: '' };
+          k = `${c.sourceId}\u0000track\u0000`;
+        } else unsent.names.set(c.sourceId, names + 1);
+      }
       const before = unsent.events.get(k);
       unsent.events.set(k, before === undefined ? c : mergeCount(before, c));
     }

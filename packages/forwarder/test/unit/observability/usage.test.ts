@@ -6,7 +6,7 @@ import { routeMessage } from '../../../src/routing/router';
 import { parseIngestBody } from '../../../src/routing/ingest';
 import type { ValidMessage } from '../../../src/routing/ingest';
 import { compileRules } from '../../../src/schema-rules';
-import { dayOf, MAX_EVENT_NAME, MemoryUsageStore } from '../../../src/store/usage';
+import { dayOf, MAX_EVENT_NAME, MAX_SCHEMA_NAMES, MemoryUsageStore } from '../../../src/store/usage';
 import type { AcceptedMessage, UsageBatch, UsageStore } from '../../../src/store/contract';
 
 const NOW = Date.parse('2026-05-01T10:00:00.000Z');
@@ -94,6 +94,35 @@ describe('UsageTally (counted in memory, written in the background)', () => {
     expect((await tally.events('id-web'))[0]).to.deep.include({ event: 'Order', count: 2 });
     expect((await tally.days(['id-web'], DAY, DAY))[0]).to.deep.include({ received: 2 });
     await tally.close();
+  });
+
+  it(`keeps at most ${MAX_SCHEMA_NAMES} names per source while writes fail, the others counted in its unnamed track row`, async () => {
+    const inner = new MemoryUsageStore();
+    let down = true;
+    const written: UsageBatch[] = [];
+    const store: UsageStore = {
+      add: async (batch: UsageBatch) => {
+        if (down) throw new Error('database unreachable');
+        written.push(batch);
+        await inner.add(batch);
+      },
+      events: (id) => inner.events(id),
+      days: (ids, from, to) => inner.days(ids, from, to),
+      prune: (day) => inner.prune(day),
+    };
+    const { tally } = setup(store);
+    for (let window = 0; window < 3; window++) {
+      const names = request(Array.from({ length: 1000 }, (_, i) => ({ type: 'track', event: `w${window}-e${i}` })));
+      tally.accepted('id-web', names.accepted, names.calls, names.accepted.map(() => false));
+      await tally.flush();
+    }
+    down = false;
+    const events = await tally.events('id-web');
+    // What was kept in memory meanwhile: the names, and one row for the rest.
+    expect(written[0]!.events).to.have.length(MAX_SCHEMA_NAMES + 1);
+    expect(events.filter((c) => c.event !== '')).to.have.length(MAX_SCHEMA_NAMES);
+    expect(events.find((c) => c.event === '')!.count).to.equal(3000 - MAX_SCHEMA_NAMES);
+    expect(events.reduce((sum, c) => sum + c.count, 0)).to.equal(3000);
   });
 
   it('counts nothing for a source without an id (not stored yet) and after close', async () => {
