@@ -118,6 +118,9 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       await waitFor(async () => (await call(`${url}/admin/usage?source=web`, 'GET')).json.sources[0].delivered === 2, 'the deliveries counted');
       const usage = (await call(`${url}/admin/usage?source=web`, 'GET')).json;
       const today = new Date().toISOString().slice(0, 10);
+      expect(usage).to.have.keys('since', 'until', 'sources');
+      expect(usage.until).to.equal(today);
+      expect(usage.since).to.match(/^\d{4}-\d{2}-\d{2}$/);
       expect(usage.sources).to.deep.equal([{ source: 'web', received: 5, filtered: 3, rejected: 0, delivered: 2, failed: 0, days: [{ day: today, received: 5, filtered: 3, rejected: 0, delivered: 2, failed: 0 }] }]);
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).to.contain('eventrelay_usage_total{source="web",count="received"} 5');
@@ -206,7 +209,8 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
 
     it('counts usage: received (filtered included, a repeat not counted again), filtered, rejected, delivered, failed', async () => {
       await start([{ path: '/fails', filter: { types: ['identify'] } }, { path: '/ok', filter: { types: ['track'] } }]);
-      receiver.failFirst('/fails', 1000, 400);
+      // 410 Gone: final for the URL (every other answer is retried), so the call fails at once.
+      receiver.failFirst('/fails', 1000, 410);
       const batch = [track('u-1', 'A'), track('u-2', 'A'), { type: 'identify', userId: 'u1', messageId: 'u-3' }, { type: 'page', userId: 'u1', messageId: 'u-4' }, { type: 'track', userId: 'u1', messageId: 'u-bad' }];
       const first = await ingest(batch);
       expect(first.json.rejected).to.have.length(1);
