@@ -22,6 +22,7 @@ const GUIDES = [
   'docs/spool.md',
   'docs/sources.md',
   'docs/tracing.md',
+  'docs/source-schema.md',
   'docs/architecture.md',
 ];
 

@@ -114,6 +114,7 @@ const FORWARDER_LAYERS: readonly string[] = [
   'source-names.ts',
   'tracing.ts',
   'store',
+  'schema-rules.ts',
   'delivery',
   'config.ts',
   'routing',

@@ -9,9 +9,10 @@ import { checkSourceUrls, NetworkPolicy } from './delivery/network-policy';
 import type { NetworkPolicyOptions } from './delivery/network-policy';
 import { refuseControlCharacters } from './delivery/url-text';
 import { checkSourceName } from './source-names';
+import { parseFilter, parseSchema } from './schema-rules';
 import { booleanOption, durationOption, enumOption, integerOption, objectOption, stringOption, urlOption } from 'eventrelay/internal';
 import { describeType, describeValue, isPlainObject, showValue } from 'eventrelay/internal';
-import type { IngestRateLimit, SigningScheme, RateLimit, SourceSettings } from './store/contract';
+import type { IngestRateLimit, SigningScheme, RateLimit, SourceSchema, SourceSettings, WebhookFilter } from './store/contract';
 import type { ResolvedWebhookEntry, StoredWebhooks } from './store/contract';
 
 /**
@@ -27,6 +28,18 @@ export interface WebhookEntryConfig {
   readonly headers?: Readonly<Record<string, SecretValue>>;
   /** At most `perSecond` requests a second to this URL, over all instances. Default: no limit. */
   readonly rateLimit?: RateLimit;
+  /** Which calls this URL gets: `types` (call types, `delete`) and `events` (track event names). Default: every call. */
+  readonly filter?: WebhookFilter;
+}
+
+/** A source's schema controls (docs/source-schema.md). Each list defaults to none. */
+export interface SourceSchemaConfig {
+  /** Track event names never forwarded. */
+  readonly blockedEvents?: readonly string[];
+  /** A tracking plan: track events not in it are never forwarded. Default (or null): no plan. */
+  readonly allowedEvents?: readonly string[] | null;
+  /** Call types never forwarded (`track`, `identify`, `page`, `screen`, `group`, `alias`). */
+  readonly blockedTypes?: readonly string[];
 }
 
 export interface WebhooksDestinationConfig {
@@ -59,6 +72,8 @@ export interface SourceConfig {
   readonly allowedOrigins?: readonly string[];
   /** At most `burst` requests at once, then `perSecond`, over all instances; past it 429. Default: no limit. */
   readonly ingestRateLimit?: { readonly perSecond: number; readonly burst?: number };
+  /** What of what the source sends is never forwarded. Default: nothing is blocked. */
+  readonly schema?: SourceSchemaConfig;
 }
 
 export interface HttpConfig {
@@ -212,6 +227,8 @@ export interface ResolvedSource {
   readonly webhooks: ResolvedWebhooks | undefined;
   /** Allowed origins and ingestion limit; absent or empty when none is set. */
   readonly settings?: SourceSettings;
+  /** Present only when the entry sets controls. */
+  readonly schema?: SourceSchema;
 }
 
 export interface ResolvedHttp {
@@ -378,17 +395,18 @@ function secret(value: unknown, field: string, env: Env | null, blank = true): s
 
 /** Resolves the secrets of one webhook entry, then checks it with the destination's own rules. */
 function webhookEntry(value: unknown, index: number, field: string, env: Env | null, problems: Problems): ResolvedWebhookEntry | undefined {
-  const entry = expectObject(value, field, ['url', 'headers', 'rateLimit'], problems);
+  const entry = expectObject(value, field, ['url', 'headers', 'rateLimit', 'filter'], problems);
   const url = problems.take(() => secret(entry.url, join(field, 'url'), env));
   const headersField = join(field, 'headers');
   const rawHeaders = problems.take(() => (entry.headers === undefined ? {} : objectOption(headersField, entry.headers, 'an object of header names to values')));
   // Secrets are read first, so that the checks see the values the destination will send.
   const read = Object.entries(rawHeaders ?? {}).map(([name, raw]) => [name, problems.take(() => secret(raw, `${headersField}[${JSON.stringify(name)}]`, env))] as const);
   const rateLimit = problems.take(() => (entry.rateLimit === undefined ? undefined : rateLimitOption(join(field, 'rateLimit'), entry.rateLimit)));
+  const filter = problems.take(() => (entry.filter === undefined ? undefined : parseFilter(entry.filter, join(field, 'filter'), (p) => problems.add(p))));
   if (url === undefined || rawHeaders === undefined || read.some(([, v]) => v === undefined)) return undefined;
   const headers = Object.fromEntries(read) as Record<string, string>;
   if (problems.take(() => resolveWebhook({ url, headers }, index, field)) === undefined) return undefined;
-  return rateLimit === undefined ? { url, headers } : { url, headers, rateLimit };
+  return { url, headers, ...(rateLimit === undefined ? {} : { rateLimit }), ...(filter === undefined ? {} : { filter }) };
 }
 
 /** `storage.url`: required for postgres, refused for the others; never echoed (it may hold a password). */
@@ -548,10 +566,11 @@ interface ReadSource {
   readonly writeKey?: string;
   readonly webhooks?: ResolvedWebhooks;
   readonly settings?: SourceSettings;
+  readonly schema?: SourceSchema;
 }
 
 function source(value: unknown, field: string, env: Env | null, problems: Problems): ReadSource {
-  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations', 'allowedOrigins', 'ingestRateLimit'], problems);
+  const raw = expectObject(value, field, ['name', 'writeKey', 'destinations', 'allowedOrigins', 'ingestRateLimit', 'schema'], problems);
   const name = problems.take(() => sourceName(raw.name, join(field, 'name')));
   const writeKey = problems.take(() => secret(raw.writeKey, join(field, 'writeKey'), env, false));
   let webhooks: ResolvedWebhooks | undefined;
@@ -563,7 +582,14 @@ function source(value: unknown, field: string, env: Env | null, problems: Proble
     }
   }
   const settings = problems.take(() => sourceSettings(raw, field));
-  return emptySettings(settings) ? { name, writeKey, webhooks } : { name, writeKey, webhooks, settings };
+  const schema = problems.take(() => (raw.schema === undefined ? undefined : parseSchema(raw.schema, join(field, 'schema'), (p) => problems.add(p))));
+  return {
+    name,
+    writeKey,
+    webhooks,
+    ...(emptySettings(settings) ? {} : { settings }),
+    ...(schema === undefined ? {} : { schema }),
+  };
 }
 
 /**
@@ -579,7 +605,7 @@ export function parseSources(value: unknown, env: Env | null): ResolvedSource[] 
 function readSources(value: unknown, env: Env | null, problems: Problems): ResolvedSource[] {
   const list = value ?? [];
   if (!Array.isArray(list)) {
-    throw new ConfigError(`Expected \`sources\` to be a list of sources ({ "name", "writeKey", "destinations" }), got ${describeValue(value)}`, 'sources');
+    throw new ConfigError(`Expected \`sources\` to be a list of sources ({ "name", "writeKey", "destinations", "schema" }), got ${describeValue(value)}`, 'sources');
   }
   const sources = list.map((item, i) => problems.take(() => source(item, `sources[${i}]`, env, problems)) ?? {});
   sources.forEach((s, i) => {

@@ -83,7 +83,11 @@ export type {
   StorageConfig,
   SecretValue,
   ResolvedConfig,
+  SourceSchemaConfig,
 } from './config';
+export type { ShownSchema, ShownEvent, UsageReport, SourceUsage, UsageCounts, UsageQuery } from './admin/schema';
+export { MAX_EVENT_NAME, MAX_SCHEMA_NAMES, FILTER_TYPES, SCHEMA_TYPES } from './schema-rules';
+export { MemoryUsageStore } from './store/usage';
 export type { DeletionRequest } from './routing/deletion';
 export type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
 export { snakeCase } from './routing/snake-case';
@@ -128,6 +132,7 @@ export type { ReconcileLine } from './registry/reconcile';
 export { DEFAULT_GRACE_SECONDS } from './registry/keys';
 export { MAX_SOURCE_NAME } from './source-names';
 export type { SetupStore, SetupSnapshot, SetupOp, SetupWriteResult, SourceRecord, SourceSettings, IngestRateLimit, WriteKeyRecord, KeyOrigin, StoredWebhooks } from './store/contract';
+export type { SourceSchema, WebhookFilter, FilteredBy, UsageStore, SchemaCount, UsageDay, UsageBatch } from './store/contract';
 export type { PreviousSecret, RateLimit } from './store/contract';
 export type { Notice, NoticeType } from './delivery/notify';
 export type { NotifyConfig } from './config';

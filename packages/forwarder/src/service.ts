@@ -4,7 +4,9 @@ import type { EnabledEndpoint, ShownEndpoint } from './admin/endpoints';
 import { rotateSecret } from './admin/secrets';
 import type { RotatedSecret } from './admin/secrets';
 import { parseConfig, parseSources } from './config';
-import type { ForwarderConfig, ResolvedConfig, SourceConfig, WebhooksDestinationConfig } from './config';
+import type { ForwarderConfig, ResolvedConfig, SourceConfig, SourceSchemaConfig, WebhooksDestinationConfig } from './config';
+import type { ShownSchema, UsageQuery, UsageReport } from './admin/schema';
+import type { SourceSchema } from './store/contract';
 import type { ApplyResult, CreatedSource, DeletedSource, IssuedWriteKey, ShownSettings, ShownSource, ShownWebhooks, ShownWriteKey, TestResult } from './registry/manager';
 import type { AudienceSyncRequest, AudienceSyncResult } from './routing/audiences';
 import type { DeletionRequest } from './routing/deletion';
@@ -141,6 +143,32 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
   async rotateSharedSecret(name: string, sharedSecret: string, options: { readonly graceSeconds?: number } = {}): Promise<RotatedSecret> {
     const body = { sharedSecret, ...(options.graceSeconds === undefined ? {} : { graceSeconds: options.graceSeconds }) };
     return unwrap(await rotateSecret(this.parts.sources.secrets, name, body));
+  }
+
+  /**
+   * A source's schema: its controls (`blockedEvents`, `allowedEvents`, `blockedTypes`) and every
+   * call type and track event name it sent, with a count, first and last time and whether the
+   * controls block it now, over every instance on the store. ValidationError for an unknown source.
+   */
+  async sourceSchema(name: string): Promise<ShownSchema> {
+    return unwrap(await this.parts.schema.get(name));
+  }
+
+  /**
+   * Replaces a source's schema controls, checked like the config file's `schema` (ConfigError with
+   * `field`); a list left out is empty, `allowedEvents` left out or null: no tracking plan. Every
+   * instance on the store applies it within 2 s.
+   */
+  async setSourceSchema(name: string, schema: SourceSchemaConfig): Promise<SourceSchema> {
+    return unwrap(await this.parts.schema.put(name, schema));
+  }
+
+  /**
+   * Each source's calls per UTC day: received (filtered ones included), filtered, rejected,
+   * delivered and failed, over every instance on the store. Default: every source, the last 30 days.
+   */
+  usage(query: UsageQuery = {}): Promise<UsageReport> {
+    return this.parts.schema.usage(query);
   }
 
   /** Sends one signed sample message of `type` (default `track`) to every URL of the source, and reports each. */

@@ -13,6 +13,8 @@ import { setupRoute } from './sources';
 import { endpointRoute } from './endpoints';
 import type { EndpointRoutesOptions } from './endpoints';
 import { secretRoute } from './secrets';
+import { schemaRoute } from './schema';
+import type { SchemaRoutesOptions } from './schema';
 import type { SecretRoutesOptions } from './secrets';
 import type { MethodHandlers, SetupRoutesOptions } from './sources';
 import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/contract';
@@ -26,7 +28,7 @@ export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
-export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRoutesOptions, SecretRoutesOptions {
+export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRoutesOptions, SecretRoutesOptions, SchemaRoutesOptions {
   /** The operations layer (opens the store when needed). */
   readonly ops: () => Promise<Operations>;
   readonly metrics: ForwarderMetrics | undefined;
@@ -48,7 +50,7 @@ export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRou
  * The operations routes the forwarder's server hands over: `GET /metrics`, `GET /debugger` and
  * its files, and the admin API of the delivery log (`/admin/messages`, `/admin/deliveries/{id}`,
  * `/admin/deliveries/{id}/replay`, `/admin/recover`, `/admin/stream`, `/admin/overview`), deletions
- * and audience syncs, and the routes of sources, endpoints and secrets: every `/admin/` route, behind
+ * and audience syncs, and the routes of sources, endpoints, secrets, schemas and usage: every `/admin/` route, behind
  * one Bearer check.
  * Resolves false for a path it does not know.
  */
@@ -65,7 +67,7 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       if (!method(req, res, 'GET')) return true;
       return serveDebugger(path, req, res);
     }
-    const route = adminRoute(path) ?? setupRoute(path) ?? endpointRoute(path) ?? secretRoute(path);
+    const route = adminRoute(path) ?? setupRoute(path) ?? endpointRoute(path) ?? secretRoute(path) ?? schemaRoute(path);
     if (route === undefined) return false;
     const handle = handlerFor(route, req, res);
     if (handle === undefined) return true;

@@ -82,14 +82,18 @@
     }
     if (next === 'search' && $('search-results').childElementCount === 0) search(false);
     if (next === 'sources') loadSources();
+    if (next === 'schema') loadSchema();
   }
 
   function fillSources(sources) {
-    for (const id of ['live-source', 'search-source', 'recover-source']) {
+    for (const id of ['live-source', 'search-source', 'recover-source', 'schema-source']) {
       const select = $(id);
+      const before = select.value;
       clear(select);
-      if (id !== 'recover-source') select.appendChild(el('option', 'all')).value = '';
+      if (id !== 'recover-source' && id !== 'schema-source') select.appendChild(el('option', 'all')).value = '';
       for (const name of sources) select.appendChild(el('option', name)).value = name;
+      // A list made again keeps the source picked, while it is still there.
+      if (before && sources.includes(before)) select.value = before;
     }
   }
 
@@ -593,7 +597,7 @@
       webhooks.webhooks.forEach((w, i) => {
         const headers = w.headerNames.length ? ` (headers: ${w.headerNames.join(', ')})` : '';
         const limit = w.rateLimit ? `, at most ${w.rateLimit.perSecond} a second` : '';
-        rows.push([`URL ${i + 1}`, `${w.url}${headers}${limit}`]);
+        rows.push([`URL ${i + 1}`, `${w.url}${headers}${limit}${filterText(w.filter)}`]);
       });
       rows.push(['signing', `${webhooks.signing}${webhooks.hasSharedSecret ? ', with a shared secret' : ', unsigned'}`]);
       rows.push(['order', webhooks.ordering === 'user' ? 'per user' : 'none']);
@@ -621,6 +625,10 @@
         // A limit is no secret: shown for the URL in the same place, so that saving keeps it.
         const limit = webhooks !== null ? webhooks.webhooks[i]?.rateLimit : undefined;
         $(`wh-rate-${i}`).value = limit ? String(limit.perSecond) : '';
+        // So is a filter: shown in its place, so that saving keeps it.
+        const filter = webhooks !== null ? webhooks.webhooks[i]?.filter : undefined;
+        $(`wh-types-${i}`).value = filter && filter.types ? filter.types.join(', ') : '';
+        $(`wh-events-${i}`).value = filter && filter.events ? filter.events.join('\n') : '';
       }
       $('wh-secret').value = '';
       $('wh-result').textContent = '';
@@ -639,6 +647,15 @@
       }
     }
     $('source-editor').hidden = false;
+  }
+
+  /** A URL's filter in words, for the editor's list. */
+  function filterText(filter) {
+    if (!filter) return '';
+    const parts = [];
+    if (filter.types) parts.push(`types ${filter.types.join(', ')}`);
+    if (filter.events) parts.push(`${filter.events.length} track event${filter.events.length === 1 ? '' : 's'}`);
+    return `; only ${parts.join(', ')}`;
   }
 
   async function createSource() {
@@ -676,11 +693,18 @@
         const url = $(`wh-url-${i}`).value.trim();
         const headers = parseHeaders($(`wh-headers-${i}`).value, i);
         const rate = $(`wh-rate-${i}`).value.trim();
+        const types = $(`wh-types-${i}`).value.split(/[\s,]+/).filter(Boolean);
+        const events = $(`wh-events-${i}`).value.split('\n').filter((line) => line !== '');
         if (!url) continue;
         const entry = { url };
         if (Object.keys(headers).length) entry.headers = headers;
         // Sent as typed: the API checks it and names the field when it is wrong.
         if (rate) entry.rateLimit = { perSecond: Number(rate) };
+        if (types.length || events.length) {
+          entry.filter = {};
+          if (types.length) entry.filter.types = types;
+          if (events.length) entry.filter.events = events;
+        }
         webhooks.push(entry);
       }
       const body = { enabled: $('wh-enabled').checked, signing: $('wh-signing').value, ordering: $('wh-ordering').value, webhooks };
@@ -768,6 +792,149 @@
     }
   }
 
+  // ---- schema and usage ----------------------------------------------------------------------
+
+  /** The schema shown now, as the API answered it. */
+  let schema = null;
+
+  function usageRow(first, counts) {
+    const tr = el('tr');
+    for (const value of [first, counts.received, counts.filtered, counts.rejected, counts.delivered, counts.failed]) tr.appendChild(el('td', value));
+    return tr;
+  }
+
+  /** Why the controls block an event or a type, in words; '' when they do not. */
+  function blockedBy(controls, type, event) {
+    if (controls.blockedTypes.includes(type)) return 'blocked type';
+    if (type !== 'track') return '';
+    if (controls.blockedEvents.includes(event)) return 'blocked';
+    if (controls.allowedEvents !== null && !controls.allowedEvents.includes(event)) return 'not in the tracking plan';
+    return '';
+  }
+
+  async function loadSchema() {
+    const name = $('schema-source').value;
+    $('schema-result').textContent = '';
+    await loadUsage(name);
+    if (!name) {
+      schema = null;
+      clear($('schema-events'));
+      clear($('schema-controls'));
+      return;
+    }
+    let answer;
+    try {
+      answer = await api(path(name, '/schema'));
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('schema-result').textContent = error.message;
+      return;
+    }
+    schema = answer;
+    const controls = $('schema-controls');
+    clear(controls);
+    const rows = [
+      ['blocked events', answer.blockedEvents.length ? answer.blockedEvents.join(', ') : 'none'],
+      ['tracking plan', answer.allowedEvents === null ? 'none: every track event may be forwarded' : `${answer.allowedEvents.length} events; others are blocked`],
+    ];
+    for (const [name, value] of rows) {
+      controls.appendChild(el('dt', name));
+      controls.appendChild(el('dd', value));
+    }
+    controls.appendChild(el('dt', 'blocked types'));
+    const types = el('dd', answer.blockedTypes.length ? undefined : 'none');
+    for (const type of answer.blockedTypes) {
+      types.appendChild(el('span', `${type} `));
+      types.appendChild(toggleButton('Allow', { type }));
+      types.appendChild(document.createTextNode(' '));
+    }
+    controls.appendChild(types);
+    const tbody = $('schema-events');
+    clear(tbody);
+    for (const e of answer.events) {
+      const tr = el('tr');
+      tr.dataset.type = e.type;
+      if (e.event !== undefined) tr.dataset.event = e.event;
+      const why = blockedBy(answer, e.type, e.event);
+      for (const value of [e.type, e.event === undefined ? '-' : e.event, e.count, e.firstSeen, e.lastSeen]) tr.appendChild(el('td', value));
+      const state = el('td');
+      state.appendChild(el('span', why ? why : 'yes', `badge ${why ? 'failed' : 'delivered'}`));
+      tr.appendChild(state);
+      const td = el('td');
+      const button = toggleButton(why ? 'Allow' : 'Block', e.event === undefined ? { type: e.type } : { event: e.event });
+      // A track event blocked with its whole type is allowed with the type, above.
+      if (why === 'blocked type' && e.event !== undefined) button.disabled = true;
+      td.appendChild(button);
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+    }
+    if (answer.events.length === 0) {
+      const tr = el('tr');
+      const td = el('td', 'Nothing received from this source yet.', 'muted');
+      td.colSpan = 7;
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+    }
+    const other = answer.otherEvents;
+    $('schema-other').hidden = other === null;
+    $('schema-other').textContent = other === null ? '' : `${other.count} track calls whose names are not listed (past the names kept, or too long), last at ${other.lastSeen}.`;
+  }
+
+  /** A button that blocks or allows an event name (`{ event }`) or a call type (`{ type }`). */
+  function toggleButton(label, what) {
+    const button = el('button', label, 'schema-toggle');
+    button.type = 'button';
+    button.addEventListener('click', () => toggle(label === 'Block', what, button));
+    return button;
+  }
+
+  async function toggle(block, what, button) {
+    if (!schema) return;
+    const name = schema.source;
+    const next = {
+      blockedEvents: [...schema.blockedEvents],
+      allowedEvents: schema.allowedEvents === null ? null : [...schema.allowedEvents],
+      blockedTypes: [...schema.blockedTypes],
+    };
+    const without = (list, item) => list.filter((x) => x !== item);
+    if (what.type !== undefined) {
+      next.blockedTypes = block ? [...without(next.blockedTypes, what.type), what.type] : without(next.blockedTypes, what.type);
+    } else if (block) {
+      next.blockedEvents = [...without(next.blockedEvents, what.event), what.event];
+    } else {
+      next.blockedEvents = without(next.blockedEvents, what.event);
+      // Allowed under a tracking plan: the plan takes it in.
+      if (next.allowedEvents !== null && !next.allowedEvents.includes(what.event)) next.allowedEvents.push(what.event);
+    }
+    button.disabled = true;
+    try {
+      await api(path(name, '/schema'), { method: 'PUT', body: next });
+      if ($('schema-source').value === name) await loadSchema();
+      $('schema-result').textContent = `${block ? 'blocked' : 'allowed'} ${what.event !== undefined ? what.event : `${what.type} calls`}`;
+    } catch (error) {
+      button.disabled = false;
+      if (error.message !== 'unauthorized') $('schema-result').textContent = error.message;
+    }
+  }
+
+  async function loadUsage(name) {
+    let all;
+    try {
+      all = await api('/admin/usage');
+    } catch (error) {
+      if (error.message !== 'unauthorized') $('schema-result').textContent = error.message;
+      return;
+    }
+    const sources = $('usage-sources');
+    clear(sources);
+    for (const s of all.sources) sources.appendChild(usageRow(s.source, s));
+    $('usage-name').textContent = name || '-';
+    const days = $('usage-days');
+    clear(days);
+    const mine = all.sources.find((s) => s.source === name);
+    if (!mine) return;
+    for (const d of mine.days) days.appendChild(usageRow(d.day, d));
+  }
+
   // ---- wiring --------------------------------------------------------------------------------
 
   document.addEventListener('DOMContentLoaded', () => {
@@ -821,6 +988,8 @@
       saveSettings();
     });
     $('source-delete').addEventListener('click', deleteSource);
+    $('schema-source').addEventListener('change', loadSchema);
+    $('schema-refresh').addEventListener('click', loadSchema);
     if (token) signIn();
   });
 })();

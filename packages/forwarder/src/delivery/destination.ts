@@ -21,6 +21,8 @@ import { MemoryRateBudget } from '../store/rate-budget';
 import { attemptTracing, startAttempt } from '../tracing';
 import type { AttemptTracing } from '../tracing';
 import type { TraceFields } from 'eventrelay/internal';
+import { messageKind } from '../schema-rules';
+import type { MessageKind } from '../schema-rules';
 
 export type { SigningScheme } from '../store/contract';
 export type { WebhookEntry, WebhookDestinationOptions } from './options';
@@ -79,6 +81,8 @@ export interface AttemptState {
   readonly id?: string;
   /** Positions in `webhooks` not to send to in this attempt (URLs disabled by the forwarder). */
   readonly skip?: readonly number[];
+  /** Send to every URL, whatever its `filter` says (the forwarder's test events). */
+  readonly everyUrl?: boolean;
 }
 
 /** A body ready to go: its bytes and, per URL, the full header set (X-Signature included). */
@@ -89,6 +93,8 @@ interface PreparedBody {
   readonly headers: readonly Readonly<Record<string, string>>[];
   /** `webhook-id`, when the destination signs with Standard Webhooks. */
   readonly id: string | undefined;
+  /** The message's type and track event, read from the body when a URL has a `filter` (a body without a type goes to every URL). */
+  readonly call: MessageKind | undefined;
 }
 
 interface Sleeper {
@@ -122,6 +128,8 @@ export class WebhookDestination {
   readonly #sleepers = new Set<Sleeper>();
   /** Rate limits of the URLs that have one; undefined when none has. */
   readonly #gate: RateGate | undefined;
+  /** True when a URL has a `filter`: each body's type (and track event) is read to apply it. */
+  readonly #filtered: boolean;
   #closing: Promise<void> | undefined;
 
   /** Throws `ConfigError` for a bad configuration (see docs/running-the-forwarder.md for the rules). */
@@ -142,6 +150,7 @@ export class WebhookDestination {
       signing === 'x-signature' ? [] : secrets.map((secret, i) => standardSigningKey(secret, secrets.length === 1 ? 'sharedSecret' : `sharedSecret[${i}]`));
     this.#previousKeys =
       this.#standardKeys.length === 0 ? [] : this.#options.previousSecrets.map((p, i) => ({ key: standardSigningKey(p.secret, `previousSecrets[${i}].secret`), until: p.until }));
+    this.#filtered = this.#options.webhooks.some((w) => w.filter !== undefined);
     const limits = this.#options.webhooks.flatMap((w) => (w.perSecond === undefined ? [] : [{ index: w.index, url: w.url.href, perSecond: w.perSecond }]));
     if (limits.length > 0) {
       const budget = internals.rateBudget ?? new MemoryRateBudget(this.#clock);
@@ -167,7 +176,9 @@ export class WebhookDestination {
       return { status: 'failed', attempt: state.attempt, reason: `Expected the body to be a JSON string, got ${describeType(body)}`, outcomes: [] };
     }
     try {
-      return await this.#attemptInTurn(this.#prepare(body, state.id), state);
+      const prepared = this.#prepare(body, state.id);
+      const narrowed = this.#narrow(prepared, state);
+      return 'status' in narrowed ? narrowed : await this.#attemptInTurn(prepared, narrowed);
     } catch (error) {
       // Not expected (each URL's failure is caught where it happens); keep the promise of never rejecting.
       return { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
@@ -200,7 +211,8 @@ export class WebhookDestination {
     for (let attempt = 1; ;) {
       let result: AttemptResult;
       try {
-        result = await this.#attemptInTurn(prepared, { attempt, firstAttemptAt: firstAttemptAt ?? this.#clock.now() });
+        const narrowed = this.#narrow(prepared, { attempt, firstAttemptAt: firstAttemptAt ?? this.#clock.now() });
+        result = 'status' in narrowed ? narrowed : await this.#attemptInTurn(prepared, narrowed);
       } catch (error) {
         return { status: 'failed', attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
       }
@@ -218,6 +230,28 @@ export class WebhookDestination {
    */
   room(now: number, wanted: number, skip?: readonly number[]): Room {
     return this.#gate?.room(now, wanted, skip) ?? { count: wanted };
+  }
+
+  /**
+   * The state of an attempt with the URLs whose `filter` does not take the message added to its
+   * `skip`. A message no URL takes is `failed` at once, with nothing sent: the filters changed
+   * after the forwarder routed it (which routes a message only when some URL takes it). When the
+   * URLs that take it are all disabled, nothing is sent and it is due again in FILTERED_WAIT.
+   */
+  #narrow(prepared: PreparedBody, state: AttemptState): AttemptState | AttemptResult {
+    const call = prepared.call;
+    if (call === undefined || state.everyUrl === true) return state;
+    const webhooks = this.#options.webhooks;
+    const excluded: number[] = [];
+    for (const w of webhooks) if (w.filter !== undefined && !w.filter.matches(call.type, call.event)) excluded.push(w.index);
+    if (excluded.length === 0) return state;
+    if (excluded.length === webhooks.length) {
+      const what = call.type === 'track' && call.event !== undefined ? `track message ${JSON.stringify(call.event.slice(0, 60))}` : `${call.type} message`;
+      return { status: 'failed', attempt: state.attempt, reason: `Filtered: no webhook URL's filter takes this ${what} (the filters changed after it was accepted); nothing was sent`, outcomes: [] };
+    }
+    const skip = state.skip === undefined || state.skip.length === 0 ? excluded : [...new Set([...state.skip, ...excluded])];
+    if (skip.length >= webhooks.length) return waiting(state.attempt, this.#clock.now() + FILTERED_WAIT);
+    return { ...state, skip };
   }
 
   /**
@@ -271,7 +305,7 @@ export class WebhookDestination {
       if (signature !== undefined) set['X-Signature'] = signature;
       return set;
     });
-    return { text: body, bytes, headers, id: webhookId };
+    return { text: body, bytes, headers, id: webhookId, call: this.#filtered ? messageKind(body) : undefined };
   }
 
   /**
@@ -432,6 +466,9 @@ export class WebhookDestination {
     });
   }
 }
+
+/** How long a message waits when every URL whose filter takes it is disabled, in ms (not an attempt). */
+const FILTERED_WAIT = 5000;
 
 /** Largest delay Node timers accept: the hold timer never fires, it is cleared when deliver() settles. */
 const MAX_TIMER = 2 ** 31 - 1;

@@ -9,6 +9,9 @@ import type { RateLimit } from '../store/contract';
 import type { PreviousSecret, SigningScheme } from '../store/contract';
 import { NetworkPolicy } from './network-policy';
 import { refuseControlCharacters } from './url-text';
+import { compileFilter, parseFilter } from '../schema-rules';
+import type { UrlFilter } from '../schema-rules';
+import type { WebhookFilter } from '../store/contract';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {
@@ -21,6 +24,12 @@ export interface WebhookEntry {
    * is not an attempt. Default: no limit.
    */
   readonly rateLimit?: RateLimit;
+  /**
+   * Which messages this URL gets: `types` (`track`, ..., `delete`) and `events` (track event
+   * names; other types are not narrowed by it). A message no URL's filter takes fails at once
+   * (`deliver()`), never sent. Default: every message.
+   */
+  readonly filter?: WebhookFilter;
 }
 
 export interface WebhookDestinationOptions {
@@ -97,6 +106,8 @@ export interface ResolvedWebhook {
   readonly headers: Readonly<Record<string, string>>;
   /** Requests a second, when the entry has a `rateLimit`. */
   readonly perSecond: number | undefined;
+  /** Which messages it gets, when the entry has a `filter`. */
+  readonly filter: UrlFilter | undefined;
 }
 
 export interface ResolvedDestinationOptions {
@@ -185,7 +196,7 @@ function resolvePreviousSecrets(value: unknown): PreviousSecret[] {
 
 /** One `webhooks` entry: its URL (http or https, with a host, allowed by `policy` when given) and static headers. */
 export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`, policy?: NetworkPolicy): ResolvedWebhook {
-  const { url: raw, headers, rateLimit } = objectOption(field, entry, 'an object { url, headers }');
+  const { url: raw, headers, rateLimit, filter } = objectOption(field, entry, 'an object { url, headers }');
   const url = urlOption(`${field}.url`, refuseControlCharacters(`${field}.url`, raw));
   policy?.checkUrl(url, `${field}.url`);
   return {
@@ -194,5 +205,6 @@ export function resolveWebhook(entry: unknown, index: number, field = `webhooks[
     display: redactUrl(url),
     headers: { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...staticHeaders(`${field}.headers`, headers) },
     perSecond: rateLimit === undefined ? undefined : rateLimitOption(`${field}.rateLimit`, rateLimit).perSecond,
+    filter: filter === undefined ? undefined : compileFilter(parseFilter(filter, `${field}.filter`)),
   };
 }

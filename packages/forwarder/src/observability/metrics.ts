@@ -26,6 +26,10 @@ export class ForwarderMetrics {
   private readonly deliveredTotal = new Map<string, number>();
   private readonly failedTotal = new Map<string, number>();
   private readonly attemptsTotal: Record<AttemptOutcome, Map<string, number>> = { delivered: new Map(), retry: new Map(), failed: new Map() };
+  /** `source \0 count` → total, as `GET /admin/usage` counts (this instance's part). */
+  private readonly usageTotal = new Map<string, number>();
+  /** `source \0 rule` → calls accepted and not forwarded. */
+  private readonly filteredTotal = new Map<string, number>();
   private readonly attemptDuration = new SourceHistogram(
     'eventrelay_attempt_duration_seconds',
     'Time of one webhook request until its status line (or error)',
@@ -74,6 +78,18 @@ export class ForwarderMetrics {
         [...attempts[outcome]].map(([name, total]): [Record<string, string>, number] => [{ source: name, outcome }, total]),
       ),
     );
+    const pairs = (totals: ReadonlyMap<string, number>, second: string) => () =>
+      [...totals].map(([key, total]): [Record<string, string>, number] => {
+        const cut = key.indexOf('\u0000');
+        return [{ source: key.slice(0, cut), [second]: key.slice(cut + 1) }, total];
+      });
+    counter(
+      'eventrelay_usage_total',
+      'Calls per source as GET /admin/usage counts them: received (filtered included, a messageId sent again not counted again), filtered, rejected, delivered, failed',
+      ['source', 'count'],
+      pairs(this.usageTotal, 'count'),
+    );
+    counter('eventrelay_filtered_total', 'Calls accepted and not forwarded, by the rule that stopped them', ['source', 'rule'], pairs(this.filteredTotal, 'rule'));
     // The registry reads `name`, `help`, `type` and `get()` of what it holds; prom-client's types
     // declare `type` an enum where the registry prints a string, hence the cast.
     this.registry.registerMetric(this.attemptDuration as unknown as Metric);
@@ -127,6 +143,12 @@ export class ForwarderMetrics {
   accepted(source: string, count: number, duplicates: number): void {
     add(this.acceptedTotal, source, count);
     if (duplicates > 0) add(this.duplicatesTotal, source, duplicates);
+  }
+
+  /** A count of a source's usage (`rule`: why a filtered call was stopped). */
+  usage(source: string, count: string, n: number, rule?: string): void {
+    add(this.usageTotal, `${source}\u0000${count}`, n);
+    if (rule !== undefined) add(this.filteredTotal, `${source}\u0000${rule}`, n);
   }
 
   refused(source: string, count: number): void {

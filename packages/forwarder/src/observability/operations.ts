@@ -1,6 +1,7 @@
 import createDebug from 'debug';
 import { NotReplayableError, ValidationError } from 'eventrelay/internal';
 import type { RejectedMessage, ValidMessage } from '../routing/ingest';
+import { INTEGRATIONS_OFF, NO_DESTINATION } from '../routing/router';
 import { isPlainObject } from 'eventrelay/internal';
 import { HealthTracker } from './health';
 import type { EndpointHealth } from './health';
@@ -13,6 +14,8 @@ import type { AcceptedMessage, AcceptResult, DeliveryKind, NewDelivery } from '.
 import { LiveStream } from './stream';
 import { ClusterView } from './cluster';
 import type { ClusterOverview } from './cluster';
+import { UsageTally } from './usage';
+import type { UsageStore } from '../store/contract';
 import type { ClusterStore, AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
@@ -36,6 +39,10 @@ export interface OperationsHost {
   waitingFor?(source: string, messageId: string): Promise<string | undefined>;
   /** How long a delivered body is kept, in ms (0: erased when delivered). */
   readonly keepDelivered: number;
+  /** The store's counts of what sources send and their usage; absent: nothing is counted. */
+  usageStore?(): UsageStore | undefined;
+  /** A failure in the background (counts that could not be written). */
+  backgroundError?(error: Error): void;
 }
 
 /** The store shared with other instances (PostgreSQL), and this instance's id among them. */
@@ -76,6 +83,8 @@ export class Operations {
   readonly live = new LiveStream();
   readonly health = new HealthTracker();
   readonly timeline = new Timeline();
+  /** What each source sends and its usage per day, counted here and written in the background. */
+  readonly usage: UsageTally;
   /** The other instances' part of the overview and the live stream; undefined on a store of one instance. */
   readonly cluster: ClusterView | undefined;
   private sampler: NodeJS.Timeout | undefined;
@@ -92,6 +101,12 @@ export class Operations {
     readonly metrics: ForwarderMetrics | undefined,
     shared?: SharedWith,
   ) {
+    this.usage = new UsageTally({
+      store: () => host.usageStore?.(),
+      now: () => host.now(),
+      onError: (error) => host.backgroundError?.(error),
+      onCount: (source, count, n, rule) => metrics?.usage(source, count, n, rule),
+    });
     if (shared !== undefined) {
       this.cluster = new ClusterView(shared.store, shared.owner, this.health, this.timeline, this.live, () => host.now());
       this.live.attach(this.cluster);
@@ -123,6 +138,7 @@ export class Operations {
     const at = accepted[0]!.receivedAt;
     this.metrics?.accepted(source, accepted.length, result.duplicates);
     this.timeline.accepted(at, accepted.length);
+    this.usage.accepted(sourceId ?? this.host.sourceId?.(source), accepted, calls, result.repeated);
     if (this.log === undefined && !this.live.active) return;
     const webhooksOn = this.host.sources.get(source) === true;
     // Which messages were repeats: the store says (a log could not always tell: the first call
@@ -141,7 +157,8 @@ export class Operations {
       }
       const body = m.deliveries[0]?.body;
       if (body === undefined) {
-        const reason = webhooksOn ? 'The call’s `integrations` turn the Webhooks destination off' : 'The source has no Webhooks destination switched on';
+        // The rule routing named; a caller that names none (an embedding's own accept) gets the older guess.
+        const reason = m.filtered?.reason ?? (webhooksOn ? INTEGRATIONS_OFF.reason : NO_DESTINATION.reason);
         entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'filtered', reason });
         continue;
       }
@@ -169,6 +186,7 @@ export class Operations {
   refused(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body?: unknown): void {
     if (rejected.length === 0) return;
     this.metrics?.refused(source, rejected.length);
+    this.usage.refused(this.host.sourceId?.(source), source, rejected.length, receivedAt);
     if (this.log === undefined && !this.live.active) return;
     const entries: LogCall[] = rejected.map((r) => {
       // What the refused message says of itself, when it is there and plain: for finding it later.
@@ -233,9 +251,13 @@ export class Operations {
   /** One finished attempt from the delivery loop. */
   attempt(report: AttemptReport & { readonly createdAt?: number }): void {
     const { result } = report;
-    // Nothing was sent (the destination was closing): not an attempt.
-    if (result.outcomes.length === 0) return;
+    // Nothing was sent (the destination was closing, a rate limit's slot): not an attempt. A
+    // delivery given up without a request (no URL's filter takes it any more) is its last one.
+    if (result.outcomes.length === 0 && result.status !== 'failed') return;
     const at = this.host.now();
+    if (result.status !== 'retry' && report.kind === 'message' && report.stale !== true) {
+      this.usage.finished(this.host.sourceId?.(report.source), report.source, result.status, at);
+    }
     const urls = result.outcomes.map((o) => ({
       url: o.url,
       status: o.status ?? null,
@@ -415,6 +437,7 @@ export class Operations {
 
   async close(): Promise<void> {
     clearInterval(this.sampler);
+    await this.usage.close();
     await this.cluster?.close();
     this.live.close();
     await this.log?.close();

@@ -10,7 +10,8 @@ import { generateWriteKey, keyRecord, keyValid, newSourceId } from './keys';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './keys';
 import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
-import type { IngestRateLimit, SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, SourceSettings, StoredWebhooks, WriteKeyRecord } from '../store/contract';
+import { parseSchema, shownSchema } from '../schema-rules';
+import type { IngestRateLimit, SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WriteKeyRecord } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -63,8 +64,13 @@ export interface ShownWebhooks {
   readonly ordering: 'none' | 'user';
   /** Whether a shared secret is set (it is never shown). */
   readonly hasSharedSecret: boolean;
-  /** Each URL with its header names and its rate limit (`null`: none). */
-  readonly webhooks: readonly { readonly url: string; readonly headerNames: readonly string[]; readonly rateLimit: { readonly perSecond: number } | null }[];
+  /** Each URL with its header names, its rate limit and its filter (`null`: none). */
+  readonly webhooks: readonly {
+    readonly url: string;
+    readonly headerNames: readonly string[];
+    readonly rateLimit: { readonly perSecond: number } | null;
+    readonly filter: WebhookFilter | null;
+  }[];
 }
 
 /** A source's settings as shown: null for what is not set. */
@@ -82,6 +88,15 @@ export interface ShownSource extends ShownSettings {
   /** Keys valid now, oldest first. */
   readonly writeKeys: readonly ShownWriteKey[];
   readonly destinations: { readonly Webhooks: ShownWebhooks | null };
+  /** Its schema controls (every list present; `allowedEvents` null without a tracking plan). */
+  readonly schema: SourceSchema;
+}
+
+/** A source's schema controls, with the id of the source they belong to (what its counts are kept by). */
+export interface SourceControls {
+  readonly name: string;
+  readonly id: string;
+  readonly schema: SourceSchema | undefined;
 }
 
 export interface CreatedSource {
@@ -165,6 +180,7 @@ export function showWebhooks(enabled: boolean, webhooks: StoredWebhooks): ShownW
       url: shownUrl(w.url),
       headerNames: Object.keys(w.headers),
       rateLimit: w.rateLimit === undefined ? null : { perSecond: w.rateLimit.perSecond },
+      filter: w.filter ?? null,
     })),
   };
 }
@@ -186,6 +202,7 @@ function showSource(record: SourceRecord, keys: readonly WriteKeyRecord[], now: 
     updatedAt: iso(record.updatedAt),
     writeKeys: keys.filter((k) => k.source === record.name && keyValid(k, now)).map(showKey),
     destinations: { Webhooks: record.webhooks === undefined ? null : showWebhooks(record.enabled, record.webhooks) },
+    schema: shownSchema(record.schema),
   };
 }
 
@@ -327,6 +344,30 @@ export class SourceManager {
     return { ok: true, value: showWebhooks(settings.enabled, stored) };
   }
 
+  /** A source's schema controls as the store holds them now, with its id. */
+  async controls(name: string): Promise<SetupResult<SourceControls>> {
+    const record = (await this.snapshot()).sources.find((s) => s.name === name);
+    return record === undefined ? unknownSource(name) : { ok: true, value: { name, id: record.id, schema: record.schema } };
+  }
+
+  /** Every source's schema controls and id, as the store holds them now. */
+  async controlsAll(): Promise<SourceControls[]> {
+    return (await this.snapshot()).sources.map((s) => ({ name: s.name, id: s.id, schema: s.schema }));
+  }
+
+  /**
+   * `PUT /admin/sources/{name}/schema {blockedEvents, allowedEvents, blockedTypes}`: replaces the
+   * source's schema controls (a list left out is empty; `allowedEvents` left out or null: no
+   * tracking plan), checked like the config file's `schema`.
+   */
+  async putSchema(name: string, body: unknown): Promise<SetupResult<SourceSchema>> {
+    const schema = parseSchema(body, '');
+    const result = await this.write([{ op: 'update', name, at: this.host.now(), schema: schema ?? null }]);
+    if (!result.ok) return refusal(result);
+    log('source %s: schema set (%d blocked events, %s, %d blocked types)', name, schema?.blockedEvents.length ?? 0, schema?.allowedEvents == null ? 'no tracking plan' : `a tracking plan of ${schema.allowedEvents.length}`, schema?.blockedTypes.length ?? 0);
+    return { ok: true, value: shownSchema(schema) };
+  }
+
   /** `PATCH .../destinations/Webhooks {enabled}`: switches it on or off. */
   async patchWebhooks(name: string, body: unknown): Promise<SetupResult<ShownWebhooks>> {
     const input = fields(body, ['enabled'], '{ "enabled": true | false }');
@@ -378,7 +419,7 @@ export class SourceManager {
       if (destination === undefined) {
         return { ok: false, status: 409, code: 'conflict', message: `The Webhooks settings of ${JSON.stringify(name)} could not be used; PUT them again` };
       }
-      result = await destination.attempt(sample, { attempt: 1, firstAttemptAt: now, id: messageId });
+      result = await destination.attempt(sample, { attempt: 1, firstAttemptAt: now, id: messageId, everyUrl: true });
       // Nothing sent: a rate limit had no slot yet (or the settings were being replaced); wait for its turn.
       if (result.status !== 'retry' || result.outcomes.length > 0) break;
       const wait = Math.max(1, result.nextAttemptAt - this.host.now());

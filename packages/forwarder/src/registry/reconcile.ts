@@ -3,7 +3,7 @@ import { ConfigError, redactUrl } from 'eventrelay/internal';
 import { emptySettings } from '../config';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import { keyRecord, keyValid, newSourceId, writeKeyDigest } from './keys';
-import type { SetupOp, SetupSnapshot, SourceRecord, SourceSettings, StoredWebhooks, WriteKeyRecord } from '../store/contract';
+import type { SetupOp, SetupSnapshot, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WriteKeyRecord } from '../store/contract';
 
 /**
  * The config file's `sources` against the store: what to write, and the difference in words.
@@ -36,9 +36,15 @@ export type ReconcileMode = 'start' | 'apply';
 
 /** Digest of a file entry, kept with the source: a start re-applies an entry only when it changed. */
 export function entryDigest(source: ResolvedSource): string {
-  // Settings join the digest only when set, so that an entry written before them keeps its digest.
+  // Settings and `schema` join the digest only when set, so that an entry written before them keeps its digest.
   const settings = fileSettings(source);
-  const entry = { name: source.name, key: writeKeyDigest(source.writeKey), webhooks: source.webhooks ?? null, ...(settings === undefined ? {} : { settings }) };
+  const entry = {
+    name: source.name,
+    key: writeKeyDigest(source.writeKey),
+    webhooks: source.webhooks ?? null,
+    ...(settings === undefined ? {} : { settings }),
+    ...(source.schema === undefined ? {} : { schema: source.schema }),
+  };
   return createHash('sha256').update(JSON.stringify(entry)).digest('base64url');
 }
 
@@ -109,6 +115,7 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
       }
       const limit = (e: typeof a) => (e.rateLimit === undefined ? 'none' : `${e.rateLimit.perSecond}/s`);
       if (limit(a) !== limit(b)) changes.push(`${at}.rateLimit: ${limit(a)} → ${limit(b)}`);
+      if (filterText(a.filter) !== filterText(b.filter)) changes.push(`${at}.filter: ${filterText(a.filter)} → ${filterText(b.filter)}`);
     }
   }
   const beforeSecrets = secretsOf(before);
@@ -119,6 +126,34 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
   if (before.signing !== next.signing) changes.push(`Webhooks.signing: ${before.signing} → ${next.signing}`);
   if ((before.ordering ?? 'none') !== (next.ordering ?? 'none')) changes.push(`Webhooks.ordering: ${before.ordering ?? 'none'} → ${next.ordering ?? 'none'}`);
   return changes;
+}
+
+/** A filter in words: "none", or its types and how many events. */
+function filterText(filter: WebhookFilter | undefined): string {
+  if (filter === undefined) return 'none';
+  const parts = [];
+  if (filter.types !== undefined) parts.push(`types ${filter.types.join(', ')}`);
+  if (filter.events !== undefined) parts.push(`${filter.events.length} event${filter.events.length === 1 ? '' : 's'}`);
+  return parts.join('; ');
+}
+
+/** Schema controls in words: how many names each list holds. */
+function schemaText(schema: SourceSchema | undefined): string {
+  if (schema === undefined) return 'none';
+  const names = (n: number) => `${n} name${n === 1 ? '' : 's'}`;
+  return [
+    `blockedEvents ${names(schema.blockedEvents.length)}`,
+    `allowedEvents ${schema.allowedEvents === null ? 'none' : names(schema.allowedEvents.length)}`,
+    `blockedTypes ${schema.blockedTypes.length === 0 ? 'none' : schema.blockedTypes.join(', ')}`,
+  ].join(', ');
+}
+
+/** The difference between two sets of schema controls, in words (empty when they are the same). */
+export function describeSchemaChange(before: SourceSchema | undefined, next: SourceSchema | undefined): string[] {
+  if (JSON.stringify(before ?? null) === JSON.stringify(next ?? null)) return [];
+  if (before === undefined) return [`schema set (${schemaText(next)})`];
+  if (next === undefined) return ['schema removed (nothing blocked)'];
+  return [`schema changed (${schemaText(next)})`];
 }
 
 /**
@@ -148,16 +183,26 @@ export function planReconcile(file: readonly ResolvedSource[], snapshot: SetupSn
     const settings = fileSettings(source);
     if (record === undefined) {
       const created: SourceRecord = { name: source.name, id: newSourceId(), enabled, webhooks, applied: digest, createdAt: now, updatedAt: now };
-      ops.push({ op: 'create', source: settings === undefined ? created : { ...created, settings } });
+      const withSettings: SourceRecord = settings === undefined ? created : { ...created, settings };
+      ops.push({ op: 'create', source: source.schema === undefined ? withSettings : { ...withSettings, schema: source.schema } });
       ops.push({ op: 'add-key', key: keyRecord(source.name, source.writeKey, 'config', now) });
       lines.push({
         source: source.name,
         action: 'create',
-        changes: [...describeChange(undefined, enabled, webhooks), ...describeSettingsChange(undefined, settings), `write key …${last4} from the file`],
+        changes: [
+          ...describeChange(undefined, enabled, webhooks),
+          ...describeSettingsChange(undefined, settings),
+          ...describeSchemaChange(undefined, source.schema),
+          `write key …${last4} from the file`,
+        ],
       });
       return;
     }
-    const changes = [...describeChange(record, enabled, webhooks), ...describeSettingsChange(record.settings, settings)];
+    const changes = [
+      ...describeChange(record, enabled, webhooks),
+      ...describeSettingsChange(record.settings, settings),
+      ...describeSchemaChange(record.schema, source.schema),
+    ];
     const fileKey: WriteKeyRecord | undefined = owner;
     const keyChanges: string[] = [];
     if (fileKey === undefined || !keyValid(fileKey, now) || fileKey.origin !== 'config') keyChanges.push(`write key …${last4} from the file made valid`);
@@ -175,7 +220,7 @@ export function planReconcile(file: readonly ResolvedSource[], snapshot: SetupSn
       return;
     }
     const key = keyRecord(source.name, source.writeKey, 'config', now);
-    ops.push({ op: 'update', name: source.name, at: now, enabled, webhooks: webhooks ?? null, applied: digest, settings: settings ?? null });
+    ops.push({ op: 'update', name: source.name, at: now, enabled, webhooks: webhooks ?? null, applied: digest, settings: settings ?? null, schema: source.schema ?? null });
     ops.push({ op: 'add-key', key });
     ops.push({ op: 'expire-keys', source: source.name, origin: 'config', except: [keyId ?? key.id], at: now + graceMs });
     lines.push({ source: source.name, action: all.length === 0 ? 'unchanged' : 'update', changes: all });

@@ -4,6 +4,7 @@ import { AllowedOrigins } from '../routing/origins';
 import type { RouteSource } from '../routing/router';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import { keyValid, writeKeyDigest } from './keys';
+import { compileRules } from '../schema-rules';
 import type { SetupSnapshot, SourceRecord, WriteKeyRecord } from '../store/contract';
 
 interface Entry {
@@ -93,7 +94,9 @@ export class SourceTable implements DeliveryTargets {
       const webhooksOn = record.enabled && destination !== undefined;
       const ordered = record.webhooks?.ordering === 'user';
       const web = webSettings(record, old);
-      const base = { name: record.name, webhooksOn, ordered, ...web };
+      // The schema controls and the URLs' filters, compiled once per snapshot (asked per call).
+      const rules = compileRules(record.schema, record.webhooks);
+      const base = { name: record.name, webhooksOn, ordered, rules, ...web };
       const route = record.id === UNSTORED ? base : { ...base, id: record.id };
       next.set(record.name, { record, destination, fingerprint, route });
     }

@@ -68,7 +68,8 @@ export async function checkMembers(members: readonly unknown[]): Promise<void> {
  * The first sync adds everyone. Each identify has its own messageId.
  */
 export function planAudienceNotices(source: RouteSource, trait: string, change: AudienceChange, now: number): NewDelivery[] {
-  if (!source.webhooksOn) return [];
+  // No URL whose filter takes identify calls: nothing to send (the membership is kept all the same).
+  if (!source.webhooksOn || (source.rules !== undefined && !source.rules.routed('identify', undefined))) return [];
   const notice = (userId: string, member: boolean): NewDelivery => {
     const messageId = randomUUID();
     const webhook = toWebhookMessage({ type: 'identify', userId, traits: { [trait]: member }, messageId }, { receivedAt: now });

@@ -16,14 +16,14 @@ export interface DeletionPlan {
   readonly userId: string;
   /** Sources that get a `delete` notification (their Webhooks destination is on). */
   readonly notified: readonly string[];
-  /** Affected sources that get none, because they have no Webhooks destination switched on. */
+  /** Affected sources that get none: no Webhooks destination switched on, or every URL's `filter` leaves `delete` out. */
   readonly skipped: readonly string[];
   readonly deliveries: readonly NewDelivery[];
 }
 
 /**
  * Spec 1 and 6: a deletion request sends one `delete` notification to each affected source
- * whose destination is on. The notice is `{ type, userId, timestamp }` and nothing else, so it
+ * whose destination is on, to each of its URLs whose `filter` does not leave `delete` out. The notice is `{ type, userId, timestamp }` and nothing else, so it
  * carries no messageId; receivers deduplicate retried notices by (userId, timestamp).
  */
 export function planDeletion(request: DeletionRequest, sources: readonly RouteSource[], now: number): DeletionPlan {
@@ -43,11 +43,13 @@ export function planDeletion(request: DeletionRequest, sources: readonly RouteSo
     affected = sources.filter((s) => request.sources!.includes(s.name));
   }
   const body = serializeWebhookMessage(toWebhookMessage({ type: 'delete', userId }, { receivedAt: now }));
-  const on = affected.filter((s) => s.webhooksOn);
+  // Each URL whose filter takes `delete` gets it (the destination applies the filters per URL).
+  const takes = (s: RouteSource) => s.webhooksOn && (s.rules === undefined || s.rules.routed('delete', undefined));
+  const on = affected.filter(takes);
   return {
     userId,
     notified: on.map((s) => s.name),
-    skipped: affected.filter((s) => !s.webhooksOn).map((s) => s.name),
+    skipped: affected.filter((s) => !takes(s)).map((s) => s.name),
     deliveries: on.map((s) => ({ source: s.name, destination: WEBHOOKS, kind: 'delete', messageId: randomUUID(), body, createdAt: now })),
   };
 }

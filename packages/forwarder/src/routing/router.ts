@@ -1,6 +1,8 @@
 import type { ValidMessage } from './ingest';
 import { isDestinationEnabled } from '../delivery/integrations';
-import type { AcceptedMessage, IngestRateLimit, NewDelivery } from '../store/contract';
+import { NO_URL_MATCHES } from '../schema-rules';
+import type { SourceRules } from '../schema-rules';
+import type { AcceptedMessage, FilteredBy, IngestRateLimit, NewDelivery } from '../store/contract';
 import type { AllowedOrigins } from './origins';
 
 /** The destination key of spec 4.3, and the only destination kind of the forwarder. */
@@ -22,6 +24,8 @@ export interface RouteSource {
   readonly origins?: AllowedOrigins;
   /** Its ingestion limit; absent: none. */
   readonly ingestRateLimit?: IngestRateLimit;
+  /** Its schema controls and its URLs' filters; undefined when they stop nothing. */
+  readonly rules?: SourceRules | undefined;
 }
 
 /**
@@ -34,23 +38,48 @@ export function orderKeyOf(webhook: Readonly<Record<string, unknown>>): string |
   return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
+/** Why a call was not routed, when no rule of the source's schema or URLs stopped it. */
+export const INTEGRATIONS_OFF: FilteredBy = { rule: 'integrations', reason: 'The call’s `integrations` turn the Webhooks destination off' };
+export const NO_DESTINATION: FilteredBy = { rule: 'no_destination', reason: 'The source has no Webhooks destination switched on' };
+
+/** A track call's event name; undefined for the other types. */
+export function eventOf(message: ValidMessage): string | undefined {
+  if (message.type !== 'track') return undefined;
+  const event = (message.webhook as { readonly event?: unknown }).event;
+  return typeof event === 'string' ? event : undefined;
+}
+
 /**
- * Routes a valid message of a source: one delivery to the source's Webhooks destination when it
- * is on and the message's `integrations` do not turn it off (spec 4.3). The webhook body was
- * serialized once by ingestion; the store keeps that string and every attempt sends it as is.
+ * Routes a valid message of a source: one delivery to the source's Webhooks destination when no
+ * control of the source's schema blocks it, the destination is on, the message's `integrations` do
+ * not turn it off (spec 4.3) and a URL's filter takes it. Otherwise no delivery, and `filtered`
+ * says which rule stopped it. The webhook body was serialized once by ingestion; the store keeps
+ * that string and every attempt sends it as is.
  */
 export function routeMessage(source: RouteSource, message: ValidMessage, receivedAt: number): AcceptedMessage {
   const deliveries: NewDelivery[] = [];
-  if (source.webhooksOn && isDestinationEnabled(message.integrations, WEBHOOKS)) {
-    deliveries.push({
-      source: source.name,
-      destination: WEBHOOKS,
-      kind: 'message',
-      messageId: message.messageId,
-      body: message.body,
-      createdAt: receivedAt,
-      orderKey: source.ordered === true ? orderKeyOf(message.webhook as unknown as Readonly<Record<string, unknown>>) : undefined,
-    });
+  const rules = source.rules;
+  let filtered: FilteredBy | undefined;
+  let event: string | undefined;
+  if (rules !== undefined) {
+    event = eventOf(message);
+    filtered = rules.blocked(message.type, event);
   }
-  return { source: source.name, messageId: message.messageId, receivedAt, deliveries };
+  if (filtered === undefined) {
+    if (!source.webhooksOn) filtered = NO_DESTINATION;
+    else if (!isDestinationEnabled(message.integrations, WEBHOOKS)) filtered = INTEGRATIONS_OFF;
+    else if (rules !== undefined && !rules.routed(message.type, event)) filtered = NO_URL_MATCHES;
+    else {
+      deliveries.push({
+        source: source.name,
+        destination: WEBHOOKS,
+        kind: 'message',
+        messageId: message.messageId,
+        body: message.body,
+        createdAt: receivedAt,
+        orderKey: source.ordered === true ? orderKeyOf(message.webhook as unknown as Readonly<Record<string, unknown>>) : undefined,
+      });
+    }
+  }
+  return { source: source.name, messageId: message.messageId, receivedAt, deliveries, filtered };
 }

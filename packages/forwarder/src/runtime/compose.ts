@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { createOperationsRoutes } from '../admin/api';
+import { SchemaAdmin } from '../admin/schema';
 import type { ResolvedConfig } from '../config';
 import { createRequestHandler } from '../http/server';
 import { ForwarderMetrics } from '../observability/metrics';
@@ -18,6 +19,8 @@ export interface Parts {
   readonly sources: Sources;
   readonly work: Work;
   readonly lifecycle: Lifecycle;
+  /** Sources' schema controls, what they send and their usage. */
+  readonly schema: SchemaAdmin;
 }
 
 /**
@@ -44,6 +47,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
         },
       });
   const opsOf = async () => (await ctx.open(), ctx.ops!);
+  const schema = new SchemaAdmin(sources.manager, async () => (await opsOf()).usage, () => ctx.clock.now());
   const admin = createOperationsRoutes({
     ops: opsOf,
     metrics,
@@ -68,6 +72,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     applySources: (list, dryRun) => sources.apply(list, dryRun),
     endpoints: sources.endpointAdmin,
     secrets: sources.secrets,
+    schema,
   });
   const limits = new IngestLimits(() => deliveries.rateBudget, ctx.clock);
   const handle = createRequestHandler({
@@ -94,7 +99,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     now: () => ctx.clock.now(),
   });
   const lifecycle = new Lifecycle(ctx, { sources, deliveries, work, metrics }, handle);
-  return { ctx, deliveries, sources, work, lifecycle };
+  return { ctx, deliveries, sources, work, lifecycle, schema };
 }
 
 /** The disabled URLs of every source's destination (what the debugger page lists), without credentials or query. */

@@ -87,6 +87,8 @@ export class Lifecycle {
           ordered: (name) => table.record(name)?.webhooks?.ordering === 'user',
           waitingFor: (source, messageId) => store.waitingFor(source, messageId),
           keepDelivered: storage.keepDelivered,
+          usageStore: () => ctx.store?.usage,
+          backgroundError: (error) => ctx.backgroundError(error),
         },
         storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,
         metrics,

@@ -253,6 +253,7 @@ function configSnapshot(config: ResolvedConfig, now: number): SetupSnapshot {
       ...(fileSettings(s) === undefined ? {} : { settings: fileSettings(s) }),
       createdAt: now,
       updatedAt: now,
+      ...(s.schema === undefined ? {} : { schema: s.schema }),
     })),
     keys: config.sources.map((s) => keyRecord(s.name, s.writeKey, 'config', now)),
   };

@@ -56,6 +56,15 @@ export interface AcceptedMessage {
   readonly receivedAt: number;
   /** Empty when the message's `integrations` or the source's config turn every destination off. */
   readonly deliveries: readonly NewDelivery[];
+  /** Why `deliveries` is empty (the rule that stopped the call), for the delivery log and the counts; stores ignore it. */
+  readonly filtered?: FilteredBy;
+}
+
+/** Why an accepted call was not forwarded: a metric label and the reason the delivery log shows. */
+export interface FilteredBy {
+  /** `blocked_type`, `blocked_event`, `tracking_plan`, `url_filter`, `integrations` or `no_destination`. */
+  readonly rule: string;
+  readonly reason: string;
 }
 
 export interface AcceptResult {
@@ -203,6 +212,8 @@ export interface ForwarderStore {
   readonly rateBudget: RateBudget;
   /** The state of each webhook URL, for automatic disable (see "Endpoint states"). */
   readonly endpoints: EndpointStore;
+  /** What each source sends (its schema's counts) and its usage per day (see "What sources send"). */
+  readonly usage: UsageStore;
   /**
    * Whether other processes share the store (PostgreSQL): endpoint states are then read from it
    * at start and its changes followed, rather than this process's alone.
@@ -462,6 +473,26 @@ export interface ResolvedWebhookEntry {
   readonly headers: Readonly<Record<string, string>>;
   /** Present only when the entry sets one. */
   readonly rateLimit?: RateLimit;
+  /** Which calls this URL gets; present only when the entry sets one (absent: every call). */
+  readonly filter?: WebhookFilter;
+}
+
+/** Which calls a webhook URL gets (docs/source-schema.md). Each list is present only when set. */
+export interface WebhookFilter {
+  /** The call types it gets (`delete`: deletion notices); absent: every type. */
+  readonly types?: readonly string[];
+  /** The track events it gets, by name; calls of other types are not narrowed by it. Absent: every event. */
+  readonly events?: readonly string[];
+}
+
+/** A source's schema controls (docs/source-schema.md): what of what it sends is never forwarded. */
+export interface SourceSchema {
+  /** Track event names that are not forwarded. */
+  readonly blockedEvents: readonly string[];
+  /** A tracking plan: when set, track events not in it are not forwarded; null: no plan. */
+  readonly allowedEvents: readonly string[] | null;
+  /** Call types (`track`, `identify`, ...) that are not forwarded. */
+  readonly blockedTypes: readonly string[];
 }
 
 /** The settings of a Webhooks destination as stored, without `enabled` (a column of its own). */
@@ -513,6 +544,8 @@ export interface SourceRecord {
   readonly enabled: boolean;
   /** Undefined when the source has no Webhooks destination. Holds secrets: never shown. */
   readonly webhooks: StoredWebhooks | undefined;
+  /** The source's schema controls; absent when it has none (everything it sends may be forwarded). */
+  readonly schema?: SourceSchema;
   /**
    * Digest of the config file's entry for this source when the file last set it; undefined for a
    * source made through the admin API. A start applies the file's entry only when it changed.
@@ -563,6 +596,8 @@ export type SetupOp =
     readonly applied?: string | null;
     /** Replaces the source's settings; null clears them. */
     readonly settings?: SourceSettings | null;
+    /** The schema controls; null removes them. */
+    readonly schema?: SourceSchema | null;
   }
   /**
    * Removes the source and its keys and audiences; its pending deliveries are failed with
@@ -684,6 +719,71 @@ export interface EndpointStore {
   report(reports: readonly EndpointReport[], rule: DisableRule): Promise<EndpointReportResult>;
   /** Enables a disabled URL and clears its run of failures; its state when it was disabled, else undefined. */
   enable(source: string, key: string, at: number): Promise<EndpointState | undefined>;
+}
+
+// ---- What sources send, and their usage ----
+
+/**
+ * Counts the forwarder gathers in memory on the ingestion and delivery paths and adds to the store
+ * in the background (about once a second): per source, each call type and track event name with
+ * its count and its first and last time, and per UTC day the calls received, filtered, rejected,
+ * delivered and failed. Rows are kept by the source's id (`SourceRecord.id`), so that a source made
+ * again under a deleted one's name shares none; on a shared store they add up over every instance.
+ */
+
+/** A call type, or a track event name, one source sent. */
+export interface SchemaCount {
+  readonly sourceId: string;
+  /** The source's name when it was counted. */
+  readonly source: string;
+  readonly type: string;
+  /**
+   * The track event's name; '' for the other types. A `track` row with '' counts the track calls
+   * whose name is not listed: past the names kept per source, or longer than a kept name may be.
+   */
+  readonly event: string;
+  readonly count: number;
+  /** Epoch ms. */
+  readonly firstSeen: number;
+  readonly lastSeen: number;
+}
+
+/** A source's usage on one UTC day. */
+export interface UsageDay {
+  readonly sourceId: string;
+  readonly source: string;
+  /** Days since the epoch (UTC). */
+  readonly day: number;
+  /** Calls the ingestion API accepted (filtered ones included; a messageId sent again is not counted again). */
+  readonly received: number;
+  /** Accepted calls that were not forwarded (a schema control, a URL filter, `integrations`, no destination on). */
+  readonly filtered: number;
+  /** Calls the ingestion API refused (listed in an answer's `rejected`). */
+  readonly rejected: number;
+  /** Deliveries of calls a webhook URL accepted (a replay counts again). */
+  readonly delivered: number;
+  /** Deliveries of calls given up. */
+  readonly failed: number;
+}
+
+/** What one background write adds. */
+export interface UsageBatch {
+  readonly events: readonly SchemaCount[];
+  readonly days: readonly UsageDay[];
+}
+
+export interface UsageStore {
+  /**
+   * Adds the counts in one transaction. A name new to a source that already has `MAX_SCHEMA_NAMES`
+   * (store/usage.ts) is counted in its `track` row with the event ''.
+   */
+  add(batch: UsageBatch): Promise<void>;
+  /** The counts of a source (by id), as every instance added them. */
+  events(sourceId: string): Promise<SchemaCount[]>;
+  /** The usage of the sources (by id) on the days `fromDay` to `toDay`, both included. */
+  days(sourceIds: readonly string[], fromDay: number, toDay: number): Promise<UsageDay[]>;
+  /** Removes the rows of sources the store no longer has, and usage days before `beforeDay`. Returns rows removed. */
+  prune(beforeDay: number): Promise<number>;
 }
 
 // ---- Rate budgets ----

@@ -45,6 +45,7 @@ const CAPABILITIES: ReadonlyArray<readonly [keyof ForwarderStore, 'function' | '
   ['setup', 'object', 'the registry of sources'],
   ['rateBudget', 'object', 'rate budgets'],
   ['endpoints', 'object', 'endpoint states'],
+  ['usage', 'object', 'what each source sends and its usage'],
   ['shared', 'boolean', 'whether other processes share it'],
   ['cluster', 'object-or-null', 'the instances\' views, null for a store one process uses'],
   ['openLog', 'function', 'the delivery log'],

@@ -1,5 +1,5 @@
 import type { DeliveryKind, NewDelivery, PendingDelivery } from './contract';
-import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, SourceSettings, StoredWebhooks, WriteKeyRecord } from './contract';
+import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WriteKeyRecord } from './contract';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
 
@@ -197,11 +197,13 @@ export interface SourceRow {
   settings?: string | null;
   created_at: number;
   updated_at: number;
+  /** The schema controls as JSON; null without (and absent before the column was added). */
+  schema?: string | null;
 }
 
 export function toSourceRecord(row: SourceRow): SourceRecord {
   const settings = row.settings == null ? undefined : (JSON.parse(row.settings) as SourceSettings);
-  return {
+  const record: SourceRecord = {
     name: row.name,
     id: row.id,
     enabled: row.enabled === true || row.enabled === 1,
@@ -211,6 +213,7 @@ export function toSourceRecord(row: SourceRow): SourceRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+  return row.schema === null || row.schema === undefined ? record : { ...record, schema: JSON.parse(row.schema) as SourceSchema };
 }
 
 /** A `source_keys` row. */

@@ -8,6 +8,7 @@ import { createForwarder } from '../../src/service';
 import { ConfigError, StoreError } from '../../../eventrelay/src/errors';
 import { storeContract, accepted, delivery, T0 } from '../unit/store/contract';
 import { setupContract } from '../unit/store/setup-contract';
+import { usageContract } from '../unit/store/usage-contract';
 import { startEmbedded, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
 
 describe('PostgresStore (real server)', function () {
@@ -19,7 +20,7 @@ describe('PostgresStore (real server)', function () {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters, sources, source_keys RESTART IDENTITY');
+      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters, sources, source_keys, source_events, source_usage RESTART IDENTITY');
     } finally {
       await client.end();
     }
@@ -29,6 +30,7 @@ describe('PostgresStore (real server)', function () {
   storeContract('PostgresStore', emptyStore, { claimLeaseEnds: false });
   orderingContract('PostgresStore', emptyStore);
   setupContract('PostgresStore', emptyStore);
+  usageContract('PostgresStore', emptyStore);
 
   describe('several instances on one database', () => {
     let a: PostgresStore;

@@ -181,7 +181,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
         signing: 'x-signature',
         ordering: 'none',
         hasSharedSecret: true,
-        webhooks: [{ url: `${receiver.url}/put?[redacted]`, headerNames: ['Authorization'], rateLimit: null }],
+        webhooks: [{ url: `${receiver.url}/put?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null }],
       });
       expect((await ingest(key, [track('p1')])).status).to.equal(200);
       await waitFor(() => at('/put?token=q').length === 1, 'the delivery');
@@ -395,7 +395,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       // Nothing was lost: the source, its key and its destination work as before.
       const list = await call(`${url}/admin/sources`, 'GET');
       expect(list.json.sources.map((s: { name: string }) => s.name)).to.deep.equal(['keep']);
-      expect(list.json.sources[0].destinations.Webhooks.webhooks).to.deep.equal([{ url: `${receiver.url}/keep?[redacted]`, headerNames: ['Authorization'], rateLimit: null }]);
+      expect(list.json.sources[0].destinations.Webhooks.webhooks).to.deep.equal([{ url: `${receiver.url}/keep?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null }]);
       expect((await ingest(key, [track('k1')])).status).to.equal(200);
       await waitFor(() => at('/keep?token=q').length === 1, 'the delivery after bad input');
     });

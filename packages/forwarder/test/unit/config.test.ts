@@ -334,6 +334,27 @@ describe('parseConfig: every problem at once', () => {
     for (const problem of error.problems!) expect(problem).to.be.instanceOf(ConfigError);
   });
 
+  it("lists a source schema's and a URL filter's problems with the others: each unknown field, each bad one", () => {
+    const config = {
+      sources: [
+        {
+          name: 'web',
+          writeKey: { env: 'WEB_KEY' },
+          schema: { blockedEvent: ['typo'], blockedTypes: ['nope'] },
+          destinations: { Webhooks: { webhooks: [{ url: 'https://hooks.example.test/a', filter: { type: ['track'], kinds: [] } }] } },
+        },
+      ],
+    };
+    const error = refused(config);
+    expect(error.problems?.map((p) => p.field)).to.have.members([
+      'sources[0].writeKey',
+      'sources[0].schema.blockedEvent',
+      'sources[0].schema.blockedTypes[0]',
+      'sources[0].destinations.Webhooks.webhooks[0].filter.type',
+      'sources[0].destinations.Webhooks.webhooks[0].filter.kinds',
+    ]);
+  });
+
   it('one problem is thrown as it is, without `problems`', () => {
     const error = refused({ adminToken: { env: 'ADMIN' } });
     expect(error.field).to.equal('adminToken');

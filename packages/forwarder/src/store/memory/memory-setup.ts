@@ -22,6 +22,11 @@ export class MemorySetup implements SetupStore {
     return this.rev;
   }
 
+  /** The ids of the sources it holds. */
+  ids(): Set<string> {
+    return new Set([...this.sources.values()].map((s) => s.id));
+  }
+
   /** Whether the source `name` exists with `id` now. */
   holds(name: string, id: string): boolean {
     return this.sources.get(name)?.id === id;
@@ -41,13 +46,17 @@ export class MemorySetup implements SetupStore {
         case 'update': {
           const current = sources.get(op.name);
           if (current === undefined) return { ok: false, reason: 'missing', name: op.name };
+          const { schema: _schema, ...rest } = current;
+          const schema = op.schema === undefined ? current.schema : (op.schema ?? undefined);
           sources.set(op.name, {
-            ...current,
+            ...rest,
             updatedAt: op.at,
             ...(op.enabled === undefined ? {} : { enabled: op.enabled }),
             ...(op.webhooks === undefined ? {} : { webhooks: op.webhooks ?? undefined }),
             ...(op.applied === undefined ? {} : { applied: op.applied ?? undefined }),
             ...(op.settings === undefined ? {} : { settings: op.settings ?? undefined }),
+            // Absent, not undefined, without controls: the record reads as the SQL stores' do.
+            ...(schema === undefined ? {} : { schema }),
           });
           break;
         }

@@ -4,6 +4,7 @@ import { MemorySetup } from './memory-setup';
 import { MemoryDeliveryLog } from '../delivery-log';
 import { MemoryEndpointStore } from '../endpoint-state';
 import { MemoryRateBudget } from '../rate-budget';
+import { dayOf, MemoryUsageStore, USAGE_DAYS_KEPT } from '../usage';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { SourceDeletedError } from '../contract';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
@@ -51,6 +52,8 @@ export class MemoryStore implements ForwarderStore {
   /** The sources and their settings (runtime setup), in memory too. */
   readonly setup = new MemorySetup((source, at) => this.failSource(source, at));
   readonly endpoints = new MemoryEndpointStore();
+  /** What each source sends and its usage, kept by source id; a deleted source's rows go at the next prune. */
+  readonly usage = new MemoryUsageStore(() => this.setup.ids());
   readonly rateBudget: MemoryRateBudget;
   readonly shared = false;
   readonly cluster = null;
@@ -287,6 +290,7 @@ export class MemoryStore implements ForwarderStore {
 
   async prune(before: number): Promise<number> {
     let removed = this.setup.prune(before);
+    removed += await this.usage.prune(dayOf(before) - USAGE_DAYS_KEPT);
     for (const [id, given] of this.abandoned) if (given.at < before) this.abandoned.delete(id);
     for (const [key, at] of this.seen) {
       if (at >= before) break;

@@ -265,6 +265,39 @@ CREATE INDEX IF NOT EXISTS deliveries_order ON deliveries (source, order_key, id
 ALTER TABLE sources ADD COLUMN IF NOT EXISTS settings text;
 `,
   },
+  {
+    version: 13,
+    name: 'source schema: controls per source, what each source sends and its usage per day',
+    // schema: the source's controls as JSON text. source_events: a row per call type and track
+    // event name a source sent (event '' for the other types, and for the track calls past the
+    // names kept), added to by every instance; source_usage: a row per source and UTC day (days
+    // since the epoch). Both by the source's id, so that a source made again under a deleted
+    // one's name shares none.
+    up: `
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS schema text;
+CREATE TABLE IF NOT EXISTS source_events (
+  source_id text NOT NULL,
+  type text NOT NULL,
+  event text NOT NULL,
+  source text NOT NULL,
+  count bigint NOT NULL,
+  first_seen bigint NOT NULL,
+  last_seen bigint NOT NULL,
+  PRIMARY KEY (source_id, type, event)
+);
+CREATE TABLE IF NOT EXISTS source_usage (
+  source_id text NOT NULL,
+  day integer NOT NULL,
+  source text NOT NULL,
+  received bigint NOT NULL DEFAULT 0,
+  filtered bigint NOT NULL DEFAULT 0,
+  rejected bigint NOT NULL DEFAULT 0,
+  delivered bigint NOT NULL DEFAULT 0,
+  failed bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (source_id, day)
+);
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -82,7 +82,7 @@ export class PostgresSetup implements SetupStore {
       case 'create': {
         const r = op.source;
         const { rowCount } = await client.query(
-          'INSERT INTO sources (name, id, enabled, webhooks, applied, settings, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING',
+          'INSERT INTO sources (name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING',
           [
             r.name,
             r.id,
@@ -92,6 +92,7 @@ export class PostgresSetup implements SetupStore {
             r.settings === undefined ? null : JSON.stringify(r.settings),
             r.createdAt,
             r.updatedAt,
+            r.schema === undefined ? null : JSON.stringify(r.schema),
           ],
         );
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'exists', name: r.name });
@@ -104,6 +105,7 @@ export class PostgresSetup implements SetupStore {
         if (op.webhooks !== undefined) sets.push(`webhooks = $${values.push(op.webhooks === null ? null : JSON.stringify(op.webhooks))}`);
         if (op.applied !== undefined) sets.push(`applied = $${values.push(op.applied)}`);
         if (op.settings !== undefined) sets.push(`settings = $${values.push(op.settings === null ? null : JSON.stringify(op.settings))}`);
+        if (op.schema !== undefined) sets.push(`schema = $${values.push(op.schema === null ? null : JSON.stringify(op.schema))}`);
         const { rowCount } = await client.query(`UPDATE sources SET ${sets.join(', ')} WHERE name = $1`, values);
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
         return 0;

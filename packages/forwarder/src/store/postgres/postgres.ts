@@ -12,6 +12,8 @@ import { PostgresCluster } from './postgres-cluster';
 import { PostgresRateBudget } from './postgres-rate';
 import { PostgresDeliveryLog } from './postgres-log';
 import { PostgresEndpointStore } from './postgres-endpoints';
+import { PostgresUsageStore } from './postgres-usage';
+import { dayOf, USAGE_DAYS_KEPT } from '../usage';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { SourceDeletedError } from '../contract';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
@@ -260,6 +262,8 @@ export class PostgresStore implements ForwarderStore {
   readonly cluster: PostgresCluster;
   /** Endpoint states every instance shares. */
   readonly endpoints: PostgresEndpointStore;
+  /** What each source sends and its usage, added to by every instance. */
+  readonly usage: PostgresUsageStore;
   readonly shared = true;
   /** This instance's one LISTEN connection, for every channel it follows. */
   private readonly listener: PostgresListener;
@@ -272,6 +276,8 @@ export class PostgresStore implements ForwarderStore {
     this.setup = new PostgresSetup(pool, this.listener, () => this.assertOpen());
     this.cluster = new PostgresCluster(fast, this.listener);
     this.endpoints = new PostgresEndpointStore(fast);
+    // Counts may lose their last second in a server crash (synchronous_commit off), never a message.
+    this.usage = new PostgresUsageStore(fast, () => this.assertOpen());
   }
 
   /** The delivery log's tables come with the store's schema, migrated when it opened. */
@@ -596,6 +602,7 @@ export class PostgresStore implements ForwarderStore {
             if (changes < PRUNE_CHUNK) break;
           }
         }
+        if (!this.closed) removed += await this.usage.prune(dayOf(before) - USAGE_DAYS_KEPT);
         return removed;
       } finally {
         await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCKS.prune]);

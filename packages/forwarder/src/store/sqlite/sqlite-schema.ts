@@ -135,6 +135,38 @@ CREATE INDEX deliveries_order ON deliveries (source, order_key, id) WHERE status
 ALTER TABLE sources ADD COLUMN settings TEXT;
 `,
   },
+  {
+    version: 8,
+    name: 'source schema: controls per source, what each source sends and its usage per day',
+    // schema: the source's controls as JSON. source_events: a row per call type and track event
+    // name a source sent (event '' for the other types, and for the track calls past the names
+    // kept); source_usage: a row per source and UTC day (days since the epoch). Both by the
+    // source's id, so that a source made again under a deleted one's name shares none.
+    up: `
+ALTER TABLE sources ADD COLUMN schema TEXT;
+CREATE TABLE source_events (
+  source_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  event TEXT NOT NULL,
+  source TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  first_seen INTEGER NOT NULL,
+  last_seen INTEGER NOT NULL,
+  PRIMARY KEY (source_id, type, event)
+) WITHOUT ROWID;
+CREATE TABLE source_usage (
+  source_id TEXT NOT NULL,
+  day INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  received INTEGER NOT NULL DEFAULT 0,
+  filtered INTEGER NOT NULL DEFAULT 0,
+  rejected INTEGER NOT NULL DEFAULT 0,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (source_id, day)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */

@@ -32,11 +32,11 @@ export class SqliteSetup implements SetupStore {
     this.statements = {
       revision: db.prepare('SELECT revision FROM setup_revision WHERE id = 1').pluck(),
       bump: db.prepare('UPDATE setup_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision').pluck(),
-      sources: db.prepare('SELECT name, id, enabled, webhooks, applied, settings, created_at, updated_at FROM sources ORDER BY name'),
-      source: db.prepare('SELECT name, id, enabled, webhooks, applied, settings, created_at, updated_at FROM sources WHERE name = ?'),
+      sources: db.prepare('SELECT name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema FROM sources ORDER BY name'),
+      source: db.prepare('SELECT name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema FROM sources WHERE name = ?'),
       keys: db.prepare('SELECT id, source, digest, last4, origin, created_at, expires_at FROM source_keys ORDER BY source, created_at, id'),
-      insertSource: db.prepare('INSERT OR IGNORE INTO sources (name, id, enabled, webhooks, applied, settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
-      updateSource: db.prepare('UPDATE sources SET enabled = ?, webhooks = ?, applied = ?, settings = ?, updated_at = ? WHERE name = ?'),
+      insertSource: db.prepare('INSERT OR IGNORE INTO sources (name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      updateSource: db.prepare('UPDATE sources SET enabled = ?, webhooks = ?, applied = ?, settings = ?, updated_at = ?, schema = ? WHERE name = ?'),
       deleteSource: db.prepare('DELETE FROM sources WHERE name = ?'),
       deleteKeys: db.prepare('DELETE FROM source_keys WHERE source = ?'),
       deleteAudiences: db.prepare('DELETE FROM audiences WHERE source = ?'),
@@ -61,7 +61,8 @@ export class SqliteSetup implements SetupStore {
             const r = op.source;
             const webhooks = r.webhooks === undefined ? null : JSON.stringify(r.webhooks);
             const settings = r.settings === undefined ? null : JSON.stringify(r.settings);
-            const inserted = s.insertSource.run(r.name, r.id, r.enabled ? 1 : 0, webhooks, r.applied ?? null, settings, r.createdAt, r.updatedAt);
+            const schema = r.schema === undefined ? null : JSON.stringify(r.schema);
+            const inserted = s.insertSource.run(r.name, r.id, r.enabled ? 1 : 0, webhooks, r.applied ?? null, settings, r.createdAt, r.updatedAt, schema);
             if (inserted.changes === 0) throw new StepFailed({ ok: false, reason: 'exists', name: r.name });
             break;
           }
@@ -72,7 +73,8 @@ export class SqliteSetup implements SetupStore {
             const webhooks = op.webhooks === undefined ? row.webhooks : op.webhooks === null ? null : JSON.stringify(op.webhooks);
             const applied = op.applied === undefined ? row.applied : op.applied;
             const settings = op.settings === undefined ? (row.settings ?? null) : op.settings === null ? null : JSON.stringify(op.settings);
-            s.updateSource.run(enabled, webhooks, applied, settings, op.at, op.name);
+            const schema = op.schema === undefined ? (row.schema ?? null) : op.schema === null ? null : JSON.stringify(op.schema);
+            s.updateSource.run(enabled, webhooks, applied, settings, op.at, schema, op.name);
             break;
           }
           case 'delete': {

@@ -10,6 +10,8 @@ import type { Clock } from 'eventrelay/internal';
 import { SqliteSetup } from './sqlite-setup';
 import { SqliteDeliveryLog } from './sqlite-log';
 import { SqliteEndpointStore } from './sqlite-endpoints';
+import { SqliteUsageStore } from './sqlite-usage';
+import { dayOf, USAGE_DAYS_KEPT } from '../usage';
 import { MemoryRateBudget } from '../rate-budget';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
@@ -108,6 +110,8 @@ export class SqliteStore implements ForwarderStore {
   readonly setup: SqliteSetup;
   /** Endpoint states in this database: a disabled URL stays disabled across restarts. */
   readonly endpoints: SqliteEndpointStore;
+  /** What each source sends and its usage, in this database. */
+  readonly usage: SqliteUsageStore;
   /** One process uses the file (exclusive mode): its rate budgets are exact in memory. */
   readonly rateBudget: MemoryRateBudget;
   readonly shared = false;
@@ -237,6 +241,11 @@ export class SqliteStore implements ForwarderStore {
       if (write) this.sync(this.durable ? 'FULL' : 'NORMAL');
     });
     this.endpoints = new SqliteEndpointStore(db);
+    // Counts are written without an fsync of their own: a power cut may lose the last second of them, never a message.
+    this.usage = new SqliteUsageStore(db, () => {
+      this.assertOpen();
+      this.sync('NORMAL');
+    });
 
     const insert = (d: NewDelivery): void => {
       s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt, d.orderKey ?? null);
@@ -467,7 +476,7 @@ export class SqliteStore implements ForwarderStore {
 
   /** Removes finished rows in chunks, then checkpoints the WAL so that delivered bodies leave it. */
   async prune(before: number): Promise<number> {
-    let removed = this.closed ? 0 : this.setup.prune(before);
+    let removed = this.closed ? 0 : this.setup.prune(before) + (await this.usage.prune(dayOf(before) - USAGE_DAYS_KEPT));
     for (const statement of [this.statements.pruneDeliveries, this.statements.pruneMessages]) {
       for (;;) {
         if (this.closed) return removed;

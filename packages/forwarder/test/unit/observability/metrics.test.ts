@@ -100,3 +100,20 @@ describe('ForwarderMetrics', () => {
     expect((await metrics.render()).text).to.equal(text);
   });
 });
+
+describe('ForwarderMetrics: usage and filtered calls', () => {
+  it('counts each source\'s usage by count, and filtered calls by rule, a source name with quotes included', async () => {
+    const metrics = new ForwarderMetrics({ queueDepth: async () => ({ queueDepth: 0, oldestPendingAge: null, inFlight: 0 }) }, { processMetrics: false });
+    metrics.usage('web', 'received', 5);
+    metrics.usage('web', 'filtered', 1, 'blocked_event');
+    metrics.usage('web', 'filtered', 2, 'url_filter');
+    metrics.usage('app "two"', 'received', 1);
+    metrics.usage('web', 'received', 2);
+    const { text } = await metrics.render();
+    expect(text).to.contain('eventrelay_usage_total{source="web",count="received"} 7\n');
+    expect(text).to.contain('eventrelay_usage_total{source="web",count="filtered"} 3\n');
+    expect(text).to.contain('eventrelay_usage_total{source="app \\"two\\"",count="received"} 1\n');
+    expect(text).to.contain('eventrelay_filtered_total{source="web",rule="blocked_event"} 1\n');
+    expect(text).to.contain('eventrelay_filtered_total{source="web",rule="url_filter"} 2\n');
+  });
+});

@@ -68,6 +68,20 @@ export function setupContract(name: string, create: () => Promise<ForwarderStore
       expect(await setup.write([{ op: 'update', name: 'nope', at: T0 }])).to.deep.equal({ ok: false, reason: 'missing', name: 'nope' });
     });
 
+    it('keeps a source\'s schema controls: made with it, replaced, removed, left as they are by other changes', async () => {
+      const plan = { blockedEvents: ['Spam', 'Заказ'], allowedEvents: ['Order', 'Spam'], blockedTypes: ['page'] };
+      await setup.write([{ op: 'create', source: source('web', { schema: plan }) }, { op: 'create', source: source('ios') }]);
+      expect((await setup.read()).sources.find((s) => s.name === 'web')).to.deep.equal(source('web', { schema: plan }));
+      await setup.write([{ op: 'update', name: 'web', at: T0 + 1, enabled: true }]);
+      expect((await setup.read()).sources.find((s) => s.name === 'web')!.schema).to.deep.equal(plan);
+      const other = { blockedEvents: [], allowedEvents: null, blockedTypes: ['alias'] };
+      await setup.write([{ op: 'update', name: 'ios', at: T0 + 2, schema: other }]);
+      await setup.write([{ op: 'update', name: 'web', at: T0 + 3, schema: null }]);
+      const sources = (await setup.read()).sources;
+      expect(sources.find((s) => s.name === 'web')).to.deep.equal(source('web', { enabled: true, updatedAt: T0 + 3 }));
+      expect(sources.find((s) => s.name === 'ios')).to.deep.equal(source('ios', { schema: other, updatedAt: T0 + 2 }));
+    });
+
     it('gives a key to one source only, and makes a known key valid again', async () => {
       await setup.write([{ op: 'create', source: source('web') }, { op: 'create', source: source('ios') }]);
       const key = keyRecord('web', 'shared-key', 'config', T0);

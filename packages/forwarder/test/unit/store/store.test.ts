@@ -11,6 +11,7 @@ import { SQLITE_MIGRATIONS, sqliteSchemaVersion } from '../../../src/store/sqlit
 import { StoreError } from '../../../../eventrelay/src/errors';
 import { accepted, delivery, storeContract, T0 } from './contract';
 import { setupContract } from './setup-contract';
+import { usageContract } from './usage-contract';
 
 const LEASE = { owner: 'test', ms: 30_000 };
 const dirs: string[] = [];
@@ -26,6 +27,8 @@ orderingContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir()
 storeContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 setupContract('MemoryStore', async () => new MemoryStore());
 setupContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
+usageContract('MemoryStore', async () => new MemoryStore());
+usageContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 
 describe('SqliteStore on disk', () => {
   afterEach(() => {

@@ -1,0 +1,160 @@
+import type { Pool } from 'pg';
+import { numberArray, pgText, textArray } from './pg-values';
+import { capEvents, mergeDay } from '../usage';
+import type { SchemaCount, UsageBatch, UsageDay, UsageStore } from '../contract';
+
+interface EventRow {
+  source_id: string;
+  source: string;
+  type: string;
+  event: string;
+  count: number;
+  first_seen: number;
+  last_seen: number;
+}
+
+interface DayRow {
+  source_id: string;
+  source: string;
+  day: number;
+  received: number;
+  filtered: number;
+  rejected: number;
+  delivered: number;
+  failed: number;
+}
+
+const ADD_EVENTS = `INSERT INTO source_events (source_id, type, event, source, count, first_seen, last_seen)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
+  ON CONFLICT (source_id, type, event) DO UPDATE SET count = source_events.count + EXCLUDED.count, source = EXCLUDED.source,
+    first_seen = least(source_events.first_seen, EXCLUDED.first_seen), last_seen = greatest(source_events.last_seen, EXCLUDED.last_seen)`;
+
+const ADD_DAYS = `INSERT INTO source_usage (source_id, day, source, received, filtered, rejected, delivered, failed)
+  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
+  ON CONFLICT (source_id, day) DO UPDATE SET source = EXCLUDED.source, received = source_usage.received + EXCLUDED.received,
+    filtered = source_usage.filtered + EXCLUDED.filtered, rejected = source_usage.rejected + EXCLUDED.rejected,
+    delivered = source_usage.delivered + EXCLUDED.delivered, failed = source_usage.failed + EXCLUDED.failed`;
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * What each source sends and its usage per day on PostgreSQL, added to by every instance: one
+ * picture of them all. Each background write is one transaction of upserts, its rows in key order
+ * so that instances writing the same rows at once take their locks in one order.
+ */
+export class PostgresUsageStore implements UsageStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly guard: () => void,
+  ) {}
+
+  async add(batch: UsageBatch): Promise<void> {
+    if (batch.events.length === 0 && batch.days.length === 0) return;
+    this.guard();
+    // Compared with what is stored, so in the form it is stored in.
+    const events = batch.events.map((c) => ({ ...c, event: pgText(c.event), source: pgText(c.source) }));
+    const days = new Map<string, UsageDay>();
+    for (const d of batch.days) {
+      const k = `${d.sourceId}\u0000${d.day}`;
+      const before = days.get(k);
+      days.set(k, before === undefined ? d : mergeDay(before, d));
+    }
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      try {
+        const named = events.filter((c) => c.type === 'track' && c.event !== '');
+        const ids = [...new Set(named.map((c) => c.sourceId))];
+        const known = new Set<string>();
+        const kept = new Map<string, number>();
+        if (named.length > 0) {
+          const found = await client.query<{ source_id: string; event: string }>(
+            "SELECT source_id, event FROM source_events WHERE type = 'track' AND (source_id, event) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+            [textArray(named.map((c) => c.sourceId)), textArray(named.map((c) => c.event))],
+          );
+          for (const r of found.rows) known.add(`${r.source_id}\u0000${r.event}`);
+          const counted = await client.query<{ source_id: string; n: number }>(
+            "SELECT source_id, count(*)::int AS n FROM source_events WHERE source_id = ANY($1::text[]) AND type = 'track' AND event <> '' GROUP BY source_id",
+            [textArray(ids)],
+          );
+          for (const r of counted.rows) kept.set(r.source_id, r.n);
+        }
+        const rows = capEvents(
+          events,
+          (c) => known.has(`${c.sourceId}\u0000${c.event}`),
+          (sourceId) => kept.get(sourceId) ?? 0,
+        ).sort((a, b) => compare(a.sourceId, b.sourceId) || compare(a.type, b.type) || compare(a.event, b.event));
+        if (rows.length > 0) {
+          await client.query(ADD_EVENTS, [
+            textArray(rows.map((c) => c.sourceId)),
+            textArray(rows.map((c) => c.type)),
+            textArray(rows.map((c) => c.event)),
+            textArray(rows.map((c) => c.source)),
+            numberArray(rows.map((c) => c.count)),
+            numberArray(rows.map((c) => c.firstSeen)),
+            numberArray(rows.map((c) => c.lastSeen)),
+          ]);
+        }
+        const list = [...days.values()].sort((a, b) => compare(a.sourceId, b.sourceId) || a.day - b.day);
+        if (list.length > 0) {
+          await client.query(ADD_DAYS, [
+            textArray(list.map((d) => d.sourceId)),
+            numberArray(list.map((d) => d.day)),
+            textArray(list.map((d) => pgText(d.source))),
+            numberArray(list.map((d) => d.received)),
+            numberArray(list.map((d) => d.filtered)),
+            numberArray(list.map((d) => d.rejected)),
+            numberArray(list.map((d) => d.delivered)),
+            numberArray(list.map((d) => d.failed)),
+          ]);
+        }
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async events(sourceId: string): Promise<SchemaCount[]> {
+    this.guard();
+    const { rows } = await this.pool.query<EventRow>(
+      'SELECT source_id, source, type, event, count, first_seen, last_seen FROM source_events WHERE source_id = $1',
+      [sourceId],
+    );
+    return rows.map((r): SchemaCount => {
+      const { source, type, event, count } = r;
+      return { sourceId: r.source_id, source, type, event, count, firstSeen: r.first_seen, lastSeen: r.last_seen };
+    });
+  }
+
+  async days(sourceIds: readonly string[], fromDay: number, toDay: number): Promise<UsageDay[]> {
+    this.guard();
+    if (sourceIds.length === 0) return [];
+    const { rows } = await this.pool.query<DayRow>(
+      'SELECT source_id, source, day, received, filtered, rejected, delivered, failed FROM source_usage WHERE source_id = ANY($1::text[]) AND day BETWEEN $2 AND $3 ORDER BY day',
+      [textArray(sourceIds), fromDay, toDay],
+    );
+    return rows.map((r) => ({
+      sourceId: r.source_id,
+      source: r.source,
+      day: r.day,
+      received: r.received,
+      filtered: r.filtered,
+      rejected: r.rejected,
+      delivered: r.delivered,
+      failed: r.failed,
+    }));
+  }
+
+  async prune(beforeDay: number): Promise<number> {
+    this.guard();
+    const events = await this.pool.query('DELETE FROM source_events e WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.id = e.source_id)');
+    const days = await this.pool.query('DELETE FROM source_usage u WHERE u.day < $1 OR NOT EXISTS (SELECT 1 FROM sources s WHERE s.id = u.source_id)', [beforeDay]);
+    return (events.rowCount ?? 0) + (days.rowCount ?? 0);
+  }
+}

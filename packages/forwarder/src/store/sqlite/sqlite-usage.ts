@@ -1,0 +1,104 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import { capEvents } from '../usage';
+import type { SchemaCount, UsageBatch, UsageDay, UsageStore } from '../contract';
+
+interface EventRow {
+  source_id: string;
+  source: string;
+  type: string;
+  event: string;
+  count: number;
+  first_seen: number;
+  last_seen: number;
+}
+
+interface DayRow {
+  source_id: string;
+  source: string;
+  day: number;
+  received: number;
+  filtered: number;
+  rejected: number;
+  delivered: number;
+  failed: number;
+}
+
+function toCount(r: EventRow): SchemaCount {
+  return { sourceId: r.source_id, source: r.source, type: r.type, event: r.event, count: r.count, firstSeen: r.first_seen, lastSeen: r.last_seen };
+}
+
+function toUsageDay(r: DayRow): UsageDay {
+  const { received, filtered, rejected, delivered, failed } = r;
+  return { sourceId: r.source_id, source: r.source, day: r.day, received, filtered, rejected, delivered, failed };
+}
+
+/**
+ * What each source sends and its usage per day, in the SQLite database (tables `source_events`
+ * and `source_usage`): each background write of the counts is one transaction of upserts.
+ */
+export class SqliteUsageStore implements UsageStore {
+  private readonly statements;
+  private readonly addTx: BetterSqlite3.Transaction<(batch: UsageBatch) => void>;
+
+  constructor(
+    db: BetterSqlite3.Database,
+    /** Throws when the store is closed; sets the durability of the write that follows. */
+    private readonly guard: () => void,
+  ) {
+    this.statements = {
+      known: db.prepare('SELECT 1 FROM source_events WHERE source_id = ? AND type = ? AND event = ?').pluck(),
+      kept: db.prepare("SELECT count(*) FROM source_events WHERE source_id = ? AND type = 'track' AND event <> ''").pluck(),
+      addEvent: db.prepare(
+        `INSERT INTO source_events (source_id, type, event, source, count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (source_id, type, event) DO UPDATE SET count = count + excluded.count, source = excluded.source,
+           first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)`,
+      ),
+      addDay: db.prepare(
+        `INSERT INTO source_usage (source_id, day, source, received, filtered, rejected, delivered, failed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (source_id, day) DO UPDATE SET source = excluded.source, received = received + excluded.received,
+           filtered = filtered + excluded.filtered, rejected = rejected + excluded.rejected,
+           delivered = delivered + excluded.delivered, failed = failed + excluded.failed`,
+      ),
+      events: db.prepare('SELECT source_id, source, type, event, count, first_seen, last_seen FROM source_events WHERE source_id = ?'),
+      days: db.prepare('SELECT source_id, source, day, received, filtered, rejected, delivered, failed FROM source_usage WHERE source_id = ? AND day BETWEEN ? AND ? ORDER BY day'),
+      pruneEvents: db.prepare('DELETE FROM source_events WHERE source_id NOT IN (SELECT id FROM sources)'),
+      pruneDays: db.prepare('DELETE FROM source_usage WHERE day < ? OR source_id NOT IN (SELECT id FROM sources)'),
+    };
+    const s = this.statements;
+    this.addTx = db.transaction((batch: UsageBatch) => {
+      const kept = new Map<string, number>();
+      const rows = capEvents(
+        batch.events,
+        (c) => s.known.get(c.sourceId, c.type, c.event) !== undefined,
+        (sourceId) => {
+          let n = kept.get(sourceId);
+          if (n === undefined) kept.set(sourceId, (n = s.kept.get(sourceId) as number));
+          return n;
+        },
+      );
+      for (const c of rows) s.addEvent.run(c.sourceId, c.type, c.event, c.source, c.count, c.firstSeen, c.lastSeen);
+      for (const d of batch.days) s.addDay.run(d.sourceId, d.day, d.source, d.received, d.filtered, d.rejected, d.delivered, d.failed);
+    });
+  }
+
+  async add(batch: UsageBatch): Promise<void> {
+    if (batch.events.length === 0 && batch.days.length === 0) return;
+    this.guard();
+    this.addTx.immediate(batch);
+  }
+
+  async events(sourceId: string): Promise<SchemaCount[]> {
+    this.guard();
+    return (this.statements.events.all(sourceId) as EventRow[]).map(toCount);
+  }
+
+  async days(sourceIds: readonly string[], fromDay: number, toDay: number): Promise<UsageDay[]> {
+    this.guard();
+    return sourceIds.flatMap((id) => (this.statements.days.all(id, fromDay, toDay) as DayRow[]).map(toUsageDay));
+  }
+
+  async prune(beforeDay: number): Promise<number> {
+    this.guard();
+    return this.statements.pruneEvents.run().changes + this.statements.pruneDays.run(beforeDay).changes;
+  }
+}
