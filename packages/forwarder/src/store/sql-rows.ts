@@ -1,4 +1,5 @@
 import type { DeliveryKind, NewDelivery, PendingDelivery } from './contract';
+import type { SchemaCount, UsageDay } from './contract';
 import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WriteKeyRecord } from './contract';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
@@ -237,4 +238,36 @@ export function toKeyRecord(row: KeyRow): WriteKeyRecord {
     createdAt: row.created_at,
     expiresAt: row.expires_at ?? undefined,
   };
+}
+
+/** A `source_events` row (what a source sends: a call type and event name, counted). */
+export interface EventRow {
+  source_id: string;
+  source: string;
+  type: string;
+  event: string;
+  count: number;
+  first_seen: number;
+  last_seen: number;
+}
+
+/** A `source_usage` row (a source's counts of one day). */
+export interface DayRow {
+  source_id: string;
+  source: string;
+  day: number;
+  received: number;
+  filtered: number;
+  rejected: number;
+  delivered: number;
+  failed: number;
+}
+
+export function toSchemaCount(r: EventRow): SchemaCount {
+  return { sourceId: r.source_id, source: r.source, type: r.type, event: r.event, count: r.count, firstSeen: r.first_seen, lastSeen: r.last_seen };
+}
+
+export function toUsageDay(r: DayRow): UsageDay {
+  const { received, filtered, rejected, delivered, failed } = r;
+  return { sourceId: r.source_id, source: r.source, day: r.day, received, filtered, rejected, delivered, failed };
 }

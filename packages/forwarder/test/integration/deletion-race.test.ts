@@ -9,8 +9,8 @@ import type { LoggedMessage } from '../../src/store/contract';
 import { startSink } from '../../../../test/helpers/sink';
 import type { Sink } from '../../../../test/helpers/sink';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-import { createTestDatabase, whenNoServer } from '../../../../test/helpers/postgres';
-import { basic, waitFor } from './helpers';
+import { basic, freshStorage, waitFor } from './helpers';
+import type { StoreKind } from './helpers';
 
 /**
  * Deleting a source while its calls arrive (issue: nothing stranded): on every store, and with
@@ -21,7 +21,7 @@ import { basic, waitFor } from './helpers';
 
 const TOKEN = 'admin-token';
 const REASON = 'The source was deleted before this delivery was made';
-type Kind = 'memory' | 'sqlite' | 'postgres';
+type Kind = StoreKind;
 
 interface Instance {
   readonly forwarder: Forwarder;
@@ -110,19 +110,7 @@ describe('deleting a source while its calls arrive', function () {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
   });
 
-  async function storage(kind: Kind, skip: () => never): Promise<object> {
-    if (kind === 'memory') return { type: 'memory' };
-    if (kind === 'sqlite') return { type: 'sqlite', dataDir: tempDir() };
-    try {
-      const db = await createTestDatabase();
-      cleanups.push(db.drop);
-      return { type: 'postgres', url: db.url, poolSize: 4 };
-    } catch (error) {
-      if (whenNoServer(process.env) === 'fail') throw new Error(`No PostgreSQL server for the tests (CI=true): ${(error as Error).message}`);
-      process.stderr.write(`\n  SKIPPED: no PostgreSQL server (${(error as Error).message})\n`);
-      return skip();
-    }
-  }
+  const storage = (kind: Kind, skip: () => never) => freshStorage(kind, tempDir, cleanups, skip);
 
   /** One instance on memory and SQLite; two on one PostgreSQL database. */
   async function cluster(kind: Kind, skip: () => never): Promise<Cluster> {

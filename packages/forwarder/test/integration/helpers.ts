@@ -9,6 +9,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { startSink } from '../../../../test/helpers/sink';
 import { waitFor } from '../../../../test/helpers/wait';
+import { createTestDatabase, whenNoServer } from '../../../../test/helpers/postgres';
 
 export { waitFor };
 
@@ -239,4 +240,25 @@ export async function flood<T>(count: number, parallel: number, fn: (i: number) 
     }),
   );
   return results;
+}
+
+/** A store each test of a run on every store may use: memory, SQLite (in `tempDir()`), or a fresh PostgreSQL database. */
+export type StoreKind = 'memory' | 'sqlite' | 'postgres';
+
+/**
+ * The `storage` config of a fresh store of `kind`; a PostgreSQL database it makes is dropped by
+ * `cleanups`. Without a PostgreSQL server the test is skipped (`skip`), or fails with CI=true.
+ */
+export async function freshStorage(kind: StoreKind, tempDir: () => string, cleanups: (() => Promise<void>)[], skip: () => never): Promise<object> {
+  if (kind === 'memory') return { type: 'memory' };
+  if (kind === 'sqlite') return { type: 'sqlite', dataDir: tempDir() };
+  try {
+    const db = await createTestDatabase();
+    cleanups.push(db.drop);
+    return { type: 'postgres', url: db.url, poolSize: 4 };
+  } catch (error) {
+    if (whenNoServer(process.env) === 'fail') throw new Error(`No PostgreSQL server for the tests (CI=true): ${(error as Error).message}`);
+    process.stderr.write(`\n  SKIPPED: no PostgreSQL server (${(error as Error).message})\n`);
+    return skip();
+  }
 }

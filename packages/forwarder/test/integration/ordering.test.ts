@@ -7,8 +7,8 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { startSink } from '../../../../test/helpers/sink';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-import { createTestDatabase, whenNoServer } from '../../../../test/helpers/postgres';
-import { basic, post, waitFor } from './helpers';
+import { basic, freshStorage, post, waitFor } from './helpers';
+import type { StoreKind } from './helpers';
 
 /**
  * Deliveries in order per user (`ordering: "user"`): a user's calls reach the receiver in the
@@ -17,7 +17,7 @@ import { basic, post, waitFor } from './helpers';
  */
 
 const KEY = 'ordering-write-key';
-type Kind = 'memory' | 'sqlite' | 'postgres';
+type Kind = StoreKind;
 
 interface Arrival {
   readonly messageId: string;
@@ -92,19 +92,7 @@ describe('deliveries in order per user', function () {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
   });
 
-  async function storage(kind: Kind, skip: () => never): Promise<object> {
-    if (kind === 'memory') return { type: 'memory' };
-    if (kind === 'sqlite') return { type: 'sqlite', dataDir: tempDir() };
-    try {
-      const db = await createTestDatabase();
-      cleanups.push(db.drop);
-      return { type: 'postgres', url: db.url, poolSize: 4 };
-    } catch (error) {
-      if (whenNoServer(process.env) === 'fail') throw new Error(`No PostgreSQL server for the tests (CI=true): ${(error as Error).message}`);
-      process.stderr.write(`\n  SKIPPED: no PostgreSQL server (${(error as Error).message})\n`);
-      return skip();
-    }
-  }
+  const storage = (kind: Kind, skip: () => never) => freshStorage(kind, tempDir, cleanups, skip);
 
   /** One forwarder (two on PostgreSQL, on one database), the source `web` sending to `url`. */
   async function forwarders(kind: Kind, url: string, ordering: 'user' | 'none', skip: () => never, delivery: object = {}): Promise<string[]> {

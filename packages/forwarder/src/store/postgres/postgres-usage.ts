@@ -1,28 +1,9 @@
 import type { Pool } from 'pg';
 import { numberArray, pgText, textArray } from './pg-values';
 import { capEvents, mergeDay } from '../usage';
+import { toSchemaCount, toUsageDay } from '../sql-rows';
+import type { DayRow, EventRow } from '../sql-rows';
 import type { SchemaCount, UsageBatch, UsageDay, UsageStore } from '../contract';
-
-interface EventRow {
-  source_id: string;
-  source: string;
-  type: string;
-  event: string;
-  count: number;
-  first_seen: number;
-  last_seen: number;
-}
-
-interface DayRow {
-  source_id: string;
-  source: string;
-  day: number;
-  received: number;
-  filtered: number;
-  rejected: number;
-  delivered: number;
-  failed: number;
-}
 
 const ADD_EVENTS = `INSERT INTO source_events (source_id, type, event, source, count, first_seen, last_seen)
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
@@ -126,10 +107,7 @@ export class PostgresUsageStore implements UsageStore {
       'SELECT source_id, source, type, event, count, first_seen, last_seen FROM source_events WHERE source_id = $1',
       [sourceId],
     );
-    return rows.map((r): SchemaCount => {
-      const { source, type, event, count } = r;
-      return { sourceId: r.source_id, source, type, event, count, firstSeen: r.first_seen, lastSeen: r.last_seen };
-    });
+    return rows.map(toSchemaCount);
   }
 
   async days(sourceIds: readonly string[], fromDay: number, toDay: number): Promise<UsageDay[]> {
@@ -139,16 +117,7 @@ export class PostgresUsageStore implements UsageStore {
       'SELECT source_id, source, day, received, filtered, rejected, delivered, failed FROM source_usage WHERE source_id = ANY($1::text[]) AND day BETWEEN $2 AND $3 ORDER BY day',
       [textArray(sourceIds), fromDay, toDay],
     );
-    return rows.map((r) => ({
-      sourceId: r.source_id,
-      source: r.source,
-      day: r.day,
-      received: r.received,
-      filtered: r.filtered,
-      rejected: r.rejected,
-      delivered: r.delivered,
-      failed: r.failed,
-    }));
+    return rows.map(toUsageDay);
   }
 
   async prune(beforeDay: number): Promise<number> {

@@ -1,36 +1,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { capEvents } from '../usage';
+import { toSchemaCount, toUsageDay } from '../sql-rows';
+import type { DayRow, EventRow } from '../sql-rows';
 import type { SchemaCount, UsageBatch, UsageDay, UsageStore } from '../contract';
-
-interface EventRow {
-  source_id: string;
-  source: string;
-  type: string;
-  event: string;
-  count: number;
-  first_seen: number;
-  last_seen: number;
-}
-
-interface DayRow {
-  source_id: string;
-  source: string;
-  day: number;
-  received: number;
-  filtered: number;
-  rejected: number;
-  delivered: number;
-  failed: number;
-}
-
-function toCount(r: EventRow): SchemaCount {
-  return { sourceId: r.source_id, source: r.source, type: r.type, event: r.event, count: r.count, firstSeen: r.first_seen, lastSeen: r.last_seen };
-}
-
-function toUsageDay(r: DayRow): UsageDay {
-  const { received, filtered, rejected, delivered, failed } = r;
-  return { sourceId: r.source_id, source: r.source, day: r.day, received, filtered, rejected, delivered, failed };
-}
 
 /**
  * What each source sends and its usage per day, in the SQLite database (tables `source_events`
@@ -89,7 +61,7 @@ export class SqliteUsageStore implements UsageStore {
 
   async events(sourceId: string): Promise<SchemaCount[]> {
     this.guard();
-    return (this.statements.events.all(sourceId) as EventRow[]).map(toCount);
+    return (this.statements.events.all(sourceId) as EventRow[]).map(toSchemaCount);
   }
 
   async days(sourceIds: readonly string[], fromDay: number, toDay: number): Promise<UsageDay[]> {
