@@ -40,8 +40,8 @@ export class Work {
       const first = messages[0];
       // A source of the config file checked before the store opened: the one stored under its name now.
       const sourceId = route === undefined ? undefined : (route.id ?? this.sources.table.incarnation(route.name));
-      // Ordered deliveries are claimed in their turn, never handed over (see NewDelivery.orderKey).
-      const lease = first === undefined || route?.ordered === true ? undefined : loop?.handOff(first.source, first.receivedAt);
+      // The store leases an ordered delivery only when nothing of its user is ahead (see NewDelivery.orderKey).
+      const lease = first === undefined ? undefined : loop?.handOff(first.source, first.receivedAt);
       const result = await store.accept(messages, lease, sourceId);
       this.ctx.ops?.accepted(messages, calls, result, sourceId);
       if (lease !== undefined && result.leased !== undefined) loop?.adopt(result.leased, lease, sourceId);

@@ -35,8 +35,11 @@ export interface OutcomeHooks {
   /** Attempts in flight now: while some are, an outcome waits briefly for others to share its write. */
   inFlight(): number;
   stopping(): boolean;
-  /** After the batch is written (or could not be), before its reports go out. */
-  written(batch: readonly Written[]): void;
+  /**
+   * After the batch is written (or could not be), before its reports go out; `released`: the
+   * sources of ordered deliveries it let go (RecordResult.released).
+   */
+  written(batch: readonly Written[], released: readonly string[]): void;
   /** Deliveries given back are in the store again, due as before. */
   handedBack(deliveries: readonly PendingDelivery[]): void;
   report(report: AttemptReport): void;
@@ -162,6 +165,7 @@ export class Outcomes {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
     let stale: ReadonlySet<number> = new Set();
+    let released: readonly string[] = [];
     try {
       // By push, not Array#map: a list whose elements kind changes once this function is
       // optimized sends the store's reader of it back to the interpreter.
@@ -170,6 +174,7 @@ export class Outcomes {
       const recorded = await this.store.record(outcomes);
       if (recorded.stale.length > 0) log('%d outcomes not written: finished already, or the lease went to another claim', recorded.stale.length);
       stale = new Set(recorded.stale);
+      released = recorded.released;
     } catch (error) {
       // Left pending in the store: attempted again once the lease ends (at-least-once), never lost.
       log('could not record %d outcomes: %s', batch.length, (error as Error).message);
@@ -178,7 +183,7 @@ export class Outcomes {
       this.recording.delete(outcome.id);
       if (this.watching) this.writtenDuringClaim.add(outcome.id);
     }
-    this.hooks.written(batch);
+    this.hooks.written(batch, released);
     for (const { report } of batch) {
       log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
       this.hooks.report(stale.has(report.id) ? { ...report, stale: true } : report);

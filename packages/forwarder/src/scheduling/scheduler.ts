@@ -124,7 +124,7 @@ export class Scheduler {
     this.outcomes = new Outcomes(store, clock, options.concurrency, {
       inFlight: () => this.inFlight.size,
       stopping: () => this.stopped,
-      written: (batch) => this.written(batch),
+      written: (batch, released) => this.written(batch, released),
       handedBack: (deliveries) => {
         // Due in the store now (or at its lease's end): claimed like any other.
         for (const d of deliveries) this.claiming.notCaughtUp(d.source);
@@ -427,14 +427,15 @@ export class Scheduler {
 
   /**
    * A batch of outcomes was written: retries due before the store's last answer wake the loop for
-   * them, and an ordered delivery that finished lets the next of its user go (claimed now).
+   * them, and an ordered delivery that finished with another of its user behind it lets that one
+   * go (claimed now: a follower another instance stored is claimed here).
    */
-  private written(batch: readonly Written[]): void {
+  private written(batch: readonly Written[], released: readonly string[]): void {
     const now = this.clock.now();
     for (const { outcome, report } of batch) {
       if (outcome.status === 'retry') this.claiming.retryWritten(report.source, outcome.nextAttemptAt, now);
-      else if (report.orderKey !== undefined) this.claiming.notCaughtUp(report.source);
     }
+    for (const source of released) this.claiming.notCaughtUp(source);
   }
 
   private report(report: AttemptReport): void {

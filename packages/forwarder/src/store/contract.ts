@@ -43,7 +43,10 @@ export interface NewDelivery {
    * Its user key when its destination delivers in order per user (`ordering: "user"`), else
    * undefined. Of the pending deliveries of a source with the same key, only the oldest (the first
    * stored) is claimed, and only while no other is in flight: the others wait until it is
-   * delivered or failed for good. Such deliveries are not leased at acceptance.
+   * delivered or failed for good. At acceptance one is leased (`accept`'s `lease`) only when it
+   * is the first of its key in the commit and no other of its key is pending in the store: then
+   * nothing of its user is ahead of it, and nothing of its user can be stored ahead of it since
+   * (PostgreSQL takes a lock per key in the commit, so two instances never both lease one).
    */
   readonly orderKey?: string | undefined;
 }
@@ -175,6 +178,12 @@ export interface RecordResult {
    * has the message, so sending it again would only make a duplicate.
    */
   readonly stale: readonly number[];
+  /**
+   * The source of each written outcome that finished an ordered delivery (delivered, or failed
+   * for good) with another of its key pending behind it: that one may be claimed now. A source
+   * may repeat. Every store answers with this key present.
+   */
+  readonly released: readonly string[];
 }
 
 /** Totals since the store was created (they survive restarts) and the state of the queue. */

@@ -95,7 +95,7 @@ export function leasedDelivery(d: NewDelivery, id: number): PendingDelivery {
     attempts: 0,
     firstAttemptAt: undefined,
     nextAttemptAt: d.createdAt,
-    orderKey: undefined,
+    orderKey: d.orderKey,
   };
 }
 

@@ -7,6 +7,7 @@ import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/postgres-schema';
 import { createForwarder } from '../../src/service';
 import { ConfigError, StoreError } from '../../../eventrelay/src/errors';
 import { storeContract, accepted, delivery, T0 } from '../unit/store/contract';
+import type { NewDelivery, PendingDelivery } from '../../src/store/contract';
 import { setupContract } from '../unit/store/setup-contract';
 import { usageContract } from '../unit/store/usage-contract';
 import { startEmbedded, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
@@ -107,6 +108,63 @@ describe('PostgresStore (real server)', function () {
       } finally {
         await client.end();
       }
+    });
+
+    it('leases a user\'s call at acceptance on one instance at a time, however their commits interleave, and delivers each user\'s calls in order', async () => {
+      const lease = (owner: string, now: number) => ({ owner, ms: 60_000, now });
+      /** The call of each user out now (leased at acceptance or claimed), by user. */
+      const out = new Map<string, { store: PostgresStore; delivery: PendingDelivery }>();
+      const order = new Map<string, number[]>();
+      const take = (store: PostgresStore, list: readonly PendingDelivery[]) => {
+        for (const d of list) {
+          expect(out.has(d.orderKey!), `two calls of ${d.orderKey} out at once`).to.equal(false);
+          out.set(d.orderKey!, { store, delivery: d });
+        }
+      };
+      let random = 7;
+      const next = (n: number) => (random = (random * 1103515245 + 12345) % 2147483648) % n;
+      let sent = 0;
+      let now = T0;
+      for (let round = 0; round < 40; round++) {
+        now++;
+        const batch = (prefix: string) =>
+          Array.from({ length: 6 }, (_, i) => {
+            const d: NewDelivery = { ...delivery(`${prefix}-${round}-${i}`, now, 'users'), orderKey: `u${next(8)}` };
+            return { source: 'users', messageId: d.messageId, receivedAt: now, deliveries: [d] };
+          });
+        const [fromA, fromB] = await Promise.all([a.accept(batch('a'), lease('a', now)), b.accept(batch('b'), lease('b', now))]);
+        sent += 12;
+        take(a, fromA.leased ?? []);
+        take(b, fromB.leased ?? []);
+        // About half of what is out is delivered, by its holder; what that released is claimed by both at once.
+        const released: string[] = [];
+        for (const [user, { store, delivery: d }] of [...out]) {
+          if (next(2) === 0) continue;
+          out.delete(user);
+          (order.get(user) ?? order.set(user, []).get(user)!).push(d.id);
+          released.push(...(await store.record([{ id: d.id, lease: d.lease, status: 'delivered', attempts: 1, firstAttemptAt: now, at: now }])).released);
+        }
+        if (released.length > 0) {
+          const [ca, cb] = await Promise.all([a.claim('users', now, 50, { owner: 'a', ms: 60_000 }), b.claim('users', now, 50, { owner: 'b', ms: 60_000 })]);
+          take(a, ca);
+          take(b, cb);
+        }
+      }
+      // The rest, one holder after the other.
+      for (let guard = 0; guard < 500 && [...order.values()].reduce((n, l) => n + l.length, 0) < sent; guard++) {
+        now++;
+        for (const [user, { store, delivery: d }] of [...out]) {
+          out.delete(user);
+          (order.get(user) ?? order.set(user, []).get(user)!).push(d.id);
+          await store.record([{ id: d.id, lease: d.lease, status: 'delivered', attempts: 1, firstAttemptAt: now, at: now }]);
+        }
+        take(a, await a.claim('users', now, 50, { owner: 'a', ms: 60_000 }));
+      }
+      const all = [...order.values()].flat();
+      expect(all.length).to.equal(sent);
+      expect(new Set(all).size).to.equal(sent);
+      // Each user's calls went in the order they were stored (their ids).
+      for (const [user, ids] of order) expect(ids, user).to.deep.equal([...ids].sort((x, y) => x - y));
     });
   });
 

@@ -113,11 +113,11 @@ export class MemoryStore implements ForwarderStore {
 
   /**
    * Stores deliveries, leased as a claim at `lease.now` would lease them when `lease` is given
-   * (ordered ones excepted: they are claimed in their turn).
+   * (an ordered one only when none of its key is pending: the others are claimed in their turn).
    */
   private insert(deliveries: readonly NewDelivery[], offered?: AcceptLease): Pending[] {
     return deliveries.map((d) => {
-      const lease = d.orderKey === undefined ? offered : undefined;
+      const lease = d.orderKey === undefined || !this.lines.has(`${d.source}\u0000${d.orderKey}`) ? offered : undefined;
       const delivery: Pending = {
         ...d,
         id: this.nextId++,
@@ -147,16 +147,20 @@ export class MemoryStore implements ForwarderStore {
     return true;
   }
 
-  /** A delivery finished: the next of its key, if any, becomes claimable. */
-  private finished(delivery: Pending): void {
-    if (delivery.orderKey === undefined) return;
+  /** A delivery finished: the next of its key, if any, becomes claimable (true then). */
+  private finished(delivery: Pending): boolean {
+    if (delivery.orderKey === undefined) return false;
     const key = `${delivery.source}\u0000${delivery.orderKey}`;
     const line = this.lines.get(key);
-    if (line === undefined || line[0]?.id !== delivery.id) return;
+    if (line === undefined || line[0]?.id !== delivery.id) return false;
     line.shift();
     const next = line[0];
-    if (next === undefined) this.lines.delete(key);
-    else this.heap(next.source).push(this.pending.get(next.id) ?? next);
+    if (next === undefined) {
+      this.lines.delete(key);
+      return false;
+    }
+    this.heap(next.source).push(this.pending.get(next.id) ?? next);
+    return true;
   }
 
   private heap(source: string): DueHeap {
@@ -220,6 +224,7 @@ export class MemoryStore implements ForwarderStore {
 
   async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
     const stale: number[] = [];
+    const released: string[] = [];
     let recorded = 0;
     for (const outcome of outcomes) {
       const current = this.pending.get(outcome.id);
@@ -252,10 +257,10 @@ export class MemoryStore implements ForwarderStore {
       } else {
         this.pending.delete(outcome.id);
         this.totals[outcome.status]++;
-        this.finished(current);
+        if (this.finished(current)) released.push(current.source);
       }
     }
-    return { recorded, stale };
+    return { recorded, stale, released };
   }
 
   async syncAudience(

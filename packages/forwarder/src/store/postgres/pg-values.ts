@@ -51,6 +51,13 @@ export function textArray(values: readonly (string | null | undefined)[]): strin
   return OTHER_ESCAPES.test(json) ? escapedTextArray(values) : `{${json.slice(1, -1)}}`;
 }
 
+/** A boolean array literal (`boolean[]`): `{t,f}`. */
+export function booleanArray(values: readonly boolean[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) out += i > 0 ? (values[i] ? ',t' : ',f') : values[i] ? 't' : 'f';
+  return `${out}}`;
+}
+
 /** A numeric array literal (`bigint[]`, `int[]`): `{1,2,NULL}`. */
 export function numberArray(values: readonly (number | null | undefined)[]): string {
   let out = '{';

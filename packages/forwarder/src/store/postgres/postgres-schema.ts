@@ -7,7 +7,30 @@ import type { Migration } from '../migrations';
  * locks never collide with an application's own on the same database.
  */
 export const LOCK_CLASS = 0x45_52_4c_59; // "ERLY"
-export const LOCKS = { migrations: 1, prune: 2, audience: 3, logPrune: 4 } as const;
+export const LOCKS = { migrations: 1, prune: 2, audience: 3, logPrune: 4, order: 5 } as const;
+
+/**
+ * Locks the user keys of ordered deliveries about to be stored (`sources` and `keys`, one pair per
+ * delivery, keys null for unordered ones), each once and in a fixed order (no deadlock between two
+ * commits), until the end of the transaction; then tells, for each delivery with `wanted`, whether
+ * no delivery of its key is pending. VOLATILE: its query takes a snapshot after the locks, so it
+ * sees what a commit that held one of them stored. Two commits storing calls of one user thus go
+ * one after the other, and the second sees the first's: only one may lease a call of that user at
+ * acceptance (see the store's ACCEPT).
+ */
+const ORDER_HEADS = `CREATE OR REPLACE FUNCTION eventrelay_order_heads(sources text[], keys text[], wanted boolean[]) RETURNS boolean[]
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  h integer;
+BEGIN
+  FOR h IN SELECT DISTINCT hashtext(x.s || ':' || x.k) FROM unnest(sources, keys) AS x(s, k) WHERE x.k IS NOT NULL ORDER BY 1 LOOP
+    PERFORM pg_advisory_xact_lock(${LOCK_CLASS + LOCKS.order}, h);
+  END LOOP;
+  RETURN (SELECT array_agg(CASE WHEN x.w THEN NOT EXISTS (
+      SELECT 1 FROM deliveries e WHERE e.status = 0 AND e.order_key IS NOT NULL AND e.source = x.s AND e.order_key = x.k) ELSE false END ORDER BY x.n)
+    FROM unnest(sources, keys, wanted) WITH ORDINALITY AS x(s, k, w, n));
+END
+$fn$;`;
 
 /**
  * The PostgreSQL store's schema, as ordered steps (same shape as the SQLite store's). While a
@@ -297,6 +320,11 @@ CREATE TABLE IF NOT EXISTS source_usage (
   PRIMARY KEY (source_id, day)
 );
 `,
+  },
+  {
+    version: 14,
+    name: 'deliveries in order per user: a lock per user key, so that a call may be leased at acceptance',
+    up: ORDER_HEADS,
   },
 ];
 

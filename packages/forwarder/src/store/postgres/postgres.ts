@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { numberArray, pgText, storedKey, textArray } from './pg-values';
+import { booleanArray, numberArray, pgText, storedKey, textArray } from './pg-values';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
 import type { Client, Pool, PoolClient, PoolConfig } from 'pg';
@@ -85,6 +85,8 @@ function passwordOf(url: string): string | undefined {
 }
 
 type DeliveryRow = ClaimedRow & { lease: number; due_at: number };
+/** A row of RECORD or RECORD_DELIVERED. */
+type WrittenRow = { id: number; source: string; next: boolean };
 
 interface AcceptRequest {
   readonly messages: readonly AcceptedMessage[];
@@ -95,8 +97,15 @@ interface AcceptRequest {
   readonly reject: (error: unknown) => void;
 }
 
-const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, order_key)
+/**
+ * Deliveries made by no ingested call (replays, notices). Ordered ones (`$8`: any) take their
+ * keys' locks first (`hd`, evaluated once before the first row: see ACCEPT), so that their ids
+ * come after those of a commit of the same user that leased one.
+ */
+const INSERT_DELIVERIES = `WITH hd AS (SELECT CASE WHEN $8::boolean THEN eventrelay_order_heads($1::text[], $7::text[], NULL) END AS heads)
+INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, order_key)
   SELECT s, d, k, m, b, c, c, q FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[]) WITH ORDINALITY AS x(s, d, k, m, b, c, q, n)
+  WHERE (SELECT count(*) FROM hd) = 1
   ORDER BY n`;
 
 /**
@@ -104,7 +113,8 @@ const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, me
  * `$15` with ids `$16`, each row locked against deletion until the commit; `ok` adds the unchecked
  * names `$17`), the messages of those sources new to the store (`m`), their deliveries (`d`,
  * leased with `$14` as owner until `$13` when the request asked; `$19` the user key of an ordered
- * one), and the counters (`c`: `$12` and `$18` are each request's source and number of messages).
+ * one, leased only when it is the first of its key here and `hd` finds none of its key pending),
+ * and the counters (`c`: `$12` and `$18` are each request's source and number of messages).
  * The rows are the new messages, then a row per live source (message_id null). Deliveries are
  * inserted in the order the calls came (`n`), so that their ids are that order: the order in
  * which the ordered ones of a user go (the messages are sorted, for the order of their locks).
@@ -112,9 +122,16 @@ const INSERT_DELIVERIES = `INSERT INTO deliveries (source, destination, kind, me
  * `FOR KEY SHARE`: a deletion's `DELETE FROM sources` waits for this commit (and then fails what
  * it stored), or this waits for the deletion and finds no row (and stores nothing). A change of a
  * source's settings (an update of other columns) does not wait for it, nor it for the change.
+ *
+ * `hd` (only when `$20`, which deliveries may be leased, is given: some are ordered) locks the user
+ * keys of the ordered deliveries and tells which may be leased (eventrelay_order_heads). `live`'s
+ * filter on it makes it run once, before the first message row is inserted: every commit takes
+ * those locks before any other, so two commits of one user never wait for each other's rows.
  */
-const ACCEPT = `WITH live AS (
+const ACCEPT = `WITH hd AS (SELECT CASE WHEN $20::boolean[] IS NOT NULL THEN eventrelay_order_heads($5::text[], $19::text[], $20::boolean[]) END AS heads),
+live AS (
   SELECT s.name FROM sources s JOIN unnest($15::text[], $16::text[]) AS q(n, i) ON s.name = q.n AND s.id = q.i
+  WHERE (SELECT count(*) FROM hd) = 1
   FOR KEY SHARE OF s),
 ok AS (SELECT name FROM live UNION ALL SELECT unnest($17::text[])),
 m AS (
@@ -125,8 +142,9 @@ n AS (SELECT coalesce(sum(r.n), 0)::bigint AS total FROM unnest($12::text[], $18
 d AS (
   INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until, order_key)
   SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0), x.q
-  FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[], $19::text[])
-    WITH ORDINALITY AS x(o, s, d, k, m, b, c, l, q, n)
+  FROM (SELECT y.o, y.s, y.d, y.k, y.m, y.b, y.c, CASE WHEN y.q IS NULL OR (SELECT heads FROM hd)[y.n] THEN y.l END AS l, y.q, y.n
+    FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[], $19::text[])
+    WITH ORDINALITY AS y(o, s, d, k, m, b, c, l, q, n)) x
   JOIN m ON m.source = x.s AND m.message_id = x.o
   ORDER BY x.n
   RETURNING id, source, message_id, destination, lease),
@@ -156,9 +174,18 @@ export const CLAIM = `WITH c AS (
  RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at, d.order_key, c.due_at`;
 
 /**
+ * For a written outcome (`w`: id, status, source, order_key): an ordered delivery finished with
+ * another of its key pending. The statement's snapshot still shows the row itself pending, hence
+ * `id <>`; unordered rows never read the index.
+ */
+const NEXT_OF_KEY = `CASE WHEN w.order_key IS NULL OR w.status = ${PENDING} THEN false ELSE EXISTS (
+   SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.order_key IS NOT NULL AND e.source = w.source AND e.order_key = w.order_key AND e.id <> w.id) END`;
+
+/**
  * Outcomes, one per row of the arrays: a delivered delivery's row is deleted (its count is kept),
  * one row version less than an update, and no index entries; retries and failures are updated,
- * each only with its lease. Returns the ids written. `d.status + 0` rather than `d.status`: the
+ * each only with its lease. Returns the ids written, each with `next`: it was an ordered delivery,
+ * now finished, with another of its key pending (RecordResult.released). `d.status + 0` rather than `d.status`: the
  * pending index (`WHERE status = 0`) holds id only as its third column, and a planner that takes
  * the queue for empty would otherwise pick it to look rows up by id, reading all of it each time.
  */
@@ -168,7 +195,7 @@ export const RECORD = `WITH o AS (
  x AS (
    DELETE FROM deliveries d USING o
    WHERE d.id = o.id AND o.status = ${DELIVERED} AND d.status + 0 = ${PENDING}
-   RETURNING d.id, o.status),
+   RETURNING d.id, o.status, d.source, d.order_key),
  u AS (
    UPDATE deliveries d SET
      status = o.status,
@@ -186,13 +213,13 @@ export const RECORD = `WITH o AS (
    UPDATE deliveries e SET next_attempt_at = u.at FROM u
    WHERE u.status = ${PENDING} AND u.order_key IS NOT NULL AND e.status = ${PENDING} AND e.order_key IS NOT NULL
      AND e.source = u.source AND e.order_key = u.order_key AND e.id > u.id AND e.next_attempt_at < u.at),
- w AS (SELECT id, status FROM x UNION ALL SELECT id, status FROM u),
+ w AS (SELECT id, status, source, order_key FROM x UNION ALL SELECT id, status, source, order_key FROM u),
  c AS (
    INSERT INTO counters (name, shard, value)
    SELECT CASE WHEN status = ${DELIVERED} THEN 'delivered' ELSE 'failed' END, $8, count(*) FROM w
    WHERE status <> ${PENDING} GROUP BY status
    ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
- SELECT id FROM w`;
+ SELECT id, source, ${NEXT_OF_KEY} AS next FROM w`;
 
 /**
  * Delivered outcomes RECORD and RECORD_DELIVERED did not write, for deliveries given up by their
@@ -214,14 +241,14 @@ export const RECORD_ABANDONED = `WITH x AS (
  * RECORD for the usual batch, every outcome delivered: the rows deleted by id (whoever holds
  * their lease, as RECORD does), and the count. One array instead of seven, no join.
  */
-export const RECORD_DELIVERED = `WITH x AS (
+export const RECORD_DELIVERED = `WITH w AS (
    DELETE FROM deliveries WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING}
-   RETURNING id),
+   RETURNING id, source, order_key, ${DELIVERED} AS status),
  c AS (
    INSERT INTO counters (name, shard, value)
-   SELECT 'delivered', $2, count(*) FROM x HAVING count(*) > 0
+   SELECT 'delivered', $2, count(*) FROM w HAVING count(*) > 0
    ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
- SELECT id FROM x`;
+ SELECT id, source, ${NEXT_OF_KEY} AS next FROM w`;
 
 /**
  * A ForwarderStore on PostgreSQL, shared by any number of forwarder processes. Deliveries are
@@ -444,19 +471,23 @@ export class PostgresStore implements ForwarderStore {
 
   async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
     this.assertOpen();
-    if (outcomes.length === 0) return { recorded: 0, stale: [] };
+    if (outcomes.length === 0) return { recorded: 0, stale: [], released: [] };
     const delivered = deliveredIds(outcomes);
     const { rows } = delivered !== undefined
-      ? await this.fast.query<{ id: number }>({ name: 'eventrelay-record-delivered', text: RECORD_DELIVERED, values: [numberArray(delivered), shard()] })
+      ? await this.fast.query<WrittenRow>({ name: 'eventrelay-record-delivered', text: RECORD_DELIVERED, values: [numberArray(delivered), shard()] })
       : await this.writeOutcomes(outcomes);
     const written = new Set<number>();
-    for (const r of rows) written.add(Number(r.id));
+    const released: string[] = [];
+    for (const r of rows) {
+      written.add(Number(r.id));
+      if (r.next) released.push(r.source);
+    }
     let missed: DeliveryOutcome[] | undefined;
     for (const o of outcomes) if (!written.has(o.id) && o.status === 'delivered') (missed ??= []).push(o);
     if (missed !== undefined) for (const id of await this.recordAbandoned(missed)) written.add(id);
     const stale: number[] = [];
     for (const o of outcomes) if (!written.has(o.id)) stale.push(o.id);
-    return { recorded: written.size, stale };
+    return { recorded: written.size, stale, released };
   }
 
   /** Delivered outcomes of deliveries their source's deletion gave up under the same lease (see RECORD_ABANDONED). */
@@ -472,7 +503,7 @@ export class PostgresStore implements ForwarderStore {
 
   private writeOutcomes(outcomes: readonly DeliveryOutcome[]) {
     const columns = outcomeColumns(outcomes);
-    return this.fast.query<{ id: number }>({
+    return this.fast.query<WrittenRow>({
       name: 'eventrelay-record',
       text: RECORD,
       values: [
@@ -746,7 +777,12 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
     createdAt: [] as number[],
     leasedUntil: [] as (number | null)[],
     orderKey: [] as (string | null)[],
+    /** Per delivery: whether it may be leased (see ACCEPT's `hd`); kept only when one is ordered. */
+    wanted: [] as boolean[],
   };
+  let ordered = false;
+  /** User keys (source, key) met in the group so far: only the first delivery of each may be leased. */
+  const seenKeys = new Set<string>();
   for (const m of sorted) {
     source.push(m.source);
     messageId.push(m.messageId);
@@ -755,8 +791,16 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
   for (const m of arrival) {
     const until = leaseEnd.get(m) ?? null;
     for (const x of m.deliveries) {
-      // Ordered deliveries are claimed in their turn, never leased at acceptance.
-      d.leasedUntil.push(x.orderKey === undefined ? until : null);
+      // An ordered one only when it is the first of its key here (the statement decides the rest).
+      let wanted = until !== null;
+      if (x.orderKey !== undefined) {
+        ordered = true;
+        const userKey = `${m.source}\u0000${x.orderKey}`;
+        if (seenKeys.has(userKey)) wanted = false;
+        else seenKeys.add(userKey);
+      }
+      d.wanted.push(wanted);
+      d.leasedUntil.push(wanted ? until : null);
       d.orderKey.push(x.orderKey ?? null);
       d.owner.push(m.messageId);
       d.source.push(m.source);
@@ -787,6 +831,7 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
     textArray([...unchecked]),
     numberArray(requestSize),
     textArray(d.orderKey),
+    ordered ? booleanArray(d.wanted) : null,
   ];
   return { keys, owner, values };
 }
@@ -857,6 +902,7 @@ function deliveryArrays(deliveries: readonly NewDelivery[]): unknown[] {
     textArray(deliveries.map((d) => d.body)),
     numberArray(deliveries.map((d) => d.createdAt)),
     textArray(deliveries.map((d) => d.orderKey ?? null)),
+    deliveries.some((d) => d.orderKey !== undefined),
   ];
 }
 

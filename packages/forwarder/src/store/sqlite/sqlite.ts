@@ -53,6 +53,8 @@ const PRUNE_CHUNK = 2000;
 const SCRUB_DELAY = 1000;
 
 type DeliveryRow = ClaimedRow & { lease: number; next_attempt_at: number };
+/** What a delivered or failed outcome's update returns of its row. */
+type FinishedRow = { source: string; order_key: string | null };
 
 interface AcceptRequest {
   readonly messages: readonly AcceptedMessage[];
@@ -167,8 +169,10 @@ export class SqliteStore implements ForwarderStore {
       ),
       // Leased by the commit that stores it, as a claim leases (due again at the lease's end).
       insertLeased: db.prepare(
-        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)',
+        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)',
       ),
+      // Whether a delivery of the key is pending (an ordered one is leased at acceptance only when none is).
+      keyPending: db.prepare(`SELECT 1 FROM deliveries WHERE status = ${PENDING} AND source = ? AND order_key = ? LIMIT 1`).pluck(),
       addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
       // An ordered delivery (order_key) only when it is the oldest pending one of its key: the
       // others wait for it, in flight or not (see ForwarderStore#claim).
@@ -204,7 +208,7 @@ export class SqliteStore implements ForwarderStore {
       // outcome counts even from an expired lease: the receiver has the message.
       delivered: db.prepare(
         `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
-         WHERE id = ? AND status = ${PENDING}`,
+         WHERE id = ? AND status = ${PENDING} RETURNING source, order_key`,
       ),
       // Given up by its source's deletion while this lease was out: the attempt in flight then succeeded.
       deliveredAbandoned: db.prepare(
@@ -214,7 +218,7 @@ export class SqliteStore implements ForwarderStore {
       sourceLive: db.prepare('SELECT 1 FROM sources WHERE name = ? AND id = ?').pluck(),
       failed: db.prepare(
         `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
-         WHERE id = ? AND status = ${PENDING} AND lease = ?`,
+         WHERE id = ? AND status = ${PENDING} AND lease = ? RETURNING source, order_key`,
       ),
       counters: db.prepare('SELECT name, value FROM counters'),
       queue: db.prepare(
@@ -272,12 +276,14 @@ export class SqliteStore implements ForwarderStore {
           repeated.push(false);
           stored++;
           for (const d of m.deliveries) {
-            // Ordered deliveries are claimed in their turn, never leased at acceptance.
-            if (lease === undefined || d.orderKey !== undefined) {
+            // An ordered delivery behind another of its key (stored before, or earlier in this
+            // transaction) is claimed in its turn.
+            if (lease === undefined || (d.orderKey !== undefined && s.keyPending.get(d.source, d.orderKey) !== undefined)) {
               insert(d);
               continue;
             }
-            const row = s.insertLeased.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, lease.now + lease.ms, lease.owner);
+            const until = lease.now + lease.ms;
+            const row = s.insertLeased.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, until, lease.owner, d.orderKey ?? null);
             leased.push(leasedDelivery(d, Number(row.lastInsertRowid)));
           }
         }
@@ -305,6 +311,13 @@ export class SqliteStore implements ForwarderStore {
       /** Delivered after all, having been counted failed by their source's deletion. */
       let revived = 0;
       const stale: number[] = [];
+      const released: string[] = [];
+      /** An ordered delivery finished: the next of its key, if any, may be claimed now. */
+      const finished = (row: FinishedRow | undefined): number => {
+        if (row === undefined) return 0;
+        if (row.order_key !== null && s.keyPending.get(row.source, row.order_key) !== undefined) released.push(row.source);
+        return 1;
+      };
       for (const o of outcomes) {
         let changes: number;
         if (o.status === 'retry') {
@@ -315,14 +328,14 @@ export class SqliteStore implements ForwarderStore {
             if (row.order_key !== null) s.holdBehind.run({ at: o.nextAttemptAt, source: row.source, key: row.order_key, id: o.id });
           }
         } else if (o.status === 'delivered') {
-          changes = s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes;
+          changes = finished(s.delivered.get(o.attempts, o.firstAttemptAt, o.at, o.id) as FinishedRow | undefined);
           if (changes === 0) {
             changes = s.deliveredAbandoned.run(o.attempts, o.firstAttemptAt, o.at, o.id, o.lease).changes;
             revived += changes;
           }
           delivered += changes;
         } else {
-          changes = s.failed.run(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease).changes;
+          changes = finished(s.failed.get(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease) as FinishedRow | undefined);
           failed += changes;
         }
         if (changes === 0) stale.push(o.id);
@@ -332,7 +345,7 @@ export class SqliteStore implements ForwarderStore {
         this.scrubSoon();
       }
       if (failed - revived !== 0) s.addCounter.run(failed - revived, 'failed');
-      return { recorded: delivered + failed + retried, stale };
+      return { recorded: delivered + failed + retried, stale, released };
     });
   }
 
@@ -408,7 +421,7 @@ export class SqliteStore implements ForwarderStore {
 
   async record(outcomes: readonly DeliveryOutcome[]): Promise<RecordResult> {
     this.assertOpen();
-    if (outcomes.length === 0) return { recorded: 0, stale: [] };
+    if (outcomes.length === 0) return { recorded: 0, stale: [], released: [] };
     // In WAL mode the next FULL commit fsyncs these frames too; until then a power cut may undo
     // an outcome, which only means sending that delivery again.
     this.sync('NORMAL');

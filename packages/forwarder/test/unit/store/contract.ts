@@ -129,7 +129,7 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
         { id: b!.id, lease: b!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + 5 },
         { id: c!.id, lease: c!.lease, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 5, reason: 'HTTP 404' },
       ]);
-      expect(result).to.deep.equal({ recorded: 3, stale: [] });
+      expect(result).to.deep.equal({ recorded: 3, stale: [], released: [] });
       expect(await store.claim('web', T0 + 499, 10, LEASE)).to.deep.equal([]);
       expect(await store.nextDueAfter('web', T0)).to.equal(T0 + 500);
       const again = await store.claim('web', T0 + 500, 10, LEASE);
@@ -138,7 +138,7 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
       expect(await store.counts()).to.deep.include({ delivered: 1, failed: 1, pending: 1, retrying: 1, oldestPendingAt: T0 });
       // An outcome for a finished delivery changes nothing (a late duplicate write).
       const late = await store.record([{ id: b!.id, lease: b!.lease, status: 'failed', attempts: 2, firstAttemptAt: T0, at: T0 + 9, reason: 'late' }]);
-      expect(late).to.deep.equal({ recorded: 0, stale: [b!.id] });
+      expect(late).to.deep.equal({ recorded: 0, stale: [b!.id], released: [] });
       expect(await store.counts()).to.deep.include({ delivered: 1, failed: 1 });
     });
 
@@ -152,7 +152,7 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
         { id: a!.id, lease: a!.lease, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 1, error: 'HTTP 503' },
         { id: b!.id, lease: b!.lease, status: 'failed', attempts: 1, firstAttemptAt: T0, at: T0 + 1, reason: 'HTTP 410' },
       ]);
-      expect(late).to.deep.equal({ recorded: 0, stale: [a!.id, b!.id] });
+      expect(late).to.deep.equal({ recorded: 0, stale: [a!.id, b!.id], released: [] });
       expect(await store.counts()).to.deep.include({ pending: 2, failed: 0, retrying: 0 });
       // ...the new holder's do, once.
       await store.record([
@@ -171,10 +171,10 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
         { id: a!.id, lease: a!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0, at: T0 + LEASE.ms + 5 },
         { id: b!.id, lease: b!.lease, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + LEASE.ms + 10 },
       ]);
-      expect(first).to.deep.equal({ recorded: 2, stale: [] });
+      expect(first).to.deep.equal({ recorded: 2, stale: [], released: [] });
       // The new holder of `a` finishes later: nothing changes, nothing is counted twice.
       const second = await store.record([{ id: a2!.id, lease: a2!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0 + LEASE.ms, at: T0 + LEASE.ms + 9 }]);
-      expect(second).to.deep.equal({ recorded: 0, stale: [a!.id] });
+      expect(second).to.deep.equal({ recorded: 0, stale: [a!.id], released: [] });
       expect(await store.counts()).to.deep.include({ delivered: 1, pending: 1, retrying: 1 });
     });
 
@@ -192,6 +192,7 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
       expect(await store.record([{ id: a!.id, lease: a!.lease, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 100 }])).to.deep.equal({
         recorded: 1,
         stale: [],
+        released: [],
       });
       // The holder of b died: b is due when the lease ends, and the next claim gets a new token.
       const later = await store.claim('web', T0 + LEASE.ms, 10, OTHER);

@@ -68,15 +68,47 @@ export function orderingContract(name: string, create: () => Promise<ForwarderSt
       expect(await store.waitingFor('web', 'w4')).to.equal(undefined);
     });
 
-    it('never leases an ordered delivery at acceptance, and gives the first of a user again once its lease runs out, not the next', async () => {
-      const result = await store.accept([call(ordered('a1', 'u1')), call(ordered('a2', 'u1'))], { owner: A.owner, ms: A.ms, now: T0 });
-      expect(result.stored).to.equal(2);
-      expect(result.leased ?? []).to.deep.equal([]);
-      const short: LeaseRequest = { owner: 'instance-a', ms: 100 };
-      expect(ids(await store.claim('web', T0, 10, short))).to.deep.equal(['a1']);
+    it('leases at acceptance only the first call of a user with none of its calls pending, and lets the next go when it finishes', async () => {
+      const lease = { owner: A.owner, ms: A.ms, now: T0 };
+      const result = await store.accept([call(ordered('a1', 'u1')), call(ordered('a2', 'u1')), call(ordered('b1', 'u2'))], lease);
+      expect(result.stored).to.equal(3);
+      expect(ids(result.leased ?? [])).to.deep.equal(['a1', 'b1']);
+      expect(result.leased!.find((d) => d.messageId === 'a1')!.orderKey).to.equal('u1');
+      // a1 is out with A; a2 waits for it, b1 is out too: another claimant gets nothing.
+      expect(await store.claim('web', T0, 10, B)).to.deep.equal([]);
+      expect(await store.waitingFor('web', 'a2')).to.equal('a1');
+      // A later commit: u1 has a call pending (a2), u3 none.
+      const later = await store.accept([call(ordered('a3', 'u1', T0 + 1)), call(ordered('c1', 'u3', T0 + 1))], { ...lease, now: T0 + 1 });
+      expect(ids(later.leased ?? [])).to.deep.equal(['c1']);
+      const [a1, b1] = ['a1', 'b1'].map((id) => result.leased!.find((d) => d.messageId === id)!);
+      // b1 had nothing behind it; a1 had a2: its source is released, and a2 is the one to claim.
+      expect((await store.record([delivered(b1!)])).released).to.deep.equal([]);
+      expect((await store.record([delivered(a1!)])).released).to.deep.equal(['web']);
+      expect(ids(await store.claim('web', T0 + 20, 10, B))).to.deep.equal(['a2']);
+      // A user whose calls all finished is leased at acceptance again.
+      const c1 = later.leased!.find((d) => d.messageId === 'c1')!;
+      await store.record([delivered(c1)]);
+      expect(ids((await store.accept([call(ordered('c2', 'u3', T0 + 30))], { ...lease, now: T0 + 30 })).leased ?? [])).to.deep.equal(['c2']);
+    });
+
+    it('gives the first of a user again once its lease runs out, not the next', async () => {
+      const result = await store.accept([call(ordered('a1', 'u1')), call(ordered('a2', 'u1'))], { owner: A.owner, ms: 100, now: T0 });
+      expect(ids(result.leased ?? [])).to.deep.equal(['a1']);
       // Instance A died holding a1: after its lease, B gets a1, still not a2.
       expect(ids(await store.claim('web', T0 + 50, 10, B))).to.deep.equal([]);
       expect(ids(await store.claim('web', T0 + 200, 10, B))).to.deep.equal(['a1']);
+    });
+
+    it('releases the next of a user when the one ahead fails for good, not when it is to be retried', async () => {
+      await store.accept([call(ordered('f1', 'u1')), call(ordered('f2', 'u1'))]);
+      const [f1] = await store.claim('web', T0, 10, A);
+      const retry: DeliveryOutcome = { id: f1!.id, lease: f1!.lease, status: 'retry', attempts: 1, firstAttemptAt: T0, nextAttemptAt: T0 + 100, error: 'HTTP 503' };
+      expect((await store.record([retry])).released).to.deep.equal([]);
+      const [again] = await store.claim('web', T0 + 100, 10, A);
+      expect(again!.messageId).to.equal('f1');
+      const failed: DeliveryOutcome = { id: again!.id, lease: again!.lease, status: 'failed', attempts: 2, firstAttemptAt: T0, at: T0 + 101, reason: 'HTTP 410' };
+      expect((await store.record([failed])).released).to.deep.equal(['web']);
+      expect(ids(await store.claim('web', T0 + 102, 10, A))).to.deep.equal(['f2']);
     });
 
     it('queues a delivery stored later (a replay) behind the user\'s waiting ones', async () => {

@@ -175,7 +175,7 @@ export function setupContract(name: string, create: () => Promise<ForwarderStore
       if (handed === undefined) return; // a store that leases nothing at acceptance: covered by the claim case
       await setup.write([{ op: 'delete', name: 'web', at: T0 + 20, reason: 'The source was deleted' }]);
       const recorded = await store.record([{ id: handed.id, lease: handed.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0 + 1, at: T0 + 30 }]);
-      expect(recorded).to.deep.equal({ recorded: 1, stale: [] });
+      expect(recorded).to.deep.equal({ recorded: 1, stale: [], released: [] });
       expect(await store.counts()).to.deep.include({ failed: 0, delivered: 1, pending: 0 });
     });
   });
