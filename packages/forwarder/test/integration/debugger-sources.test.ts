@@ -162,6 +162,9 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
     ];
     expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic(firstKey) })).status).to.equal(200);
     await waitFor(() => receiver.requests.some((r) => r.json.messageId === 'ord-1'), 'the first call\'s attempt');
+    // Paused: each failed attempt of the first call redraws the list, which a click may miss on a busy machine.
+    await page.locator('#live-list li', { hasText: 'Second' }).first().waitFor();
+    await page.click('#live-pause');
     await page.locator('#live-list li', { hasText: 'Second' }).first().click();
     await page.locator('#message-waiting a', { hasText: 'ord-1' }).waitFor();
     await page.click('#message-waiting a');
@@ -177,6 +180,9 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
       const order = receiver.delivered.filter((r) => r.json.userId === 'ordered-user' && r.path.startsWith(path)).map((r) => r.json.messageId);
       expect(order, path).to.deep.equal(['ord-1', 'ord-2']);
     }
+    await page.click('button.tab[data-view=live]');
+    await page.click('#live-pause');
+    await page.locator('#live-pause', { hasText: 'Pause' }).waitFor();
     await page.click('button.tab[data-view=sources]');
     await waitFor(async () => {
       await row(XSS_NAME).click();
