@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
-const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css'];
+const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css', 'favicon.svg'];
 
 export default defineConfig({
   entry: {
