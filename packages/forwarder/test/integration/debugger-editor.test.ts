@@ -74,7 +74,7 @@ describe('the debugger page: what it opens with, the Sources editor, its icon (C
     await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
     for (const id of ['before-1', 'before-2', 'before-3']) await liveLines(id).first().waitFor();
     // Newest first, with the state the log gives each.
-    const order = await page.locator('#live-list li').evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.messageId));
+    const order = await page.locator('#live-list li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-message-id')));
     expect(order).to.deep.equal(['before-3', 'before-2', 'before-1']);
     await liveLines('before-1').locator('.badge.delivered').waitFor();
 
@@ -110,7 +110,7 @@ describe('the debugger page: what it opens with, the Sources editor, its icon (C
     expect(await page.getAttribute('#wh-secret', 'placeholder')).to.equal('empty: keep the secret set');
     expect(await page.textContent('#view-sources')).not.to.contain('replaces the settings');
     // Neither value in the markup nor in any field's value.
-    const values = await page.locator('input, textarea, select').evaluateAll((fields) => fields.map((f) => (f as HTMLInputElement).value).join('\n'));
+    const values = await page.locator('input, textarea, select').evaluateAll((fields) => fields.map((f) => (f as unknown as { value: string }).value).join('\n'));
     for (const text of [await page.content(), values]) {
       expect(text).to.contain('X-Team');
       expect(text).not.to.contain(SECRET).and.not.to.contain('editor-header-credential').and.not.to.contain('growth').and.not.to.contain('token=abc');
