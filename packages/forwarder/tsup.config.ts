@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
-const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css'];
+const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css', 'favicon.svg'];
 
 export default defineConfig({
   entry: {
@@ -20,7 +20,7 @@ export default defineConfig({
   // signing and error classes from the installed package, never a bundled copy.
   external: ['eventrelay'],
   async onSuccess() {
-    // The debugger page's static files, served by the forwarder from dist/debugger/.
+    // The debugger page's static files (DEBUGGER_FILES of src/debugger/page.ts), served by the forwarder from dist/debugger/.
     mkdirSync('dist/debugger', { recursive: true });
     for (const file of DEBUGGER_FILES) copyFileSync(`src/debugger/${file}`, `dist/debugger/${file}`);
     // The CLI runs as ESM only (the `eventrelay` bin is dist/cli.js): its CommonJS build would

@@ -433,7 +433,7 @@ describe('the packed packages, installed from their tarballs', function () {
     });
 
     it('serves the debugger page from the installed package, with import and require', async () => {
-      const files = ['index.html', 'app.js', 'app.css'];
+      const files = ['index.html', 'app.js', 'app.css', 'favicon.svg'];
       const expected = Object.fromEntries(
         files.map((file) => [file, createHash('sha256').update(readFileSync(join(root, 'packages', 'forwarder', 'src', 'debugger', file))).digest('hex')]),
       );
@@ -442,7 +442,7 @@ describe('the packed packages, installed from their tarballs', function () {
         const f = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 's', writeKey: 'k' }] });
         f.listen({ port: 0, host: '127.0.0.1' }).then(async ({ url }) => {
           const seen = {};
-          for (const [file, path] of [['index.html', '/debugger'], ['app.js', '/debugger/app.js'], ['app.css', '/debugger/app.css']]) {
+          for (const [file, path] of [['index.html', '/debugger'], ['app.js', '/debugger/app.js'], ['app.css', '/debugger/app.css'], ['favicon.svg', '/debugger/favicon.svg']]) {
             const response = await fetch(url + path);
             const body = Buffer.from(await response.arrayBuffer());
             seen[file] = response.status === 200 ? createHash('sha256').update(body).digest('hex') : response.status;

@@ -7,6 +7,8 @@
 (() => {
   const TOKEN_KEY = 'eventrelay.adminToken';
   const LIVE_LIMIT = 500;
+  /** Calls read from the delivery log when the live view starts: it opens with the latest ones. */
+  const LIVE_BACKLOG = 100;
   const SVG = 'http://www.w3.org/2000/svg';
   const $ = (id) => document.getElementById(id);
 
@@ -139,6 +141,8 @@
         if (response.status === 401) return signOut('The admin token was refused: sign in again.');
         if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
         $('live-status').textContent = 'live';
+        // Connected first, then read: a call accepted in between is in both, and shown once.
+        void loadRecent(control, source);
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
         let buffer = '';
@@ -164,6 +168,57 @@
       });
   }
 
+  /** A duplicate or a refused call is a line of its own beside the call it repeats: '' for the call itself. */
+  function kindOf(item) {
+    return item.state === 'duplicate' || item.state === 'refused' ? item.state : '';
+  }
+
+  /** The latest calls of the delivery log, under those that streamed in since the stream opened. */
+  async function loadRecent(control, source) {
+    const params = new URLSearchParams({ limit: String(LIVE_BACKLOG) });
+    if (source) params.set('source', source);
+    let page;
+    try {
+      page = await api(`/admin/messages?${params}`);
+    } catch (error) {
+      if (error.message !== 'unauthorized' && streamControl === control) notice(`Could not read the latest calls: ${error.message}`);
+      return;
+    }
+    // The source was changed, or the stream opened again, while this was read.
+    if (streamControl !== control) return;
+    const shown = new Set(liveItems.map((item) => `${item.key}\u0000${kindOf(item)}`));
+    const added = [];
+    for (const row of page.items) {
+      const key = `${row.source}\u0000${row.messageId}`;
+      // A duplicate or a refused call is a line of its own in the log and in the stream.
+      const kind = kindOf({ state: row.status });
+      if (shown.has(`${key}\u0000${kind}`)) continue;
+      shown.add(`${key}\u0000${kind}`);
+      const item = {
+        key,
+        source: row.source,
+        messageId: row.messageId,
+        type: row.type,
+        userId: row.userId,
+        receivedAt: row.receivedAt,
+        state: row.status,
+        body: null,
+        reason: row.reason || `messageId ${row.messageId}: click to open`,
+        attempts: [],
+        loaded: true,
+      };
+      added.push(item);
+      const mine = liveByKey.get(key);
+      if (mine === undefined || (kind === '' && kindOf(mine) !== '')) liveByKey.set(key, item);
+    }
+    // Newest first: what streamed in is newer than what the log held, ties kept in that order.
+    liveItems = liveItems.concat(added).sort((a, b) => (a.receivedAt < b.receivedAt ? 1 : a.receivedAt > b.receivedAt ? -1 : 0));
+    if (liveItems.length > LIVE_LIMIT) {
+      for (const old of liveItems.splice(LIVE_LIMIT)) if (liveByKey.get(old.key) === old) liveByKey.delete(old.key);
+    }
+    if (!paused) renderLive();
+  }
+
   function parseEvent(block) {
     let event = 'message';
     const data = [];
@@ -186,6 +241,7 @@
     if (event === 'accepted' || event === 'refused') {
       const item = {
         key,
+        loaded: false,
         source: data.source,
         messageId: data.messageId,
         type: data.type,
@@ -197,6 +253,15 @@
         reason: data.reason || (data.bodyOmitted ? 'Body too large to relay from the instance that accepted it: click to open the message.' : null),
         attempts: [],
       };
+      // Read from the log while its notice was on the way: the same call, shown once.
+      const twin = liveItems.findIndex((other) => other.loaded && other.key === key && kindOf(other) === kindOf(item));
+      if (twin >= 0) {
+        item.state = liveItems[twin].state;
+        if (liveByKey.get(key) === liveItems[twin]) liveByKey.set(key, item);
+        liveItems[twin] = item;
+        if (!paused) renderLive();
+        return;
+      }
       liveItems.unshift(item);
       if (!liveByKey.has(key) || event !== 'refused') liveByKey.set(key, item);
       if (liveItems.length > LIVE_LIMIT) {
@@ -552,7 +617,8 @@
     return `/admin/sources/${encodeURIComponent(name)}${rest || ''}`;
   }
 
-  async function loadSources(keep) {
+  /** `keep`: the editor stays on its source; `refill`: its Webhooks form shows the settings again. */
+  async function loadSources(keep, refill) {
     let answer;
     try {
       answer = await api('/admin/sources');
@@ -576,8 +642,12 @@
     fillSources(answer.sources.map((s) => s.name));
     if (keep && selected) {
       const fresh = answer.sources.find((s) => s.name === selected.name);
-      if (fresh) openSource(fresh, true);
-      else closeEditor();
+      if (fresh) {
+        openSource(fresh, true);
+        if (refill) fillWebhooksForm(fresh.destinations.Webhooks);
+      } else {
+        closeEditor();
+      }
     }
   }
 
@@ -619,18 +689,7 @@
       keys.appendChild(tr);
     }
     if (!keepForm) {
-      for (let i = 0; i < 5; i++) {
-        $(`wh-url-${i}`).value = '';
-        $(`wh-headers-${i}`).value = '';
-        // A limit is no secret: shown for the URL in the same place, so that saving keeps it.
-        const limit = webhooks !== null ? webhooks.webhooks[i]?.rateLimit : undefined;
-        $(`wh-rate-${i}`).value = limit ? String(limit.perSecond) : '';
-        // So is a filter: shown in its place, so that saving keeps it.
-        const filter = webhooks !== null ? webhooks.webhooks[i]?.filter : undefined;
-        $(`wh-types-${i}`).value = filter && filter.types ? filter.types.join(', ') : '';
-        $(`wh-events-${i}`).value = filter && filter.events ? filter.events.join('\n') : '';
-      }
-      $('wh-secret').value = '';
+      fillWebhooksForm(webhooks);
       $('wh-result').textContent = '';
       $('settings-origins').value = (source.allowedOrigins || []).join('\n');
       $('settings-rate').value = source.ingestRateLimit ? String(source.ingestRateLimit.perSecond) : '';
@@ -638,15 +697,64 @@
       $('settings-result').textContent = '';
       $('wh-test-summary').textContent = '';
       clear($('wh-test-results'));
-      if (webhooks !== null) {
-        $('wh-enabled').checked = webhooks.enabled;
-        $('wh-signing').value = webhooks.signing;
-        $('wh-ordering').value = webhooks.ordering || 'none';
-      } else {
-        $('wh-ordering').value = 'none';
-      }
     }
     $('source-editor').hidden = false;
+  }
+
+  /** What a header line shows in place of a value that is set: values are never shown again. */
+  const HIDDEN_VALUE = '(set, not shown)';
+
+  /** The Webhooks form as the source has it now; what it holds then is what a save compares with. */
+  let formBase = null;
+
+  function fillWebhooksForm(webhooks) {
+    const urls = webhooks === null ? [] : webhooks.webhooks;
+    for (let i = 0; i < 5; i++) {
+      const w = urls[i];
+      // The URL as the API shows it (no credentials, no query): left as it is, the stored one stays.
+      $(`wh-url-${i}`).value = w ? w.url : '';
+      const headers = w ? w.headerNames.map((name) => `${name}: ${HIDDEN_VALUE}`) : [];
+      $(`wh-headers-${i}`).value = headers.join('\n');
+      $(`wh-headers-${i}`).rows = Math.max(1, headers.length);
+      $(`wh-rate-${i}`).value = w && w.rateLimit ? String(w.rateLimit.perSecond) : '';
+      $(`wh-types-${i}`).value = w && w.filter && w.filter.types ? w.filter.types.join(', ') : '';
+      $(`wh-events-${i}`).value = w && w.filter && w.filter.events ? w.filter.events.join('\n') : '';
+    }
+    const secretSet = webhooks !== null && webhooks.hasSharedSecret;
+    $('wh-secret').value = '';
+    $('wh-secret').placeholder = secretSet ? 'empty: keep the secret set' : 'empty: unsigned';
+    $('wh-secret-state').textContent = webhooks === null ? '' : secretSet ? 'secret set (not shown)' : 'no secret: unsigned';
+    $('wh-secret-remove').checked = false;
+    $('wh-secret-remove-label').hidden = !secretSet;
+    $('wh-enabled').checked = webhooks === null ? true : webhooks.enabled;
+    $('wh-signing').value = webhooks === null ? 'x-signature' : webhooks.signing;
+    $('wh-ordering').value = webhooks === null ? 'none' : webhooks.ordering || 'none';
+    $('wh-heading-note').textContent =
+      webhooks === null
+        ? '(none yet: a save sets them; the secret and header values are never shown again)'
+        : '(a save changes only what you edit here; the secret and header values are never shown again)';
+    formBase = { webhooks, form: readWebhooksForm() };
+  }
+
+  function readWebhooksForm() {
+    const rows = [];
+    for (let i = 0; i < 5; i++) {
+      rows.push({
+        url: $(`wh-url-${i}`).value.trim(),
+        headers: $(`wh-headers-${i}`).value,
+        rate: $(`wh-rate-${i}`).value.trim(),
+        types: $(`wh-types-${i}`).value.split(/[\s,]+/).filter(Boolean),
+        events: $(`wh-events-${i}`).value.split('\n').filter((line) => line !== ''),
+      });
+    }
+    return {
+      rows,
+      secret: $('wh-secret').value,
+      removeSecret: $('wh-secret-remove').checked,
+      enabled: $('wh-enabled').checked,
+      signing: $('wh-signing').value,
+      ordering: $('wh-ordering').value,
+    };
   }
 
   /** A URL's filter in words, for the editor's list. */
@@ -685,35 +793,114 @@
     return headers;
   }
 
-  async function saveWebhooks() {
-    if (!selected) return;
-    try {
-      const webhooks = [];
-      for (let i = 0; i < 5; i++) {
-        const url = $(`wh-url-${i}`).value.trim();
-        const headers = parseHeaders($(`wh-headers-${i}`).value, i);
-        const rate = $(`wh-rate-${i}`).value.trim();
-        const types = $(`wh-types-${i}`).value.split(/[\s,]+/).filter(Boolean);
-        const events = $(`wh-events-${i}`).value.split('\n').filter((line) => line !== '');
-        if (!url) continue;
-        const entry = { url };
-        if (Object.keys(headers).length) entry.headers = headers;
-        // Sent as typed: the API checks it and names the field when it is wrong.
-        if (rate) entry.rateLimit = { perSecond: Number(rate) };
-        if (types.length || events.length) {
-          entry.filter = {};
-          if (types.length) entry.filter.types = types;
-          if (events.length) entry.filter.events = events;
+  /** A URL's rate limit and filter as the API takes them; undefined for none. */
+  function rateOf(row) {
+    // Sent as typed: the API checks it and names the field when it is wrong.
+    return row.rate ? { perSecond: Number(row.rate) } : undefined;
+  }
+
+  function filterOf(row) {
+    if (!row.types.length && !row.events.length) return undefined;
+    const filter = {};
+    if (row.types.length) filter.types = row.types;
+    if (row.events.length) filter.events = row.events;
+    return filter;
+  }
+
+  /** The whole destination from the form, for a source without one yet (PUT). */
+  function wholeWebhooks(form) {
+    const webhooks = [];
+    form.rows.forEach((row, i) => {
+      const headers = parseHeaders(row.headers, i);
+      if (!row.url) return;
+      const entry = { url: row.url };
+      if (Object.keys(headers).length) entry.headers = headers;
+      if (rateOf(row)) entry.rateLimit = rateOf(row);
+      if (filterOf(row)) entry.filter = filterOf(row);
+      webhooks.push(entry);
+    });
+    const body = { enabled: form.enabled, signing: form.signing, ordering: form.ordering, webhooks };
+    if (form.secret) body.sharedSecret = form.secret;
+    return body;
+  }
+
+  /** The changes between the form as filled and as it is now (PATCH): untouched fields are left out. */
+  function changedWebhooks(base, form) {
+    const body = {};
+    const before = base.form;
+    const shown = base.webhooks.webhooks;
+    let urlsChanged = false;
+    const webhooks = [];
+    form.rows.forEach((row, i) => {
+      const was = before.rows[i];
+      const headers = parseHeaders(row.headers, i);
+      if (i >= shown.length) {
+        if (!row.url) return;
+        urlsChanged = true;
+        for (const [name, value] of Object.entries(headers)) {
+          if (value === HIDDEN_VALUE) throw new Error(`URL ${i + 1}: write the value of the header ${name}`);
         }
+        const entry = { url: row.url };
+        if (Object.keys(headers).length) entry.headers = headers;
+        if (rateOf(row)) entry.rateLimit = rateOf(row);
+        if (filterOf(row)) entry.filter = filterOf(row);
         webhooks.push(entry);
+        return;
       }
-      const body = { enabled: $('wh-enabled').checked, signing: $('wh-signing').value, ordering: $('wh-ordering').value, webhooks };
-      const secret = $('wh-secret').value;
-      if (secret) body.sharedSecret = secret;
-      await api(path(selected.name, '/destinations/Webhooks'), { method: 'PUT', body });
-      $('wh-secret').value = '';
+      // A URL set now and emptied here: removed.
+      if (!row.url) {
+        urlsChanged = true;
+        return;
+      }
+      const entry = { from: i };
+      if (row.url !== was.url) entry.url = row.url;
+      const change = {};
+      const kept = new Set();
+      const names = shown[i].headerNames;
+      for (const [name, value] of Object.entries(headers)) {
+        const existing = names.find((n) => n.toLowerCase() === name.toLowerCase());
+        if (value === HIDDEN_VALUE) {
+          if (existing === undefined) throw new Error(`URL ${i + 1}: write the value of the header ${name}`);
+          kept.add(existing);
+        } else {
+          change[name] = value;
+          if (existing !== undefined) kept.add(existing);
+        }
+      }
+      for (const name of names) if (!kept.has(name)) change[name] = null;
+      if (Object.keys(change).length) entry.headers = change;
+      if (row.rate !== was.rate) entry.rateLimit = rateOf(row) || null;
+      if (row.types.join() !== was.types.join() || row.events.join('\n') !== was.events.join('\n')) entry.filter = filterOf(row) || null;
+      if (Object.keys(entry).length > 1) urlsChanged = true;
+      webhooks.push(entry);
+    });
+    // Dropped or reordered URLs count too: the list goes whole whenever any of it changed.
+    if (urlsChanged || webhooks.length !== shown.length) body.webhooks = webhooks;
+    if (form.secret) body.sharedSecret = form.secret;
+    else if (form.removeSecret) body.sharedSecret = null;
+    if (form.enabled !== before.enabled) body.enabled = form.enabled;
+    if (form.signing !== before.signing) body.signing = form.signing;
+    if (form.ordering !== before.ordering) body.ordering = form.ordering;
+    return body;
+  }
+
+  async function saveWebhooks() {
+    if (!selected || !formBase) return;
+    try {
+      const form = readWebhooksForm();
+      const name = selected.name;
+      if (formBase.webhooks === null) {
+        await api(path(name, '/destinations/Webhooks'), { method: 'PUT', body: wholeWebhooks(form) });
+      } else {
+        const body = changedWebhooks(formBase, form);
+        if (Object.keys(body).length === 0) {
+          $('wh-result').textContent = 'nothing changed';
+          return;
+        }
+        await api(path(name, '/destinations/Webhooks'), { method: 'PATCH', body });
+      }
+      await loadSources(true, true);
       $('wh-result').textContent = 'saved';
-      await loadSources(true);
     } catch (error) {
       if (error.message !== 'unauthorized') $('wh-result').textContent = error.message;
     }

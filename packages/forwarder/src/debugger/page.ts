@@ -4,9 +4,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The debugger page: three static files shipped in the package (`dist/debugger/`), no CDN, no
- * framework. They hold no data: the page signs in with the admin token, kept in
- * sessionStorage, and calls the admin API with it in the Authorization header.
+ * The debugger page: four static files (the page, its script, its style and its icon) shipped
+ * in the package (`dist/debugger/`), no CDN, no framework. They hold no data: the page signs in
+ * with the admin token, kept in sessionStorage, and calls the admin API with it in the
+ * Authorization header.
  */
 
 /** Everything comes from the forwarder itself; no inline script or style is allowed. */
@@ -19,7 +20,11 @@ const FILES: Readonly<Record<string, { file: string; type: string }>> = {
   '/debugger/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/debugger/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/debugger/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+  '/debugger/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
 };
+
+/** The page's files, as the build copies them into dist/debugger (tsup.config.ts). */
+export const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css', 'favicon.svg'] as const;
 
 interface Asset {
   readonly bytes: Buffer;
@@ -51,7 +56,7 @@ function asset(file: string): Asset {
 
 /** Names and sizes of the page's files, in bytes. */
 export function debuggerFiles(): Array<{ file: string; bytes: number }> {
-  return ['index.html', 'app.js', 'app.css'].map((file) => ({ file, bytes: asset(file).bytes.length }));
+  return DEBUGGER_FILES.map((file) => ({ file, bytes: asset(file).bytes.length }));
 }
 
 /** Serves a file of the page; false for a path that is not one. */

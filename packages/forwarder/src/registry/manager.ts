@@ -11,6 +11,7 @@ import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './keys';
 import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
 import { parseSchema, shownSchema } from '../schema-rules';
+import { mergeWebhooksPatch, PATCH_FIELDS } from './webhooks-patch';
 import type { IngestRateLimit, SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WriteKeyRecord } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
@@ -368,11 +369,15 @@ export class SourceManager {
     return { ok: true, value: shownSchema(schema) };
   }
 
-  /** `PATCH .../destinations/Webhooks {enabled}`: switches it on or off. */
+  /**
+   * `PATCH .../destinations/Webhooks`: changes only the fields given (see `mergeWebhooksPatch`);
+   * `{enabled}` alone switches it on or off. The result is checked like `PUT`'s.
+   */
   async patchWebhooks(name: string, body: unknown): Promise<SetupResult<ShownWebhooks>> {
-    const input = fields(body, ['enabled'], '{ "enabled": true | false }');
-    if (typeof input.enabled !== 'boolean') {
-      throw new ConfigError(`Expected \`enabled\` to be a boolean (true or false), got ${input.enabled === undefined ? 'nothing' : typeof input.enabled}`, 'enabled');
+    const input = fields(body, PATCH_FIELDS, '{ "enabled"?, "webhooks"?, "sharedSecret"?, "signing"?, "ordering"? }');
+    const onlyEnabled = Object.keys(input).length === 1 && 'enabled' in input;
+    if (onlyEnabled && typeof input.enabled !== 'boolean') {
+      throw new ConfigError(`Expected \`enabled\` to be a boolean (true or false), got ${typeof input.enabled}`, 'enabled');
     }
     const snapshot = await this.snapshot();
     const record = snapshot.sources.find((s) => s.name === name);
@@ -380,10 +385,23 @@ export class SourceManager {
     if (record.webhooks === undefined) {
       return { ok: false, status: 404, code: 'not_found', message: `The source ${JSON.stringify(name)} has no Webhooks destination; PUT one first` };
     }
-    const result = await this.write([{ op: 'update', name, at: this.host.now(), enabled: input.enabled }]);
+    if (onlyEnabled) {
+      // Switching leaves the settings as stored, even ones the rules of today would refuse.
+      const enabled = input.enabled as boolean;
+      const result = await this.write([{ op: 'update', name, at: this.host.now(), enabled }]);
+      if (!result.ok) return refusal(result);
+      log('source %s: Webhooks switched %s', name, enabled ? 'on' : 'off');
+      return { ok: true, value: showWebhooks(enabled, record.webhooks) };
+    }
+    const merged = mergeWebhooksPatch(record.enabled, record.webhooks, input);
+    const settings = webhooksDestination(merged.body, '', null);
+    this.host.checkSettings(settings);
+    const previous = merged.sameSecret ? record.webhooks.previousSecrets : undefined;
+    const stored: StoredWebhooks = previous === undefined ? storedWebhooks(settings) : { ...storedWebhooks(settings), previousSecrets: previous };
+    const result = await this.write([{ op: 'update', name, at: this.host.now(), enabled: settings.enabled, webhooks: stored }]);
     if (!result.ok) return refusal(result);
-    log('source %s: Webhooks switched %s', name, input.enabled ? 'on' : 'off');
-    return { ok: true, value: showWebhooks(input.enabled, record.webhooks) };
+    log('source %s: Webhooks changed (%s: %s)', name, settings.enabled ? 'on' : 'off', Object.keys(input).join(', '));
+    return { ok: true, value: showWebhooks(settings.enabled, stored) };
   }
 
   /** `DELETE /admin/sources/{name}`: the source, its keys and audiences go; its pending deliveries fail. */

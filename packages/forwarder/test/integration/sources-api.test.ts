@@ -191,6 +191,66 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       expect(verifySignature(delivered!.body, delivered!.headers['x-signature'] as string, SECRET)).to.equal(true);
     });
 
+    it('PATCH changes only the fields given: URLs by index keep their query, headers and limits; the secret stays unless named', async () => {
+      await start();
+      const key = await createSource('partial');
+      const webhooks = `${url}/admin/sources/partial/destinations/Webhooks`;
+      const put = await call(webhooks, 'PUT', {
+        sharedSecret: SECRET,
+        webhooks: [
+          { url: `${receiver.url}/pa?token=q`, headers: { Authorization: HEADER_VALUE, 'X-Drop': 'soon' } },
+          { url: `${receiver.url}/pb?token=q`, rateLimit: { perSecond: 100 }, filter: { types: ['track'] } },
+        ],
+      });
+      expect(put.status, put.text).to.equal(200);
+      // The second URL first with a header more, the first with one header less, and a new URL.
+      const patched = await call(webhooks, 'PATCH', {
+        ordering: 'user',
+        webhooks: [{ from: 1, headers: { 'X-New': 'new' } }, { from: 0, headers: { 'x-drop': null } }, { url: `${receiver.url}/pc` }],
+      });
+      expect(patched.status, patched.text).to.equal(200);
+      expect(patched.json).to.deep.equal({
+        enabled: true,
+        signing: 'x-signature',
+        ordering: 'user',
+        hasSharedSecret: true,
+        webhooks: [
+          { url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: { perSecond: 100 }, filter: { types: ['track'] } },
+          { url: `${receiver.url}/pa?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null },
+          { url: `${receiver.url}/pc`, headerNames: [], rateLimit: null, filter: null },
+        ],
+      });
+      expect((await call(`${url}/admin/sources/partial`, 'GET')).json.destinations.Webhooks).to.deep.equal(patched.json);
+      expect((await ingest(key, [track('pp1')])).status).to.equal(200);
+      await waitFor(() => ['/pa?token=q', '/pb?token=q', '/pc'].every((path) => at(path).length === 1), 'a delivery to each URL');
+      for (const path of ['/pa?token=q', '/pb?token=q', '/pc']) {
+        expect(verifySignature(at(path)[0]!.body, at(path)[0]!.headers['x-signature'] as string, SECRET), path).to.equal(true);
+      }
+      expect(at('/pa?token=q')[0]!.headers.authorization).to.equal(HEADER_VALUE);
+      expect(at('/pa?token=q')[0]!.headers['x-drop']).to.equal(undefined);
+      expect(at('/pb?token=q')[0]!.headers['x-new']).to.equal('new');
+
+      // A URL's limit and filter removed with null; the secret removed with null.
+      const cleared = await call(webhooks, 'PATCH', { sharedSecret: null, webhooks: [{ from: 0, rateLimit: null, filter: null }] });
+      expect(cleared.status, cleared.text).to.equal(200);
+      expect(cleared.json.hasSharedSecret).to.equal(false);
+      expect(cleared.json.ordering).to.equal('user');
+      expect(cleared.json.webhooks).to.deep.equal([{ url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: null, filter: null }]);
+
+      // Refused as a PUT of the whole would be, naming the field; nothing changes.
+      const refusedWith = async (answer: Promise<Answer>, status: number, field: string) => {
+        const got = await answer;
+        expect(got.status, got.text).to.equal(status);
+        expect(got.json.error.field, got.text).to.equal(field);
+      };
+      await refusedWith(call(webhooks, 'PATCH', { webhooks: [{ from: 1 }] }), 400, 'webhooks[0].from');
+      await refusedWith(call(webhooks, 'PATCH', { webhooks: [{ from: 0, colour: 'red' }] }), 400, 'webhooks[0].colour');
+      await refusedWith(call(webhooks, 'PATCH', { webhooks: [{ from: 0, url: 'ftp://x.test/' }] }), 400, 'webhooks[0].url');
+      await refusedWith(call(webhooks, 'PATCH', { signing: 'standard-webhooks' }), 400, 'sharedSecret');
+      await refusedWith(call(webhooks, 'PATCH', { colour: 'red' }), 400, 'colour');
+      expect((await call(`${url}/admin/sources/partial`, 'GET')).json.destinations.Webhooks).to.deep.equal(cleared.json);
+    });
+
     it('switched off: new calls are not routed, queued deliveries wait (not failed) and go on, their attempts counted on, when switched on', async () => {
       await start();
       const key = await createSource('paused');

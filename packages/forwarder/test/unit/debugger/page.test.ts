@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DEBUGGER_CSP, debuggerFiles, serveDebugger } from '../../../src/debugger/page';
+import { DEBUGGER_CSP, DEBUGGER_FILES, debuggerFiles, serveDebugger } from '../../../src/debugger/page';
 
 const root = join(import.meta.dirname, '..', '..', '..', '..', '..');
 
@@ -32,11 +32,12 @@ describe('the debugger page files', () => {
       ['/debugger', 'text/html'],
       ['/debugger/app.js', 'text/javascript'],
       ['/debugger/app.css', 'text/css'],
+      ['/debugger/favicon.svg', 'image/svg+xml'],
     ] as const) {
       const { res, sent } = fakeResponse();
       expect(serveDebugger(path, get(), res)).to.equal(true);
       expect(sent.status).to.equal(200);
-      expect(String(sent.headers!['Content-Type'])).to.match(new RegExp(`^${type}`));
+      expect(String(sent.headers!['Content-Type']).split(';')[0]).to.equal(type);
       expect(sent.headers!['Content-Security-Policy']).to.equal(DEBUGGER_CSP);
       expect(sent.headers!['X-Frame-Options']).to.equal('DENY');
     }
@@ -46,6 +47,8 @@ describe('the debugger page files', () => {
     // Every script and style comes from a file: no inline code, no style attributes, nothing from elsewhere.
     expect(html.match(/<script[^>]*>/g)).to.deep.equal(['<script src="/debugger/app.js" defer>']);
     expect(html).not.to.match(/<style|\sstyle=|\son[a-z]+=|https?:\/\//);
+    // Its icon is one of its files, so that no browser asks for /favicon.ico.
+    expect(html).to.contain('<link rel="icon" href="/debugger/favicon.svg" type="image/svg+xml">');
     const js = readFileSync(join(root, 'packages/forwarder/src/debugger/app.js'), 'utf8');
     expect(js).not.to.match(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function|EventSource/);
   });
@@ -63,9 +66,9 @@ describe('the debugger page files', () => {
   it('is as small as docs/operating-the-forwarder.md says', () => {
     const files = debuggerFiles();
     const total = files.reduce((sum, f) => sum + f.bytes, 0);
-    const gzipped = gzipSync(Buffer.concat(['index.html', 'app.js', 'app.css'].map((f) => readFileSync(join(root, 'packages/forwarder/src/debugger', f))))).length;
+    const gzipped = gzipSync(Buffer.concat(DEBUGGER_FILES.map((f) => readFileSync(join(root, 'packages/forwarder/src/debugger', f))))).length;
     const guide = readFileSync(join(root, 'docs', 'operating-the-forwarder.md'), 'utf8');
-    const stated = /^Size: (\d+) KB in three files \((\d+) KB gzipped\)/m.exec(guide);
+    const stated = /^Size: (\d+) KB in four files \((\d+) KB gzipped\)/m.exec(guide);
     expect(stated, 'the size sentence of docs/operating-the-forwarder.md').to.not.equal(null);
     expect(Number(stated![1])).to.equal(Math.round(total / 1024));
     expect(Number(stated![2])).to.equal(Math.round(gzipped / 1024));
