@@ -117,13 +117,16 @@ describe('a source\'s schema with two forwarders on one PostgreSQL database', fu
     // The warm-up calls (as many as it took B to deliver one) are counted as well; their count and
     // the usage are each written within about a second, so both are read again until they agree.
     let warm = 0;
+    let seen = '';
     const agree = async (reader: typeof a) => {
       warm = (await b.sourceSchema(source)).events.find((e) => e.event === 'Warm-up')?.count ?? 0;
       const usage = (await reader.usage({ source })).sources[0];
+      seen = `warm-up ${warm}, usage ${JSON.stringify(usage)}`;
       return usage !== undefined && usage.delivered === 50 + warm && usage.received === 51 + warm;
     };
-    await waitFor(() => agree(a), 'every delivery counted, as A reads it', 20_000);
-    await waitFor(() => agree(b), 'every delivery counted, as B reads it', 20_000);
+    // What was read last is in the message should it never agree.
+    await waitFor(() => agree(a), 'every delivery counted, as A reads it', 20_000).catch((error: Error) => expect.fail(`${error.message}; last read: ${seen}`));
+    await waitFor(() => agree(b), 'every delivery counted, as B reads it', 20_000).catch((error: Error) => expect.fail(`${error.message}; last read: ${seen}`));
     expect(warm).to.be.at.least(1);
     expect((await b.usage({ source })).sources[0]!).to.include({ received: 51 + warm, filtered: 1, rejected: 1, delivered: 50 + warm, failed: 0 });
   });
