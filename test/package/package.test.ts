@@ -456,6 +456,21 @@ describe('the packed packages, installed from their tarballs', function () {
       expect(cjs).to.deep.equal(expected);
     });
 
+    it('ships the OpenAPI document as @eventrelay/forwarder/openapi.json, and serves it at GET /openapi.json, with import and require', async () => {
+      const expected = JSON.parse(readFileSync(join(root, 'packages', 'forwarder', 'src', 'http', 'openapi.json'), 'utf8')) as object;
+      const serve = (load: string) => `${load}
+        const f = createForwarder({ storage: { type: 'memory' }, sources: [] });
+        f.listen({ port: 0, host: '127.0.0.1' }).then(async ({ url }) => {
+          const served = await (await fetch(url + '/openapi.json')).json();
+          await f.close();
+          console.log(JSON.stringify({ shipped: doc, same: JSON.stringify(served) === JSON.stringify(doc) }));
+        });`;
+      const esm = await script(project, 'openapi.mjs', serve(`import { createForwarder } from '@eventrelay/forwarder';\nimport doc from '@eventrelay/forwarder/openapi.json' with { type: 'json' };`));
+      const cjs = await script(project, 'openapi.cjs', serve(`const { createForwarder } = require('@eventrelay/forwarder');\nconst doc = require('@eventrelay/forwarder/openapi.json');`));
+      expect(esm).to.deep.equal({ shipped: expected, same: true });
+      expect(cjs).to.deep.equal({ shipped: expected, same: true });
+    });
+
     it('the forwarder\'s build holds no copy of the SDK: it loads eventrelay/internal', () => {
       const dist = join(forwarderDir(), 'dist');
       const code = filesUnder(dist).filter((file) => /\.(c?js|d\.c?ts)$/.test(file));

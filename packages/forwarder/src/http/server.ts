@@ -7,6 +7,7 @@ import type { MessageType, RejectedMessage, ValidMessage } from '../routing/inge
 import { decodeBody, readBody } from './read-body';
 import { clientAddress, corsHeaders, preflightHeaders, publicAddress, requestOrigin, shownOrigin } from './browser';
 import { librarySettings, MAX_KEY_LENGTH, SETTINGS_MAX_AGE } from './settings';
+import { apiDocument } from './openapi';
 import { AllowedOrigins } from '../routing/origins';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
@@ -58,9 +59,10 @@ export interface HttpBackend {
 
 type Route =
   | { kind: 'ingest'; endpoint: 'batch' | MessageType }
-  | { kind: 'health' | 'stats' };
+  | { kind: 'health' | 'stats' | 'openapi' };
 
-const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
+/** The routes of this file by path (the admin API's are in admin/); exported for the test that holds them to openapi.json. */
+export const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
   '/v1/batch': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
   // Segment's name for the same endpoint, used by its bulk import tools.
   '/v1/import': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
@@ -71,10 +73,11 @@ const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
   ...Object.fromEntries(MESSAGE_TYPES.map((type) => [`/v1/${type[0]}`, { method: 'POST', route: { kind: 'ingest', endpoint: type } }])),
   '/health': { method: 'GET', route: { kind: 'health' } },
   '/stats': { method: 'GET', route: { kind: 'stats' } },
+  '/openapi.json': { method: 'GET', route: { kind: 'openapi' } },
 };
 
 /** `GET /v1/projects/{writeKey}/settings`: what analytics.js and the mobile libraries load first. */
-const SETTINGS_PATH = /^\/v1\/projects\/([^/]+)\/settings$/;
+export const SETTINGS_PATH = /^\/v1\/projects\/([^/]+)\/settings$/;
 
 export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
@@ -164,6 +167,9 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
       return;
     case 'stats':
       send(res, 200, await backend.stats());
+      return;
+    case 'openapi':
+      send(res, 200, apiDocument());
       return;
     case 'ingest':
       await ingest(backend, route.endpoint, path, req, res);

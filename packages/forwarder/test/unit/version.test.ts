@@ -12,4 +12,9 @@ describe('FORWARDER_VERSION', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> };
     expect(pkg.dependencies.eventrelay).to.equal(FORWARDER_VERSION);
   });
+
+  it('is the version of the shipped API description (dist/openapi.json, a copy of src/http/openapi.json)', () => {
+    const doc = JSON.parse(readFileSync(new URL('../../src/http/openapi.json', import.meta.url), 'utf8')) as { info: { version: string } };
+    expect(doc.info.version).to.equal(FORWARDER_VERSION);
+  });
 });
