@@ -473,6 +473,19 @@ describe('the real answers of every route, against the OpenAPI document (integra
     expect(put.json).to.include({ enabled: true, hasSharedSecret: true });
     expect((await admin('PUT', '/admin/sources/made/destinations/Webhooks', { webhooks: [] })).status).to.equal(400);
     expect((await admin('PATCH', '/admin/sources/made/destinations/Webhooks', { enabled: false })).json.enabled).to.equal(false);
+    // A patch of part of a URL, and one that adds a URL: each body is one the document allows.
+    const patchSchema = check.doc.paths['/admin/sources/{name}/destinations/Webhooks'].patch.requestBody.content['application/json'].schema;
+    const patches = [
+      { webhooks: [{ from: 0, headers: { 'X-Team': null, 'X-Other': 'b' }, rateLimit: null }], ordering: 'user' },
+      { webhooks: [{ from: 0, url: `${receiver.url}/made?token=t` }, { url: `${receiver.url}/made-2`, filter: { types: ['identify'] } }], sharedSecret: 'first-secret' },
+    ];
+    for (const patch of patches) {
+      const validate = check.validator(patchSchema);
+      expect(validate(patch), JSON.stringify(validate.errors)).to.equal(true);
+      expect((await admin('PATCH', '/admin/sources/made/destinations/Webhooks', patch)).status).to.equal(200);
+    }
+    expect(check.validator(patchSchema)({ webhooks: [{ from: 0, secret: 'x' }] })).to.equal(false);
+    expect((await admin('PATCH', '/admin/sources/made/destinations/Webhooks', { webhooks: [{ from: 7 }] })).status).to.equal(400);
     const tested = await admin('POST', '/admin/sources/made/destinations/Webhooks/test', { type: 'identify' });
     expect(tested.json).to.include({ type: 'identify', delivered: true });
     expect((await admin('POST', '/admin/sources/made/destinations/Webhooks/test')).json.type).to.equal('track');
