@@ -123,15 +123,16 @@ INSERT INTO deliveries (source, destination, kind, message_id, body, created_at,
  * it stored), or this waits for the deletion and finds no row (and stores nothing). A change of a
  * source's settings (an update of other columns) does not wait for it, nor it for the change.
  *
- * `hd` (only when `$20`, which deliveries may be leased, is given: some are ordered) locks the user
- * keys of the ordered deliveries and tells which may be leased (eventrelay_order_heads). `live`'s
- * filter on it makes it run once, before the first message row is inserted: every commit takes
- * those locks before any other, so two commits of one user never wait for each other's rows.
+ * Two forms, each prepared once: ACCEPT, and ACCEPT_ORDERED for a commit with ordered deliveries.
+ * There `hd` (`$20`: which deliveries may be leased) locks the user keys of the ordered deliveries
+ * and tells which may be leased (eventrelay_order_heads). `live`'s filter on it makes it run once,
+ * before the first message row is inserted: every commit takes those locks before any other, so
+ * two commits of one user never wait for each other's rows.
  */
-const ACCEPT = `WITH hd AS (SELECT CASE WHEN $20::boolean[] IS NOT NULL THEN eventrelay_order_heads($5::text[], $19::text[], $20::boolean[]) END AS heads),
+const acceptStatement = (ordered: boolean) => `WITH ${ordered ? 'hd AS (SELECT eventrelay_order_heads($5::text[], $19::text[], $20::boolean[]) AS heads),' : ''}
 live AS (
   SELECT s.name FROM sources s JOIN unnest($15::text[], $16::text[]) AS q(n, i) ON s.name = q.n AND s.id = q.i
-  WHERE (SELECT count(*) FROM hd) = 1
+  ${ordered ? 'WHERE (SELECT count(*) FROM hd) = 1' : ''}
   FOR KEY SHARE OF s),
 ok AS (SELECT name FROM live UNION ALL SELECT unnest($17::text[])),
 m AS (
@@ -142,7 +143,7 @@ n AS (SELECT coalesce(sum(r.n), 0)::bigint AS total FROM unnest($12::text[], $18
 d AS (
   INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until, order_key)
   SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0), x.q
-  FROM (SELECT y.o, y.s, y.d, y.k, y.m, y.b, y.c, CASE WHEN y.q IS NULL OR (SELECT heads FROM hd)[y.n] THEN y.l END AS l, y.q, y.n
+  FROM (SELECT y.o, y.s, y.d, y.k, y.m, y.b, y.c, ${ordered ? 'CASE WHEN y.q IS NULL OR (SELECT heads FROM hd)[y.n] THEN y.l END' : 'y.l'} AS l, y.q, y.n
     FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[], $19::text[])
     WITH ORDINALITY AS y(o, s, d, k, m, b, c, l, q, n)) x
   JOIN m ON m.source = x.s AND m.message_id = x.o
@@ -154,6 +155,8 @@ c AS (
   ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
 SELECT m.source, m.message_id, d.id, d.destination FROM m LEFT JOIN d ON d.lease = 1 AND d.source = m.source AND d.message_id = m.message_id
 UNION ALL SELECT name, NULL, NULL, NULL FROM live`;
+const ACCEPT = acceptStatement(false);
+const ACCEPT_ORDERED = acceptStatement(true);
 
 /**
  * A claim: up to `$3` deliveries of source `$1` due at `$2` (their retry time and any lease ended),
@@ -418,7 +421,8 @@ export class PostgresStore implements ForwarderStore {
     let rows: AcceptRow[];
     try {
       // Named: prepared once per connection, so the server does not parse and plan it per commit.
-      rows = (await this.pool.query<AcceptRow>({ name: 'eventrelay-accept', text: ACCEPT, values: plan.values })).rows;
+      const statement = plan.ordered ? { name: 'eventrelay-accept-ordered', text: ACCEPT_ORDERED } : { name: 'eventrelay-accept', text: ACCEPT };
+      rows = (await this.pool.query<AcceptRow>({ ...statement, values: plan.values })).rows;
     } catch (error) {
       for (const request of group) request.reject(error);
       return;
@@ -720,6 +724,8 @@ interface AcceptPlan {
   readonly keys: readonly (readonly string[])[];
   /** The instance the commit leases to (one owner per commit: an instance leases to itself). */
   readonly owner: string | undefined;
+  /** Whether a delivery is ordered: ACCEPT_ORDERED then, with `$20`. */
+  readonly ordered: boolean;
   readonly values: unknown[];
 }
 
@@ -831,9 +837,9 @@ function acceptPlan(group: readonly AcceptRequest[]): AcceptPlan {
     textArray([...unchecked]),
     numberArray(requestSize),
     textArray(d.orderKey),
-    ordered ? booleanArray(d.wanted) : null,
   ];
-  return { keys, owner, values };
+  if (ordered) values.push(booleanArray(d.wanted));
+  return { keys, owner, ordered, values };
 }
 
 /** Answers each request of a committed group: which of its messages were new, and the deliveries leased to it. */
