@@ -103,6 +103,23 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       expect([accepts(oldSecret, after), accepts(newSecret, after)]).to.deep.equal([false, true]);
     });
 
+    it('a PATCH that leaves the secret out keeps the grace (both secrets sign); one that names a secret ends it', async () => {
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      const clock = new FakeClock(Date.now());
+      const [oldSecret, newSecret, third] = [whsec(), whsec(), whsec()];
+      const { url, send } = await start(receiver, oldSecret, clock);
+      expect((await admin(url, 'POST', '/admin/sources/web/destinations/Webhooks/secret', { sharedSecret: newSecret, graceSeconds: 60 })).status).to.equal(200);
+      const patched = await admin(url, 'PATCH', '/admin/sources/web/destinations/Webhooks', { webhooks: [{ from: 0, headers: { 'X-Team': 'a' } }], ordering: 'user' });
+      expect(patched.status).to.equal(200);
+      const kept = await send('patched-keeps');
+      expect(kept.headers['x-team']).to.equal('a');
+      expect([accepts(oldSecret, kept), accepts(newSecret, kept)]).to.deep.equal([true, true]);
+      expect((await admin(url, 'PATCH', '/admin/sources/web/destinations/Webhooks', { sharedSecret: third })).status).to.equal(200);
+      const replaced = await send('patched-replaces');
+      expect([accepts(oldSecret, replaced), accepts(newSecret, replaced), accepts(third, replaced)]).to.deep.equal([false, false, true]);
+    });
+
     it('a PUT of the destination ends the grace; bad input is refused naming the field, and no answer shows a secret', async () => {
       const receiver = await startReceiver();
       cleanup.push(() => receiver.close());
