@@ -1,3 +1,4 @@
+import { checkout } from './pg-checkout';
 import type { Pool } from 'pg';
 import { applyReport } from '../endpoint-state';
 import { toEndpointState } from '../endpoint-rows';
@@ -26,7 +27,7 @@ export class PostgresEndpointStore implements EndpointStore {
     const sorted = [...reports].sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const sources = textArray(sorted.map((r) => r.source));
     const keys = textArray(sorted.map((r) => r.key));
-    const client = await this.pool.connect();
+    const client = await checkout(this.pool);
     try {
       await client.query('BEGIN');
       await client.query(

@@ -1,3 +1,4 @@
+import { checkout } from './pg-checkout';
 import type { Pool, PoolClient } from 'pg';
 import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from '../delivery-log';
@@ -269,7 +270,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       // One statement commits alone; two share a transaction, so that a flush is written whole or not at all.
       const both = attempts.length > 0 && lines.length > 0;
       try {
-        client = await this.pool.connect();
+        client = await checkout(this.pool);
         client.on('error', onError);
         if (both) await client.query('BEGIN');
         if (attempts.length > 0) await this.writeAttempts(client, attempts, since);
@@ -505,7 +506,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   /** One pruner at a time over all instances (an advisory lock); the others return 0 at once. */
   async prune(before: number, now: number): Promise<number> {
     await this.drain();
-    const client = await this.pool.connect();
+    const client = await checkout(this.pool);
     try {
       const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.logPrune]);
       if (!locked.rows[0]!.ok) return 0;

@@ -1,3 +1,4 @@
+import { checkout } from './pg-checkout';
 import type { Pool, PoolClient } from 'pg';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
@@ -54,7 +55,7 @@ export class PostgresSetup implements SetupStore {
 
   async write(ops: readonly SetupOp[]): Promise<SetupWriteResult> {
     this.guard();
-    const client = await this.pool.connect();
+    const client = await checkout(this.pool);
     try {
       await client.query('BEGIN');
       try {

@@ -1,3 +1,4 @@
+import { checkout } from './pg-checkout';
 import type { Pool } from 'pg';
 import { numberArray, pgText, textArray } from './pg-values';
 import { capEvents, mergeDay } from '../usage';
@@ -42,7 +43,7 @@ export class PostgresUsageStore implements UsageStore {
       const before = days.get(k);
       days.set(k, before === undefined ? d : mergeDay(before, d));
     }
-    const client = await this.pool.connect();
+    const client = await checkout(this.pool);
     try {
       await client.query('BEGIN');
       try {

@@ -1,3 +1,4 @@
+import { checkout } from './pg-checkout';
 import { createRequire } from 'node:module';
 import { booleanArray, numberArray, pgText, storedKey, textArray } from './pg-values';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
@@ -343,7 +344,7 @@ export class PostgresStore implements ForwarderStore {
     for (const p of [pool, fast]) p.on('error', (error: Error) => log('postgres: idle connection failed: %s', hideSecret(error.message, options.url)));
     let client: PoolClient;
     try {
-      client = await pool.connect();
+      client = await checkout(pool);
     } catch (error) {
       await Promise.all([pool.end(), fast.end()]).catch(() => {});
       // A server's answer (wrong password, unknown database) has a message worth showing; a socket error, its code.
@@ -535,7 +536,7 @@ export class PostgresStore implements ForwarderStore {
     const members = userIds.map(pgText);
     const key = `${source}\n${audience}`;
     return this.audienceTurns.run(key, async () => {
-      const client = await this.pool.connect();
+      const client = await checkout(this.pool);
       try {
         // Serialized across instances: the lock is held for the whole sync, on this connection.
         await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_CLASS + LOCKS.audience, key]);
@@ -618,7 +619,7 @@ export class PostgresStore implements ForwarderStore {
   /** One pruner at a time over all instances (an advisory lock); the others return 0 at once. */
   async prune(before: number): Promise<number> {
     this.assertOpen();
-    const client = await this.pool.connect();
+    const client = await checkout(this.pool);
     try {
       const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.prune]);
       if (!locked.rows[0]!.ok) return 0;
