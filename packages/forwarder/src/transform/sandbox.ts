@@ -376,7 +376,17 @@ class SandboxedTransform implements Transform {
       }
       return { ok: false, reason: describeThrown(error), durationMs: durationMs() };
     }
-    const value = result.value;
+    try {
+      return this.answer(context, result.value, durationMs);
+    } catch (error) {
+      // Reading the answer out failed in the engine (a full heap): the realm is dropped whole.
+      this.realm = undefined;
+      return { ok: false, reason: `the engine stopped (${clip(error instanceof Error ? error.message : String(error))}); the sandbox was rebuilt`, durationMs: durationMs() };
+    }
+  }
+
+  /** The runner's answer: the body's JSON text, `0` to skip, or `{ reason }`. */
+  private answer(context: QuickJSContext, value: QuickJSHandle, durationMs: () => number): TransformResult {
     try {
       const type = context.typeof(value);
       if (type === 'number') return { ok: true, skip: true, durationMs: durationMs() };
