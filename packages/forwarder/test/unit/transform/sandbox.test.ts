@@ -108,6 +108,33 @@ describe('transform sandbox: what users write', () => {
     });
   });
 
+  it('Date.now() inside is the host\'s clock', async () => {
+    await withTransform('function transform(m) { return Date.now(); }', async (transform) => {
+      const before = Date.now();
+      const inside = Number(body(await transform.run(MESSAGE)));
+      expect(inside).to.be.at.least(before).and.at.most(Date.now());
+    });
+  });
+
+  it('Promise callbacks never run: a transform is synchronous', async () => {
+    const code = 'globalThis.ran = "no";\nfunction transform(m) { Promise.resolve().then(() => { ran = "yes"; }); return ran; }';
+    await withTransform(code, async (transform) => {
+      expect(body(await transform.run(MESSAGE))).to.equal('"no"');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(body(await transform.run(MESSAGE))).to.equal('"no"');
+    });
+  });
+
+  it('after running out of memory the realm is built again from the code: its globals start over', async () => {
+    const code = 'let calls = 0;\nfunction transform(m) { calls++; if (m.event === "bomb") { const a = []; for (;;) a.push("x".repeat(1 << 20) + a.length); } return calls; }';
+    await withTransform(code, async (transform) => {
+      expect(body(await transform.run(MESSAGE))).to.equal('1');
+      expect(body(await transform.run(MESSAGE))).to.equal('2');
+      expect(await transform.run({ ...MESSAGE, event: 'bomb' })).to.include({ ok: false, reason: 'ran out of memory (cap 32 MiB); the sandbox was rebuilt' });
+      expect(body(await transform.run(MESSAGE))).to.equal('1');
+    }, { timeoutMs: 1000 });
+  });
+
   it('a custom error class may set its own name: the reason reads it, with the line and column where the error was made', async () => {
     const code = 'class MissingField extends Error {\n  constructor(field) { super(`missing ${field}`); this.name = "MissingField"; }\n}\nfunction transform(m) {\n  if (!m.email) throw new MissingField("email");\n  return m;\n}';
     await withTransform(code, async (transform) => {
