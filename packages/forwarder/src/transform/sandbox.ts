@@ -1,0 +1,421 @@
+/**
+ * The sandbox a URL's transform runs in: QuickJS compiled to WebAssembly
+ * (`quickjs-emscripten-core` with the `@jitl/quickjs-wasmfile-release-sync` build), one realm per
+ * transform. A realm is its own WebAssembly instance (its own linear memory), one QuickJS runtime
+ * with a memory cap and a stack cap, and one context whose intrinsics are frozen before the
+ * user's code runs (prelude.ts). Nothing of the host is put inside: no `require`, `process`,
+ * `fetch`, timers, files or network; the message goes in as JSON text and the body comes out as
+ * JSON text. docs/transformations.md says why this engine and what each limit does.
+ *
+ * Code is compiled once, by `compileTransform`; `Transform.run` calls it. A call runs
+ * synchronously inside the WebAssembly instance and is stopped by an interrupt handler once it
+ * has used `timeoutMs` of CPU time (at most 1 s), or that and a second more on the clock on a
+ * machine too busy to give it the CPU: that bounds how long it holds the event loop. Every failure is
+ * the transform's: a result `{ ok: false, reason }`, never a throw, and the transform keeps
+ * working for its next call. After running out of memory, or when the engine itself stopped
+ * (the host's stack ran out under very deep nesting), the realm is thrown away and built again
+ * from the same code before the next call.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
+import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from 'quickjs-emscripten-core';
+import { durationOption, integerOption, stringOption, ValidationError } from 'eventrelay/internal';
+import { TransformCompileError } from './errors';
+import { LOCKDOWN, RUNNER } from './prelude';
+
+/** Largest body a transform may return, in bytes of its JSON text (UTF-8): 512 KB. */
+export const TRANSFORM_OUTPUT_LIMIT = 512 * 1024;
+/** Largest code a transform may have, in bytes (UTF-8): 64 KB. */
+export const TRANSFORM_CODE_LIMIT = 64 * 1024;
+/** The file name the code has inside the sandbox, in its error positions. */
+const FILE_NAME = 'transform.js';
+/** QuickJS's own stack cap: deep recursion fails as a stack overflow well before the host's stack runs out. */
+const STACK_BYTES = 256 * 1024;
+/** What a call may take on the clock beyond its `timeoutMs` of CPU (see TimeLimit). */
+const WALL_GRACE_MS = 1_000;
+/** Time the prelude (freezing the intrinsics) may take when a realm is built: our code, not the user's. */
+const PRELUDE_MS = 5_000;
+/** Longest reason kept from a transform's own error message. */
+const REASON_CHARS = 300;
+
+export interface TransformOptions {
+  /**
+   * CPU time one call may use, in milliseconds, 1 to 1000 (the top level of the code too); a call
+   * is also stopped once this and 1 s more have passed on the clock. Default 100.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Memory cap of the transform's realm, in bytes, 16 MiB to 1 GiB: the most its WebAssembly
+   * memory may grow to (the engine's data and stack, the heap, the message and the output
+   * included). Default 32 MiB. Memory is taken from the system as it is used, not up front.
+   */
+  readonly memoryBytes?: number;
+}
+
+const DEFAULTS = { timeoutMs: 100, memoryBytes: 32 * 1024 * 1024 } as const;
+
+/** What one call gave. `durationMs` is the time the call took, from the host's clock. */
+export type TransformResult =
+  /** `body` is the JSON text to sign and send (serialized once); `output` parses it again, on demand. */
+  | { readonly ok: true; readonly skip: false; readonly body: string; readonly output: unknown; readonly durationMs: number }
+  /** The transform returned `null` or `undefined`: this URL gets nothing for this call (`filtered`). */
+  | { readonly ok: true; readonly skip: true; readonly durationMs: number }
+  /** The call failed; `reason` reads after `transform_failed: ` and holds no part of the message. */
+  | { readonly ok: false; readonly reason: string; readonly durationMs: number };
+
+/** A transform compiled in its own realm; `dispose()` frees it. */
+export interface Transform {
+  readonly timeoutMs: number;
+  readonly memoryBytes: number;
+  /** Runs the transform on a webhook message (a plain JSON object). Never rejects for the transform's failures. */
+  run(message: unknown): Promise<TransformResult>;
+  /** The same with the message's JSON text, when the caller has it already. */
+  runJson(json: string): Promise<TransformResult>;
+  /** Frees the realm; a later `run` throws. Safe to call twice. */
+  dispose(): void;
+}
+
+/** A WebAssembly.Memory, as far as this file uses one. */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+
+/** Node's WebAssembly global (its TypeScript types declare the namespace's types only). */
+const { WebAssembly: wasmApi } = globalThis as unknown as {
+  WebAssembly: {
+    compile(bytes: Uint8Array): Promise<WebAssembly.Module>;
+    Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
+  };
+};
+/** A WebAssembly page, and the pages the QuickJS build starts with (its INITIAL_MEMORY, 16 MiB: code's data, stack, first heap). */
+const PAGE = 64 * 1024;
+const INITIAL_PAGES = 256;
+
+let wasm: Promise<WebAssembly.Module> | undefined;
+
+/** The QuickJS WebAssembly module, compiled once per process; each realm instantiates it anew. */
+function wasmModule(): Promise<WebAssembly.Module> {
+  const compiled = (wasm ??= wasmApi.compile(readFileSync(createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm'))).catch((error: unknown) => {
+    wasm = undefined;
+    throw error;
+  }));
+  return compiled;
+}
+
+/** One realm: a WebAssembly instance, its runtime and context, and the handles a call uses. */
+interface Realm {
+  readonly runtime: QuickJSRuntime;
+  readonly context: QuickJSContext;
+  readonly runner: QuickJSHandle;
+  readonly transform: QuickJSHandle;
+  readonly outputLimit: QuickJSHandle;
+  /** The realm's linear memory and its maximum in bytes. */
+  readonly memory: WasmMemory;
+  readonly maxBytes: number;
+  readonly time: TimeLimit;
+}
+
+/**
+ * When running code is stopped (QuickJS asks `expired` every few thousand operations): once the
+ * call has used its time in CPU, so that a busy machine does not fail a transform that is merely
+ * waiting for a core, or once that time and a second more have passed on the clock, which bounds
+ * how long the event loop is held in any case.
+ */
+class TimeLimit {
+  timedOut = false;
+  private wallDeadline = 0;
+  private cpuStart = process.cpuUsage();
+  private budgetMicros = 0;
+
+  start(ms: number): void {
+    this.timedOut = false;
+    this.wallDeadline = performance.now() + ms + WALL_GRACE_MS;
+    this.budgetMicros = ms * 1000;
+    this.cpuStart = process.cpuUsage();
+  }
+
+  readonly expired = (): boolean => {
+    if (performance.now() <= this.wallDeadline) {
+      const used = process.cpuUsage(this.cpuStart);
+      if (used.user + used.system < this.budgetMicros) return false;
+    }
+    this.timedOut = true;
+    return true;
+  };
+}
+
+/** `transform.js:3:11` in a QuickJS stack: the first place in the user's code. */
+function position(stack: unknown): { line: number; column: number } | undefined {
+  const match = typeof stack === 'string' ? /transform\.js:(\d+):(\d+)/.exec(stack) : null;
+  return match === null ? undefined : { line: Number(match[1]), column: Number(match[2]) };
+}
+
+function clip(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > REASON_CHARS ? `${line.slice(0, REASON_CHARS)}…` : line;
+}
+
+function megabytes(bytes: number): string {
+  return `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
+}
+
+/** What a failed evaluation threw, read from the host side with guards (a getter runs under the same deadline). */
+interface Thrown {
+  /** `name` and `message` of an Error (or of any object that has them). */
+  readonly name?: string;
+  readonly message?: string;
+  readonly stack?: string;
+  /** Otherwise: a thrown string, or what was thrown (`a number`, `an object`, ...). */
+  readonly other?: string;
+}
+
+function thrown(context: QuickJSContext, handle: QuickJSHandle): Thrown {
+  try {
+    const type = context.typeof(handle);
+    if (type === 'string') return { other: JSON.stringify(context.getString(handle)) };
+    if (type !== 'object') return { other: type === 'undefined' ? 'undefined' : `a ${type}` };
+    if (context.sameValue(handle, context.null)) return { other: 'null' };
+    const read = (key: string): string | undefined => {
+      const prop = context.getProp(handle, key);
+      try {
+        return context.typeof(prop) === 'string' ? context.getString(prop) : undefined;
+      } finally {
+        prop.dispose();
+      }
+    };
+    const name = read('name');
+    const message = read('message');
+    return name === undefined && message === undefined ? { other: 'an object that is not an Error' } : { name: name ?? 'Error', message: message ?? '', stack: read('stack') };
+  } catch {
+    return { other: 'a value that could not be read' };
+  }
+}
+
+/** A reason from what was thrown: `TypeError: x is not a function (line 3, column 11)`, `threw "missing email"`. */
+function describeThrown(error: Thrown): string {
+  if (error.name === undefined) return clip(`threw ${error.other ?? 'a value'}`);
+  const where = position(error.stack);
+  return clip(`${error.name}: ${error.message ?? ''}`) + (where === undefined ? '' : ` (line ${where.line}, column ${where.column})`);
+}
+
+async function buildRealm(code: string, timeoutMs: number, memoryBytes: number): Promise<Realm> {
+  // The realm's linear memory, made here with a maximum: the hard cap. QuickJS's own limit
+  // (setMemoryLimit) bounds one allocation but not their sum in this build, whose malloc does not
+  // report sizes; a memory that cannot grow makes malloc fail, and QuickJS throw "out of memory".
+  const wasmMemory = new wasmApi.Memory({ initial: INITIAL_PAGES, maximum: Math.ceil(memoryBytes / PAGE) });
+  const module = await newQuickJSWASMModuleFromVariant(newVariant(releaseSync, { wasmModule, wasmMemory }));
+  const runtime = module.newRuntime();
+  const time = new TimeLimit();
+  time.start(PRELUDE_MS);
+  runtime.setMemoryLimit(memoryBytes);
+  runtime.setMaxStackSize(STACK_BYTES);
+  runtime.setInterruptHandler(time.expired);
+  const context = runtime.newContext();
+  const handles: QuickJSHandle[] = [];
+  try {
+    context.unwrapResult(context.evalCode(LOCKDOWN, 'lockdown.js')).dispose();
+    const runner = context.unwrapResult(context.evalCode(RUNNER, 'runner.js'));
+    handles.push(runner);
+    // One call of the runner before the user's code: the engine's first JSON parse and serialize
+    // (compiled lazily by V8 on first use) are then paid here, not out of a call's time limit.
+    const warm = context.unwrapResult(context.evalCode('(function (m) { return m; })', 'warm.js'));
+    const sample = context.newString('{"type":"track","n":[1,2.5,true,null],"o":{"s":"x"}}');
+    const limit = context.newNumber(TRANSFORM_OUTPUT_LIMIT);
+    context.unwrapResult(context.callFunction(runner, context.undefined, warm, sample, limit)).dispose();
+    for (const handle of [warm, sample, limit]) handle.dispose();
+    time.start(timeoutMs);
+    const evaluated = context.evalCode(code, FILE_NAME);
+    if (evaluated.error !== undefined) {
+      const error = thrown(context, evaluated.error);
+      evaluated.error.dispose();
+      if (time.timedOut) throw new TransformCompileError(`Expected \`code\` to define \`function transform(message)\`: its top level ran over ${timeoutMs} ms`);
+      const where = position(error.stack);
+      const what = error.name === undefined ? `threw ${error.other ?? 'a value'}` : `${error.name}: ${error.message ?? ''}`;
+      const lead = error.name === 'SyntaxError' ? 'does not compile' : 'failed at its top level';
+      throw new TransformCompileError(`Expected \`code\` to be JavaScript that defines \`function transform(message)\`: it ${lead}, ${clip(what)}`, where?.line, where?.column);
+    }
+    evaluated.value.dispose();
+    // A `function transform` is a global; `const transform = ...` is a binding of the script scope: this finds either.
+    const found = context.unwrapResult(context.evalCode(`typeof transform === 'function' ? transform : undefined`, 'find.js'));
+    handles.push(found);
+    if (context.typeof(found) !== 'function') {
+      throw new TransformCompileError('Expected `code` to define `function transform(message)`, which returns the body to send (or null to skip); found none');
+    }
+    const outputLimit = context.newNumber(TRANSFORM_OUTPUT_LIMIT);
+    return {
+      runtime,
+      context,
+      runner,
+      transform: found,
+      outputLimit,
+      memory: wasmMemory,
+      maxBytes: Math.ceil(memoryBytes / PAGE) * PAGE,
+      time,
+    };
+  } catch (error) {
+    for (const handle of handles) handle.dispose();
+    context.dispose();
+    runtime.dispose();
+    throw error;
+  }
+}
+
+function disposeRealm(realm: Realm): void {
+  try {
+    realm.outputLimit.dispose();
+    realm.transform.dispose();
+    realm.runner.dispose();
+    realm.context.dispose();
+    realm.runtime.dispose();
+  } catch {
+    // A realm whose engine stopped mid-call may not free cleanly: its whole instance is dropped anyway.
+  }
+}
+
+/**
+ * Compiles `code` (which defines `function transform(message)`) in a realm of its own. Rejects
+ * with a `TransformCompileError` (field `code`, with line and column) when it does not compile,
+ * its top level throws or loops, or it defines no `transform`; with a `ConfigError` for options
+ * out of range.
+ */
+export async function compileTransform(code: string, options: TransformOptions = {}): Promise<Transform> {
+  stringOption('code', code, 'the source of `function transform(message)`');
+  if (Buffer.byteLength(code) > TRANSFORM_CODE_LIMIT) throw new ValidationError(`Expected \`code\` to be at most ${TRANSFORM_CODE_LIMIT} bytes, got ${Buffer.byteLength(code)}`, 'code');
+  const timeoutMs = durationOption('timeoutMs', options.timeoutMs ?? DEFAULTS.timeoutMs, 1, 1000);
+  const memoryBytes = integerOption('memoryBytes', options.memoryBytes ?? DEFAULTS.memoryBytes, INITIAL_PAGES * PAGE, 1024 * 1024 * 1024);
+  return new SandboxedTransform(code, timeoutMs, memoryBytes, await buildRealm(code, timeoutMs, memoryBytes));
+}
+
+class SandboxedTransform implements Transform {
+  private realm: Realm | undefined;
+  private rebuilding: Promise<void> | undefined;
+  private disposed = false;
+
+  constructor(
+    private readonly code: string,
+    readonly timeoutMs: number,
+    readonly memoryBytes: number,
+    realm: Realm,
+  ) {
+    this.realm = realm;
+  }
+
+  run(message: unknown): Promise<TransformResult> {
+    return this.runJson(JSON.stringify(message));
+  }
+
+  async runJson(json: string): Promise<TransformResult> {
+    if (this.disposed) throw new Error('This transform was disposed: compile it again to run it');
+    if (this.realm === undefined) {
+      const started = performance.now();
+      try {
+        await (this.rebuilding ??= this.rebuild());
+      } catch (error) {
+        return { ok: false, reason: `the sandbox could not be rebuilt: ${clip(error instanceof Error ? error.message : String(error))}`, durationMs: performance.now() - started };
+      }
+      if (this.disposed || this.realm === undefined) throw new Error('This transform was disposed: compile it again to run it');
+    }
+    return this.call(this.realm, json);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.realm !== undefined) disposeRealm(this.realm);
+    this.realm = undefined;
+  }
+
+  private async rebuild(): Promise<void> {
+    try {
+      const realm = await buildRealm(this.code, this.timeoutMs, this.memoryBytes);
+      if (this.disposed) disposeRealm(realm);
+      else this.realm = realm;
+    } finally {
+      this.rebuilding = undefined;
+    }
+  }
+
+  /**
+   * Drops the realm after it ran out of memory: the next call builds a new one from the same code,
+   * in a new WebAssembly instance (a linear memory never shrinks; the old one is garbage).
+   */
+  private discard(realm: Realm): void {
+    this.realm = undefined;
+    disposeRealm(realm);
+  }
+
+  private call(realm: Realm, json: string): TransformResult {
+    const { context } = realm;
+    const started = performance.now();
+    realm.time.start(this.timeoutMs);
+    let result;
+    try {
+      const input = context.newString(json);
+      result = context.callFunction(realm.runner, context.undefined, realm.transform, input, realm.outputLimit);
+      input.dispose();
+    } catch (error) {
+      // The engine itself stopped (the host's stack ran out under very deep nesting, or a trap):
+      // nothing in its instance is trusted again, not even to free it. It is dropped whole.
+      this.realm = undefined;
+      const why = error instanceof RangeError ? 'stack overflow (recursion or nesting too deep)' : `the engine stopped (${clip(error instanceof Error ? error.message : String(error))})`;
+      return { ok: false, reason: `${why}; the sandbox was rebuilt`, durationMs: performance.now() - started };
+    }
+    const durationMs = () => performance.now() - started;
+    if (result.error !== undefined) {
+      const error = thrown(context, result.error);
+      result.error.dispose();
+      if (realm.time.timedOut) return { ok: false, reason: `timed out after ${this.timeoutMs} ms`, durationMs: durationMs() };
+      // With its heap full, even the error may not be readable: a failure that leaves the memory
+      // grown to nearly its maximum is taken for running out of it.
+      const full = realm.memory.buffer.byteLength >= realm.maxBytes * 0.9 && error.name === undefined;
+      if ((error.name === 'InternalError' && error.message === 'out of memory') || full) {
+        this.discard(realm);
+        return { ok: false, reason: `ran out of memory (cap ${megabytes(this.memoryBytes)}); the sandbox was rebuilt`, durationMs: durationMs() };
+      }
+      return { ok: false, reason: describeThrown(error), durationMs: durationMs() };
+    }
+    try {
+      return this.answer(context, result.value, durationMs);
+    } catch (error) {
+      // Reading the answer out failed in the engine (a full heap): the realm is dropped whole.
+      this.realm = undefined;
+      return { ok: false, reason: `the engine stopped (${clip(error instanceof Error ? error.message : String(error))}); the sandbox was rebuilt`, durationMs: durationMs() };
+    }
+  }
+
+  /** The runner's answer: the body's JSON text, `0` to skip, or `{ reason }`. */
+  private answer(context: QuickJSContext, value: QuickJSHandle, durationMs: () => number): TransformResult {
+    try {
+      const type = context.typeof(value);
+      if (type === 'number') return { ok: true, skip: true, durationMs: durationMs() };
+      if (type === 'object') {
+        const reason = context.getProp(value, 'reason');
+        try {
+          return { ok: false, reason: context.getString(reason), durationMs: durationMs() };
+        } finally {
+          reason.dispose();
+        }
+      }
+      const body = context.getString(value);
+      const bytes = Buffer.byteLength(body);
+      if (bytes > TRANSFORM_OUTPUT_LIMIT) return { ok: false, reason: `output is ${bytes} bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`, durationMs: durationMs() };
+      return success(body, durationMs());
+    } finally {
+      value.dispose();
+    }
+  }
+}
+
+function success(body: string, durationMs: number): TransformResult {
+  return {
+    ok: true,
+    skip: false,
+    body,
+    durationMs,
+    get output(): unknown {
+      return JSON.parse(body) as unknown;
+    },
+  };
+}
