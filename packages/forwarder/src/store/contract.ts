@@ -316,6 +316,8 @@ export interface LogCall {
   readonly messageId: string;
   /** Call type (`track`, ...), `delete` for deletion notices; undefined when a refused call had none. */
   readonly type: string | undefined;
+  /** The track call's event name; undefined for the other types (and where unknown). */
+  readonly event?: string | undefined;
   readonly userId: string | undefined;
   /** Receipt time, epoch ms. */
   readonly receivedAt: number;
@@ -344,6 +346,25 @@ export interface LoggedAttempt {
   readonly outcome: 'delivered' | 'retry' | 'failed';
   /** With `retry`: when the next attempt is due (the retry schedule's answer), epoch ms; else null. */
   readonly nextAttemptAt: number | null;
+  /**
+   * The first 2,048 bytes of the receiver's answer as text (UTF-8; a character cut at the end
+   * shows as U+FFFD); null when there was none (a timeout, a network error, an empty answer), and
+   * once the line's body is erased: kept and erased with it.
+   */
+  readonly responseBody: string | null;
+}
+
+/** What one URL did in one attempt, as the scheduler reports it to the log. */
+export interface AttemptUrl {
+  readonly url: string;
+  readonly status: number | null;
+  readonly error: string | null;
+  readonly durationMs: number;
+  /**
+   * The first bytes of the answer (at most RESPONSE_BYTES), undecoded: a log decodes them when it
+   * writes or shows them, off the delivery path. Undefined or empty: no answer body.
+   */
+  readonly response?: Uint8Array | undefined;
 }
 
 /** One attempt of a delivery, as the scheduler reports it. */
@@ -357,7 +378,7 @@ export interface AttemptRecord {
   readonly reason?: string;
   /** When the next attempt is due (`retry` only), epoch ms. */
   readonly nextAttemptAt?: number;
-  readonly urls: readonly { readonly url: string; readonly status: number | null; readonly error: string | null; readonly durationMs: number }[];
+  readonly urls: readonly AttemptUrl[];
 }
 
 /** A row of `GET /admin/messages`; its `id` is the delivery id of `GET /admin/deliveries/{id}`. */
@@ -369,6 +390,8 @@ export interface LoggedMessage {
   readonly kind: DeliveryKind;
   readonly messageId: string;
   readonly type: string | null;
+  /** The track call's event name; null for the other types. */
+  readonly event: string | null;
   readonly userId: string | null;
   readonly receivedAt: number;
   readonly state: DeliveryState;
@@ -395,6 +418,8 @@ export interface MessageQuery {
   readonly source?: string;
   readonly state?: DeliveryState;
   readonly type?: string;
+  /** The track event name, exactly. */
+  readonly event?: string;
   readonly messageId?: string;
   readonly userId?: string;
   /** Received at or after, epoch ms. */
