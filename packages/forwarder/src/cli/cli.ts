@@ -20,7 +20,7 @@ const USAGE = `Usage:
   eventrelay check --config <file>
   eventrelay apply --config <file> [--dry-run] [--url <forwarder URL>] [--data <dir>]
   eventrelay endpoints --config <file> --url <forwarder URL> --source <name> [--enable <webhook URL>]
-  eventrelay deliveries --config <file> --url <forwarder URL> [--status <status>] [--source <name>] [--event <name>] [--limit <n>] [--json]
+  eventrelay deliveries --config <file> --url <forwarder URL> [--status <status>] [--source <name>] [--limit <n>] [--json]
   eventrelay replay <id> --config <file> --url <forwarder URL> [--json]
   eventrelay recover --config <file> --url <forwarder URL> --source <name> --since <time> [--until <time>] [--json]
   eventrelay --help | --version
