@@ -20,7 +20,7 @@ const USAGE = `Usage:
   eventrelay check --config <file>
   eventrelay apply --config <file> [--dry-run] [--url <forwarder URL>] [--data <dir>]
   eventrelay endpoints --config <file> --url <forwarder URL> --source <name> [--enable <webhook URL>]
-  eventrelay deliveries --config <file> --url <forwarder URL> [--status <status>] [--source <name>] [--limit <n>] [--json]
+  eventrelay deliveries --config <file> --url <forwarder URL> [--status <status>] [--source <name>] [--event <name>] [--limit <n>] [--json]
   eventrelay replay <id> --config <file> --url <forwarder URL> [--json]
   eventrelay recover --config <file> --url <forwarder URL> --source <name> --since <time> [--until <time>] [--json]
   eventrelay --help | --version
@@ -45,7 +45,8 @@ Options:
       --log-level <level>  debug, info, warn, error or silent (overrides "log.level")
 
 serve logs one JSON object per line on stdout (readable lines on a terminal): start and stop,
-refused ingestion, deliveries failed for good, endpoints disabled and enabled, store faults.
+refused ingestion, deliveries failed for good, endpoints failing (with the receiver's answer) and
+recovered, endpoints disabled and enabled, store faults.
 
 Secrets in the config may be written as { "env": "NAME" } to read them from the environment.
 SIGINT or SIGTERM shuts down gracefully; a second signal exits at once.`;
