@@ -346,24 +346,16 @@ export interface LoggedAttempt {
   readonly outcome: 'delivered' | 'retry' | 'failed';
   /** With `retry`: when the next attempt is due (the retry schedule's answer), epoch ms; else null. */
   readonly nextAttemptAt: number | null;
-  /**
-   * The first 2,048 bytes of the receiver's answer as text (UTF-8; a character cut at the end
-   * shows as U+FFFD); null when there was none (a timeout, a network error, an empty answer), and
-   * once the line's body is erased: kept and erased with it.
-   */
+  /** The answer's first 2,048 bytes as text (a cut character as U+FFFD); null without one, and once the body is erased. */
   readonly responseBody: string | null;
 }
 
-/** What one URL did in one attempt, as the scheduler reports it to the log. */
+/** One URL of an attempt; `response`: the answer's first bytes (RESPONSE_BYTES), undecoded: the log decodes them as it writes. */
 export interface AttemptUrl {
   readonly url: string;
   readonly status: number | null;
   readonly error: string | null;
   readonly durationMs: number;
-  /**
-   * The first bytes of the answer (at most RESPONSE_BYTES), undecoded: a log decodes them when it
-   * writes or shows them, off the delivery path. Undefined or empty: no answer body.
-   */
   readonly response?: Uint8Array | undefined;
 }
 
@@ -418,7 +410,6 @@ export interface MessageQuery {
   readonly source?: string;
   readonly state?: DeliveryState;
   readonly type?: string;
-  /** The track event name, exactly. */
   readonly event?: string;
   readonly messageId?: string;
   readonly userId?: string;
