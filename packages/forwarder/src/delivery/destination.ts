@@ -60,7 +60,7 @@ export interface UrlOutcome {
   readonly error?: EventRelayError;
   /** Whether this failure alone would justify another attempt: any answer but 410, a timeout, a network error. */
   readonly retryable: boolean;
-  /** Wall time of the request until its status line, in milliseconds. */
+  /** Wall time of the request until its answer (the status line and the body's first 2,048 bytes, or its end), in milliseconds. */
   readonly durationMs: number;
   /**
    * The first bytes of the answer's body (at most `RESPONSE_BYTES`, 2,048), undecoded; absent
