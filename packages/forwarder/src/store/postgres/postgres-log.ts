@@ -183,7 +183,7 @@ function lineValues(lines: readonly Line[]): string[] {
  * line's state after them (the previous state does not matter: the last attempt decides) and
  * their `attempt_log` entries.
  */
-function stateValues(ids: readonly number[], attemptsOf: readonly (readonly AttemptRecord[])[]): string[] {
+function stateValues(ids: readonly number[], attemptsOf: readonly (readonly AttemptRecord[])[], eraseDelivered: boolean): string[] {
   const n = ids.length;
   const count = new Array<number>(n);
   const state = new Array<string>(n);
@@ -201,7 +201,8 @@ function stateValues(ids: readonly number[], attemptsOf: readonly (readonly Atte
     finishedAt[i] = after.finishedAt;
     reason[i] = after.reason;
     entries[i] = attemptEntries(records);
-    responses[i] = responseEntries(records);
+    // A line delivered now whose body is not kept loses its answers too: none to write.
+    responses[i] = eraseDelivered && after.state === 'delivered' ? null : responseEntries(records);
   }
   return [
     numberArray(ids),
@@ -416,7 +417,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
        FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
          AS x(id, n, state, updated_at, finished_at, reason, entries, responses)
        WHERE l.id = x.id`,
-      values: [...stateValues(ids, attemptsOf), this.options.keepDelivered === 0],
+      values: [...stateValues(ids, attemptsOf, this.options.keepDelivered === 0), this.options.keepDelivered === 0],
     });
   }
 
