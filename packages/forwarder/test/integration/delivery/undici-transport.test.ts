@@ -4,6 +4,12 @@ import { afterEach, describe, it } from 'mocha';
 import { expect } from 'chai';
 import { NetworkError } from '../../../../eventrelay/src/errors';
 import { UndiciTransport } from '../../../src/delivery/undici-transport';
+import type { WebhookRequest, WebhookResponse } from '../../../src/delivery/undici-transport';
+
+/** The transport's send as the webhook destination calls it (with `keepBytes`). */
+function sendOf(transport: UndiciTransport): (request: WebhookRequest) => Promise<WebhookResponse> {
+  return transport.send;
+}
 
 /**
  * A raw TCP receiver: answers 200 to the first `answered` requests of each connection, then
@@ -111,7 +117,7 @@ describe('UndiciTransport (real sockets on 127.0.0.1)', () => {
     );
     const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
     // A timeout far longer than the test: the answer comes from the 2 KB, not the deadline.
-    const answer = await transport.send({ ...request(url), timeout: 600_000, keepBytes: 2048 });
+    const answer = await sendOf(transport)({ ...request(url), timeout: 600_000, keepBytes: 2048 });
     expect(answer.status).to.equal(401);
     expect(answer.head).to.have.length(2048);
     expect(Buffer.from(answer.head!).toString('utf8')).to.equal(`bad signature ${'x'.repeat(2048 - 14)}`);
@@ -127,9 +133,9 @@ describe('UndiciTransport (real sockets on 127.0.0.1)', () => {
     const transport = new UndiciTransport();
     cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())), () => transport.close());
     const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-    const short = await transport.send({ ...request(url), keepBytes: 2048 });
+    const short = await sendOf(transport)({ ...request(url), keepBytes: 2048 });
     expect(Buffer.from(short.head!).toString()).to.equal('ok');
-    const empty = await transport.send({ ...request(url), keepBytes: 2048 });
+    const empty = await sendOf(transport)({ ...request(url), keepBytes: 2048 });
     expect(empty).to.deep.equal({ status: 200 });
   });
 });
