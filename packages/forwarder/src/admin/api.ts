@@ -26,7 +26,7 @@ export const MAX_PAGE = 500;
 /** Largest admin request body, in bytes: an audience sync lists every member. */
 export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
 
-const MESSAGE_FILTERS = ['source', 'status', 'type', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
+const MESSAGE_FILTERS = ['source', 'status', 'type', 'event', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
 export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRoutesOptions, SecretRoutesOptions, SchemaRoutesOptions {
   /** The operations layer (opens the store when needed). */
@@ -192,6 +192,7 @@ export function parseMessageQuery(params: URLSearchParams): MessageQuery {
   if (text('source') !== undefined) q.source = text('source');
   if (status !== undefined) q.state = status as DeliveryState;
   if (text('type') !== undefined) q.type = text('type');
+  if (text('event') !== undefined) q.event = text('event');
   if (text('messageId') !== undefined) q.messageId = text('messageId');
   if (text('userId') !== undefined) q.userId = text('userId');
   if (since !== undefined) q.since = parseInstant(since, 'since');
@@ -212,6 +213,7 @@ function showMessage(m: LoggedMessage): object {
     kind: m.kind,
     messageId: m.messageId,
     type: m.type,
+    event: m.event,
     userId: m.userId,
     status: m.state,
     receivedAt: iso(m.receivedAt),

@@ -52,6 +52,8 @@ interface Row {
   readonly source: string;
   readonly messageId: string;
   readonly type: string | null;
+  /** The track event name (null for other types). */
+  readonly event: string | null;
   readonly status: string;
   readonly attempts: number;
   readonly receivedAt: string;
@@ -72,6 +74,8 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
 export interface DeliveriesOptions {
   readonly status?: string;
   readonly source?: string;
+  /** A track event name, exactly. */
+  readonly event?: string;
   readonly limit?: string;
   readonly json: boolean;
 }
@@ -81,12 +85,30 @@ export async function listDeliveries(client: AdminClient, options: DeliveriesOpt
   const params = new URLSearchParams();
   if (options.status !== undefined) params.set('status', options.status);
   if (options.source !== undefined) params.set('source', options.source);
+  if (options.event !== undefined) params.set('event', options.event);
   params.set('limit', options.limit ?? '50');
   const page = await client.call<{ items: Row[]; nextCursor: string | null }>('GET', `/admin/messages?${params}`);
-  if (options.json) return `${JSON.stringify(page.items, null, 2)}\n`;
+  if (options.json) return `${JSON.stringify(await withAttempts(client, page.items), null, 2)}\n`;
   if (page.items.length === 0) return 'no deliveries match\n';
-  const rows = page.items.map((r) => [String(r.id), r.status, r.source, r.type ?? '-', r.messageId, String(r.attempts), r.receivedAt, r.reason ?? '']);
-  return table(['id', 'status', 'source', 'type', 'messageId', 'attempts', 'received', 'reason'], rows) + (page.nextCursor === null ? '' : `(more: --limit to see more)\n`);
+  const rows = page.items.map((r) => [String(r.id), r.status, r.source, r.type ?? '-', r.event ?? '-', r.messageId, String(r.attempts), r.receivedAt, r.reason ?? '']);
+  return table(['id', 'status', 'source', 'type', 'event', 'messageId', 'attempts', 'received', 'reason'], rows) + (page.nextCursor === null ? '' : `(more: --limit to see more)\n`);
+}
+
+/**
+ * Rows with their `attemptLog` (each attempt with the receiver's `responseBody`) from `GET
+ * /admin/deliveries/{id}`, for the rows that had attempts, a few requests at a time: the CLI's
+ * view of what receivers answered.
+ */
+async function withAttempts(client: AdminClient, rows: readonly Row[]): Promise<object[]> {
+  const out: object[] = [];
+  for (let i = 0; i < rows.length; i += 8) {
+    const chunk = rows.slice(i, i + 8);
+    const details = await Promise.all(
+      chunk.map((r) => (r.attempts === 0 ? undefined : client.call<{ attemptLog: unknown[] }>('GET', `/admin/deliveries/${r.id}`))),
+    );
+    chunk.forEach((r, j) => out.push({ ...r, attemptLog: details[j]?.attemptLog ?? [] }));
+  }
+  return out;
 }
 
 /** `eventrelay replay ID`: queues a failed (or kept delivered) delivery again. */

@@ -20,7 +20,7 @@ const USAGE = `Usage:
   eventrelay check --config <file>
   eventrelay apply --config <file> [--dry-run] [--url <forwarder URL>] [--data <dir>]
   eventrelay endpoints --config <file> --url <forwarder URL> --source <name> [--enable <webhook URL>]
-  eventrelay deliveries --config <file> --url <forwarder URL> [--status <status>] [--source <name>] [--limit <n>] [--json]
+  eventrelay deliveries --config <file> --url <forwarder URL> [--status <status>] [--source <name>] [--event <name>] [--limit <n>] [--json]
   eventrelay replay <id> --config <file> --url <forwarder URL> [--json]
   eventrelay recover --config <file> --url <forwarder URL> --source <name> --since <time> [--until <time>] [--json]
   eventrelay --help | --version
@@ -31,7 +31,8 @@ apply   makes the store's sources match the file's and prints the difference
         (--dry-run: print only); through a running forwarder's admin API with --url
 endpoints  shows the webhook URLs of a source, disabled or not and why, through a running
         forwarder's admin API; --enable sends to a disabled URL again
-deliveries  lists the delivery log, newest first (--status failed, --source), as a table or --json
+deliveries  lists the delivery log, newest first (--status failed, --source, --event), as a table or
+            --json (with each delivery's attempts and the receivers' answers)
 replay  queues a delivery of the log again (failed, or delivered with its body kept)
 recover queues again every failed delivery of a source received since --since (ISO 8601)
         (endpoints, deliveries, replay and recover read only "adminToken" from the file)
@@ -44,7 +45,8 @@ Options:
       --log-level <level>  debug, info, warn, error or silent (overrides "log.level")
 
 serve logs one JSON object per line on stdout (readable lines on a terminal): start and stop,
-refused ingestion, deliveries failed for good, endpoints disabled and enabled, store faults.
+refused ingestion, deliveries failed for good, endpoints failing (with the receiver's answer) and
+recovered, endpoints disabled and enabled, store faults.
 
 Secrets in the config may be written as { "env": "NAME" } to read them from the environment.
 SIGINT or SIGTERM shuts down gracefully; a second signal exits at once.`;
@@ -92,6 +94,7 @@ async function main(argv: readonly string[]): Promise<void> {
         enable: { type: 'string' },
         'log-level': { type: 'string' },
         status: { type: 'string' },
+        event: { type: 'string' },
         limit: { type: 'string' },
         since: { type: 'string' },
         until: { type: 'string' },
@@ -122,7 +125,7 @@ async function main(argv: readonly string[]): Promise<void> {
   if (command !== 'apply' && !remote && values.url !== undefined) fail(`--url goes with apply, endpoints, deliveries, replay and recover\n\n${USAGE}`, 2);
   if (command !== 'endpoints' && command !== 'deliveries' && command !== 'recover' && values.source !== undefined) fail(`--source goes with endpoints, deliveries and recover\n\n${USAGE}`, 2);
   if (command !== 'endpoints' && values.enable !== undefined) fail(`--enable goes with endpoints\n\n${USAGE}`, 2);
-  for (const [flag, allowed] of [['status', ['deliveries']], ['limit', ['deliveries']], ['since', ['recover']], ['until', ['recover']], ['json', ['deliveries', 'replay', 'recover']]] as const) {
+  for (const [flag, allowed] of [['status', ['deliveries']], ['event', ['deliveries']], ['limit', ['deliveries']], ['since', ['recover']], ['until', ['recover']], ['json', ['deliveries', 'replay', 'recover']]] as const) {
     if (values[flag] !== undefined && !(allowed as readonly string[]).includes(command!)) fail(`--${flag} goes with ${allowed.join(' and ')}\n\n${USAGE}`, 2);
   }
   if (positionals.length > (command === 'replay' ? 2 : 1)) fail(`unexpected argument "${positionals[command === 'replay' ? 2 : 1]}"\n\n${USAGE}`, 2);
@@ -387,7 +390,7 @@ async function operate(command: 'deliveries' | 'replay' | 'recover', config: Res
   const json = values.json === true;
   try {
     const client = adminClient(command, text('url'), config.adminToken);
-    if (command === 'deliveries') out(await listDeliveries(client, { status: text('status'), source: text('source'), limit: text('limit'), json }));
+    if (command === 'deliveries') out(await listDeliveries(client, { status: text('status'), source: text('source'), event: text('event'), limit: text('limit'), json }));
     else if (command === 'replay') out(await replayDelivery(client, id, json));
     else out(await recoverDeliveries(client, { source: text('source'), since: text('since'), until: text('until'), json }));
   } catch (error) {

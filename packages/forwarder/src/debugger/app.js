@@ -15,7 +15,7 @@
   let token = sessionStorage.getItem(TOKEN_KEY);
   let streamControl;
   let paused = false;
-  /** Live items, newest first: { key, source, messageId, type, userId, receivedAt, state, body, reason, attempts } */
+  /** Live items, newest first: { key, source, messageId, type, event, userId, receivedAt, state, body, reason, attempts } */
   let liveItems = [];
   const liveByKey = new Map();
   let detail;
@@ -199,6 +199,7 @@
         source: row.source,
         messageId: row.messageId,
         type: row.type,
+        event: row.event,
         userId: row.userId,
         receivedAt: row.receivedAt,
         state: row.status,
@@ -245,6 +246,7 @@
         source: data.source,
         messageId: data.messageId,
         type: data.type,
+        event: data.event || null,
         userId: data.userId,
         receivedAt: data.receivedAt,
         state: event === 'refused' ? 'refused' : data.state,
@@ -287,7 +289,7 @@
     if (type && item.type !== type) return false;
     const text = $('live-text').value.trim().toLowerCase();
     if (!text) return true;
-    return [item.messageId, item.userId, item.type, item.body, item.reason].some((v) => typeof v === 'string' && v.toLowerCase().includes(text));
+    return [item.messageId, item.userId, item.type, item.event, item.body, item.reason].some((v) => typeof v === 'string' && v.toLowerCase().includes(text));
   }
 
   function renderLive() {
@@ -301,6 +303,8 @@
       head.appendChild(el('span', time(item.receivedAt), 'muted'));
       head.appendChild(el('span', item.source));
       head.appendChild(el('strong', item.type || '?'));
+      // The track event's name, on every row (empty for the other types).
+      head.appendChild(el('span', item.event || '', 'event'));
       head.appendChild(el('span', item.userId || ''));
       head.appendChild(el('span', item.state, `badge ${item.state}`));
       if (item.attempts.length > 0) {
@@ -347,6 +351,7 @@
       ['status', d.status],
       ['source', d.source],
       ['type', d.type],
+      ['event', d.event],
       ['userId', d.userId],
       ['messageId', d.messageId],
       ['received', d.receivedAt],
@@ -386,6 +391,8 @@
       for (const value of [a.series, a.attempt, a.at, a.url, a.status, a.error, a.durationMs, a.outcome, a.nextAttemptAt]) {
         tr.appendChild(el('td', value === null || value === undefined ? '-' : value));
       }
+      // What the receiver answered (its first 2,048 bytes), as text; '-' for none or erased.
+      tr.appendChild(el('td', a.responseBody === null || a.responseBody === undefined ? '-' : a.responseBody, 'response'));
       attempts.appendChild(tr);
     }
     let body = d.body;
@@ -432,6 +439,7 @@
     add('source', 'search-source');
     add('status', 'search-status');
     add('type', 'search-type');
+    add('event', 'search-event');
     add('messageId', 'search-message-id');
     add('userId', 'search-user-id');
     if (more && searchCursor) params.set('cursor', searchCursor);
@@ -441,7 +449,7 @@
       if (!more) clear(tbody);
       for (const row of page.items) {
         const tr = el('tr', undefined, 'link');
-        for (const value of [row.id, row.receivedAt, row.source, row.type, row.userId, row.messageId]) tr.appendChild(el('td', value === null ? '-' : value));
+        for (const value of [row.id, row.receivedAt, row.source, row.type, row.event, row.userId, row.messageId]) tr.appendChild(el('td', value === null ? '-' : value));
         const status = el('td');
         status.appendChild(el('span', row.status, `badge ${row.status}`));
         tr.appendChild(status);

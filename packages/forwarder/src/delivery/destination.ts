@@ -7,6 +7,8 @@ import { toNetworkError } from 'eventrelay/internal';
 import { resolveDestinationOptions } from './options';
 import type { ResolvedDestinationOptions, ResolvedWebhook, WebhookDestinationOptions } from './options';
 import { UndiciTransport } from './undici-transport';
+import type { WebhookRequest, WebhookResponse } from './undici-transport';
+import { RESPONSE_BYTES } from '../store/delivery-log';
 import type { Transport } from 'eventrelay/internal';
 import { nextAttemptAt } from './retry-schedule';
 import { bodyId, signBody, signingKey, signStandard, standardSigningKey } from './signing';
@@ -58,8 +60,14 @@ export interface UrlOutcome {
   readonly error?: EventRelayError;
   /** Whether this failure alone would justify another attempt: any answer but 410, a timeout, a network error. */
   readonly retryable: boolean;
-  /** Wall time of the request until its status line, in milliseconds. */
+  /** Wall time of the request until its answer (the status line and the body's first 2,048 bytes, or its end), in milliseconds. */
   readonly durationMs: number;
+  /**
+   * The first bytes of the answer's body (at most `RESPONSE_BYTES`, 2,048), undecoded; absent
+   * when there was no answer or it had no body, or the transport does not keep them (only the
+   * built-in `UndiciTransport` does).
+   */
+  readonly response?: Uint8Array;
 }
 
 export type AttemptResult =
@@ -378,20 +386,25 @@ export class WebhookDestination {
   ): Promise<UrlOutcome> {
     const traced = trace === undefined ? undefined : startAttempt(trace, webhook.url, attempt);
     const set = headers[webhook.index] ?? webhook.headers;
-    const request = {
+    const request: WebhookRequest = {
       url: webhook.url,
       headers: traced?.headers === undefined ? set : withTraceHeaders(set, traced.headers),
       body: bytes,
       timeout: this.#options.timeout,
+      // The answer's first bytes, for the delivery log and the operator's log (see UrlOutcome.response).
+      keepBytes: RESPONSE_BYTES,
     };
     const started = performance.now();
     let outcome: UrlOutcome;
     try {
-      const response = await this.#transport.send(request);
+      const response: WebhookResponse = await this.#transport.send(request);
       const durationMs = Math.round(performance.now() - started);
-      const { status } = response;
+      const { status, head } = response;
       if (status >= 200 && status < 300) {
-        outcome = { url: webhook.display, index: webhook.index, status, retryable: false, durationMs };
+        outcome =
+          head === undefined
+            ? { url: webhook.display, index: webhook.index, status, retryable: false, durationMs }
+            : { url: webhook.display, index: webhook.index, status, retryable: false, durationMs, response: head };
       } else {
         // Every answer but a 2xx may come right later (a 401 while a receiver's secret is being
         // set, a 404 while it deploys); 410 Gone alone says the URL will never take one.
@@ -404,6 +417,7 @@ export class WebhookDestination {
           error: new HttpError(`${webhook.display} answered HTTP ${status}${statusNote(status)}`, status, retryable, retryAfter),
           retryable,
           durationMs,
+          ...(head === undefined ? {} : { response: head }),
         };
       }
     } catch (caught) {

@@ -27,6 +27,21 @@ export interface UndiciTransportOptions extends NodeTransportOptions {
 
 const DEFAULT_CONNECT_TIMEOUT = 5000;
 
+/** A webhook request: with `keepBytes`, the answer comes with the first that many bytes of its body. */
+export interface WebhookRequest extends HttpRequest {
+  /**
+   * Resolve once this many bytes of the answer's body are in, or it ended, and pass them as
+   * `head`; the rest is read and dropped, never buffered. Default 0: resolve at the status line.
+   */
+  readonly keepBytes?: number;
+}
+
+/** The answer to a `WebhookRequest`. */
+export interface WebhookResponse extends HttpResponse {
+  /** The body's first `keepBytes` bytes (fewer when it was shorter, or cut by the deadline); absent when empty. */
+  readonly head?: Uint8Array;
+}
+
 interface Target extends UrlTarget {
   readonly origin: string;
   readonly path: string;
@@ -71,14 +86,19 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
     return target;
   }
 
-  function send(request: HttpRequest): Promise<HttpResponse> {
+  function send(request: WebhookRequest): Promise<WebhookResponse> {
     const target = targetFor(request.url);
     const headers = flatHeaders(request.headers, target.authorization);
     return new Promise((resolve, reject) => {
       let answered = false;
       let retriedStaleSocket = false;
       let controller: Dispatcher.DispatchController | undefined;
-      let headersIn: HttpResponse | undefined;
+      let headersIn: WebhookResponse | undefined;
+      // With `keepBytes`: the body's first bytes, until that many are in.
+      const keep = request.readBody === true ? 0 : (request.keepBytes ?? 0);
+      let head: Buffer[] | undefined;
+      let headLength = 0;
+      const withHead = (): WebhookResponse => (head === undefined ? headersIn! : { ...headersIn!, head: Buffer.concat(head, headLength) });
       // Made when the deadline passes: an error's stack costs more than the rest of a request.
       let timeoutError: TimeoutError | undefined;
       const deadline = setTimeout(() => {
@@ -87,7 +107,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
         if (answered) return;
         answered = true;
         // The status line came in time: it is the answer, without the body that did not.
-        if (headersIn !== undefined) resolve(headersIn);
+        if (headersIn !== undefined) resolve(withHead());
         else reject(timeoutError);
       }, request.timeout);
 
@@ -107,7 +127,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
             const value = responseHeaders['retry-after'];
             const retryAfter = Array.isArray(value) ? value[0] : value;
             headersIn = retryAfter === undefined ? { status } : { status, retryAfter };
-            if (request.readBody === true || answered) return;
+            if (request.readBody === true || keep > 0 || answered) return;
             answered = true;
             resolve(headersIn);
           },
@@ -116,12 +136,22 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
             // Past the cap the connection is dropped: a receiver cannot make us read a flood.
             if (received > maxResponseBytes) c.abort(new Error('response body over the limit'));
             else if (request.readBody === true) chunks.push(chunk);
+            else if (keep > 0 && !answered) {
+              // Only what is kept is held: past `keep` bytes the answer goes, the rest is drained.
+              const part = headLength + chunk.length > keep ? chunk.subarray(0, keep - headLength) : chunk;
+              (head ??= []).push(part);
+              headLength += part.length;
+              if (headLength >= keep) {
+                answered = true;
+                resolve(withHead());
+              }
+            }
           },
           onResponseEnd() {
             clearTimeout(deadline);
             if (answered) return;
             answered = true;
-            resolve(withBody());
+            resolve(keep > 0 ? withHead() : withBody());
           },
           onResponseError(_c, error) {
             if (answered) {
@@ -137,7 +167,7 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
             }
             clearTimeout(deadline);
             answered = true;
-            if (headersIn !== undefined) resolve(withBody());
+            if (headersIn !== undefined) resolve(keep > 0 ? withHead() : withBody());
             else reject(toNetworkError(error, target.display));
           },
         };

@@ -1,7 +1,7 @@
 import createDebug from 'debug';
 import { NotReplayableError, ValidationError } from 'eventrelay/internal';
 import type { RejectedMessage, ValidMessage } from '../routing/ingest';
-import { INTEGRATIONS_OFF, NO_DESTINATION } from '../routing/router';
+import { eventOf, INTEGRATIONS_OFF, NO_DESTINATION } from '../routing/router';
 import { isPlainObject } from 'eventrelay/internal';
 import { HealthTracker } from './health';
 import type { EndpointHealth } from './health';
@@ -150,19 +150,20 @@ export class Operations {
       const m = accepted[i]!;
       const call = calls?.[i];
       const type = call?.type;
+      const event = call === undefined ? undefined : eventOf(call);
       const userId = call === undefined ? undefined : userIdOf(call);
       if (repeated[i] === true) {
-        entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON });
+        entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, event, userId, receivedAt: m.receivedAt, body: undefined, state: 'duplicate', reason: DUPLICATE_REASON });
         continue;
       }
       const body = m.deliveries[0]?.body;
       if (body === undefined) {
         // The rule routing named; a caller that names none (an embedding's own accept) gets the older guess.
         const reason = m.filtered?.reason ?? (webhooksOn ? INTEGRATIONS_OFF.reason : NO_DESTINATION.reason);
-        entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'filtered', reason });
+        entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, event, userId, receivedAt: m.receivedAt, body, state: 'filtered', reason });
         continue;
       }
-      entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, userId, receivedAt: m.receivedAt, body, state: 'pending' });
+      entries.push({ source: m.source, sourceId, kind: 'message', messageId: m.messageId, type, event, userId, receivedAt: m.receivedAt, body, state: 'pending' });
     }
     this.log?.add(entries);
     const given = sourceId === undefined || this.gone.size === 0 ? undefined : this.gone.get(sourceId);
@@ -173,6 +174,7 @@ export class Operations {
           source,
           messageId: e.messageId,
           type: e.type ?? null,
+          event: e.event ?? null,
           userId: e.userId ?? null,
           receivedAt: new Date(e.receivedAt).toISOString(),
           state: e.state,
@@ -200,6 +202,7 @@ export class Operations {
         kind: 'message',
         messageId: own('messageId') ?? `refused:${receivedAt}:${r.index}`,
         type: own('type'),
+        event: own('type') === 'track' ? own('event') : undefined,
         userId: own('userId') ?? own('anonymousId'),
         receivedAt,
         body: undefined,
@@ -263,6 +266,8 @@ export class Operations {
       status: o.status ?? null,
       error: o.status === undefined ? (o.error?.code ?? 'error') : null,
       durationMs: o.durationMs,
+      // The answer's first bytes, as read: the log decodes them when it writes them.
+      response: o.response,
     }));
     // A literal per outcome, with exactly its fields: no spread per attempt.
     const { source, messageId } = report;
@@ -289,7 +294,7 @@ export class Operations {
         attempt: result.attempt,
         outcome: result.status,
         at: new Date(at).toISOString(),
-        urls: record.urls,
+        urls: urls.map(({ url, status, error, durationMs }) => ({ url, status, error, durationMs })),
         ...(result.status === 'failed' ? { reason: result.reason } : {}),
         ...(result.status === 'retry' ? { nextAttemptAt: new Date(result.nextAttemptAt).toISOString() } : {}),
       });

@@ -39,7 +39,7 @@ export class Context {
     readonly events: EventEmitter<ForwarderEvents>,
   ) {
     this.clock = internals.clock ?? systemClock;
-    this.oplog = new OperatorLog(options.logger);
+    this.oplog = new OperatorLog(options.logger, this.clock);
   }
 
   /** Runs `fn` with the store, opening it if needed; does not start delivering. */

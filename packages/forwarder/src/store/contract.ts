@@ -316,6 +316,8 @@ export interface LogCall {
   readonly messageId: string;
   /** Call type (`track`, ...), `delete` for deletion notices; undefined when a refused call had none. */
   readonly type: string | undefined;
+  /** The track call's event name; undefined for the other types (and where unknown). */
+  readonly event?: string | undefined;
   readonly userId: string | undefined;
   /** Receipt time, epoch ms. */
   readonly receivedAt: number;
@@ -344,6 +346,17 @@ export interface LoggedAttempt {
   readonly outcome: 'delivered' | 'retry' | 'failed';
   /** With `retry`: when the next attempt is due (the retry schedule's answer), epoch ms; else null. */
   readonly nextAttemptAt: number | null;
+  /** The answer's first 2,048 bytes as text (a cut character as U+FFFD); null without one, and once the body is erased. */
+  readonly responseBody: string | null;
+}
+
+/** One URL of an attempt; `response`: the answer's first bytes (RESPONSE_BYTES), undecoded: the log decodes them as it writes. */
+export interface AttemptUrl {
+  readonly url: string;
+  readonly status: number | null;
+  readonly error: string | null;
+  readonly durationMs: number;
+  readonly response?: Uint8Array | undefined;
 }
 
 /** One attempt of a delivery, as the scheduler reports it. */
@@ -357,7 +370,7 @@ export interface AttemptRecord {
   readonly reason?: string;
   /** When the next attempt is due (`retry` only), epoch ms. */
   readonly nextAttemptAt?: number;
-  readonly urls: readonly { readonly url: string; readonly status: number | null; readonly error: string | null; readonly durationMs: number }[];
+  readonly urls: readonly AttemptUrl[];
 }
 
 /** A row of `GET /admin/messages`; its `id` is the delivery id of `GET /admin/deliveries/{id}`. */
@@ -369,6 +382,8 @@ export interface LoggedMessage {
   readonly kind: DeliveryKind;
   readonly messageId: string;
   readonly type: string | null;
+  /** The track call's event name; null for the other types. */
+  readonly event: string | null;
   readonly userId: string | null;
   readonly receivedAt: number;
   readonly state: DeliveryState;
@@ -395,6 +410,7 @@ export interface MessageQuery {
   readonly source?: string;
   readonly state?: DeliveryState;
   readonly type?: string;
+  readonly event?: string;
   readonly messageId?: string;
   readonly userId?: string;
   /** Received at or after, epoch ms. */

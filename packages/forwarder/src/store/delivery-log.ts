@@ -19,6 +19,19 @@ export const DUPLICATE_REASON = 'The source sent this messageId before; not forw
 /** States a replay starts from (with a body still stored). */
 export const REPLAYABLE_STATES: ReadonlySet<DeliveryState> = new Set(['failed', 'delivered']);
 
+/** Most bytes of a receiver's answer an attempt keeps (`LoggedAttempt.responseBody`). */
+export const RESPONSE_BYTES = 2048;
+
+/** The text of an answer's first bytes (UTF-8, a cut character as U+FFFD); null when there are none. */
+export function responseText(bytes: Uint8Array | undefined): string | null {
+  if (bytes === undefined || bytes.byteLength === 0) return null;
+  const kept = bytes.byteLength > RESPONSE_BYTES ? bytes.subarray(0, RESPONSE_BYTES) : bytes;
+  return Buffer.from(kept.buffer, kept.byteOffset, kept.byteLength).toString('utf8');
+}
+
+/** An attempt as the memory log keeps it: the answer's bytes, decoded when shown. */
+type KeptAttempt = Omit<LoggedAttempt, 'responseBody'> & { response: Uint8Array | undefined };
+
 /** Most calls the in-memory log keeps; the oldest go first. */
 export const MEMORY_LOG_LIMIT = 100_000;
 
@@ -29,6 +42,7 @@ interface Entry {
   kind: DeliveryKind;
   messageId: string;
   type: string | null;
+  event: string | null;
   userId: string | null;
   receivedAt: number;
   state: DeliveryState;
@@ -38,7 +52,7 @@ interface Entry {
   finishedAt: number | null;
   reason: string | null;
   body: string | undefined;
-  attemptLog: LoggedAttempt[];
+  attemptLog: KeptAttempt[];
   /** Failed by its source's deletion: only a delivered attempt (one in flight then) changes it. */
   abandoned: boolean;
 }
@@ -79,6 +93,7 @@ export function matches(entry: LoggedMessage, query: MessageQuery): boolean {
     (query.source === undefined || entry.source === query.source) &&
     (query.state === undefined || entry.state === query.state) &&
     (query.type === undefined || entry.type === query.type) &&
+    (query.event === undefined || entry.event === query.event) &&
     (query.messageId === undefined || entry.messageId === query.messageId) &&
     (query.userId === undefined || entry.userId === query.userId) &&
     (query.since === undefined || entry.receivedAt >= query.since) &&
@@ -120,6 +135,7 @@ export class MemoryDeliveryLog implements DeliveryLog {
       kind: call.kind,
       messageId: call.messageId,
       type: call.type ?? null,
+      event: call.event ?? null,
       userId: call.userId ?? null,
       receivedAt: call.receivedAt,
       state: call.state,
@@ -154,10 +170,13 @@ export class MemoryDeliveryLog implements DeliveryLog {
     entry.abandoned = false;
     for (const u of record.urls) {
       const nextAttemptAt = record.nextAttemptAt ?? null;
-      entry.attemptLog.push({ series: entry.series, attempt: record.attempt, at: record.at, ...u, outcome: record.outcome, nextAttemptAt });
+      const { url, status, error, durationMs, response } = u;
+      const { series } = entry;
+      const { attempt, at, outcome } = record;
+      entry.attemptLog.push({ series, attempt, at, url, status, error, durationMs, outcome, nextAttemptAt, response });
     }
     applyAttempt(entry, record);
-    if (entry.state === 'delivered' && this.options.keepDelivered === 0) entry.body = undefined;
+    if (entry.state === 'delivered' && this.options.keepDelivered === 0) erase(entry);
   }
 
   async replay(ids: readonly number[], at: number): Promise<ReplayedLine[]> {
@@ -240,7 +259,7 @@ export class MemoryDeliveryLog implements DeliveryLog {
         removed++;
         continue;
       }
-      if (entry.state === 'delivered' && entry.finishedAt !== null && entry.finishedAt < keptSince) entry.body = undefined;
+      if (entry.state === 'delivered' && entry.finishedAt !== null && entry.finishedAt < keptSince && entry.body !== undefined) erase(entry);
       kept.push(entry);
     }
     this.entries = kept;
@@ -255,6 +274,12 @@ export function sameSource(line: string | null, wanted: string | undefined): boo
   return wanted === undefined || line === null || line === wanted;
 }
 
+/** Erases a line's body and, with it, the receivers' answers. */
+function erase(entry: Entry): void {
+  entry.body = undefined;
+  for (const a of entry.attemptLog) a.response = undefined;
+}
+
 function summary(entry: Entry): LoggedMessage {
   return {
     id: entry.id,
@@ -263,6 +288,7 @@ function summary(entry: Entry): LoggedMessage {
     kind: entry.kind,
     messageId: entry.messageId,
     type: entry.type,
+    event: entry.event,
     userId: entry.userId,
     receivedAt: entry.receivedAt,
     state: entry.state,
@@ -276,5 +302,7 @@ function summary(entry: Entry): LoggedMessage {
 }
 
 function detail(entry: Entry): DeliveryDetail {
-  return { ...summary(entry), body: entry.body ?? null, attemptLog: [...entry.attemptLog] };
+  const attemptLog: LoggedAttempt[] = [];
+  for (const { response, ...a } of entry.attemptLog) attemptLog.push({ ...a, responseBody: responseText(response) });
+  return { ...summary(entry), body: entry.body ?? null, attemptLog };
 }

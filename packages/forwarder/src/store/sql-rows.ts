@@ -1,5 +1,6 @@
 import type { DeliveryKind, NewDelivery, PendingDelivery } from './contract';
 import type { SchemaCount, UsageDay } from './contract';
+import { responseText } from './delivery-log';
 import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WriteKeyRecord } from './contract';
 
 /** Rows as the SQL stores (SQLite, PostgreSQL) read them, and their mapping to the contract's types. */
@@ -13,6 +14,8 @@ export interface LogRow {
   kind: DeliveryKind;
   message_id: string;
   type: string | null;
+  /** The track event name (SQLite step 9, PostgreSQL step 15); null for other types and in lines written before. */
+  event?: string | null;
   user_id: string | null;
   received_at: number;
   state: DeliveryState;
@@ -25,6 +28,8 @@ export interface LogRow {
   body?: string | null;
   /** The attempts kept in the line (see `attemptChunk`); null until one is, and in lines of earlier releases. */
   attempt_log?: string | null;
+  /** The receivers' answers to those attempts (see `responseEntries`); erased with the body. */
+  responses?: string | null;
 }
 
 /** A `log_messages` row as the admin API shows it. */
@@ -36,6 +41,7 @@ export function toLoggedMessage(row: LogRow): LoggedMessage {
     kind: row.kind,
     messageId: row.message_id,
     type: row.type,
+    event: row.event ?? null,
     userId: row.user_id,
     receivedAt: row.received_at,
     state: row.state,
@@ -129,13 +135,51 @@ export function attemptEntries(records: readonly AttemptRecord[]): string {
   return JSON.stringify(entries);
 }
 
-/** The attempts of an `attempt_log`, oldest first. */
-export function parseAttemptLog(text: string | null | undefined): LoggedAttempt[] {
+/** A receiver's answer as a line keeps it: `[attempt, at, url, text]`, the attempt entry it belongs to and the answer. */
+type ResponseEntry = [number, number, string, string];
+
+/**
+ * The answers to attempts (`responses`, SQLite schema step 9, PostgreSQL step 15), beside
+ * `attempt_log` so that erasing them with the body is setting a column to null: chunks joined by
+ * commas, written by the same statement as the attempts' chunk, each `[series, [entry, ...]]` with
+ * an entry per URL that answered with a body, named by its attempt, time and URL. This is a chunk's
+ * second element, or null when no URL of `records` answered with a body. The bytes are decoded
+ * here, when the log writes them, not on the delivery path.
+ */
+export function responseEntries(records: readonly AttemptRecord[]): string | null {
+  let entries: ResponseEntry[] | undefined;
+  for (const r of records) {
+    for (const u of r.urls) {
+      const text = responseText(u.response);
+      if (text !== null) (entries ??= []).push([r.attempt, r.at, u.url, text]);
+    }
+  }
+  return entries === undefined ? null : JSON.stringify(entries);
+}
+
+function responseKey(series: number, attempt: number, at: number, url: string): string {
+  return `${series}\u0000${attempt}\u0000${at}\u0000${url}`;
+}
+
+/** The answers of a `responses` column, by the attempt entry they belong to. */
+function parseResponses(text: string | null | undefined): Map<string, string> | undefined {
+  if (text === null || text === undefined || text === '') return undefined;
+  const out = new Map<string, string>();
+  for (const [series, entries] of JSON.parse(`[${text}]`) as [number, ResponseEntry[]][]) {
+    for (const [attempt, at, url, body] of entries) out.set(responseKey(series, attempt, at, url), body);
+  }
+  return out;
+}
+
+/** The attempts of an `attempt_log`, oldest first, with their answers from `responses`. */
+export function parseAttemptLog(text: string | null | undefined, responses?: string | null): LoggedAttempt[] {
   if (text === null || text === undefined || text === '') return [];
+  const answers = parseResponses(responses);
   const out: LoggedAttempt[] = [];
   for (const [series, entries] of JSON.parse(`[${text}]`) as [number, AttemptEntry[]][]) {
     for (const [attempt, at, outcome, url, status, error, durationMs, nextAttemptAt] of entries) {
-      out.push({ series, attempt, at, url, status, error, durationMs, outcome, nextAttemptAt });
+      const responseBody = answers?.get(responseKey(series, attempt, at, url)) ?? null;
+      out.push({ series, attempt, at, url, status, error, durationMs, outcome, nextAttemptAt, responseBody });
     }
   }
   return out;
@@ -152,6 +196,8 @@ function fromAttemptRow(a: AttemptRow): LoggedAttempt {
     durationMs: a.duration_ms,
     outcome: a.outcome,
     nextAttemptAt: a.next_attempt_at === null || a.next_attempt_at === undefined ? null : Number(a.next_attempt_at),
+    // Rows of earlier releases, which kept no answers.
+    responseBody: null,
   };
 }
 
@@ -183,7 +229,7 @@ export function toDeliveryDetail(row: LogRow, attempts: readonly AttemptRow[]): 
   return {
     ...toLoggedMessage(row),
     body: row.body ?? null,
-    attemptLog: mergeAttempts(attempts.map(fromAttemptRow), parseAttemptLog(row.attempt_log)),
+    attemptLog: mergeAttempts(attempts.map(fromAttemptRow), parseAttemptLog(row.attempt_log, row.responses)),
   };
 }
 

@@ -86,6 +86,8 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
   it('shows a call from the client live, newest first', async () => {
     analytics.track({ userId: 'browser-user', event: 'Browser Live One' });
     await liveItem('Browser Live One').waitFor();
+    // The event's name has a place of its own on the row.
+    expect(await liveItem('Browser Live One').locator('.head .event').textContent()).to.equal('Browser Live One');
     analytics.track({ userId: 'browser-user', event: 'Browser Live Two' });
     await liveItem('Browser Live Two').waitFor();
     const texts = await page.locator('#live-list li').allTextContents();
@@ -127,7 +129,8 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
 
   it('shows the attempts of a failed delivery, and replay turns it delivered after the receiver recovers', async () => {
     await page.click('button.tab[data-view=live]');
-    receiver.failFirst('/flaky', 1000, 500);
+    // The receiver says why: the message view shows its answer with each attempt, as text.
+    receiver.failFirst('/flaky', 1000, 401, `bad signature ${XSS_IMG}`);
     flakyClient.track({ userId: 'browser-user', event: 'Will Fail' });
     await liveItem('Will Fail').locator('.badge.failed').waitFor();
     await liveItem('Will Fail').click();
@@ -138,7 +141,10 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     expect(await rows.count()).to.be.at.least(1);
     const cells = await rows.first().locator('td').allTextContents();
     expect(cells[3]).to.equal(`${receiver.url}/flaky`);
-    expect(cells[4]).to.equal('500');
+    expect(cells[4]).to.equal('401');
+    expect(cells[9]).to.equal(`bad signature ${XSS_IMG}`);
+    expect(await page.locator('#attempts img').count()).to.equal(0);
+    expect(await page.locator('#message-fields').textContent()).to.contain('Will Fail');
     expect(await page.locator('#replay').isDisabled()).to.equal(false);
     await shot('message-failed');
 
@@ -148,6 +154,8 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     const last = await rows.last().locator('td').allTextContents();
     expect(last.slice(0, 2)).to.deep.equal(['2', '1']);
     expect(last[4]).to.equal('200');
+    // What the receiver said with its 200 (delivered bodies, and so answers, are kept here).
+    expect(last[9]).to.equal('ok');
     expect(receiver.delivered.filter((r) => r.json.event === 'Will Fail')).to.have.length(1);
     await shot('message');
   });
@@ -164,7 +172,21 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     // The view may still show the unfiltered list for a moment: wait for the filtered answer.
     await waitFor(async () => (await page.locator('#search-results tr').count()) === 1, 'the search to show only the failed call of search-user');
     await page.locator('#search-results tr', { hasText: 'search-user' }).first().waitFor();
+    expect((await page.locator('#search-results tr td').allTextContents())[4]).to.equal('Fails Again');
     await shot('search');
+
+    // By event alone: the stored log answers (not the Live list), exact names only.
+    await page.selectOption('#search-status', '');
+    await page.fill('#search-user-id', '');
+    await page.fill('#search-event', 'Browser Live One');
+    await page.click('#search-form button[type=submit]');
+    await waitFor(async () => (await page.locator('#search-results tr').count()) === 1, 'the search by event to show the one call of that name');
+    const found = await page.locator('#search-results tr td').allTextContents();
+    expect(found.slice(2, 5)).to.deep.equal(['web', 'track', 'Browser Live One']);
+    await page.fill('#search-event', 'Browser Live');
+    await page.click('#search-form button[type=submit]');
+    await waitFor(async () => (await page.locator('#search-results tr').count()) === 0, 'no call for a part of a name');
+    await page.fill('#search-event', '');
 
     receiver.failFirst('/flaky', 0);
     await page.selectOption('#recover-source', 'flaky');

@@ -25,8 +25,8 @@ export interface Receiver {
   readonly requests: ReceivedRequest[];
   /** Requests answered 2xx, i.e. deliveries. */
   readonly delivered: ReceivedRequest[];
-  /** Status for the next requests to `path`: e.g. failFirst('/a', 2) answers 503 twice. */
-  failFirst(path: string, times: number, status?: number): void;
+  /** Status for the next requests to `path`: e.g. failFirst('/a', 2) answers 503 twice; `body`: what those answers say (none by default). */
+  failFirst(path: string, times: number, status?: number, body?: string): void;
   close(): Promise<void>;
 }
 
@@ -34,7 +34,7 @@ export interface Receiver {
 export async function startReceiver(delayMs = 0): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   const delivered: ReceivedRequest[] = [];
-  const failures = new Map<string, { left: number; status: number }>();
+  const failures = new Map<string, { left: number; status: number; body: string | undefined }>();
   const sink = await startSink((request, res) => {
     let json: Record<string, unknown> = {};
     try {
@@ -48,7 +48,7 @@ export async function startReceiver(delayMs = 0): Promise<Receiver> {
     const answer = () => {
       if (failure !== undefined && failure.left > 0) {
         failure.left--;
-        res.writeHead(failure.status).end();
+        res.writeHead(failure.status).end(failure.body);
         return;
       }
       delivered.push(record);
@@ -61,8 +61,8 @@ export async function startReceiver(delayMs = 0): Promise<Receiver> {
     url: sink.url,
     requests,
     delivered,
-    failFirst(path, times, status = 503) {
-      failures.set(path, { left: times, status });
+    failFirst(path, times, status = 503, body) {
+      failures.set(path, { left: times, status, body });
     },
     close: sink.close,
   };

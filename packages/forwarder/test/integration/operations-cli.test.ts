@@ -34,7 +34,7 @@ describe('eventrelay deliveries, replay and recover (the built CLI, a running fo
       sources: [{ name: 'web', writeKey: 'ops-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/ops` }] } } }],
     });
     ({ url } = await forwarder.listen({ port: 0 }));
-    receiver.failFirst('/ops', 1_000_000);
+    receiver.failFirst('/ops', 1_000_000, 503, 'down for maintenance');
     const batch = ['m1', 'm2', 'm3'].map((messageId) => ({ type: 'track', userId: 'u', event: 'E', messageId }));
     expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic('ops-key') })).status).to.equal(200);
     await waitFor(async () => (await forwarder.stats()).failed === 3, 'three failed deliveries');
@@ -53,17 +53,26 @@ describe('eventrelay deliveries, replay and recover (the built CLI, a running fo
     const listed = await cli(['deliveries', '--status', 'failed', '--source', 'web']);
     expect(listed.code, listed.stderr).to.equal(0);
     const lines = listed.stdout.trim().split('\n');
-    expect(lines[0]).to.match(/^id\s+status\s+source\s+type\s+messageId\s+attempts\s+received\s+reason$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(1, 5))).to.deep.equal([
-      ['failed', 'web', 'track', 'm3'],
-      ['failed', 'web', 'track', 'm2'],
-      ['failed', 'web', 'track', 'm1'],
+    expect(lines[0]).to.match(/^id\s+status\s+source\s+type\s+event\s+messageId\s+attempts\s+received\s+reason$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(1, 6))).to.deep.equal([
+      ['failed', 'web', 'track', 'E', 'm3'],
+      ['failed', 'web', 'track', 'E', 'm2'],
+      ['failed', 'web', 'track', 'E', 'm1'],
     ]);
     const json = await cli(['deliveries', '--status', 'failed', '--json']);
     expect(json.code).to.equal(0);
-    const items = JSON.parse(json.stdout) as { messageId: string; status: string }[];
-    expect(items.map((i) => [i.messageId, i.status])).to.deep.equal([['m3', 'failed'], ['m2', 'failed'], ['m1', 'failed']]);
+    type Item = { messageId: string; status: string; event: string; attemptLog: { status: number; responseBody: string | null }[] };
+    const items = JSON.parse(json.stdout) as Item[];
+    expect(items.map((i) => [i.messageId, i.status, i.event])).to.deep.equal([['m3', 'failed', 'E'], ['m2', 'failed', 'E'], ['m1', 'failed', 'E']]);
+    // With each delivery's attempts and what the receiver answered.
+    for (const item of items) expect(item.attemptLog.map((a) => [a.status, a.responseBody])).to.deep.include([503, 'down for maintenance']);
     expect((await cli(['deliveries', '--status', 'delivered'])).stdout).to.equal('no deliveries match\n');
+    // By event name, exactly.
+    const byEvent = await cli(['deliveries', '--event', 'E']);
+    expect(byEvent.code, byEvent.stderr).to.equal(0);
+    expect(byEvent.stdout.trim().split('\n')).to.have.length(4);
+    expect((await cli(['deliveries', '--event', 'e'])).stdout).to.equal('no deliveries match\n');
+    expect((await cli(['replay', '1', '--event', 'E'])).stderr).to.contain('--event goes with deliveries');
     expect(listed.stdout + listed.stderr + json.stdout).not.to.contain(ADMIN);
   });
 

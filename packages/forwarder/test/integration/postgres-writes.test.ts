@@ -257,7 +257,8 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         const versions = await query<{ version: number }>(db.url, 'SELECT version FROM schema_migrations ORDER BY version');
         expect(versions.map((v) => v.version)).to.deep.equal(POSTGRES_MIGRATIONS.map((m) => m.version));
         const indexes = await query<{ indexname: string }>(db.url, "SELECT indexname FROM pg_indexes WHERE tablename = 'log_messages' ORDER BY indexname");
-        expect(indexes.map((i) => i.indexname)).to.deep.equal(['log_messages_key', 'log_messages_pkey', 'log_messages_received', 'log_messages_user']);
+        // Step 15's index on the event name joins them.
+        expect(indexes.map((i) => i.indexname)).to.deep.equal(['log_messages_event', 'log_messages_key', 'log_messages_pkey', 'log_messages_received', 'log_messages_user']);
         expect((await log.list({ limit: 10 })).map((m) => m.messageId)).to.deep.equal(['old-line']);
         expect(await log.prune(T0 + 1, T0 + 1)).to.equal(1);
         expect(await log.list({ limit: 10 })).to.deep.equal([]);
@@ -295,8 +296,8 @@ describe('PostgresStore: what each delivery costs the database (real server)', f
         const detail = (await log.get(line!.id))!;
         expect(detail).to.include({ state: 'delivered', attempts: 2, body: null });
         expect(detail.attemptLog).to.deep.equal([
-          { series: 1, attempt: 1, at: T0 + 10, url: 'http://a/', status: 503, error: 'HTTP', durationMs: 4, outcome: 'retry', nextAttemptAt: T0 + 500 },
-          { series: 1, attempt: 2, at: T0 + 500, url: 'http://a/', status: 200, error: null, durationMs: 3, outcome: 'delivered', nextAttemptAt: null },
+          { series: 1, attempt: 1, at: T0 + 10, url: 'http://a/', status: 503, error: 'HTTP', durationMs: 4, outcome: 'retry', nextAttemptAt: T0 + 500, responseBody: null },
+          { series: 1, attempt: 2, at: T0 + 500, url: 'http://a/', status: 200, error: null, durationMs: 3, outcome: 'delivered', nextAttemptAt: null, responseBody: null },
         ]);
         expect(await log.prune(T0 + 501, T0 + 501)).to.equal(2);
         expect(await query(db.url, 'SELECT count(*)::int AS n FROM log_attempts')).to.deep.equal([{ n: 0 }]);

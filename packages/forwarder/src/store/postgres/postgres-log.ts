@@ -6,7 +6,7 @@ import { BufferedDeliveryLog, HOLD_MS } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
 import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { LOCK_CLASS, LOCKS } from './postgres-schema';
-import { attemptEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
+import { attemptEntries, responseEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
 import type { AttemptRecord, DeliveryDetail, DeliveryLog, DeliveryLogOptions, DeliveryState, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../contract';
 
@@ -22,7 +22,7 @@ const PRUNE_CHUNK = 2000;
  */
 const ORPHAN_WAIT = 60_000;
 
-const COLUMNS = `id, source, source_id, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
+const COLUMNS = `id, source, source_id, kind, message_id, type, event, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
 /** The newest line of each (source, messageId) that attempts go to: not a duplicate, refused or filtered one. */
@@ -133,6 +133,8 @@ function lineValues(lines: readonly Line[]): string[] {
   const body = new Array<string | null>(n);
   const attemptLog = new Array<string | null>(n);
   const sourceId = new Array<string | null>(n);
+  const event = new Array<string | null>(n);
+  const responses = new Array<string | null>(n);
   for (let i = 0; i < n; i++) {
     const l = lines[i]!;
     const c = l.call;
@@ -151,6 +153,10 @@ function lineValues(lines: readonly Line[]): string[] {
     // A new line is in its first series.
     attemptLog[i] = l.attempts.length === 0 ? null : `[1,${attemptEntries(l.attempts)}]`;
     sourceId[i] = c.sourceId ?? null;
+    event[i] = c.event ?? null;
+    // The answers go with the body: none kept for a line inserted without it.
+    const answers = l.body === null || l.attempts.length === 0 ? null : responseEntries(l.attempts);
+    responses[i] = answers === null ? null : `[1,${answers}]`;
   }
   return [
     textArray(source),
@@ -167,6 +173,8 @@ function lineValues(lines: readonly Line[]): string[] {
     textArray(body),
     textArray(attemptLog),
     textArray(sourceId),
+    textArray(event),
+    textArray(responses),
   ];
 }
 
@@ -175,7 +183,7 @@ function lineValues(lines: readonly Line[]): string[] {
  * line's state after them (the previous state does not matter: the last attempt decides) and
  * their `attempt_log` entries.
  */
-function stateValues(ids: readonly number[], attemptsOf: readonly (readonly AttemptRecord[])[]): string[] {
+function stateValues(ids: readonly number[], attemptsOf: readonly (readonly AttemptRecord[])[], eraseDelivered: boolean): string[] {
   const n = ids.length;
   const count = new Array<number>(n);
   const state = new Array<string>(n);
@@ -183,6 +191,7 @@ function stateValues(ids: readonly number[], attemptsOf: readonly (readonly Atte
   const finishedAt = new Array<number | null>(n);
   const reason = new Array<string | null>(n);
   const entries = new Array<string>(n);
+  const responses = new Array<string | null>(n);
   for (let i = 0; i < n; i++) {
     const records = attemptsOf[i]!;
     const after = stateAfter(UNTRIED, records);
@@ -192,8 +201,19 @@ function stateValues(ids: readonly number[], attemptsOf: readonly (readonly Atte
     finishedAt[i] = after.finishedAt;
     reason[i] = after.reason;
     entries[i] = attemptEntries(records);
+    // A line delivered now whose body is not kept loses its answers too: none to write.
+    responses[i] = eraseDelivered && after.state === 'delivered' ? null : responseEntries(records);
   }
-  return [numberArray(ids), numberArray(count), textArray(state), numberArray(updatedAt), numberArray(finishedAt), textArray(reason), textArray(entries)];
+  return [
+    numberArray(ids),
+    numberArray(count),
+    textArray(state),
+    numberArray(updatedAt),
+    numberArray(finishedAt),
+    textArray(reason),
+    textArray(entries),
+    textArray(responses),
+  ];
 }
 
 /**
@@ -323,9 +343,10 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     const { rows } = await client.query<{ id: number }>({
       name: 'eventrelay-log-lines',
       text: `WITH i AS (
-         INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id)
+         INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id,
+           event, responses)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
-           $11::text[], $12::text[], $13::text[], $14::text[])
+           $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
          RETURNING id, state)
        SELECT id FROM i WHERE state IN ('pending', 'retrying')`,
       values: lineValues(lines),
@@ -389,11 +410,14 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
          updated_at = CASE WHEN ${NEWER} THEN x.updated_at ELSE l.updated_at END,
          finished_at = CASE WHEN ${NEWER} THEN x.finished_at ELSE l.finished_at END,
          reason = CASE WHEN ${NEWER} THEN x.reason ELSE l.reason END,
-         body = CASE WHEN $8::boolean AND x.state = 'delivered' AND ${NEWER} THEN NULL ELSE l.body END,
-         attempt_log = concat_ws(',', l.attempt_log, '[' || l.series || ',' || x.entries || ']')
-       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[]) AS x(id, n, state, updated_at, finished_at, reason, entries)
+         body = CASE WHEN $9::boolean AND x.state = 'delivered' AND ${NEWER} THEN NULL ELSE l.body END,
+         attempt_log = concat_ws(',', l.attempt_log, '[' || l.series || ',' || x.entries || ']'),
+         responses = CASE WHEN $9::boolean AND x.state = 'delivered' AND ${NEWER} THEN NULL
+           ELSE concat_ws(',', l.responses, '[' || l.series || ',' || x.responses || ']') END
+       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+         AS x(id, n, state, updated_at, finished_at, reason, entries, responses)
        WHERE l.id = x.id`,
-      values: [...stateValues(ids, attemptsOf), this.options.keepDelivered === 0],
+      values: [...stateValues(ids, attemptsOf, this.options.keepDelivered === 0), this.options.keepDelivered === 0],
     });
   }
 
@@ -466,6 +490,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     if (query.source !== undefined) add('source', '=', query.source);
     if (query.state !== undefined) add('state', '=', query.state);
     if (query.type !== undefined) add('type', '=', query.type);
+    if (query.event !== undefined) add('event', '=', query.event);
     if (query.messageId !== undefined) add('message_id', '=', query.messageId);
     if (query.userId !== undefined) add('user_id', '=', query.userId);
     if (query.since !== undefined) add('received_at', '>=', query.since);
@@ -481,7 +506,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
 
   async get(id: number): Promise<DeliveryDetail | undefined> {
     await this.drain();
-    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE id = $1`, [id]);
+    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE id = $1`, [id]);
     return rows[0] === undefined ? undefined : this.detail(rows[0]);
   }
 
@@ -496,7 +521,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   async failed(source: string, since: number, until: number, sourceId?: string): Promise<DeliveryDetail[]> {
     await this.drain();
     const { rows } = await this.pool.query<LogRow>(
-      `SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
+      `SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
        AND ($4::text IS NULL OR source_id IS NULL OR source_id = $4) ORDER BY id`,
       [source, since, until, sourceId ?? null],
     );
@@ -524,7 +549,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
           removed += (await client.query('DELETE FROM log_messages WHERE id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
           if (rows.length < PRUNE_CHUNK) break;
         }
-        await client.query(`UPDATE log_messages SET body = NULL WHERE received_at < $1 AND finished_at < $1 AND state = 'delivered' AND body IS NOT NULL`, [
+        await client.query(`UPDATE log_messages SET body = NULL, responses = NULL WHERE received_at < $1 AND finished_at < $1 AND state = 'delivered' AND body IS NOT NULL`, [
           now - this.options.keepDelivered,
         ]);
         return removed;

@@ -326,6 +326,18 @@ CREATE TABLE IF NOT EXISTS source_usage (
     name: 'deliveries in order per user: a lock per user key, so that a call may be leased at acceptance',
     up: ORDER_HEADS,
   },
+  {
+    version: 15,
+    name: 'delivery log: the track event name of each line, and the receivers\' answers to its attempts',
+    // event: the track call's event name (null for other types), searched by GET
+    // /admin/messages?event=; responses: the first 2,048 bytes of each answer (sql-rows.ts
+    // responseEntries), erased with the body. The index leaves out the lines without an event.
+    up: `
+ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS event text;
+ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS responses text;
+CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL;
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

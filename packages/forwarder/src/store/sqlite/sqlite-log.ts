@@ -3,7 +3,7 @@ import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from '../delivery-log';
 import { BufferedDeliveryLog } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
-import { attemptEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
+import { attemptEntries, responseEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
 import type { AttemptRecord, DeliveryDetail, DeliveryLog, DeliveryLogOptions, DeliveryState, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../contract';
 
@@ -27,7 +27,9 @@ CREATE TABLE IF NOT EXISTS log_messages (
   reason TEXT,
   body TEXT,
   attempt_log TEXT,
-  source_id TEXT
+  source_id TEXT,
+  event TEXT,
+  responses TEXT
 );
 CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
 CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
@@ -48,6 +50,9 @@ CREATE TABLE IF NOT EXISTS log_attempts (
 );
 CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 `;
+
+/** The event filter's index (also made by the store's schema step 9). */
+export const EVENT_INDEX = 'CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL';
 
 /** Rows removed per statement when pruning, so a prune never holds the database for long. */
 const PRUNE_CHUNK = 2000;
@@ -75,7 +80,7 @@ function foldAttempts(ops: readonly LogOp[]): { byCall: Map<LogCall, AttemptReco
   return { byCall, records };
 }
 
-const COLUMNS = `id, source, source_id, kind, message_id, type, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
+const COLUMNS = `id, source, source_id, kind, message_id, type, event, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
   body IS NOT NULL AS has_body`;
 
 /**
@@ -107,27 +112,32 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     if (!columns('log_messages').includes('attempt_log')) db.exec('ALTER TABLE log_messages ADD COLUMN attempt_log TEXT');
     // And names the source's id (see SourceRecord.id): null in the lines written before.
     if (!columns('log_messages').includes('source_id')) db.exec('ALTER TABLE log_messages ADD COLUMN source_id TEXT');
+    // And the track event name and the receivers' answers (the store's schema step 9 adds them; a log on its own database here).
+    for (const column of ['event', 'responses']) if (!columns('log_messages').includes(column)) db.exec(`ALTER TABLE log_messages ADD COLUMN ${column} TEXT`);
+    db.exec(EVENT_INDEX);
     this.statements = {
       insert: db.prepare(
-        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body, source_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body, source_id, event)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       // A call with the attempts made on it before the flush that writes it: in its state after them.
       insertAttempted: db.prepare(
-        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id, event, responses)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       findLive: db.prepare(
         `SELECT id, series FROM log_messages WHERE source = ? AND message_id = ? AND state NOT IN ('duplicate', 'refused', 'filtered')
          ORDER BY id DESC LIMIT 1`,
       ),
-      // One statement per attempt: the new state follows from the outcome alone; the attempt joins the line's.
+      // One statement per attempt: the new state follows from the outcome alone; the attempt joins
+      // the line's, and so do the receivers' answers to it (erased with the body).
       // A finished line changes only to delivered: a failed one whose source was deleted while
       // the attempt was in flight (attempts on other finished lines are not written: stale in the queue).
       update: db.prepare(
-        `UPDATE log_messages SET state = ?, attempts = attempts + 1, updated_at = ?, finished_at = ?, reason = ?,
-         body = CASE WHEN ? THEN NULL ELSE body END, attempt_log = coalesce(attempt_log || ',', '') || ?
-         WHERE id = ? AND (state IN ('pending', 'retrying') OR ? = 'delivered')`,
+        `UPDATE log_messages SET state = @state, attempts = attempts + 1, updated_at = @updatedAt, finished_at = @finishedAt, reason = @reason,
+         body = CASE WHEN @erase THEN NULL ELSE body END, attempt_log = coalesce(attempt_log || ',', '') || @entries,
+         responses = CASE WHEN @erase THEN NULL WHEN @responses IS NULL THEN responses ELSE coalesce(responses || ',', '') || @responses END
+         WHERE id = @id AND (state IN ('pending', 'retrying') OR @state = 'delivered')`,
       ),
       replay: db.prepare(
         `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL
@@ -136,17 +146,17 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       unreplay: db.prepare(
         `UPDATE log_messages SET series = series - 1, state = ?, updated_at = ?, finished_at = ?, reason = ? WHERE id = ? AND series = ? AND state = 'pending'`,
       ),
-      get: db.prepare(`SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE id = ?`),
+      get: db.prepare(`SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE id = ?`),
       attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
       failed: db.prepare(
-        `SELECT ${COLUMNS}, body, attempt_log FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
+        `SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
          AND (? IS NULL OR source_id IS NULL OR source_id = ?) ORDER BY id`,
       ),
       pruneIds: db.prepare(`SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
       pruneMessages: db.prepare('DELETE FROM log_messages WHERE id IN (SELECT value FROM json_each(?))'),
       pruneAttempts: db.prepare('DELETE FROM log_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))'),
       eraseDelivered: db.prepare(
-        `UPDATE log_messages SET body = NULL WHERE id IN (SELECT id FROM log_messages WHERE state = 'delivered' AND finished_at < ? AND body IS NOT NULL
+        `UPDATE log_messages SET body = NULL, responses = NULL WHERE id IN (SELECT id FROM log_messages WHERE state = 'delivered' AND finished_at < ? AND body IS NOT NULL
          LIMIT ${PRUNE_CHUNK})`,
       ),
     };
@@ -204,6 +214,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     };
     for (const record of attempts) applyAttempt(line, record);
     const keepBody = !(line.state === 'delivered' && this.options.keepDelivered === 0);
+    const answers = keepBody ? responseEntries(attempts) : null;
     const { lastInsertRowid } = this.statements.insertAttempted.run(
       call.source,
       call.kind,
@@ -219,6 +230,8 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       keepBody ? (call.body ?? null) : null,
       `[1,${attemptEntries(attempts)}]`,
       call.sourceId ?? null,
+      call.event ?? null,
+      answers === null ? null : `[1,${answers}]`,
     );
     const id = Number(lastInsertRowid);
     if (!FINAL_STATES.has(line.state)) this.live.set(`${call.source}\u0000${call.messageId}`, { id, series: 1 });
@@ -233,7 +246,10 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     applyAttempt(next, record);
     const erase = next.state === 'delivered' && this.options.keepDelivered === 0 ? 1 : 0;
     const entries = `[${found.series},${attemptEntries([record])}]`;
-    if (s.update.run(next.state, next.updatedAt, next.finishedAt, next.reason, erase, entries, found.id, next.state).changes === 0) return;
+    const answers = erase === 1 ? null : responseEntries([record]);
+    const responses = answers === null ? null : `[${found.series},${answers}]`;
+    const { state, updatedAt, finishedAt, reason } = next;
+    if (s.update.run({ state, updatedAt, finishedAt, reason, erase, entries, id: found.id, responses }).changes === 0) return;
     if (erase === 1) this.erased = true;
     if (FINAL_STATES.has(next.state)) this.live.delete(key);
   }
@@ -253,6 +269,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
       call.reason ?? null,
       pending ? (call.body ?? null) : null,
       call.sourceId ?? null,
+      call.event ?? null,
     );
     return Number(result.lastInsertRowid);
   }
@@ -268,6 +285,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     if (query.source !== undefined) add('source = ?', query.source);
     if (query.state !== undefined) add('state = ?', query.state);
     if (query.type !== undefined) add('type = ?', query.type);
+    if (query.event !== undefined) add('event = ?', query.event);
     if (query.messageId !== undefined) add('message_id = ?', query.messageId);
     if (query.userId !== undefined) add('user_id = ?', query.userId);
     if (query.since !== undefined) add('received_at >= ?', query.since);

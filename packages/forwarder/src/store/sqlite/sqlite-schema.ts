@@ -167,6 +167,37 @@ CREATE TABLE source_usage (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 9,
+    name: 'delivery log: the track event name of each line, and the receivers\' answers to its attempts',
+    // The log's table as the releases before this step made it (the log makes it otherwise, on
+    // first use), then: event, the track call's event name (null for other types), searched by
+    // GET /admin/messages?event=; responses, the first 2,048 bytes of each answer (sql-rows.ts
+    // responseEntries), erased with the body.
+    up: `
+CREATE TABLE IF NOT EXISTS log_messages (
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  type TEXT,
+  user_id TEXT,
+  received_at INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  series INTEGER NOT NULL DEFAULT 1,
+  updated_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  reason TEXT,
+  body TEXT,
+  attempt_log TEXT,
+  source_id TEXT
+);
+ALTER TABLE log_messages ADD COLUMN event TEXT;
+ALTER TABLE log_messages ADD COLUMN responses TEXT;
+CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL;
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */

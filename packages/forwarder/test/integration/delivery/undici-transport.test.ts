@@ -4,6 +4,12 @@ import { afterEach, describe, it } from 'mocha';
 import { expect } from 'chai';
 import { NetworkError } from '../../../../eventrelay/src/errors';
 import { UndiciTransport } from '../../../src/delivery/undici-transport';
+import type { WebhookRequest, WebhookResponse } from '../../../src/delivery/undici-transport';
+
+/** The transport's send as the webhook destination calls it (with `keepBytes`). */
+function sendOf(transport: UndiciTransport): (request: WebhookRequest) => Promise<WebhookResponse> {
+  return transport.send;
+}
 
 /**
  * A raw TCP receiver: answers 200 to the first `answered` requests of each connection, then
@@ -91,5 +97,45 @@ describe('UndiciTransport (real sockets on 127.0.0.1)', () => {
     cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())), () => transport.close());
     const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
     expect(await transport.send({ ...request(url), readBody: true })).to.deep.equal({ status: 503, retryAfter: '7', body: 'busy!' });
+  });
+
+  it('with keepBytes: answers with the first bytes of the body once they are in, without waiting for (or keeping) the rest', async () => {
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((socket) => {
+      sockets.add(socket);
+      // 3 KB of a 1 MB answer, then nothing: the rest never comes while the test runs.
+      socket.once('data', () => socket.write(`HTTP/1.1 401 Unauthorized\r\nContent-Length: 1048576\r\n\r\nbad signature ${'x'.repeat(3072)}`));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const transport = new UndiciTransport();
+    cleanups.push(
+      () => new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+      () => transport.close(),
+    );
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    // A timeout far longer than the test: the answer comes from the 2 KB, not the deadline.
+    const answer = await sendOf(transport)({ ...request(url), timeout: 600_000, keepBytes: 2048 });
+    expect(answer.status).to.equal(401);
+    expect(answer.head).to.have.length(2048);
+    expect(Buffer.from(answer.head!).toString('utf8')).to.equal(`bad signature ${'x'.repeat(2048 - 14)}`);
+  });
+
+  it('with keepBytes: a short answer whole, and none for an empty body', async () => {
+    const bodies = ['ok', ''];
+    const server = net.createServer((socket) => {
+      const body = bodies.shift()!;
+      socket.once('data', () => socket.end(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const transport = new UndiciTransport();
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())), () => transport.close());
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    const short = await sendOf(transport)({ ...request(url), keepBytes: 2048 });
+    expect(Buffer.from(short.head!).toString()).to.equal('ok');
+    const empty = await sendOf(transport)({ ...request(url), keepBytes: 2048 });
+    expect(empty).to.deep.equal({ status: 200 });
   });
 });

@@ -19,10 +19,10 @@ describe('attempt_log: the attempts a SQL log line keeps', () => {
     };
     const text = [chunk(1, [retry, attempt('m', 2, 'failed', T0 + 800)]), chunk(2, [attempt('m', 1, 'delivered', T0 + 900)])].join(',');
     expect(parseAttemptLog(text)).to.deep.equal([
-      { series: 1, attempt: 1, at: T0 + 10, url: 'https://a.test/in', status: 503, error: 'HTTP', durationMs: 12, outcome: 'retry', nextAttemptAt: T0 + 700 },
-      { series: 1, attempt: 1, at: T0 + 10, url: 'https://b.test/"quoted"', status: null, error: 'ERR_TIMEOUT', durationMs: 5000, outcome: 'retry', nextAttemptAt: T0 + 700 },
-      { series: 1, attempt: 2, at: T0 + 800, url: 'http://hooks.test/in', status: 503, error: null, durationMs: 12, outcome: 'failed', nextAttemptAt: null },
-      { series: 2, attempt: 1, at: T0 + 900, url: 'http://hooks.test/in', status: 200, error: null, durationMs: 12, outcome: 'delivered', nextAttemptAt: null },
+      { series: 1, attempt: 1, at: T0 + 10, url: 'https://a.test/in', status: 503, error: 'HTTP', durationMs: 12, outcome: 'retry', nextAttemptAt: T0 + 700, responseBody: null },
+      { series: 1, attempt: 1, at: T0 + 10, url: 'https://b.test/"quoted"', status: null, error: 'ERR_TIMEOUT', durationMs: 5000, outcome: 'retry', nextAttemptAt: T0 + 700, responseBody: null },
+      { series: 1, attempt: 2, at: T0 + 800, url: 'http://hooks.test/in', status: 503, error: null, durationMs: 12, outcome: 'failed', nextAttemptAt: null, responseBody: null },
+      { series: 2, attempt: 1, at: T0 + 900, url: 'http://hooks.test/in', status: 200, error: null, durationMs: 12, outcome: 'delivered', nextAttemptAt: null, responseBody: null },
     ]);
   });
 

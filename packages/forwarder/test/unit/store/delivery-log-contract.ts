@@ -31,6 +31,15 @@ export function attempt(messageId: string, n: number, outcome: AttemptRecord['ou
   };
 }
 
+/** An attempt whose receiver answered `response` (bytes as the transport keeps them), or did not answer at all (`null`). */
+export function answered(messageId: string, n: number, outcome: AttemptRecord['outcome'], at: number, response: string | Buffer | null, status = outcome === 'delivered' ? 200 : 401): AttemptRecord {
+  const url =
+    response === null
+      ? { url: 'http://hooks.test/in', status: null, error: 'ERR_TIMEOUT', durationMs: 5000 }
+      : { url: 'http://hooks.test/in', status, error: null, durationMs: 12, response: typeof response === 'string' ? Buffer.from(response) : response };
+  return { ...attempt(messageId, n, outcome, at, status), urls: [url] };
+}
+
 /** What every DeliveryLog does; `make` gives an empty log. Also run on PostgreSQL (integration). */
 export function deliveryLogContract(name: string, make: (keepDelivered: number) => DeliveryLog | Promise<DeliveryLog>): void {
   describe(name, () => {
@@ -204,6 +213,100 @@ export function deliveryLogContract(name: string, make: (keepDelivered: number) 
       expect(await byMessage('kept')).to.include({ hasBody: true });
       await log.prune(T0 + 50_000, T0 + 200_000);
       expect(await byMessage('kept')).to.include({ state: 'delivered', hasBody: false });
+    });
+
+    it("keeps each attempt's answer: the first 2,048 bytes as text, null without one (attempts in the flush of their call, and after)", async () => {
+      log = await make(60_000);
+      log.add([call('m1')]);
+      // In the flush that writes the call: folded into its line.
+      log.attempt(answered('m1', 1, 'retry', T0 + 10, 'bad signature'));
+      const id = (await byMessage('m1')).id;
+      // Written after the line: the update appends them.
+      log.attempt(answered('m1', 2, 'retry', T0 + 20, null));
+      log.attempt(answered('m1', 3, 'retry', T0 + 30, Buffer.from('x'.repeat(2047) + 'é' + 'y'.repeat(900)), 500));
+      log.attempt(answered('m1', 4, 'retry', T0 + 40, Buffer.alloc(0), 503));
+      log.attempt(answered('m1', 5, 'delivered', T0 + 50, '{"ok":true}\n'));
+      const detail = (await log.get(id))!;
+      expect(detail.attemptLog.map((a) => [a.attempt, a.status, a.error, a.responseBody?.slice(0, 20) ?? null])).to.deep.equal([
+        [1, 401, null, 'bad signature'],
+        [2, null, 'ERR_TIMEOUT', null],
+        [3, 500, null, 'xxxxxxxxxxxxxxxxxxxx'],
+        [4, 503, null, null],
+        [5, 200, null, '{"ok":true}\n'],
+      ]);
+      // 2,048 bytes: the 'é' cut in two shows as U+FFFD.
+      expect(detail.attemptLog[2]!.responseBody).to.equal('x'.repeat(2047) + '\ufffd');
+      // A replay's series keeps its own answers.
+      expect(await log.replay([id], T0 + 60)).to.have.length(1);
+      log.attempt(answered('m1', 1, 'retry', T0 + 70, 'still bad'));
+      const after = (await log.get(id))!;
+      expect(after.attemptLog.map((a) => [a.series, a.attempt, a.responseBody?.slice(0, 13) ?? null])).to.deep.equal([
+        [1, 1, 'bad signature'],
+        [1, 2, null],
+        [1, 3, 'xxxxxxxxxxxxx'],
+        [1, 4, null],
+        [1, 5, '{"ok":true}\n'],
+        [2, 1, 'still bad'],
+      ]);
+    });
+
+    it('erases the answers with the body: when delivered (keepDelivered 0), in the flush of their call or after', async () => {
+      log = await make(0);
+      log.add([call('quick'), call('slow')]);
+      log.attempt(answered('quick', 1, 'retry', T0 + 5, 'bad signature'));
+      log.attempt(answered('quick', 2, 'delivered', T0 + 6, 'thanks'));
+      log.attempt(answered('slow', 1, 'retry', T0 + 5, 'bad signature'));
+      const slowId = (await byMessage('slow')).id;
+      expect((await log.get(slowId))!.attemptLog.map((a) => a.responseBody)).to.deep.equal(['bad signature']);
+      log.attempt(answered('slow', 2, 'delivered', T0 + 7, 'thanks'));
+      for (const messageId of ['quick', 'slow']) {
+        const detail = (await log.get((await byMessage(messageId)).id))!;
+        expect(detail).to.include({ state: 'delivered', body: null });
+        expect(detail.attemptLog.map((a) => [a.status, a.responseBody])).to.deep.equal([
+          [401, null],
+          [200, null],
+        ]);
+      }
+    });
+
+    it('erases the answers with the body after keepDelivered; a failed line keeps both', async () => {
+      log = await make(60_000);
+      log.add([call('kept'), call('failed')]);
+      log.attempt(answered('kept', 1, 'retry', T0 + 10, 'bad signature'));
+      log.attempt(answered('failed', 1, 'failed', T0 + 10, 'no such user'));
+      const keptId = (await byMessage('kept')).id;
+      log.attempt(answered('kept', 2, 'delivered', T0 + 100_000, 'thanks'));
+      await log.prune(T0, T0 + 120_000);
+      expect((await log.get(keptId))!.attemptLog.map((a) => a.responseBody)).to.deep.equal(['bad signature', 'thanks']);
+      await log.prune(T0, T0 + 200_000);
+      const erased = (await log.get(keptId))!;
+      expect(erased).to.include({ body: null, hasBody: false });
+      expect(erased.attemptLog.map((a) => a.responseBody)).to.deep.equal([null, null]);
+      const failed = (await log.get((await byMessage('failed')).id))!;
+      expect(failed.hasBody).to.equal(true);
+      expect(failed.attemptLog.map((a) => a.responseBody)).to.deep.equal(['no such user']);
+    });
+
+    it('keeps the track event name of each call, and finds calls by it (exactly)', async () => {
+      log = await make(0);
+      log.add([
+        call('t1', { event: 'Order Completed' }),
+        call('t2', { event: 'Order Completed ' }),
+        call('t3', { event: 'order completed' }),
+        call('i1', { type: 'identify' }),
+        call('r1', { event: 'Order Completed', state: 'refused', reason: 'bad', body: undefined }),
+      ]);
+      log.attempt(attempt('t1', 1, 'delivered', T0 + 5));
+      const found = await log.list({ event: 'Order Completed', limit: 10 });
+      expect(found.map((m) => [m.messageId, m.event])).to.deep.equal([
+        ['r1', 'Order Completed'],
+        ['t1', 'Order Completed'],
+      ]);
+      expect(await log.list({ event: 'Order Completed', state: 'delivered', limit: 10 })).to.have.length(1);
+      expect((await byMessage('i1')).event).to.equal(null);
+      expect((await byMessage('t3')).event).to.equal('order completed');
+      expect((await log.get(found[1]!.id))!.event).to.equal('Order Completed');
+      expect(await log.list({ event: 'Signed Up', limit: 10 })).to.deep.equal([]);
     });
   });
 }
