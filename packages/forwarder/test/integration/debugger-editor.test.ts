@@ -1,12 +1,11 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { createForwarder } from '../../src/service';
-import type { Forwarder } from '../../src/service';
+import type { Page } from 'playwright-core';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
-import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { openDebugger, signIn, SCREENSHOTS } from './browser';
+import type { DebuggerSession } from './browser';
+import { basic, post, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const ADMIN = 'debugger-editor-admin-token';
@@ -16,41 +15,24 @@ const WRITE_KEY = 'editor-write-key';
 
 describe('the debugger page: what it opens with, the Sources editor, its icon (Chromium, 127.0.0.1)', function () {
   this.timeout(120_000);
-  let browser: Browser;
+  let session: DebuggerSession;
   let page: Page;
   let receiver: Receiver;
-  let forwarder: Forwarder;
   let url: string;
   /** Every answer of 400 or more the page got, and every request that failed: none is expected. */
-  const failures: string[] = [];
-  const pageErrors: string[] = [];
+  let failures: string[];
+  let pageErrors: string[];
 
   before(async function () {
-    requireChromium(this);
-    receiver = await startReceiver();
-    forwarder = createForwarder({
+    session = await openDebugger(this, (receiverUrl) => ({
       adminToken: ADMIN,
       storage: { type: 'memory' },
-      sources: [{ name: 'app', writeKey: WRITE_KEY, destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/app` }] } } }],
-    });
-    ({ url } = await forwarder.listen({ port: 0 }));
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-    page.on('response', (response) => {
-      if (response.status() >= 400) failures.push(`${response.status()} ${response.url()}`);
-    });
-    page.on('requestfailed', (request) => {
-      // The live stream is cut when its source changes or the page goes: that is no failure.
-      if (new URL(request.url()).pathname !== '/admin/stream') failures.push(`failed ${request.url()}: ${request.failure()?.errorText}`);
-    });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+      sources: [{ name: 'app', writeKey: WRITE_KEY, destinations: { Webhooks: { webhooks: [{ url: `${receiverUrl}/app` }] } } }],
+    }));
+    ({ page, receiver, url, failures, pageErrors } = session);
   });
 
-  after(async () => {
-    await browser?.close();
-    await forwarder?.close();
-    await receiver?.close();
-  });
+  after(() => session?.close());
 
   const admin = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${url}${path}`, {
@@ -68,9 +50,7 @@ describe('the debugger page: what it opens with, the Sources editor, its icon (C
   it('opens Live with the calls accepted before signing in, then adds new ones; each call shown once', async () => {
     for (const id of ['before-1', 'before-2', 'before-3']) expect((await track(id, `Before ${id}`)).status).to.equal(200);
     await waitFor(() => ['before-1', 'before-2', 'before-3'].every((id) => receiver.delivered.some((r) => r.json.messageId === id)), 'the calls made before signing in');
-    await page.goto(`${url}/debugger`);
-    await page.fill('#token', ADMIN);
-    await page.click('#signin-form button[type=submit]');
+    await signIn(page, ADMIN, url);
     await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
     for (const id of ['before-1', 'before-2', 'before-3']) await liveLines(id).first().waitFor();
     // Newest first, with the state the log gives each.

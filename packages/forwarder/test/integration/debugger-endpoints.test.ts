@@ -1,10 +1,10 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { createForwarder } from '../../src/service';
+import type { Page } from 'playwright-core';
 import type { Forwarder } from '../../src/service';
-import { launchChromium, requireChromium } from './browser';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { openDebugger, signIn } from './browser';
+import type { DebuggerSession } from './browser';
+import { basic, post, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const ADMIN = 'debugger-endpoints-token';
@@ -13,42 +13,29 @@ const XSS = '<img src=x onerror=alert(1)>';
 
 describe('the debugger page shows disabled URLs, why, and enables them (Chromium, 127.0.0.1)', function () {
   this.timeout(120_000);
-  let browser: Browser;
+  let session: DebuggerSession;
   let page: Page;
   let receiver: Receiver;
   let forwarder: Forwarder;
   let url: string;
-  const dialogs: string[] = [];
-  const pageErrors: string[] = [];
+  let dialogs: string[];
+  let pageErrors: string[];
 
   before(async function () {
-    requireChromium(this);
-    receiver = await startReceiver();
-    forwarder = createForwarder({
+    session = await openDebugger(this, (receiverUrl) => ({
       adminToken: ADMIN,
       storage: { type: 'memory' },
       // 10 failed attempts over at least 1 ms disable a URL (the 24 h rule, shortened); retries an hour apart.
       delivery: { disableAfter: 1, minRetryDelay: 3_600_000, maxRetryDelay: 3_600_000 },
       sources: [
-        { name: XSS, writeKey: 'k-dead', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/dead?token=t0ken` }] } } },
-        { name: 'slow', writeKey: 'k-slow', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/slow` }] } } },
+        { name: XSS, writeKey: 'k-dead', destinations: { Webhooks: { webhooks: [{ url: `${receiverUrl}/dead?token=t0ken` }] } } },
+        { name: 'slow', writeKey: 'k-slow', destinations: { Webhooks: { webhooks: [{ url: `${receiverUrl}/slow` }] } } },
       ],
-    });
-    ({ url } = await forwarder.listen({ port: 0 }));
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    }), { viewport: { width: 1280, height: 900 } });
+    ({ page, receiver, forwarder, url, dialogs, pageErrors } = session);
   });
 
-  after(async () => {
-    await browser?.close();
-    await forwarder?.close();
-    await receiver?.close();
-  });
+  after(() => session?.close());
 
   it('lists a disabled URL with why (as text), and its Enable button sends to it again', async () => {
     // 410 Gone: the URL is disabled at its first answer.
@@ -57,10 +44,7 @@ describe('the debugger page shows disabled URLs, why, and enables them (Chromium
     await waitFor(async () => (await forwarder.stats()).failed === 1, 'the failure');
     await waitFor(async () => (await forwarder.endpoints(XSS))[0]!.disabled, 'the URL to be disabled');
 
-    await page.goto(`${url}/debugger`);
-    await page.fill('#token', ADMIN);
-    await page.click('#signin-form button[type=submit]');
-    await page.waitForSelector('#tabs:not([hidden])');
+    await signIn(page, ADMIN, url);
     await page.click('button.tab[data-view=endpoints]');
     const row = page.locator('#disabled tr', { hasText: '/dead' });
     await row.waitFor();

@@ -1,11 +1,11 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { createForwarder } from '../../src/service';
+import type { Page } from 'playwright-core';
 import type { Forwarder } from '../../src/service';
-import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { openDebugger, signIn, SCREENSHOTS } from './browser';
+import type { DebuggerSession } from './browser';
+import { basic, post, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const ADMIN = 'debugger-schema-admin-token';
@@ -14,20 +14,18 @@ const XSS_EVENT = '<img src=x onerror=alert(1)>';
 
 describe('the debugger page: Schema (Chromium, 127.0.0.1)', function () {
   this.timeout(120_000);
-  let browser: Browser;
+  let session: DebuggerSession;
   let page: Page;
   let receiver: Receiver;
   let forwarder: Forwarder;
   let url: string;
   let key: string;
-  const dialogs: string[] = [];
-  const pageErrors: string[] = [];
+  let dialogs: string[];
+  let pageErrors: string[];
 
   before(async function () {
-    requireChromium(this);
-    receiver = await startReceiver();
-    forwarder = createForwarder({ adminToken: ADMIN, storage: { type: 'memory' }, delivery: { minRetryDelay: 10, maxRetryDelay: 40 } });
-    ({ url } = await forwarder.listen({ port: 0 }));
+    session = await openDebugger(this, () => ({ adminToken: ADMIN, storage: { type: 'memory' }, delivery: { minRetryDelay: 10, maxRetryDelay: 40 } }));
+    ({ page, receiver, forwarder, url, dialogs, pageErrors } = session);
     ({ writeKey: key } = await forwarder.createSource('shop'));
     await forwarder.setWebhooks('shop', { webhooks: [{ url: `${receiver.url}/shop` }] });
     const answer = await ingest([track('s-1', 'Order Completed'), track('s-2', 'Order Completed'), track('s-3', XSS_EVENT), { type: 'identify', userId: 'u', messageId: 's-4' }, { type: 'track', userId: 'u', messageId: 's-bad' }]);
@@ -35,20 +33,9 @@ describe('the debugger page: Schema (Chromium, 127.0.0.1)', function () {
     await waitFor(() => receiver.delivered.length === 4, 'the first calls delivered');
     // Counted once their outcomes are written, just after the receiver answered.
     await waitFor(async () => (await forwarder.usage()).sources[0]!.delivered === 4, 'the deliveries counted');
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
-    page.on('dialog', (dialog) => {
-      dialogs.push(`${dialog.type()}: ${dialog.message()}`);
-      void dialog.dismiss();
-    });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
   });
 
-  after(async () => {
-    await browser?.close();
-    await forwarder?.close();
-    await receiver?.close();
-  });
+  after(() => session?.close());
 
   function track(messageId: string, event: string) {
     return { type: 'track', userId: 'u', event, messageId };
@@ -62,10 +49,7 @@ describe('the debugger page: Schema (Chromium, 127.0.0.1)', function () {
   const cells = (locator: ReturnType<Page['locator']>) => locator.locator('td').allTextContents();
 
   it('lists each event name and type with its count and times; a name carrying script stays text', async () => {
-    await page.goto(`${url}/debugger`);
-    await page.fill('#token', ADMIN);
-    await page.click('#signin-form button[type=submit]');
-    await page.waitForSelector('#tabs:not([hidden])');
+    await signIn(page, ADMIN, url);
     await page.click('button.tab[data-view=schema]');
     await row('Order Completed').waitFor();
     const order = await cells(row('Order Completed'));

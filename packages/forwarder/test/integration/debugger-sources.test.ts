@@ -1,12 +1,12 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { createForwarder } from '../../src/service';
+import type { Page } from 'playwright-core';
 import type { Forwarder } from '../../src/service';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
-import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { openDebugger, signIn, SCREENSHOTS } from './browser';
+import type { DebuggerSession } from './browser';
+import { basic, post, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const ADMIN = 'debugger-sources-admin-token';
@@ -17,37 +17,24 @@ const SECRET = 'ui-shared-secret-6d1e';
 
 describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
   this.timeout(120_000);
-  let browser: Browser;
-  let context: BrowserContext;
+  let session: DebuggerSession;
   let page: Page;
   let receiver: Receiver;
   let forwarder: Forwarder;
   let url: string;
-  const dialogs: string[] = [];
-  const pageErrors: string[] = [];
+  let dialogs: string[];
+  let pageErrors: string[];
 
   before(async function () {
-    requireChromium(this);
-    receiver = await startReceiver();
-    forwarder = createForwarder({ adminToken: ADMIN, storage: { type: 'memory' }, delivery: { minRetryDelay: 10, maxRetryDelay: 40 } });
-    ({ url } = await forwarder.listen({ port: 0 }));
-    browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
-    page = await context.newPage();
-    page.on('dialog', (dialog) => {
-      dialogs.push(`${dialog.type()}: ${dialog.message()}`);
-      // Only the deletion asks; an alert would be script from a name or a URL running.
-      void (dialog.type() === 'confirm' ? dialog.accept() : dialog.dismiss());
+    // Only the deletion asks (accepted); an alert would be script from a name or a URL running.
+    session = await openDebugger(this, () => ({ adminToken: ADMIN, storage: { type: 'memory' }, delivery: { minRetryDelay: 10, maxRetryDelay: 40 } }), {
+      grant: ['clipboard-read', 'clipboard-write'],
+      confirm: true,
     });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    ({ page, receiver, forwarder, url, dialogs, pageErrors } = session);
   });
 
-  after(async () => {
-    await browser?.close();
-    await forwarder?.close();
-    await receiver?.close();
-  });
+  after(() => session?.close());
 
   const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `debugger-sources-${name}.png`), fullPage: true });
   const row = (name: string) => page.locator('#sources-list tr', { has: page.locator('td', { hasText: name }) });
@@ -68,9 +55,7 @@ describe('the debugger page: Sources (Chromium, 127.0.0.1)', function () {
   let firstKey = '';
 
   it('creates a source (script in its name shown as text), shows its key once with a copy button', async () => {
-    await page.fill('#token', ADMIN);
-    await page.click('#signin-form button[type=submit]');
-    await page.waitForSelector('#tabs:not([hidden])');
+    await signIn(page, ADMIN);
     await page.click('button.tab[data-view=sources]');
     await page.fill('#source-name', XSS_NAME);
     await page.click('#source-create-form button[type=submit]');

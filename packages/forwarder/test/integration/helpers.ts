@@ -6,7 +6,8 @@ import { request } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
-import type { Forwarder } from '../../src/service';
+import type { Forwarder, ForwarderInternals } from '../../src/service';
+import type { ForwarderConfig } from '../../src/config';
 import { startSink } from '../../../../test/helpers/sink';
 import { waitFor } from '../../../../test/helpers/wait';
 import { createTestDatabase, whenNoServer } from '../../../../test/helpers/postgres';
@@ -261,4 +262,20 @@ export async function freshStorage(kind: StoreKind, tempDir: () => string, clean
     process.stderr.write(`\n  SKIPPED: no PostgreSQL server (${(error as Error).message})\n`);
     return skip();
   }
+}
+
+/** Two forwarders on one config (one PostgreSQL database), listening on 127.0.0.1. */
+export interface TwoForwarders {
+  readonly a: Forwarder;
+  readonly b: Forwarder;
+  readonly urlA: string;
+  readonly urlB: string;
+}
+
+/** Starts two instances of `config` side by side; B may have its own internals (a clock). */
+export async function startTwo(config: ForwarderConfig, internalsB: ForwarderInternals = {}): Promise<TwoForwarders> {
+  const a = createForwarder(config);
+  const b = createForwarder(config, {}, internalsB);
+  const [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+  return { a, b, urlA, urlB };
 }

@@ -3,11 +3,10 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/postgres';
 import { PostgresDeliveryLog } from '../../src/store/postgres/postgres-log';
-import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { attempt, call, deliveryLogContract, T0 } from '../unit/store/delivery-log-contract';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, startReceiver, startTwo, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const ADMIN = 'pg-admin-token';
@@ -225,10 +224,7 @@ describe('PostgresDeliveryLog (real server)', function () {
         delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
         sources: [{ name: 'web', writeKey: 'pg-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/pg` }] } } }],
       };
-      a = createForwarder(config);
-      b = createForwarder(config);
-      ({ url: urlA } = await a.listen({ port: 0 }));
-      ({ url: urlB } = await b.listen({ port: 0 }));
+      ({ a, b, urlA, urlB } = await startTwo(config));
     });
 
     after(async () => {

@@ -1,9 +1,8 @@
 import { describe, it, before, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, startReceiver, startTwo, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
 
@@ -31,9 +30,7 @@ describe('runtime setup shared by two forwarders on one PostgreSQL database', fu
 
   async function startBoth(): Promise<void> {
     const config = { adminToken: 't', storage: { type: 'postgres' as const, url: db.url, poolSize: 3 }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } };
-    a = createForwarder(config);
-    b = createForwarder(config);
-    [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+    ({ a, b, urlA, urlB } = await startTwo(config));
   }
 
   const send = (url: string, key: string, messageId: string) =>

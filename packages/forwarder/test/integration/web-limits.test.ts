@@ -7,7 +7,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import { MemoryStore } from '../../src/store/memory/memory';
-import { basic, send, startReceiver, waitFor } from './helpers';
+import { basic, send, startReceiver, startTwo, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
@@ -154,9 +154,7 @@ describe('browser origins and ingestion limits on PostgreSQL, two instances', fu
   const db = usePostgres();
   behaves(async () => {
     const config: ForwarderConfig = { adminToken: ADMIN, storage: { type: 'postgres', url: db.url, poolSize: 3 }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } };
-    const a = createForwarder(config);
-    const b = createForwarder(config);
-    const [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+    const { a, b, urlA, urlB } = await startTwo(config);
     return { a: urlA, b: urlB, forwarders: [a, b] };
   });
 });
