@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createForwarder } from '../../src/service';
 import type { Forwarder, ForwarderOptions } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
-import { startReceiver } from './helpers';
+import { startReceiver, useForSuite } from './helpers';
 import type { Receiver } from './helpers';
 
 /** Debian's Chromium (browser downloads do not work here): .ci/run installs it with apt-get. */
@@ -121,4 +121,12 @@ export async function openDebugger(
       await receiver.close();
     },
   };
+}
+
+/** openDebugger for the suite this is called in (see useForSuite): skipped where Chromium is missing. */
+export function useDebugger(
+  configure: (receiverUrl: string) => ForwarderConfig,
+  options: PageOptions & { readonly forwarder?: ForwarderOptions } = {},
+): DebuggerSession {
+  return useForSuite('the debugger session', (context) => openDebugger(context, configure, options), (session) => session.close());
 }

@@ -7,8 +7,7 @@ import type { Operations } from '../../src/observability/operations';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { openPage, requireChromium, signIn, SCREENSHOTS } from './browser';
 import type { BrowserPage } from './browser';
-import { basic, post, startReceiver, startTwo, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 
 const ADMIN = 'debugger-cluster-token';
 
@@ -17,7 +16,7 @@ describe('the debugger page of one instance shows the others’ work (two forwar
   const db = usePostgres();
   let opened: BrowserPage;
   let page: Page;
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let a: Forwarder;
   let b: Forwarder;
   let urlA: string;
@@ -26,7 +25,6 @@ describe('the debugger page of one instance shows the others’ work (two forwar
 
   before(async function () {
     requireChromium(this);
-    receiver = await startReceiver();
     const config = {
       adminToken: ADMIN,
       storage: { type: 'postgres' as const, url: db.url, poolSize: 3 },
@@ -40,7 +38,6 @@ describe('the debugger page of one instance shows the others’ work (two forwar
   after(async () => {
     await opened?.close();
     await Promise.all([a?.close(), b?.close()]);
-    await receiver?.close();
   });
 
   const send = (messageId: string, properties: object = {}) =>

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { after, before } from 'mocha';
 import { request } from 'node:http';
@@ -92,6 +92,11 @@ export async function post(url: string, body: unknown, headers: Record<string, s
 
 /** The built CLI (`npm run build`, which `npm test` runs first). */
 export const CLI = resolve('packages/forwarder/dist/cli.js');
+
+/** The process tests run the built CLI: without it they fail at once, saying how to build it. */
+export function requireBuiltCli(): void {
+  if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+}
 
 export interface CliRun {
   readonly code: number | null;
@@ -278,4 +283,29 @@ export async function startTwo(config: ForwarderConfig, internalsB: ForwarderInt
   const b = createForwarder(config, {}, internalsB);
   const [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
   return { a, b, urlA, urlB };
+}
+
+/**
+ * What `open` makes before the tests of the suite this is called in (in a `before` hook, so before
+ * the hooks declared after this call) and `close` ends after them. What it returns stands for it.
+ */
+export function useForSuite<T extends object>(what: string, open: (context: Mocha.Context) => Promise<T>, close: (value: T) => Promise<void>): T {
+  let current: T | undefined;
+  before(async function () {
+    current = await open(this);
+  });
+  after(async () => {
+    if (current !== undefined) await close(current);
+  });
+  return new Proxy({} as T, {
+    get(_, key) {
+      if (current === undefined) throw new Error(`${what} is used before its suite made it`);
+      return Reflect.get(current, key) as unknown;
+    },
+  });
+}
+
+/** A receiver for the suite this is called in (see useForSuite). */
+export function useReceiver(delayMs = 0): Receiver {
+  return useForSuite('the receiver', () => startReceiver(delayMs), (receiver) => receiver.close());
 }

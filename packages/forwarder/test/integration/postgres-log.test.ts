@@ -6,8 +6,7 @@ import { PostgresDeliveryLog } from '../../src/store/postgres/postgres-log';
 import type { Forwarder } from '../../src/service';
 import { attempt, call, deliveryLogContract, T0 } from '../unit/store/delivery-log-contract';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { basic, post, startReceiver, startTwo, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 
 const ADMIN = 'pg-admin-token';
 const auth = { Authorization: `Bearer ${ADMIN}` };
@@ -210,14 +209,13 @@ describe('PostgresDeliveryLog (real server)', function () {
   });
 
   describe('two forwarders on one database', () => {
-    let receiver: Receiver;
+    const receiver = useReceiver();
     let a: Forwarder;
     let b: Forwarder;
     let urlA: string;
     let urlB: string;
 
     before(async () => {
-      receiver = await startReceiver();
       const config = {
         adminToken: ADMIN,
         storage: { type: 'postgres' as const, url: db.url },
@@ -230,7 +228,6 @@ describe('PostgresDeliveryLog (real server)', function () {
     after(async () => {
       await a?.close();
       await b?.close();
-      await receiver?.close();
     });
 
     it('shows a call accepted by one instance in the other, and replays it from there', async () => {

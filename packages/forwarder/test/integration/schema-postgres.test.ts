@@ -1,8 +1,7 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
 import type { Forwarder } from '../../src/service';
-import { basic, post, startReceiver, startTwo, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 /** What the forwarder promises: every instance applies a change within 2 s. */
@@ -11,7 +10,7 @@ const APPLIED_WITHIN = 2000;
 describe('a source\'s schema with two forwarders on one PostgreSQL database', function () {
   this.timeout(60_000);
   const db = usePostgres();
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let a: Forwarder;
   let b: Forwarder;
   let urlA: string;
@@ -19,12 +18,6 @@ describe('a source\'s schema with two forwarders on one PostgreSQL database', fu
   let key: string;
   let source: string;
 
-  before(async () => {
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver?.close();
-  });
   afterEach(async () => {
     await Promise.all([a?.close(), b?.close()]);
   });

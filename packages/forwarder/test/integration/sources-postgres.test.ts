@@ -1,9 +1,8 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import type { Forwarder } from '../../src/service';
-import { basic, post, startReceiver, startTwo, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
 
 /** What the forwarder promises: every instance applies a change within 2 s. */
@@ -12,18 +11,12 @@ const APPLIED_WITHIN = 2000;
 describe('runtime setup shared by two forwarders on one PostgreSQL database', function () {
   this.timeout(30_000);
   const db = usePostgres();
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let a: Forwarder;
   let b: Forwarder;
   let urlA: string;
   let urlB: string;
 
-  before(async () => {
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver?.close();
-  });
   afterEach(async () => {
     await Promise.all([a?.close(), b?.close()]);
   });
