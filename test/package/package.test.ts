@@ -21,6 +21,8 @@ const MAX_PACKAGES = 6;
 const MAX_BYTES = 1_500_000;
 /** None of these may come with `eventrelay`: the forwarder's dependencies and the optional peers (OpenTelemetry's API among them). */
 const FORBIDDEN = ['undici', 'prom-client', 'pg', 'better-sqlite3', 'got', '@opentelemetry/api'];
+/** The forwarder's tarball, unpacked (issue 41: it was 4.5 MB, 2.6 MB of it source maps carrying the sources). */
+const MAX_FORWARDER_UNPACKED = 2_500_000;
 const ENTRY_POINTS = ['eventrelay', 'eventrelay/webhooks', 'eventrelay/segment', 'eventrelay/analytics-node'];
 
 /** The environment of a user's shell: none of the repo's loader flags or of the npm script that runs the tests. */
@@ -125,7 +127,7 @@ function filesUnder(dir: string): string[] {
 describe('the packed packages, installed from their tarballs', function () {
   this.timeout(240_000);
   const scratch = mkdtempSync(join(tmpdir(), 'eventrelay-pack-'));
-  let tarballs: { name: string; path: string; files: string[] }[] = [];
+  let tarballs: { name: string; path: string; files: string[]; unpackedSize: number }[] = [];
   const tarball = (name: string) => tarballs.find((t) => t.name === name)!;
 
   before(async () => {
@@ -133,8 +135,8 @@ describe('the packed packages, installed from their tarballs', function () {
     if (!built.every((file) => existsSync(join(root, file)))) await run('npm', ['run', 'build'], root);
     // --ignore-scripts: the prepack script would rebuild dist/ (what `npm run build` already did).
     const out = await run('npm', ['pack', '-w', 'eventrelay', '-w', '@eventrelay/forwarder', '--ignore-scripts', '--json', '--pack-destination', scratch], root);
-    const packed = JSON.parse(out) as { name: string; filename: string; files: { path: string }[] }[];
-    tarballs = packed.map((p) => ({ name: p.name, path: join(scratch, p.filename), files: p.files.map((f) => f.path) }));
+    const packed = JSON.parse(out) as { name: string; filename: string; files: { path: string }[]; unpackedSize: number }[];
+    tarballs = packed.map((p) => ({ name: p.name, path: join(scratch, p.filename), files: p.files.map((f) => f.path), unpackedSize: p.unpackedSize }));
     expect(tarballs.map((t) => t.name)).to.deep.equal(['eventrelay', '@eventrelay/forwarder']);
   });
 
@@ -149,6 +151,12 @@ describe('the packed packages, installed from their tarballs', function () {
     expect(tarball('@eventrelay/forwarder').files).to.include.members(['dist/cli.js', 'dist/index.d.ts', 'dist/index.d.cts', 'examples/eventrelay.config.json']);
     // The bin is ESM; a CommonJS build of the CLI would be dead weight.
     expect(tarball('@eventrelay/forwarder').files.filter((file) => file.startsWith('dist/cli.cjs'))).to.deep.equal([]);
+  });
+
+  it(`weighs at most ${MAX_FORWARDER_UNPACKED} bytes unpacked (the forwarder), and neither package ships source maps`, () => {
+    const forwarder = tarball('@eventrelay/forwarder');
+    expect(forwarder.unpackedSize, `${forwarder.unpackedSize} bytes unpacked`).to.be.at.most(MAX_FORWARDER_UNPACKED);
+    for (const { name, files } of tarballs) expect(files.filter((file) => file.endsWith('.map')), name).to.deep.equal([]);
   });
 
   it('packs every entry of each `files` list (npm pack --dry-run --json): none names a file the package does not have', async () => {

@@ -24,6 +24,8 @@ const GUIDES = [
   'docs/tracing.md',
   'docs/source-schema.md',
   'docs/architecture.md',
+  'docs/forwarder-reference.md',
+  'docs/sdk-reference.md',
 ];
 
 /** Every relative link of a Markdown file (images too), outside code, as `[target, anchor]` from the root. */

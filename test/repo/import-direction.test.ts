@@ -112,6 +112,7 @@ function forwarderArea(file: string): string {
  */
 const FORWARDER_LAYERS: readonly string[] = [
   'version.ts',
+  'redact.ts',
   'source-names.ts',
   'tracing.ts',
   'store',

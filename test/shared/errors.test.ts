@@ -44,16 +44,16 @@ describe('errors', () => {
     }
   });
 
-  it('every code of the ErrorCode union is in the errors table of the eventrelay README, and nothing else is', () => {
-    const readme = readFileSync('packages/eventrelay/README.md', 'utf8');
+  it('every code of the ErrorCode union is in the errors table of the eventrelay reference, and nothing else is', () => {
+    const readme = readFileSync('docs/sdk-reference.md', 'utf8');
     const section = /\n## Errors\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
     const table = [...new Set([...section.matchAll(/`(ERR_[A-Z_]+)`/g)].map((m) => m[1]!))].sort();
     expect(unionCodes()).to.have.length.above(10);
     expect(table).to.deep.equal(unionCodes());
   });
 
-  it('the forwarder README\'s errors table names only codes of the union and classes @eventrelay/forwarder exports', () => {
-    const readme = readFileSync('packages/forwarder/README.md', 'utf8');
+  it('the forwarder reference\'s errors table names only codes of the union and classes @eventrelay/forwarder exports', () => {
+    const readme = readFileSync('docs/forwarder-reference.md', 'utf8');
     const section = /\n## Errors\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
     const rows = section.split('\n').filter((line) => /^\| `/.test(line));
     expect(rows.length).to.be.above(3);

@@ -5,7 +5,7 @@
  */
 
 /**
- * Every `code` an eventrelay error can carry; packages/eventrelay/README.md's Errors table lists each one with its
+ * Every `code` an eventrelay error can carry; docs/sdk-reference.md's Errors table lists each one with its
  * class. Codes are stable: branch on them (or on the class), never on the message.
  */
 export type ErrorCode =

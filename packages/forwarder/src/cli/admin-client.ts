@@ -1,4 +1,4 @@
-import { redactUrl } from '../store/postgres/postgres';
+import { redactUrl } from '../redact';
 
 /**
  * The CLI's side of the admin API: `eventrelay endpoints`, `deliveries`, `replay` and `recover`

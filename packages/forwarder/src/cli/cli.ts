@@ -7,7 +7,7 @@ import { loadConfigFile } from '../config';
 import type { ConfigPart, ResolvedConfig } from '../config';
 import { Forwarder } from '../service';
 import { applyToStore } from '../registry/apply';
-import { redactUrl } from '../store/postgres/postgres';
+import { redactUrl } from '../redact';
 import { statusLine } from './status-line';
 import { operatorLogger } from './logger';
 import { adminClient, CliFailure, listDeliveries, recoverDeliveries, replayDelivery } from './admin-client';

@@ -9,7 +9,7 @@ import type { ForwarderConfig } from '../../src/config';
 import type { Operations } from '../../src/observability/operations';
 import type { LiveRelay } from '../../src/observability/relay';
 import { PostgresListener } from '../../src/store/postgres/postgres-listen';
-import { basic, post, startReceiver, takeSseEvents, waitFor } from './helpers';
+import { basic, post, startReceiver, startTwo, takeSseEvents, waitFor } from './helpers';
 import type { Receiver, SseEvent } from './helpers';
 import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
 
@@ -88,9 +88,7 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
         storage: { type: 'postgres', url: db.url, poolSize: 3 },
         sources: [{ name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } }],
       };
-      a = createForwarder(config);
-      b = createForwarder(config);
-      [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+      ({ a, b, urlA, urlB } = await startTwo(config));
     });
     afterEach(async () => {
       for (const s of streams.splice(0)) await s.close();
@@ -275,9 +273,7 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
           { name: 'down', writeKey: 'key-down', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/down` }] } } },
         ],
       };
-      a = createForwarder(config);
-      b = createForwarder(config, {}, { clock: clockB });
-      [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+      ({ a, b, urlA, urlB } = await startTwo(config, { clock: clockB }));
     });
     after(async () => {
       await Promise.all([a?.close(), b?.close()]);

@@ -1,12 +1,12 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-import { CLI, runCli } from './helpers';
+import { runCli, requireBuiltCli } from './helpers';
 
 const WEB = { name: 'web', writeKey: 'web-key' };
 
@@ -18,7 +18,7 @@ describe('eventrelay check and serve refuse every kind of bad config naming its 
   let takenPort: number;
 
   before(async () => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+    requireBuiltCli();
     dir = tempDir();
     taken = createServer();
     await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
@@ -104,9 +104,7 @@ describe('eventrelay reports every config problem in one run, and each command r
   ] as const;
   const ALL_SET = Object.fromEntries(VARIABLES.map(([, name]) => [name, `value-of-${name.toLowerCase()}`]));
 
-  before(() => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
-  });
+  before(requireBuiltCli);
 
   for (const command of ['check', 'serve'] as const) {
     it(`${command}: the example config with no variable set names all five in one run, one a line`, async () => {

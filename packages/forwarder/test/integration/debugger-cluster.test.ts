@@ -1,58 +1,50 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { createForwarder } from '../../src/service';
+import type { Page } from 'playwright-core';
 import type { Forwarder } from '../../src/service';
 import type { Operations } from '../../src/observability/operations';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { openPage, requireChromium, signIn, SCREENSHOTS } from './browser';
+import type { BrowserPage } from './browser';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 
 const ADMIN = 'debugger-cluster-token';
 
 describe('the debugger page of one instance shows the others’ work (two forwarders on PostgreSQL, Chromium)', function () {
   this.timeout(120_000);
   const db = usePostgres();
-  let browser: Browser;
+  let opened: BrowserPage;
   let page: Page;
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let a: Forwarder;
   let b: Forwarder;
   let urlA: string;
   let urlB: string;
-  const pageErrors: string[] = [];
+  let pageErrors: string[];
 
   before(async function () {
     requireChromium(this);
-    receiver = await startReceiver();
     const config = {
       adminToken: ADMIN,
       storage: { type: 'postgres' as const, url: db.url, poolSize: 3 },
       sources: [{ name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } }],
     };
-    a = createForwarder(config);
-    b = createForwarder(config);
-    [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    ({ a, b, urlA, urlB } = await startTwo(config));
+    opened = await openPage({ viewport: { width: 1280, height: 900 } });
+    ({ page, pageErrors } = opened);
   });
 
   after(async () => {
-    await browser?.close();
+    await opened?.close();
     await Promise.all([a?.close(), b?.close()]);
-    await receiver?.close();
   });
 
   const send = (messageId: string, properties: object = {}) =>
     post(`${urlA}/v1/batch`, { batch: [{ type: 'track', userId: 'u-page', event: 'Paged', messageId, properties }] }, { Authorization: basic('key-web') });
 
   it('lists live the calls another instance accepted, and says when a body was too large to relay', async () => {
-    await page.goto(`${urlB}/debugger`);
-    await page.fill('#token', ADMIN);
-    await page.click('#signin-form button[type=submit]');
+    await signIn(page, ADMIN, urlB);
     await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
     const relay = (a as unknown as { parts: { ctx: { ops: Operations } } }).parts.ctx.ops.cluster!.relay;
     await waitFor(() => relay.wanted, 'A to hear that B has a subscriber');

@@ -3,12 +3,11 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { Analytics } from '../../../eventrelay/src/client/analytics';
-import { createForwarder } from '../../src/service';
-import type { Forwarder } from '../../src/service';
-import { launchChromium, requireChromium, SCREENSHOTS } from './browser';
-import { startReceiver, waitFor } from './helpers';
+import { openDebugger, SCREENSHOTS } from './browser';
+import type { DebuggerSession } from './browser';
+import { waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const ADMIN = 'debugger-admin-token';
@@ -17,52 +16,37 @@ const XSS_SCRIPT = '</script><script>alert(2)</script>';
 
 describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function () {
   this.timeout(120_000);
-  let browser: Browser;
+  let session: DebuggerSession;
   let page: Page;
   let receiver: Receiver;
-  let forwarder: Forwarder;
   let url: string;
   let dataDir: string;
   let analytics: Analytics;
   let flakyClient: Analytics;
-  const dialogs: string[] = [];
-  const pageErrors: string[] = [];
+  let dialogs: string[];
+  let pageErrors: string[];
 
   before(async function () {
-    requireChromium(this);
-    receiver = await startReceiver();
     dataDir = mkdtempSync(join(tmpdir(), 'eventrelay-debugger-'));
-    forwarder = createForwarder(
-      {
-        adminToken: ADMIN,
-        // Delivered bodies are kept here, so the message view can show one.
-        storage: { keepDelivered: 600_000 },
-        delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
-        sources: [
-          { name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } },
-          { name: 'flaky', writeKey: 'key-flaky', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/flaky` }] } } },
-        ],
-      },
-      { dataDir },
-    );
-    ({ url } = await forwarder.listen({ port: 0 }));
+    session = await openDebugger(this, (receiverUrl) => ({
+      adminToken: ADMIN,
+      // Delivered bodies are kept here, so the message view can show one.
+      storage: { keepDelivered: 600_000 },
+      delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
+      sources: [
+        { name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiverUrl}/web` }] } } },
+        { name: 'flaky', writeKey: 'key-flaky', destinations: { Webhooks: { webhooks: [{ url: `${receiverUrl}/flaky` }] } } },
+      ],
+    }), { forwarder: { dataDir }, viewport: { width: 1280, height: 900 } });
+    ({ page, receiver, url, dialogs, pageErrors } = session);
     analytics = new Analytics({ writeKey: 'key-web', endpoint: url, flushAt: 1 });
     flakyClient = new Analytics({ writeKey: 'key-flaky', endpoint: url, flushAt: 1 });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
   });
 
   after(async () => {
-    await browser?.close();
     await analytics?.closeAndFlush();
     await flakyClient?.closeAndFlush();
-    await forwarder?.close();
-    await receiver?.close();
+    await session?.close();
     if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -1,24 +1,20 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { basic, CLI, post, runCli, serveCli, startReceiver, waitFor } from './helpers';
-import type { Receiver, ServedForwarder } from './helpers';
+import { basic, post, runCli, serveCli, useReceiver, waitFor, requireBuiltCli } from './helpers';
+import type { ServedForwarder } from './helpers';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 describe('eventrelay endpoints (child processes on the built package)', function () {
   this.timeout(60_000);
   const tempDir = useTempDirs('eventrelay-endpoints-cli-');
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let served: ServedForwarder | undefined;
 
-  before(async () => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
-    receiver = await startReceiver();
-  });
+  before(requireBuiltCli);
   after(async () => {
     await served?.stop();
-    await receiver.close();
   });
 
   it('shows a disabled URL with why, and --enable sends to it again', async () => {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -11,7 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { createWebhookHandler } from '../../../eventrelay/src/webhooks/adapters/node';
 import { verifySignature } from '../../../eventrelay/src/webhooks/schemes/signature';
 import type { WebhookMessage } from '../../../eventrelay/src/webhooks/message-types';
-import { basic, post, waitFor } from './helpers';
+import { basic, post, waitFor, requireBuiltCli } from './helpers';
 import { close, listen } from '../../../eventrelay/test/integration/webhooks/http-helpers';
 
 const CLI = resolve('packages/forwarder/dist/cli.js');
@@ -30,7 +30,7 @@ describe('a real forwarder process signing with "both", delivering to receivers 
   const servers: Server[] = [];
 
   before(() => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+    requireBuiltCli();
     dir = mkdtempSync(join(tmpdir(), 'eventrelay-signing-'));
   });
 

@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { after, before } from 'mocha';
 import { request } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
-import type { Forwarder } from '../../src/service';
+import type { Forwarder, ForwarderInternals } from '../../src/service';
+import type { ForwarderConfig } from '../../src/config';
 import { startSink } from '../../../../test/helpers/sink';
 import { waitFor } from '../../../../test/helpers/wait';
 import { createTestDatabase, whenNoServer } from '../../../../test/helpers/postgres';
@@ -91,6 +92,11 @@ export async function post(url: string, body: unknown, headers: Record<string, s
 
 /** The built CLI (`npm run build`, which `npm test` runs first). */
 export const CLI = resolve('packages/forwarder/dist/cli.js');
+
+/** The process tests run the built CLI: without it they fail at once, saying how to build it. */
+export function requireBuiltCli(): void {
+  if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+}
 
 export interface CliRun {
   readonly code: number | null;
@@ -261,4 +267,45 @@ export async function freshStorage(kind: StoreKind, tempDir: () => string, clean
     process.stderr.write(`\n  SKIPPED: no PostgreSQL server (${(error as Error).message})\n`);
     return skip();
   }
+}
+
+/** Two forwarders on one config (one PostgreSQL database), listening on 127.0.0.1. */
+export interface TwoForwarders {
+  readonly a: Forwarder;
+  readonly b: Forwarder;
+  readonly urlA: string;
+  readonly urlB: string;
+}
+
+/** Starts two instances of `config` side by side; B may have its own internals (a clock). */
+export async function startTwo(config: ForwarderConfig, internalsB: ForwarderInternals = {}): Promise<TwoForwarders> {
+  const a = createForwarder(config);
+  const b = createForwarder(config, {}, internalsB);
+  const [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+  return { a, b, urlA, urlB };
+}
+
+/**
+ * What `open` makes before the tests of the suite this is called in (in a `before` hook, so before
+ * the hooks declared after this call) and `close` ends after them. What it returns stands for it.
+ */
+export function useForSuite<T extends object>(what: string, open: (context: Mocha.Context) => Promise<T>, close: (value: T) => Promise<void>): T {
+  let current: T | undefined;
+  before(async function () {
+    current = await open(this);
+  });
+  after(async () => {
+    if (current !== undefined) await close(current);
+  });
+  return new Proxy({} as T, {
+    get(_, key) {
+      if (current === undefined) throw new Error(`${what} is used before its suite made it`);
+      return Reflect.get(current, key) as unknown;
+    },
+  });
+}
+
+/** A receiver for the suite this is called in (see useForSuite). */
+export function useReceiver(delayMs = 0): Receiver {
+  return useForSuite('the receiver', () => startReceiver(delayMs), (receiver) => receiver.close());
 }

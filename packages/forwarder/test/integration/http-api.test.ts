@@ -9,19 +9,17 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, waitFor } from './helpers';
 
 const ADMIN = 'admin-token-for-tests';
 
 describe('forwarder HTTP API (integration, 127.0.0.1)', () => {
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let forwarder: Forwarder;
   let url: string;
   let dataDir: string;
 
   before(async () => {
-    receiver = await startReceiver();
     dataDir = mkdtempSync(join(tmpdir(), 'eventrelay-http-'));
     const config: ForwarderConfig = {
       adminToken: ADMIN,
@@ -39,7 +37,6 @@ describe('forwarder HTTP API (integration, 127.0.0.1)', () => {
 
   after(async () => {
     await forwarder.close();
-    await receiver.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -4,8 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { MemoryStore } from '../../src/store/memory/memory';
-import { basic, send, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, send, useReceiver, waitFor } from './helpers';
 import { codeBlocks } from '../../../../test/repo/markdown';
 
 /**
@@ -45,7 +44,7 @@ function libraryUrls(name: string): { settings: string; upload: string } {
 
 describe('Segment\'s mobile libraries, by their wire format, against the forwarder (docs/sending-from-a-mobile-app.md)', function () {
   this.timeout(20_000);
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let forwarder: Forwarder;
   let url: string;
   /** A URL the library builds, sent to the forwarder here instead (TLS is the proxy's in production). */
@@ -56,7 +55,6 @@ describe('Segment\'s mobile libraries, by their wire format, against the forward
 
   before(async () => {
     expect(blocks.map((b) => b.marker).sort()).to.deep.equal(['mobile kotlin', 'mobile react-native', 'mobile swift']);
-    receiver = await startReceiver();
     forwarder = createForwarder(
       {
         storage: { type: 'memory' },
@@ -69,7 +67,6 @@ describe('Segment\'s mobile libraries, by their wire format, against the forward
   });
   after(async () => {
     await forwarder?.close();
-    await receiver?.close();
   });
 
   const screen = (messageId: string) => ({

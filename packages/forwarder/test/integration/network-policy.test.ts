@@ -5,8 +5,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import type { Notice } from '../../src/delivery/notify';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, waitFor } from './helpers';
 
 const TOKEN = 'admin-token-for-network-policy-8d1e';
 const WRITE_KEY = 'write-key-for-network-policy-40aa';
@@ -40,17 +39,9 @@ async function call(url: string, method: string, body?: unknown): Promise<{ stat
 
 describe('the network policy of outbound requests (a receiver on 127.0.0.1 reached as localhost, 127.0.0.0/8 and ::1 denied)', function () {
   this.timeout(30_000);
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let forwarder: Forwarder | undefined;
   let url: string;
-
-  before(async () => {
-    receiver = await startReceiver();
-  });
-
-  after(async () => {
-    await receiver.close();
-  });
 
   afterEach(async () => {
     await forwarder?.close();

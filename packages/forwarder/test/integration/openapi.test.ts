@@ -15,8 +15,7 @@ import type { Forwarder } from '../../src/service';
 import { CONFIG_DEFAULTS } from '../../src/config';
 import { ROUTES, SETTINGS_PATH } from '../../src/http/server';
 import { FORWARDER_VERSION } from '../../src/version';
-import { basic, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, useReceiver, waitFor } from './helpers';
 
 /**
  * The OpenAPI document (src/http/openapi.json) against an independent validator, against the
@@ -251,7 +250,7 @@ describe('the OpenAPI document (src/http/openapi.json)', () => {
 
 describe('the real answers of every route, against the OpenAPI document (integration, 127.0.0.1)', function () {
   this.timeout(30_000);
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let forwarder: Forwarder;
   let bare: Forwarder;
   let url: string;
@@ -263,7 +262,6 @@ describe('the real answers of every route, against the OpenAPI document (integra
     const validator = new Validator();
     await validator.validate(structuredClone(file));
     check = new DocumentCheck(validator.resolveRefs());
-    receiver = await startReceiver();
     // 410 Gone fails a delivery at once and disables the URL; /ordered keeps a call retrying (a minute apart).
     receiver.failFirst('/gone', 1_000_000, 410);
     receiver.failFirst('/ordered', 1_000_000, 503);
@@ -289,7 +287,6 @@ describe('the real answers of every route, against the OpenAPI document (integra
   after(async () => {
     await bare?.close();
     await forwarder?.close();
-    await receiver?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-import { basic, post, runCli, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, runCli, useReceiver, waitFor } from './helpers';
 
 const ADMIN = 'operations-cli-admin-token-4e2b';
 
@@ -18,14 +17,13 @@ const ADMIN = 'operations-cli-admin-token-4e2b';
 describe('eventrelay deliveries, replay and recover (the built CLI, a running forwarder)', function () {
   this.timeout(60_000);
   const tempDir = useTempDirs('eventrelay-ops-cli-');
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let forwarder: Forwarder;
   let url: string;
   let file: string;
   const start = new Date(Date.now() - 1000).toISOString();
 
   before(async () => {
-    receiver = await startReceiver();
     forwarder = createForwarder({
       adminToken: ADMIN,
       storage: { type: 'memory' },
@@ -44,7 +42,6 @@ describe('eventrelay deliveries, replay and recover (the built CLI, a running fo
   });
   after(async () => {
     await forwarder?.close();
-    await receiver?.close();
   });
 
   const cli = (args: string[]) => runCli([...args, '--config', file, '--url', url], { OPS_ADMIN: ADMIN });

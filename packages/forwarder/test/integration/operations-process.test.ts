@@ -2,11 +2,10 @@ import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, waitFor, requireBuiltCli } from './helpers';
 
 const CLI = resolve('packages/forwarder/dist/cli.js');
 const ADMIN = 'process-admin-token';
@@ -46,19 +45,17 @@ async function getJson(url: string): Promise<any> {
 
 describe('operating `eventrelay serve` (child processes, SQLite store)', function () {
   this.timeout(60_000);
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let dir: string;
   const children: ChildProcess[] = [];
 
   before(async () => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
-    receiver = await startReceiver();
+    requireBuiltCli();
     dir = mkdtempSync(join(tmpdir(), 'eventrelay-ops-cli-'));
   });
 
   after(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await receiver.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -3,12 +3,10 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/postgres';
 import { PostgresDeliveryLog } from '../../src/store/postgres/postgres-log';
-import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { attempt, call, deliveryLogContract, T0 } from '../unit/store/delivery-log-contract';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 
 const ADMIN = 'pg-admin-token';
 const auth = { Authorization: `Bearer ${ADMIN}` };
@@ -211,30 +209,25 @@ describe('PostgresDeliveryLog (real server)', function () {
   });
 
   describe('two forwarders on one database', () => {
-    let receiver: Receiver;
+    const receiver = useReceiver();
     let a: Forwarder;
     let b: Forwarder;
     let urlA: string;
     let urlB: string;
 
     before(async () => {
-      receiver = await startReceiver();
       const config = {
         adminToken: ADMIN,
         storage: { type: 'postgres' as const, url: db.url },
         delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
         sources: [{ name: 'web', writeKey: 'pg-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/pg` }] } } }],
       };
-      a = createForwarder(config);
-      b = createForwarder(config);
-      ({ url: urlA } = await a.listen({ port: 0 }));
-      ({ url: urlB } = await b.listen({ port: 0 }));
+      ({ a, b, urlA, urlB } = await startTwo(config));
     });
 
     after(async () => {
       await a?.close();
       await b?.close();
-      await receiver?.close();
     });
 
     it('shows a call accepted by one instance in the other, and replays it from there', async () => {

@@ -2,11 +2,11 @@ import { describe, it, before, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, startReceiver, waitFor, requireBuiltCli } from './helpers';
 import type { Receiver } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
@@ -50,7 +50,7 @@ describe('several `eventrelay serve` processes on one PostgreSQL database', func
   let receiver: Receiver;
 
   before(async () => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+    requireBuiltCli();
     dir = mkdtempSync(join(tmpdir(), 'eventrelay-cluster-'));
     // A receiver that takes its time, so that attempts are in flight when an instance dies.
     receiver = await startReceiver(150);

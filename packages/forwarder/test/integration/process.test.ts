@@ -2,11 +2,10 @@ import { describe, it, before, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { basic, CLI, post, runCli, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, CLI, post, runCli, startReceiver, useReceiver, waitFor, requireBuiltCli } from './helpers';
 
 interface Running {
   child: ChildProcess;
@@ -38,11 +37,10 @@ async function serve(args: string[], env: Record<string, string> = {}): Promise<
 describe('eventrelay CLI (child processes on the built package)', () => {
   const dirs: string[] = [];
   const children: ChildProcess[] = [];
-  let receiver: Receiver;
+  const receiver = useReceiver();
 
   before(async function () {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
-    receiver = await startReceiver();
+    requireBuiltCli();
   });
 
   afterEach(() => {
@@ -50,7 +48,6 @@ describe('eventrelay CLI (child processes on the built package)', () => {
   });
 
   after(async () => {
-    await receiver.close();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -2,13 +2,13 @@ import { describe, it, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { ConfigError } from '../../../eventrelay/src/errors';
-import { basic, post, waitFor } from './helpers';
+import { basic, post, waitFor, requireBuiltCli } from './helpers';
 import { startSink } from '../../../../test/helpers/sink';
 import type { Sink } from '../../../../test/helpers/sink';
 import { usePostgres } from '../../../../test/helpers/postgres';
@@ -184,7 +184,7 @@ describe('per-URL rate limits with two `eventrelay serve` processes on one Postg
   }
 
   it(`sends no more than ${ALLOWANCE} requests in any second together at perSecond ${LIMIT} (set in the config file), both instances sending`, async () => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+    requireBuiltCli();
     const { sink, arrivals } = await countingReceiver();
     try {
       dir = mkdtempSync(join(tmpdir(), 'eventrelay-rate-pg-'));

@@ -1,9 +1,7 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
-import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 /** What the forwarder promises: every instance applies a change within 2 s. */
@@ -12,7 +10,7 @@ const APPLIED_WITHIN = 2000;
 describe('a source\'s schema with two forwarders on one PostgreSQL database', function () {
   this.timeout(60_000);
   const db = usePostgres();
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let a: Forwarder;
   let b: Forwarder;
   let urlA: string;
@@ -20,12 +18,6 @@ describe('a source\'s schema with two forwarders on one PostgreSQL database', fu
   let key: string;
   let source: string;
 
-  before(async () => {
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver?.close();
-  });
   afterEach(async () => {
     await Promise.all([a?.close(), b?.close()]);
   });
@@ -36,9 +28,7 @@ describe('a source\'s schema with two forwarders on one PostgreSQL database', fu
     probe: (messageId: string) => Record<string, unknown> = (messageId) => ({ type: 'identify', userId: 'u', messageId }),
   ): Promise<void> {
     const config = { adminToken: 't', storage: { type: 'postgres' as const, url: db.url, poolSize: 3 }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } };
-    a = createForwarder(config);
-    b = createForwarder(config);
-    [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+    ({ a, b, urlA, urlB } = await startTwo(config));
     source = `two-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
     ({ writeKey: key } = await a.createSource(source));
     await a.setWebhooks(source, { webhooks: webhooks.map((w) => ({ url: `${receiver.url}/${source}${w.path}`, ...(w.filter === undefined ? {} : { filter: w.filter }) })) });

@@ -9,8 +9,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 import { startSink } from '../../../../test/helpers/sink';
@@ -60,7 +59,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
     this.timeout(30_000);
     const db = kind === 'postgres' ? usePostgres() : undefined;
     const tempDir = useTempDirs('eventrelay-sources-');
-    let receiver: Receiver;
+    const receiver = useReceiver();
     let forwarder: Forwarder;
     let url: string;
     let dataDir: string;
@@ -68,7 +67,6 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
     let restoreLog: (() => void) | undefined;
 
     before(async () => {
-      receiver = await startReceiver();
       // Every debug line of the forwarder, to check that no secret is ever logged.
       const previous = createDebug.log;
       createDebug.enable('eventrelay:*');
@@ -83,7 +81,6 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
 
     after(async () => {
       restoreLog?.();
-      await receiver?.close();
     });
 
     async function start(config: Partial<ForwarderConfig> = {}): Promise<void> {

@@ -1,4 +1,4 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -6,8 +6,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig, SourceConfig } from '../../src/config';
 import { ConfigError, ValidationError } from '../../../eventrelay/src/errors';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, waitFor } from './helpers';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 const TOKEN = 'config-test-admin-token';
@@ -15,17 +14,11 @@ const TOKEN = 'config-test-admin-token';
 describe('the config file and the store: which wins, and when', function () {
   this.timeout(30_000);
   const tempDir = useTempDirs('eventrelay-sources-config-');
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let dataDir: string;
   let forwarder: Forwarder | undefined;
   let url: string;
 
-  before(async () => {
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver.close();
-  });
   afterEach(async () => {
     await forwarder?.close();
     forwarder = undefined;

@@ -1,10 +1,8 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
 import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
 
 /** What the forwarder promises: every instance applies a change within 2 s. */
@@ -13,27 +11,19 @@ const APPLIED_WITHIN = 2000;
 describe('runtime setup shared by two forwarders on one PostgreSQL database', function () {
   this.timeout(30_000);
   const db = usePostgres();
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let a: Forwarder;
   let b: Forwarder;
   let urlA: string;
   let urlB: string;
 
-  before(async () => {
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver?.close();
-  });
   afterEach(async () => {
     await Promise.all([a?.close(), b?.close()]);
   });
 
   async function startBoth(): Promise<void> {
     const config = { adminToken: 't', storage: { type: 'postgres' as const, url: db.url, poolSize: 3 }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } };
-    a = createForwarder(config);
-    b = createForwarder(config);
-    [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+    ({ a, b, urlA, urlB } = await startTwo(config));
   }
 
   const send = (url: string, key: string, messageId: string) =>

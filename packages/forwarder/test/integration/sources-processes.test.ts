@@ -2,12 +2,11 @@ import { describe, it, before, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { basic, CLI, post, runCli, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, CLI, post, runCli, useReceiver, waitFor, requireBuiltCli } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const TOKEN = 'processes-admin-token';
@@ -50,15 +49,14 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   const db = usePostgres();
   const children: ChildProcess[] = [];
   let dir: string;
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let configPath: string;
   let a: Instance | undefined;
   let b: Instance | undefined;
 
   before(async () => {
-    if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first (npm test does)');
+    requireBuiltCli();
     dir = mkdtempSync(join(tmpdir(), 'eventrelay-sources-cluster-'));
-    receiver = await startReceiver();
     configPath = join(dir, 'eventrelay.config.json');
     writeFileSync(
       configPath,
@@ -72,7 +70,6 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
 
   after(async () => {
     for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await receiver?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,10 +1,9 @@
-import { describe, it, before, after } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createForwarder } from '../../src/service';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, waitFor } from './helpers';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 const ADDRESS = /person\d+@erasure\.example/g;
@@ -12,14 +11,7 @@ const ADDRESS = /person\d+@erasure\.example/g;
 describe('delivered bodies do not linger in the SQLite files (secure_delete, WAL scrubbed)', function () {
   this.timeout(60_000);
   const tempDir = useTempDirs('eventrelay-erasure-');
-  let receiver: Receiver;
-
-  before(async () => {
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver.close();
-  });
+  const receiver = useReceiver();
 
   /** The e-mail addresses readable in any file of the data directory (database, WAL, journal). */
   function readable(dataDir: string): string[] {

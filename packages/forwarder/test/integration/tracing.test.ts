@@ -11,8 +11,7 @@ import type { Forwarder } from '../../src/service';
 import { MAX_LINKS, tracing as operatorTracing } from '../../src/tracing';
 import { startTracing, traceparentOf } from '../../../../test/helpers/tracing';
 import type { TestTracing } from '../../../../test/helpers/tracing';
-import { basic, post, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, useReceiver, waitFor } from './helpers';
 
 const WRITE_KEY = 'trace-key';
 const TRACE_A = '0af7651916cd43dd8448eb211c80319c';
@@ -29,13 +28,12 @@ const spanOf = (span: ReadableSpan): SpanContext => span.spanContext();
 
 describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spans, traceparent on each webhook request)', function () {
   this.timeout(20_000);
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let forwarder: Forwarder | undefined;
   let tracing: TestTracing | undefined;
   let url: string;
 
   async function start(): Promise<void> {
-    receiver = await startReceiver();
     forwarder = createForwarder({
       storage: { type: 'memory' },
       delivery: { minRetryDelay: 10, maxRetryDelay: 40 },
@@ -57,7 +55,6 @@ describe('the forwarder and OpenTelemetry (tracing.ts: ingestion and attempt spa
   afterEach(async () => {
     await forwarder?.close();
     forwarder = undefined;
-    await receiver?.close();
     setOpenTelemetryLoader();
     await tracing?.stop();
     tracing = undefined;

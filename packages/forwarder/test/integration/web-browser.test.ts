@@ -12,8 +12,8 @@ import type { Forwarder } from '../../src/service';
 import { MemoryStore } from '../../src/store/memory/memory';
 import { parseWebhookMessage, verifySignature } from '../../../eventrelay/src/webhooks';
 import { launchChromium, requireChromium } from './browser';
-import { send, startReceiver, waitFor } from './helpers';
-import type { ReceivedRequest, Receiver } from './helpers';
+import { send, useReceiver, waitFor } from './helpers';
+import type { ReceivedRequest } from './helpers';
 import { codeBlocks, ROOT } from '../../../../test/repo/markdown';
 
 /** The guide whose blocks this test runs, each marked `<!-- snippet: browser NAME -->`. */
@@ -51,7 +51,7 @@ async function startSite(host: string, files: Files): Promise<{ origin: string; 
 
 describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on one origin, the forwarder on another', function () {
   this.timeout(60_000);
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let forwarder: Forwarder;
   let forwarderUrl: string;
   let site: Awaited<ReturnType<typeof startSite>>;
@@ -65,7 +65,6 @@ describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on on
     this.timeout(120_000);
     requireChromium(this);
     expect(blocks.map((b) => b.marker).sort()).to.deep.equal(['browser npm', 'browser pagehide', 'browser snippet']);
-    receiver = await startReceiver();
     mkdirSync(join(ROOT, '.tmp'), { recursive: true });
     dir = mkdtempSync(join(ROOT, '.tmp', 'browser-'));
     // The site's origin must be known before the forwarder starts (it is the allowed origin), and
@@ -122,7 +121,6 @@ describe('Segment\'s analytics.js, unchanged from npm, in Chromium: a page on on
   after(async () => {
     await browser?.close();
     await forwarder?.close();
-    await receiver?.close();
     site?.server.close();
     elsewhere?.server.close();
     if (dir) rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,8 +7,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import { MemoryStore } from '../../src/store/memory/memory';
-import { basic, send, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, send, useReceiver, startTwo, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const ADMIN = 'admin-token-for-limits';
@@ -31,14 +30,8 @@ const admin = (url: string, method: string, path: string, body?: unknown) =>
  * applied by the other within 2 s, and one budget holds over both.
  */
 function behaves(start: (receiverUrl: string) => Promise<Pair>): void {
-  let receiver: Receiver;
+  const receiver = useReceiver();
   let pair: Pair | undefined;
-  before(async () => {
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver?.close();
-  });
   afterEach(async () => {
     await Promise.all((pair?.forwarders ?? []).map((f) => f.close()));
     pair = undefined;
@@ -154,9 +147,7 @@ describe('browser origins and ingestion limits on PostgreSQL, two instances', fu
   const db = usePostgres();
   behaves(async () => {
     const config: ForwarderConfig = { adminToken: ADMIN, storage: { type: 'postgres', url: db.url, poolSize: 3 }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } };
-    const a = createForwarder(config);
-    const b = createForwarder(config);
-    const [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
+    const { a, b, urlA, urlB } = await startTwo(config);
     return { a: urlA, b: urlB, forwarders: [a, b] };
   });
 });

@@ -1,19 +1,9 @@
 import { expect } from 'chai';
-import { ConfigError } from '../../../eventrelay/src/errors';
 import { parseConfig } from '../../src/config';
+import { refused } from './config-refusal';
 
 function config(webhooks: Record<string, unknown>): unknown {
   return { sources: [{ name: 'web', writeKey: 'wk', destinations: { Webhooks: { webhooks: [{ url: 'https://example.test/hook' }], ...webhooks } } }] };
-}
-
-function refused(input: unknown, env: Record<string, string> = {}): ConfigError {
-  try {
-    parseConfig(input, env);
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  expect.fail('the config was accepted');
 }
 
 describe('parseConfig: signing of the Webhooks destination', () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { parseConfig, loadConfigFile, CONFIG_DEFAULTS } from '../../src/config';
 import { ConfigError } from '../../../eventrelay/src/errors';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
+import { refused } from './config-refusal';
 
 function valid(): any {
   return {
@@ -17,16 +18,6 @@ function valid(): any {
       },
     ],
   };
-}
-
-function refused(config: unknown, env: Record<string, string> = {}): ConfigError {
-  try {
-    parseConfig(config, env);
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  expect.fail('the config was accepted');
 }
 
 describe('parseConfig', () => {

@@ -6,19 +6,10 @@ import { checkSourceName, pathSourceName } from '../../src/source-names';
 import { promises as dns } from 'node:dns';
 import { NetworkPolicy } from '../../src/delivery/network-policy';
 import { WebhookDestination } from '../../src/delivery/destination';
+import { refused } from './config-refusal';
 
 function source(name: string, url = 'https://example.test/hook', extra: object = {}): object {
   return { name, writeKey: `wk-${Math.random()}`, destinations: { Webhooks: { webhooks: [{ url, ...extra }] } } };
-}
-
-function refused(config: unknown, env: Record<string, string> = {}): ConfigError {
-  try {
-    parseConfig(config, env);
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  expect.fail('the config was accepted');
 }
 
 /** Names that look like another name, or hide what they hold. */

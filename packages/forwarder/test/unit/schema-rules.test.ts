@@ -1,21 +1,13 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import { ConfigError } from '../../../eventrelay/src/errors';
 import fc from 'fast-check';
 import { compileRules, MAX_EVENT_NAME, MAX_SCHEMA_NAMES, messageKind, parseFilter, parseSchema, scanKind, UrlFilter } from '../../src/schema-rules';
 import { serializeWebhookMessage, toWebhookMessage } from '../../../eventrelay/src/messages/webhook';
 import { parseConfig } from '../../src/config';
+import { configErrorOf } from './config-refusal';
 
 /** The ConfigError `fn` throws, to look at its field and message. */
-function refusal(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  expect.fail('expected a ConfigError');
-}
+const refusal = configErrorOf;
 
 describe('parseSchema (a source\'s schema controls)', () => {
   it('takes the three lists, drops repeats, and reads an empty schema as none', () => {

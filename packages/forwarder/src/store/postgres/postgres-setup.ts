@@ -4,13 +4,10 @@ import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
 import type { PostgresListener } from './postgres-listen';
 import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../contract';
+import { ABANDONED, PENDING } from '../statuses';
 
 /** The channel every setup write notifies, with the new revision as payload. */
 export const SETUP_CHANNEL = 'eventrelay_setup';
-
-const PENDING = 0;
-/** Failed by its source's deletion: counted failed, but an attempt in flight then may still record it delivered. */
-const ABANDONED = 3;
 
 class StepFailed extends Error {
   constructor(readonly result: Extract<SetupWriteResult, { ok: false }>) {

@@ -17,6 +17,8 @@ import { PostgresUsageStore } from './postgres-usage';
 import { dayOf, USAGE_DAYS_KEPT } from '../usage';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { SourceDeletedError } from '../contract';
+import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
+import { redactUrl } from '../../redact';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../audience-change';
 
@@ -38,11 +40,6 @@ export interface PostgresStoreOptions {
 
 const DEFAULTS = { poolSize: 10, connectTimeout: 5000 } as const;
 
-const PENDING = 0;
-const DELIVERED = 1;
-const FAILED = 2;
-/** Failed by its source's deletion (see PostgresSetup): an attempt in flight then may still record it delivered. */
-const ABANDONED = 3;
 /** Most messages in one group commit. */
 const GROUP_MESSAGES = 5000;
 /** Rows removed per statement when pruning. */
@@ -62,17 +59,6 @@ export function loadDriver(load: (id: string) => unknown = createRequire(import.
       'Install it beside eventrelay (npm install pg), or choose another `storage.type`.',
       'storage.type',
     );
-  }
-}
-
-/** The URL as it may be shown: the password replaced by `***`. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'a URL that does not parse';
   }
 }
 

@@ -2,10 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
 import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../contract';
-
-const PENDING = 0;
-/** Failed by its source's deletion: counted failed, but an attempt in flight then may still record it delivered. */
-const ABANDONED = 3;
+import { ABANDONED, PENDING } from '../statuses';
 
 /** A failed step: the transaction is rolled back and the reason returned. */
 class StepFailed extends Error {

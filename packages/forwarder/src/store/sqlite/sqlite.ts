@@ -17,6 +17,7 @@ import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
 import { SourceDeletedError } from '../contract';
+import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
 
@@ -36,12 +37,6 @@ export interface SqliteStoreOptions {
 }
 
 const log = createDebug('eventrelay:forwarder');
-
-const PENDING = 0;
-const DELIVERED = 1;
-const FAILED = 2;
-/** Failed by its source's deletion (see SqliteSetup): an attempt in flight then may still record it delivered. */
-const ABANDONED = 3;
 
 /** Rows removed per statement when pruning, so a large prune never blocks the event loop for long. */
 const PRUNE_CHUNK = 2000;

@@ -1,7 +1,8 @@
-import { describe, it, beforeEach, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import type { AudienceChange, ForwarderStore, LeaseRequest, NewDelivery } from '../../../src/store/contract';
 import { AUDIENCE_CHUNK } from '../../../src/store/audience-change';
+import { useFreshStore } from './fresh-store';
 
 export const T0 = 1_700_000_000_000;
 const LEASE: LeaseRequest = { owner: 'instance-a', ms: 30_000 };
@@ -30,13 +31,7 @@ export function storeContract(name: string, create: () => Promise<ForwarderStore
   const claimLeaseEnds = options.claimLeaseEnds ?? true;
   describe(`${name} (ForwarderStore contract)`, function () {
     this.timeout(20_000);
-    let store: ForwarderStore;
-    beforeEach(async () => {
-      store = await create();
-    });
-    afterEach(async () => {
-      await store.close();
-    });
+    const store = useFreshStore(create);
 
     it('hands out accepted deliveries in order, with a lease, and counts them', async () => {
       const result = await store.accept([accepted('a'), accepted('b'), accepted('c', false)]);

@@ -1,7 +1,8 @@
-import { describe, it, beforeEach, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import type { DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery } from '../../../src/store/contract';
 import { T0 } from './contract';
+import { useFreshStore } from './fresh-store';
 
 const A: LeaseRequest = { owner: 'instance-a', ms: 30_000 };
 const B: LeaseRequest = { owner: 'instance-b', ms: 30_000 };
@@ -29,13 +30,7 @@ function delivered(d: PendingDelivery, at = T0 + 10): DeliveryOutcome {
 export function orderingContract(name: string, create: () => Promise<ForwarderStore>): void {
   describe(`${name} (deliveries in order per user)`, function () {
     this.timeout(20_000);
-    let store: ForwarderStore;
-    beforeEach(async () => {
-      store = await create();
-    });
-    afterEach(async () => {
-      await store.close();
-    });
+    const store = useFreshStore(create);
 
     it('hands out only the oldest pending delivery of each user, in the order the calls came, not the order of their ids', async () => {
       // messageIds sorted backwards against the order they came in: the order is the arrival's.

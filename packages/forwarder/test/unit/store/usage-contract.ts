@@ -1,8 +1,9 @@
-import { describe, it, beforeEach, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { dayOf, MAX_SCHEMA_NAMES } from '../../../src/store/usage';
 import type { ForwarderStore, SchemaCount, SourceRecord, UsageDay } from '../../../src/store/contract';
 import { T0 } from './contract';
+import { useFreshStore } from './fresh-store';
 
 const DAY = dayOf(T0);
 
@@ -28,13 +29,7 @@ const byKey = (a: SchemaCount, b: SchemaCount) => (a.type + a.event < b.type + b
 export function usageContract(name: string, create: () => Promise<ForwarderStore>): void {
   describe(`${name} (what sources send, and their usage)`, function () {
     this.timeout(30_000);
-    let store: ForwarderStore;
-    beforeEach(async () => {
-      store = await create();
-    });
-    afterEach(async () => {
-      await store.close();
-    });
+    const store = useFreshStore(create);
 
     it('adds counts up by source, type and event, keeping the first and the last time', async () => {
       await store.usage.add({ events: [count('s1', 'track', 'Order', 2, T0 + 10, T0 + 20), count('s1', 'identify', '', 1, T0 + 15)], days: [] });
