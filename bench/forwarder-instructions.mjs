@@ -2,7 +2,7 @@
 // valgrind's callgrind: the same count run after run, whatever else loads the machine, so a change of
 // a few percent shows in about a minute where CPU timings need a quiet machine and many rounds.
 //
-//   node bench/forwarder-instructions.mjs [build=packages/forwarder/dist/cli.js][:variant] ... 
+//   node bench/forwarder-instructions.mjs [build=packages/forwarder/dist/cli.js][:variant] ...
 //
 // Each argument is a build's dist/cli.js with an optional feature setting after a colon (the same
 // names as forwarder-ab.mjs: `nolog`, `ordered`, `schema`, `filter`; none: every feature at its
