@@ -164,6 +164,8 @@ describe('the debugger page in a real browser (Chromium, 127.0.0.1)', function (
     await page.fill('#search-user-id', '');
     await page.fill('#search-event', 'Browser Live One');
     await page.click('#search-form button[type=submit]');
+    // The list of the search before stays until the answer comes: wait for the row of the event.
+    await page.locator('#search-results tr', { hasText: 'Browser Live One' }).first().waitFor();
     await waitFor(async () => (await page.locator('#search-results tr').count()) === 1, 'the search by event to show the one call of that name');
     const found = await page.locator('#search-results tr td').allTextContents();
     expect(found.slice(2, 5)).to.deep.equal(['web', 'track', 'Browser Live One']);
