@@ -36,6 +36,7 @@
  * |  | (Segment's analytics.js against a real forwarder) |
  * | `mobile NAME` | swift, kotlin, js: compared with a real forwarder by packages/forwarder/test/integration/mobile.test.ts |
  * |  | (the URLs the library builds, its wire format) |
+ * | `quick-start` | sh: run as written in an empty folder by packages/forwarder/test/integration/quick-start.test.ts |
  * | `unchecked: REASON` | nothing: a drawing, say; the reason is required |
  */
 import { describe, it, before, after } from 'mocha';
@@ -244,7 +245,7 @@ describe('documentation code blocks (README.md, packages/*/README.md, docs/*.md)
 
   it('finds the blocks of every documentation file, each in a known language, each marker known', () => {
     expect(blocks.length).to.be.above(40);
-    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'notice', 'webhook-request', 'batch-request', 'config-error', 'admin-curl', 'browser', 'mobile', 'unchecked']);
+    const known = new Set(['run', 'example', 'signatures', 'config', 'ingest-answer', 'webhook-message', 'notice', 'webhook-request', 'batch-request', 'config-error', 'admin-curl', 'browser', 'mobile', 'quick-start', 'unchecked']);
     for (const block of blocks) {
       expect(LANGUAGES.has(block.lang), `${where(block)}: a block in "${block.lang}"; use one of ${[...LANGUAGES].join(', ')}`).to.equal(true);
       if (block.marker !== undefined) expect(known.has(kind(block)), `${where(block)}: unknown marker "${block.marker}"`).to.equal(true);

@@ -8,6 +8,7 @@ import type { AudienceSyncRequest } from '../routing/audiences';
 import type { DeletionRequest } from '../routing/deletion';
 import { DELIVERY_STATES } from '../store/delivery-log';
 import { serveDebugger } from '../debugger/page';
+import { EndpointsDisabledError } from '../observability/operations';
 import type { Operations } from '../observability/operations';
 import { setupRoute } from './sources';
 import { endpointRoute } from './endpoints';
@@ -82,6 +83,8 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       // Bad input: the same answer whether the config file's rules (ConfigError) or the API's refused it.
       if (error instanceof ValidationError || error instanceof ConfigError) {
         fail(res, 400, 'invalid_request', error.message, error.field === undefined ? {} : { field: error.field });
+      } else if (error instanceof EndpointsDisabledError) {
+        fail(res, 409, 'endpoint_disabled', error.message, { urls: error.urls });
       } else if (error instanceof NotReplayableError) {
         fail(res, 409, 'not_replayable', error.message);
       } else {

@@ -1,4 +1,4 @@
-import { redactUrl } from '../redact';
+import { hasCredentials, jsonText, printable, shownUrl } from './printable';
 
 /**
  * The CLI's side of the admin API: `eventrelay endpoints`, `deliveries`, `replay` and `recover`
@@ -22,6 +22,8 @@ export interface AdminClient {
 /** A client of the admin API at `url` (its base URL); `command` names the command in messages. */
 export function adminClient(command: string, url: string | undefined, adminToken: string | undefined): AdminClient {
   if (url === undefined || !/^https?:\/\/[^/]+/.test(url)) throw new CliFailure(`${command} needs --url, the running forwarder's base URL, such as http://127.0.0.1:8787`, 2);
+  // fetch refuses a URL with credentials, and its error repeats the URL, password included.
+  if (hasCredentials(url)) throw new CliFailure(`--url holds a user name or password (${shownUrl(url)}); leave them out: the admin API takes the config file's adminToken`, 2);
   if (adminToken === undefined) throw new CliFailure(`${command} needs "adminToken" in the config file: the admin API takes it as a Bearer token`);
   const base = url.replace(/\/+$/, '');
   return {
@@ -34,12 +36,12 @@ export function adminClient(command: string, url: string | undefined, adminToken
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         });
       } catch (error) {
-        throw new CliFailure(`cannot reach the forwarder at ${redactUrl(url)}: ${(error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message}`);
+        throw new CliFailure(`cannot reach the forwarder at ${shownUrl(url)}: ${printable(String((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message)).replaceAll(url, shownUrl(url))}`);
       }
       const answer = (await response.json().catch(() => undefined)) as (T & { error?: { message: string; field?: string } }) | undefined;
       if (!response.ok || answer === undefined) {
         const error = (answer as { error?: { message: string; field?: string } } | undefined)?.error;
-        throw new CliFailure(`the forwarder refused (HTTP ${response.status})${error === undefined ? '' : `: ${error.message}${error.field === undefined ? '' : ` (${error.field})`}`}`);
+        throw new CliFailure(`the forwarder refused (HTTP ${response.status})${error === undefined ? '' : `: ${printable(String(error.message))}${error.field === undefined ? '' : ` (${printable(String(error.field))})`}`}`);
       }
       return answer;
     },
@@ -88,9 +90,10 @@ export async function listDeliveries(client: AdminClient, options: DeliveriesOpt
   if (options.event !== undefined) params.set('event', options.event);
   params.set('limit', options.limit ?? '50');
   const page = await client.call<{ items: Row[]; nextCursor: string | null }>('GET', `/admin/messages?${params}`);
-  if (options.json) return `${JSON.stringify(await withAttempts(client, page.items), null, 2)}\n`;
+  if (options.json) return `${jsonText(await withAttempts(client, page.items), 2)}\n`;
   if (page.items.length === 0) return 'no deliveries match\n';
-  const rows = page.items.map((r) => [String(r.id), r.status, r.source, r.type ?? '-', r.event ?? '-', r.messageId, String(r.attempts), r.receivedAt, r.reason ?? '']);
+  // Every cell escaped: a messageId, an event name or a reason is the sender's text (see printable.ts).
+  const rows = page.items.map((r) => [String(r.id), r.status, r.source, r.type ?? '-', r.event ?? '-', r.messageId, String(r.attempts), r.receivedAt, r.reason ?? ''].map((cell) => printable(String(cell))));
   return table(['id', 'status', 'source', 'type', 'event', 'messageId', 'attempts', 'received', 'reason'], rows) + (page.nextCursor === null ? '' : `(more: --limit to see more)\n`);
 }
 
@@ -115,7 +118,7 @@ async function withAttempts(client: AdminClient, rows: readonly Row[]): Promise<
 export async function replayDelivery(client: AdminClient, id: string | undefined, json: boolean): Promise<string> {
   if (id === undefined || !/^\d+$/.test(id)) throw new CliFailure('replay needs the delivery id, as `eventrelay deliveries` lists it: eventrelay replay 42', 2);
   const result = await client.call<{ id: number; series: number; state: string }>('POST', `/admin/deliveries/${id}/replay`, {});
-  return json ? `${JSON.stringify(result)}\n` : `delivery ${result.id} queued again (attempt series ${result.series})\n`;
+  return json ? `${jsonText(result)}\n` : `delivery ${printable(String(result.id))} queued again (attempt series ${printable(String(result.series))})\n`;
 }
 
 export interface RecoverOptions {
@@ -131,5 +134,5 @@ export async function recoverDeliveries(client: AdminClient, options: RecoverOpt
   if (options.since === undefined) throw new CliFailure('recover needs --since <time>, an ISO 8601 time such as 2026-11-27T08:00:00Z', 2);
   const body = { source: options.source, since: options.since, ...(options.until === undefined ? {} : { until: options.until }) };
   const result = await client.call<{ source: string; since: string; until: string | null; queued: number }>('POST', '/admin/recover', body);
-  return options.json ? `${JSON.stringify(result)}\n` : `${result.queued} failed deliveries of ${result.source} since ${result.since} queued again\n`;
+  return options.json ? `${jsonText(result)}\n` : printable(`${result.queued} failed deliveries of ${result.source} since ${result.since} queued again`) + '\n';
 }

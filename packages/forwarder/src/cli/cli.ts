@@ -10,6 +10,7 @@ import { applyToStore } from '../registry/apply';
 import { redactUrl } from '../redact';
 import { statusLine } from './status-line';
 import { operatorLogger } from './logger';
+import { hasCredentials, printable, shownUrl } from './printable';
 import { adminClient, CliFailure, listDeliveries, recoverDeliveries, replayDelivery } from './admin-client';
 import type { AdminClient } from './admin-client';
 import { LOG_LEVELS } from '../config';
@@ -338,8 +339,10 @@ async function apply(configPath: string, config: ResolvedConfig, options: ApplyO
     }
     throw error;
   }
-  const target = options.url !== undefined ? `the forwarder at ${redactUrl(options.url)}` : describeStore(config, options.dataDir);
-  out(`${configPath} against ${target}:\n${result.text === '' ? '(no sources in the file or the store)' : result.text}\n`);
+  const target = options.url !== undefined ? `the forwarder at ${shownUrl(options.url)}` : describeStore(config, options.dataDir);
+  // The difference comes from the forwarder with --url: one printable line at a time.
+  const text = result.text.split('\n').map(printable).join('\n');
+  out(`${configPath} against ${target}:\n${text === '' ? '(no sources in the file or the store)' : text}\n`);
   const changed = result.lines.filter((l) => l.action === 'create' || l.action === 'update').length;
   if (options.dryRun) out(`dry run: nothing written (${changed} source${changed === 1 ? '' : 's'} would change)\n`);
   else out(result.applied ? `applied: ${changed} source${changed === 1 ? '' : 's'} changed; every forwarder on the store serves them within 2 s\n` : 'nothing to change\n');
@@ -350,6 +353,9 @@ type Applied = { text: string; lines: readonly { action: string }[]; applied: bo
 
 async function applyThrough(url: string, config: ResolvedConfig, dryRun: boolean): Promise<Applied> {
   if (!/^https?:\/\/[^/]+/.test(url)) fail(`--url expects the forwarder's base URL, such as http://127.0.0.1:8787, got something else`, 2);
+  if (hasCredentials(url)) {
+    fail(`--url holds a user name or password (${shownUrl(url)}); leave them out: the admin API takes the config file's adminToken`, 2);
+  }
   if (config.adminToken === undefined) fail('apply --url needs "adminToken" in the config file: the admin API takes it as a Bearer token');
   const sources = config.sources.map((s) => ({
     name: s.name,
@@ -364,14 +370,14 @@ async function applyThrough(url: string, config: ResolvedConfig, dryRun: boolean
       body: JSON.stringify({ sources, dryRun }),
     });
   } catch (error) {
-    fail(`cannot reach the forwarder at ${redactUrl(url)}: ${(error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message}`);
+    fail(`cannot reach the forwarder at ${shownUrl(url)}: ${printable(String((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message))}`);
   }
   const answer = (await response.json().catch(() => undefined)) as
     | { text: string; lines: { action: string }[]; applied: boolean; error?: { message: string; field?: string } }
     | undefined;
   if (!response.ok || answer === undefined) {
     const error = answer?.error;
-    fail(`the forwarder refused the file (HTTP ${response.status})${error === undefined ? '' : `${error.field === undefined ? '' : ` at ${error.field}`}: ${error.message}`}`);
+    fail(`the forwarder refused the file (HTTP ${response.status})${error === undefined ? '' : `${error.field === undefined ? '' : ` at ${printable(String(error.field))}`}: ${printable(String(error.message))}`}`);
   }
   return answer;
 }
@@ -419,11 +425,13 @@ async function endpoints(config: ResolvedConfig, options: { url?: string; source
   };
   if (options.enable !== undefined) {
     const enabled = (await call('/enable', { url: options.enable })) as { url: string; wasDisabled: boolean };
-    out(enabled.wasDisabled ? `enabled: ${enabled.url}; deliveries go to it again (every instance within 1 s)\n` : `${enabled.url} was not disabled: nothing changed\n`);
+    const shown = printable(String(enabled.url));
+    out(enabled.wasDisabled ? `enabled: ${shown}; deliveries go to it again (every instance within 1 s)\n` : `${shown} was not disabled: nothing changed\n`);
   }
   const listed = (await call('')) as { endpoints: { url: string; disabled: boolean; disabledAt: string | null; reason: string | null; failures: number }[] };
-  out(`${source}:\n`);
+  out(`${printable(source)}:\n`);
   for (const e of listed.endpoints) {
-    out(e.disabled ? `  disabled  ${e.url} since ${e.disabledAt}: ${e.reason}\n` : `  enabled   ${e.url}${e.failures > 0 ? ` (${e.failures} failed attempts in a row)` : ''}\n`);
+    const line = e.disabled ? `  disabled  ${e.url} since ${e.disabledAt}: ${e.reason}` : `  enabled   ${e.url}${e.failures > 0 ? ` (${e.failures} failed attempts in a row)` : ''}`;
+    out(`${printable(line)}\n`);
   }
 }

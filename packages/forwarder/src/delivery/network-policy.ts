@@ -30,6 +30,9 @@ export const BUILT_IN_DENIED: readonly { readonly network: string; readonly why:
   { network: '224.0.0.0/4', why: 'multicast' },
   { network: 'ff00::/8', why: 'multicast' },
   { network: '255.255.255.255/32', why: 'broadcast' },
+  // Addresses in it stand for IPv4 ones of a network's own choosing (RFC 8215), cloud metadata
+  // among them, embedded where the prefix length says: refused whole rather than guessed.
+  { network: '64:ff9b:1::/48', why: 'local-use NAT64 (RFC 8215), which reaches IPv4 networks through a translator' },
 ];
 
 /** Names of cloud metadata services, refused like their address (which DNS may not give outside the cloud). */

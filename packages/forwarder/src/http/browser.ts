@@ -5,31 +5,62 @@ import type { IncomingMessage } from 'node:http';
  * What browsers need of the ingestion API (CORS), and what the forwarder reads of the request it
  * came in: the client's address and the forwarder's own public address. Written here rather than
  * taken from the `cors` package: which origin is allowed depends on the source, known only once
- * the write key is read (a preflight carries none), so such a package would only write the four
- * headers below, and by default it reflects any header a preflight asks for.
+ * the write key is read (a preflight carries none), so such a package would only write the
+ * headers below.
  */
 
 /** How long a browser may keep a preflight's answer, in seconds (Chromium caps it at 7200). */
 export const PREFLIGHT_MAX_AGE = 7200;
 
 /**
- * Request headers browsers may send to the ingestion paths: the write key (`authorization`),
+ * Request headers a preflight is granted when it asks for none: the write key (`authorization`),
  * `content-type` (analytics.js sends `text/plain`), `content-encoding` (gzip bodies) and
  * `x-retry-count`, which analytics.js adds to its retries.
  */
 export const ALLOWED_REQUEST_HEADERS = 'authorization, content-type, content-encoding, x-retry-count';
+
+/** Longest `Access-Control-Request-Headers` a preflight is granted, in characters. */
+export const MAX_REQUEST_HEADERS_LENGTH = 2048;
+
+/** A header name: an RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * The headers a preflight from an allowed origin is granted: every one it asks for
+ * (`Access-Control-Request-Headers`), lower-cased, so that a browser library that adds headers of
+ * its own (RudderStack's `SentAt` and `AnonymousId`, retry counters) is not refused by the browser.
+ * Safe because the preflight is only answered for allowed origins, the answer exposes nothing, and
+ * the request that follows is checked as any other. A list that is not comma-separated header
+ * names, or longer than `MAX_REQUEST_HEADERS_LENGTH`, is not echoed: the fixed list is granted.
+ */
+export function grantedHeaders(requested: string | string[] | undefined): string {
+  const text = Array.isArray(requested) ? requested.join(',') : requested;
+  if (text === undefined || text.length > MAX_REQUEST_HEADERS_LENGTH) return ALLOWED_REQUEST_HEADERS;
+  const names = text.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== '');
+  if (names.length === 0 || !names.every((name) => HEADER_NAME.test(name))) return ALLOWED_REQUEST_HEADERS;
+  return [...new Set([...ALLOWED_REQUEST_HEADERS.split(', '), ...names])].join(', ');
+}
 
 /** The headers of an answer to an allowed origin: it may read the answer, and `Retry-After` in it. */
 export function corsHeaders(origin: string): Record<string, string> {
   return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': 'Retry-After', Vary: 'Origin' };
 }
 
-/** The headers of a preflight's answer to an allowed origin. */
-export function preflightHeaders(origin: string, methods: string): Record<string, string> {
+/**
+ * Whether a refusal may carry the CORS headers of `origin`: any origin a browser sends (a
+ * refusal's body holds no secret, only why), unless it is too long or not printable ASCII to
+ * echo in a header.
+ */
+export function echoable(origin: string): boolean {
+  return origin.length <= 2048 && /^[\x21-\x7e]+$/.test(origin);
+}
+
+/** The headers of a preflight's answer to an allowed origin, granting the headers it asks for. */
+export function preflightHeaders(origin: string, methods: string, requested?: string | string[]): Record<string, string> {
   return {
     'Access-Control-Allow-Origin': origin,
     'Access-Control-Allow-Methods': methods,
-    'Access-Control-Allow-Headers': ALLOWED_REQUEST_HEADERS,
+    'Access-Control-Allow-Headers': grantedHeaders(requested),
     'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE),
     Vary: 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
   };

@@ -5,7 +5,7 @@ import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from 'eventrelay/internal';
 import { MESSAGE_TYPES, parseIngestBody } from '../routing/ingest';
 import type { MessageType, RejectedMessage, ValidMessage } from '../routing/ingest';
 import { decodeBody, readBody } from './read-body';
-import { clientAddress, corsHeaders, preflightHeaders, publicAddress, requestOrigin, shownOrigin } from './browser';
+import { clientAddress, corsHeaders, echoable, preflightHeaders, publicAddress, requestOrigin, shownOrigin } from './browser';
 import { librarySettings, MAX_KEY_LENGTH, SETTINGS_MAX_AGE } from './settings';
 import { apiDocument } from './openapi';
 import { AllowedOrigins } from '../routing/origins';
@@ -20,6 +20,14 @@ const log = createDebug('eventrelay:forwarder');
 /** Why a request was refused before its body was read: counted per source. */
 export type RequestRefusal = 'origin' | 'rate_limit';
 
+/** Where a refused request came from, for the operator's log: its path and `Origin` (undefined without one). */
+export interface RefusedAt {
+  readonly path: string;
+  readonly origin: string | undefined;
+  /** True for a CORS preflight: a refused request, never a message. */
+  readonly preflight?: boolean;
+}
+
 /** What a source's ingestion limit says of one more request. */
 export type Admission = { readonly ok: true } | { readonly ok: false; readonly retryAfterSeconds: number };
 
@@ -32,7 +40,7 @@ export interface HttpBackend {
   /** Takes one request of a source with an `ingestRateLimit` from its budget. */
   admit?(source: RouteSource): Promise<Admission>;
   /** A request refused before its body was read (`source` '' for a preflight, which names none). */
-  onRefusedRequest?(source: string, reason: RequestRefusal): void;
+  onRefusedRequest?(source: string, reason: RequestRefusal, at?: RefusedAt): void;
   /** `http.trustProxy` and `http.publicUrl` (default: none, the request's Host). */
   readonly http?: { readonly trustProxy: number; readonly publicUrl: string | undefined };
   /**
@@ -46,7 +54,7 @@ export interface HttpBackend {
    */
   onRejected?(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
   /** An ingestion request refused whole: its status and code, and its source when the key was known. */
-  refusedRequest?(code: string, status: number, source: string | undefined): void;
+  refusedRequest?(code: string, status: number, source: string | undefined, at?: RefusedAt): void;
   /** A request that failed for a reason of the forwarder's own (the store): answered 503. */
   requestFailed?(error: Error): void;
   /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
@@ -149,7 +157,7 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
     return;
   }
   if (req.method === 'OPTIONS' && entry.route.kind === 'ingest') {
-    preflight(backend, req, res, 'POST, OPTIONS');
+    preflight(backend, req, res, path, 'POST, OPTIONS');
     return;
   }
   if (req.method !== entry.method && !(entry.method === 'GET' && req.method === 'HEAD')) {
@@ -182,7 +190,7 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
  * so it is answered for an origin any source allows; the request that follows is checked against
  * its own source. No I/O: a flood of preflights costs a set lookup each.
  */
-function preflight(backend: HttpBackend, req: IncomingMessage, res: ServerResponse, methods: string, origins?: AllowedOrigins): void {
+function preflight(backend: HttpBackend, req: IncomingMessage, res: ServerResponse, path: string, methods: string, origins?: AllowedOrigins): void {
   const origin = requestOrigin(req);
   if (origin === undefined) {
     // Not a browser's preflight: what the path takes.
@@ -191,31 +199,32 @@ function preflight(backend: HttpBackend, req: IncomingMessage, res: ServerRespon
   }
   const allowed = origins ?? backend.preflightOrigins?.() ?? AllowedOrigins.NONE;
   if (!allowed.allows(origin)) {
-    backend.onRefusedRequest?.('', 'origin');
+    backend.onRefusedRequest?.('', 'origin', { path, origin, preflight: true });
     fail(res, 403, 'origin_not_allowed', `No source allows browser requests from the origin ${JSON.stringify(shownOrigin(origin))}; add it to the source's allowedOrigins`, {}, { Vary: 'Origin' });
     return;
   }
-  res.writeHead(204, preflightHeaders(origin, methods)).end();
+  res.writeHead(204, preflightHeaders(origin, methods, req.headers['access-control-request-headers'])).end();
 }
 
 /**
  * Refuses a browser request (one with `Origin`) whose source does not list its origin: 403, even
- * for a `text/plain` request that skipped the preflight. Returns true when it answered.
+ * for a `text/plain` request that skipped the preflight. The 403 carries the CORS headers of that
+ * origin, so that the page can read why (it holds no secret). Returns true when it answered.
  */
-function refusedOrigin(backend: HttpBackend, source: RouteSource, origin: string | undefined, res: ServerResponse): boolean {
+function refusedOrigin(backend: HttpBackend, source: RouteSource, origin: string | undefined, res: ServerResponse, path: string): boolean {
   if (origin === undefined || source.origins?.allows(origin) === true) return false;
-  backend.onRefusedRequest?.(source.name, 'origin');
+  backend.onRefusedRequest?.(source.name, 'origin', { path, origin });
   log('403: a browser request for source %s from an origin it does not allow', source.name);
-  fail(res, 403, 'origin_not_allowed', `The source does not allow browser requests from the origin ${JSON.stringify(shownOrigin(origin))}; add it to the source's allowedOrigins`);
+  fail(res, 403, 'origin_not_allowed', `The source does not allow browser requests from the origin ${JSON.stringify(shownOrigin(origin))}; add it to the source's allowedOrigins`, {}, echoable(origin) ? corsHeaders(origin) : {});
   return true;
 }
 
 /** Takes the request from the source's ingestion limit; answers 429 and returns true past it. */
-async function refusedRate(backend: HttpBackend, source: RouteSource, res: ServerResponse): Promise<boolean> {
+async function refusedRate(backend: HttpBackend, source: RouteSource, res: ServerResponse, at: RefusedAt): Promise<boolean> {
   if (source.ingestRateLimit === undefined || backend.admit === undefined) return false;
   const admission = await backend.admit(source);
   if (admission.ok) return false;
-  backend.onRefusedRequest?.(source.name, 'rate_limit');
+  backend.onRefusedRequest?.(source.name, 'rate_limit', at);
   log('429: source %s is past its ingestion limit', source.name);
   fail(res, 429, 'rate_limited', `The source takes at most ${source.ingestRateLimit.perSecond} requests a second (burst ${source.ingestRateLimit.burst}); retry after ${admission.retryAfterSeconds} s`, { retryAfter: admission.retryAfterSeconds }, { 'Retry-After': String(admission.retryAfterSeconds) });
   return true;
@@ -234,7 +243,7 @@ function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessag
   }
   const source = key === undefined || key.length > MAX_KEY_LENGTH ? undefined : backend.sourceForKey(key);
   if (req.method === 'OPTIONS') {
-    preflight(backend, req, res, 'GET, HEAD, OPTIONS', source?.origins ?? AllowedOrigins.NONE);
+    preflight(backend, req, res, '/v1/projects/{writeKey}/settings', 'GET, HEAD, OPTIONS', source?.origins ?? AllowedOrigins.NONE);
     return;
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -248,7 +257,7 @@ function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessag
   }
   const origin = requestOrigin(req);
   if (origin !== undefined) {
-    if (refusedOrigin(backend, source, origin, res)) return;
+    if (refusedOrigin(backend, source, origin, res, '/v1/projects/{writeKey}/settings')) return;
     for (const [name, value] of Object.entries(corsHeaders(origin))) res.setHeader(name, value);
   }
   const http = backend.http ?? { trustProxy: 0, publicUrl: undefined };
@@ -283,8 +292,11 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, pat
 async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, path: string, req: IncomingMessage, res: ServerResponse, span: IngestSpan | undefined): Promise<void> {
   const receivedAt = backend.now();
   const origin = requestOrigin(req);
-  // A browser may read the answers of an origin some source allows (the 403 of another source's too).
-  if (origin !== undefined && backend.preflightOrigins?.().allows(origin) === true) {
+  const at: RefusedAt = { path, origin };
+  // A page may read every answer to it: a 2xx is only reached once the request's source allows
+  // its origin (refusedOrigin), so this makes the refusals (401, 403, 413, 429, 400) readable, and
+  // a page on an origin no source lists can tell why it was refused.
+  if (origin !== undefined && echoable(origin)) {
     for (const [name, value] of Object.entries(corsHeaders(origin))) res.setHeader(name, value);
   }
   const headerKey = basicAuthKey(req.headers.authorization);
@@ -292,11 +304,11 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
   // refused origin or a request past the source's limit.
   let source = headerKey === undefined ? undefined : backend.sourceForKey(headerKey);
   if (headerKey !== undefined && source === undefined) {
-    backend.refusedRequest?.('unauthorized', 401, undefined);
+    backend.refusedRequest?.('unauthorized', 401, undefined, at);
     unauthorized(res);
     return;
   }
-  if (source !== undefined && (refusedOrigin(backend, source, origin, res) || (await refusedRate(backend, source, res)))) {
+  if (source !== undefined && (refusedOrigin(backend, source, origin, res, path) || (await refusedRate(backend, source, res, at)))) {
     // The body is not read, only let through so the connection can carry the next request.
     req.resume();
     return;
@@ -304,14 +316,14 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
   const read = await readBody(req, MAX_BODY_BYTES);
   if (!read.ok) {
     log('413: body of %d bytes', read.size);
-    backend.refusedRequest?.('body_too_large', 413, source?.name);
+    backend.refusedRequest?.('body_too_large', 413, source?.name, at);
     fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     return;
   }
   const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
   if (!decoded.ok) {
     const code = decoded.reason === 'too_large' ? 'body_too_large' : decoded.reason === 'unsupported' ? 'unsupported_encoding' : 'invalid_body';
-    backend.refusedRequest?.(code, decoded.reason === 'too_large' ? 413 : decoded.reason === 'unsupported' ? 415 : 400, source?.name);
+    backend.refusedRequest?.(code, decoded.reason === 'too_large' ? 413 : decoded.reason === 'unsupported' ? 415 : 400, source?.name, at);
     if (decoded.reason === 'too_large') {
       fail(res, 413, 'body_too_large', `The decompressed request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     } else if (decoded.reason === 'unsupported') {
@@ -327,14 +339,14 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
     const bodyKey = json.ok && typeof json.value === 'object' && json.value !== null ? (json.value as { writeKey?: unknown }).writeKey : undefined;
     source = typeof bodyKey === 'string' && bodyKey !== '' ? backend.sourceForKey(bodyKey) : undefined;
     if (source === undefined) {
-      backend.refusedRequest?.('unauthorized', 401, undefined);
+      backend.refusedRequest?.('unauthorized', 401, undefined, at);
       unauthorized(res);
       return;
     }
-    if (refusedOrigin(backend, source, origin, res) || (await refusedRate(backend, source, res))) return;
+    if (refusedOrigin(backend, source, origin, res, path) || (await refusedRate(backend, source, res, at))) return;
   }
   if (!json.ok) {
-    backend.refusedRequest?.('invalid_json', 400, source.name);
+    backend.refusedRequest?.('invalid_json', 400, source.name, at);
     fail(res, 400, 'invalid_json', 'The request body is not valid JSON');
     return;
   }
@@ -344,7 +356,7 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
   const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length, ip, trace);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
-    backend.refusedRequest?.(parsed.code, parsed.status, source.name);
+    backend.refusedRequest?.(parsed.code, parsed.status, source.name, at);
     fail(res, parsed.status, parsed.code, parsed.message);
     return;
   }
@@ -360,7 +372,7 @@ async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, pa
     if (!(error instanceof SourceDeletedError)) throw error;
     // The key was valid when the request came; its source was deleted before the body was stored.
     log('401: source %s was deleted while a request of %d messages was read; nothing stored', source.name, accepted.length);
-    backend.refusedRequest?.('source_deleted', 401, source.name);
+    backend.refusedRequest?.('source_deleted', 401, source.name, at);
     fail(res, 401, 'source_deleted', 'The source of this write key was deleted while the request was read; nothing was stored', {}, { 'WWW-Authenticate': 'Basic realm="eventrelay"' });
     return;
   }

@@ -17,6 +17,13 @@ export interface OperatorLogger {
   error(fields: object, msg: string): void;
 }
 
+/** Where a refused request came from: its path and `Origin`, and whether it was a CORS preflight. */
+export interface RefusedRequestAt {
+  readonly path: string;
+  readonly origin: string | undefined;
+  readonly preflight?: boolean;
+}
+
 /** How often a kind of line that may come in floods is written, at most: once per key per window. */
 export const LOG_WINDOW_MS = 10_000;
 
@@ -187,9 +194,14 @@ export class OperatorLog {
     this.endpoints = logger === undefined ? undefined : new FailingEndpoints(logger, clock);
   }
 
-  /** A request the ingestion API refused (`reason`: the answer's code), or messages of it. */
-  refused(reason: string, status: number, source: string | undefined, messages = 1): void {
-    this.throttle?.write(`refused\u0000${reason}\u0000${source ?? ''}`, 'warn', { event: 'ingest.refused', reason, status, source: source ?? null, messages }, `ingestion refused: ${reason}`);
+  /**
+   * A request the ingestion API refused (`reason`: the answer's code), or messages of it; `at`: the
+   * request's path and `Origin`. A preflight is a refused request, not a message (`messages` 0).
+   */
+  refused(reason: string, status: number, source: string | undefined, messages = 1, at?: RefusedRequestAt): void {
+    const where = at === undefined ? {} : { path: at.path, origin: at.origin === undefined ? null : at.origin.length <= 200 ? at.origin : `(an origin of ${at.origin.length} characters)`, ...(at.preflight === true ? { preflight: true } : {}) };
+    const count = at?.preflight === true ? 0 : messages;
+    this.throttle?.write(`refused\u0000${reason}\u0000${source ?? ''}`, 'warn', { event: 'ingest.refused', reason, status, source: source ?? null, messages: count, ...where }, `ingestion refused: ${reason}`);
   }
 
   /**

@@ -43,6 +43,22 @@ export interface OperationsHost {
   usageStore?(): UsageStore | undefined;
   /** A failure in the background (counts that could not be written). */
   backgroundError?(error: Error): void;
+  /** The URLs of the source's destination (as shown: no password, no query) when every one is disabled; else undefined. */
+  disabledUrls?(source: string): readonly string[] | undefined;
+}
+
+/**
+ * A replay refused because every URL it would go to is disabled: queued, it would wait there
+ * unseen. `urls` as the API shows them (no credentials, no query).
+ */
+export class EndpointsDisabledError extends NotReplayableError {
+  constructor(
+    message: string,
+    readonly urls: readonly string[],
+  ) {
+    super(message);
+    this.name = 'EndpointsDisabledError';
+  }
 }
 
 /** The store shared with other instances (PostgreSQL), and this instance's id among them. */
@@ -397,6 +413,15 @@ export class Operations {
     if (this.host.sources.get(entry.source) !== true) throw why(`the source ${JSON.stringify(entry.source)} has no Webhooks destination switched on now`);
     if (!sameSource(entry.sourceId, this.host.sourceId?.(entry.source))) {
       throw why(`the source that sent it was deleted; the source named ${JSON.stringify(entry.source)} now is another one`);
+    }
+    const disabled = this.host.disabledUrls?.(entry.source);
+    if (disabled !== undefined) {
+      const source = JSON.stringify(entry.source);
+      throw new EndpointsDisabledError(
+        `Delivery ${entry.id} cannot be replayed: every URL of the source ${source} is disabled (${disabled.join(', ')}); ` +
+        `enable one first: \`eventrelay endpoints --source ${entry.source} --enable <URL>\`, or POST /admin/sources/{name}/destinations/Webhooks/endpoints/enable { "url" }`,
+        disabled,
+      );
     }
   }
 

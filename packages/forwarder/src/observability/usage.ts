@@ -68,6 +68,12 @@ function bump(map: Map<string, Counted>, key: string, at: number): void {
  */
 export class UsageTally {
   private tallies = new Map<string, SourceTally>();
+  /**
+   * Per source id, the first MAX_SCHEMA_NAMES track event names this instance wrote: such a name
+   * keeps its own row in a window that a flood of new names filled, so that a write key sending
+   * thousands of made-up names cannot stop the counts of the source's real events.
+   */
+  private readonly written = new Map<string, Set<string>>();
   /** Counts of writes that failed, merged, for the next write. */
   private unsent: { events: Map<string, SchemaCount>; days: Map<string, UsageDay>; names: Map<string, number> } | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -121,7 +127,7 @@ export class UsageTally {
       if (known !== undefined) {
         known.count++;
         if (at > known.last) known.last = at;
-      } else if (event !== undefined && t.events.size < MAX_SCHEMA_NAMES && codePoints(event, MAX_EVENT_NAME) <= MAX_EVENT_NAME) {
+      } else if (event !== undefined && this.keeps(t, event)) {
         t.events.set(event, { count: 1, first: at, last: at });
       } else if (t.other === undefined) t.other = { count: 1, first: at, last: at };
       else {
@@ -131,6 +137,12 @@ export class UsageTally {
     }
     day.received += received;
     if (received > 0) this.host.onCount?.(t.source, 'received', received);
+  }
+
+  /** Whether a name new to this window gets its own row: room left, or a name written before (see `written`). */
+  private keeps(t: SourceTally, event: string): boolean {
+    if (codePoints(event, MAX_EVENT_NAME) > MAX_EVENT_NAME) return false;
+    return t.events.size < MAX_SCHEMA_NAMES || this.written.get(t.sourceId)?.has(event) === true;
   }
 
   /** Calls the ingestion API refused. */
@@ -173,7 +185,12 @@ export class UsageTally {
         lastSeen: c.last,
       });
       for (const [type, c] of t.types) events.push(row(type, '', c));
-      for (const [event, c] of t.events) events.push(row('track', event, c));
+      let written = this.written.get(t.sourceId);
+      if (written === undefined) this.written.set(t.sourceId, (written = new Set()));
+      for (const [event, c] of t.events) {
+        events.push(row('track', event, c));
+        if (written.size < MAX_SCHEMA_NAMES) written.add(event);
+      }
       if (t.other !== undefined) events.push(row('track', '', t.other));
       for (const [day, d] of t.days) days.push({ sourceId: t.sourceId, source: t.source, day, ...d });
     }

@@ -79,16 +79,16 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     sourceForKey: (key) => table.sourceForKey(key, ctx.clock.now()),
     preflightOrigins: () => table.preflightOrigins,
     admit: (source) => limits.admit(source),
-    onRefusedRequest: (source, reason) => {
+    onRefusedRequest: (source, reason, at) => {
       metrics?.refusedRequest(source, reason);
-      ctx.oplog.refused(reason, reason === 'rate_limit' ? 429 : 403, source === '' ? undefined : source);
+      ctx.oplog.refused(reason, reason === 'rate_limit' ? 429 : 403, source === '' ? undefined : source, 1, at);
     },
     http: config.http,
     accept: (messages, calls, source) => work.accept(messages, calls, source),
     onRejected: (source, rejected, receivedAt, body) => work.refused(source, rejected, receivedAt, body),
-    refusedRequest: (code, status, source) => {
+    refusedRequest: (code, status, source, at) => {
       metrics?.refusedRequest(source ?? '', code);
-      ctx.oplog.refused(code, status, source);
+      ctx.oplog.refused(code, status, source, 1, at);
     },
     requestFailed: (error) => ctx.oplog.fault('ingestion: a request could not be stored (answered 503)', error),
     operations: admin,

@@ -89,6 +89,10 @@ export class Lifecycle {
           keepDelivered: storage.keepDelivered,
           usageStore: () => ctx.store?.usage,
           backgroundError: (error) => ctx.backgroundError(error),
+          disabledUrls: (name) => {
+            const listed = sources.endpointAdmin.list(name);
+            return listed.ok && listed.value.length > 0 && listed.value.every((e) => e.disabled) ? listed.value.map((e) => e.url) : undefined;
+          },
         },
         storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,
         metrics,

@@ -145,6 +145,15 @@ describe('NetworkPolicy', () => {
     expect(policy.refusal('::ffff:10.9.8.7')).to.contain('10.0.0.0/8');
   });
 
+  it('refuses the local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215) by default, whatever IPv4 address it embeds', () => {
+    for (const address of ['64:ff9b:1::a9fe:a9fe', '64:ff9b:1:a9fe:a9:fe00::', '64:ff9b:1:ffff::1', '[64:ff9b:1::1]']) {
+      expect(policy.refusal(address), address).to.contain('64:ff9b:1::/48');
+    }
+    expect(new NetworkPolicy({ allowNetworks: ['64:ff9b::/32'] }).refusal('64:ff9b:1::1')).to.contain('64:ff9b:1::/48');
+    // Next to it, outside the /48: judged as any other address.
+    expect(policy.refusal('64:ff9b:2::1')).to.equal(undefined);
+  });
+
   it('allows loopback, private and public addresses unless listed', () => {
     for (const address of ['127.0.0.1', '::1', '192.168.1.1', '172.16.0.1', 'fd12::1', '8.8.8.8', '2001:db8::1', '::ffff:8.8.8.8']) {
       expect(policy.refusal(address), address).to.equal(undefined);

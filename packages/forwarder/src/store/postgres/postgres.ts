@@ -56,7 +56,7 @@ export function loadDriver(load: (id: string) => unknown = createRequire(import.
   } catch (error) {
     throw new ConfigError(
       `"storage": { "type": "postgres" } needs the pg package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +
-      'Install it beside eventrelay (npm install pg), or choose another `storage.type`.',
+      'Install it beside @eventrelay/forwarder (npm install pg), or choose another `storage.type`.',
       'storage.type',
     );
   }

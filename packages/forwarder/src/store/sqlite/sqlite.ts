@@ -70,7 +70,7 @@ function loadDriver(): DatabaseConstructor {
   } catch (error) {
     throw new ConfigError(
       `The forwarder's durable store needs the better-sqlite3 package, which could not be loaded (${(error as NodeJS.ErrnoException).code ?? 'error'}). ` +
-      'Install it beside eventrelay (npm install better-sqlite3), or set "storage": { "type": "memory" } to run without durability.',
+      'Install it beside @eventrelay/forwarder (npm install better-sqlite3), or set "storage": { "type": "memory" } to run without durability.',
       'storage.type',
     );
   }
