@@ -47,10 +47,15 @@ describe('the CLI trusts nothing it prints (the built CLI, a fake admin API with
     reason: name === 'clear' ? 'HTTP 500: \u001b[31mreceiver said no\u001b[0m\r\nSet-Cookie: x' : null,
   }));
 
+  const attemptOf = (id: number) => ({ series: 1, attempt: 1, url: 'https://hooks.example/x', status: 500, responseBody: `answer ${id} \u001b[2J\u009b\u202E` });
+
   before(async () => {
     server = createServer((req, res) => {
       const json = (status: number, body: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
       if (req.url?.startsWith('/admin/messages')) return json(200, { items, nextCursor: null });
+      // --json adds each row's attempts, with what the receiver answered: hostile too.
+      const detail = /^\/admin\/deliveries\/(\d+)$/.exec(req.url ?? '');
+      if (detail !== null) return json(200, { ...items[Number(detail[1]) - 1], attemptLog: [attemptOf(Number(detail[1]))] });
       if (req.url === '/admin/deliveries/1/replay') return json(409, { success: false, error: { code: 'x', message: 'refused \u001b]0;pwned\u0007 with\nEVIL LINE\u202E', field: 'f\u001b[2J' } });
       return json(404, { success: false, error: { code: 'not_found', message: 'no' } });
     });
@@ -78,7 +83,7 @@ describe('the CLI trusts nothing it prints (the built CLI, a fake admin API with
   it('--json is the exact answer, with nothing a terminal acts on left raw', async () => {
     const run = await runCli(['deliveries', '--json', '--config', file, '--url', url]);
     expect(run.code, run.stderr).to.equal(0);
-    expect(JSON.parse(run.stdout)).to.deep.equal(items);
+    expect(JSON.parse(run.stdout)).to.deep.equal(items.map((item) => ({ ...item, attemptLog: [attemptOf(item.id)] })));
     expect(run.stdout).to.not.match(ACTIVE);
   });
 
