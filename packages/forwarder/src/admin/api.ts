@@ -4,9 +4,7 @@ import { showValue } from 'eventrelay/internal';
 import { fail, refuseProblems, send, tokenMatches } from '../http/server';
 import { readBody } from '../http/read-body';
 import { queryObject, ROUTE_CHECKS, ROUTE_TABLE } from '../http/routes';
-import type { RouteSpec } from '../http/routes';
-import type { RecoverRequest as RecoverShape } from '../http/routes/shapes';
-import type { Static } from '@sinclair/typebox';
+import type { HandlerInputs, RouteSpec } from '../http/routes';
 import { pathSourceName } from '../source-names';
 import type { ForwarderMetrics } from '../observability/metrics';
 import type { AudienceSyncRequest } from '../routing/audiences';
@@ -21,7 +19,7 @@ import { SECRET_HANDLERS } from './secrets';
 import { SCHEMA_HANDLERS } from './schema';
 import type { SchemaRoutesOptions } from './schema';
 import type { SecretRoutesOptions } from './secrets';
-import type { AdminHandler, AdminInput, SetupRoutesOptions } from './sources';
+import type { AdminHandler, AdminHandlers, AdminInput, SetupRoutesOptions } from './sources';
 import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/contract';
 
 /** Rows per page of `GET /admin/messages`: default and most. */
@@ -76,7 +74,8 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       return true;
     }
     const { route, params: rawParams } = found.found;
-    const handle = (HANDLERS as Record<string, AdminHandler<OperationsRoutesOptions> | undefined>)[route.operationId];
+    // Dispatch calls each handler with the input its route declares: typed per route above, untyped here.
+    const handle = (HANDLERS as unknown as Record<string, AdminHandler<OperationsRoutesOptions> | undefined>)[route.operationId];
     if (handle === undefined) return false;
     if (options.closing()) {
       fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
@@ -177,10 +176,10 @@ function authorized(token: string | undefined, req: IncomingMessage, res: Server
 /** The admin routes' handlers by operationId: each route of http/routes/ the operations layer answers has one here. */
 const HANDLERS = {
   listMessages: (o, _input, req, res) => listMessages(o, req, res),
-  getDelivery: (o, { params }, _req, res) => getDelivery(o, res, params.id!),
-  replayDelivery: (o, { params }, _req, res) => replay(o, res, params.id!),
-  recover: (o, { body }, _req, res) => recoverFrom(o, body as unknown as RecoverRequest, res),
-  stream: (o, { query }, req, res) => stream(o, query as { source?: string }, req, res),
+  getDelivery: (o, { params }, _req, res) => getDelivery(o, res, params.id),
+  replayDelivery: (o, { params }, _req, res) => replay(o, res, params.id),
+  recover: (o, { body }, _req, res) => recoverFrom(o, body, res),
+  stream: (o, { query }, req, res) => stream(o, query, req, res),
   overview: async (o, _input, _req, res) => send(res, 200, await o.overview()),
   // Both check their body themselves (a ValidationError naming the field).
   requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.requestDeletion(body as never)),
@@ -189,7 +188,7 @@ const HANDLERS = {
   ...ENDPOINT_HANDLERS,
   ...SECRET_HANDLERS,
   ...SCHEMA_HANDLERS,
-} satisfies Record<string, AdminHandler<OperationsRoutesOptions>>;
+} satisfies AdminHandlers<OperationsRoutesOptions>;
 
 function query(req: IncomingMessage): URLSearchParams {
   return new URL(req.url ?? '/', 'http://localhost').searchParams;
@@ -307,7 +306,7 @@ async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: s
 }
 
 /** The body of `POST /admin/recover`, as its route's schema checks it. */
-type RecoverRequest = Static<typeof RecoverShape>;
+type RecoverRequest = HandlerInputs['recover']['body'];
 
 /** `POST /admin/recover { source, since, until? }`: failed deliveries of the source in the range, queued again. */
 async function recoverFrom(o: OperationsRoutesOptions, body: RecoverRequest, res: ServerResponse): Promise<void> {

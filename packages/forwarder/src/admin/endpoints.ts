@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { fail, send } from '../http/server';
-import type { AdminHandler } from './sources';
+import type { AdminHandlers } from './sources';
 import type { EndpointGuard, EndpointUrl } from '../delivery/endpoint-guard';
 import type { SetupRefusal, SetupResult } from '../registry/manager';
 import type { StoredWebhooks } from '../store/contract';
@@ -119,8 +119,8 @@ function admin(o: EndpointRoutesOptions): EndpointAdmin {
 /** The handlers of `GET .../destinations/Webhooks/endpoints` and `POST .../endpoints/enable` (http/routes/endpoints.ts). */
 export const ENDPOINT_HANDLERS = {
   listEndpoints: async (o, { params }, _req, res) => {
-    const listed = admin(o).list(params.name!);
+    const listed = admin(o).list(params.name);
     answer(res, 200, listed.ok ? { ok: true, value: { endpoints: listed.value } } : listed);
   },
-  enableEndpoint: async (o, { params, body }, _req, res) => answer(res, 200, await admin(o).enable(params.name!, body as { url: string })),
-} satisfies Record<string, AdminHandler<EndpointRoutesOptions>>;
+  enableEndpoint: async (o, { params, body }, _req, res) => answer(res, 200, await admin(o).enable(params.name, body)),
+} satisfies AdminHandlers<EndpointRoutesOptions>;

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { showValue, ValidationError } from 'eventrelay/internal';
 import { fail, send } from '../http/server';
-import type { AdminHandler } from './sources';
+import type { AdminHandlers } from './sources';
 import type { UsageTally } from '../observability/usage';
 import type { SetupResult, SourceManager } from '../registry/manager';
 import { compileRules, shownSchema } from '../schema-rules';
@@ -175,8 +175,8 @@ function answer<T>(res: ServerResponse, result: SetupResult<T>): void {
 
 /** The handlers of `/admin/sources/{name}/schema` (GET, PUT) and `/admin/usage` (http/routes/schema.ts). */
 export const SCHEMA_HANDLERS = {
-  getSourceSchema: async (o, { params }, _req, res) => answer(res, await o.schema.get(params.name!)),
-  putSourceSchema: async (o, { params, body }, _req, res) => answer(res, await o.schema.put(params.name!, body)),
+  getSourceSchema: async (o, { params }, _req, res) => answer(res, await o.schema.get(params.name)),
+  putSourceSchema: async (o, { params, body }, _req, res) => answer(res, await o.schema.put(params.name, body)),
   // The route's schema refused unknown parameters.
-  usage: async (o, { query }, _req, res) => send(res, 200, await o.schema.usage(query as UsageQuery), NO_STORE),
-} satisfies Record<string, AdminHandler<SchemaRoutesOptions>>;
+  usage: async (o, { query }, _req, res) => send(res, 200, await o.schema.usage(query), NO_STORE),
+} satisfies AdminHandlers<SchemaRoutesOptions>;

@@ -3,7 +3,7 @@ import { ConfigError, describeType, integerOption } from 'eventrelay/internal';
 import type { ResolvedWebhooks } from '../config';
 import { fail, send } from '../http/server';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../registry/keys';
-import type { AdminHandler } from './sources';
+import type { AdminHandlers } from './sources';
 import type { SetupResult } from '../registry/manager';
 import type { PreviousSecret, SetupOp, SetupSnapshot, SetupWriteResult, StoredWebhooks } from '../store/contract';
 
@@ -89,9 +89,9 @@ export interface SecretRoutesOptions {
 export const SECRET_HANDLERS = {
   rotateSecret: async (o, { params, body }, _req, res) => {
     if (o.secrets === undefined) throw new Error('secret route without a SecretHost');
-    const result = await rotateSecret(o.secrets, params.name!, body as unknown as RotationRequest);
+    const result = await rotateSecret(o.secrets, params.name, body);
     const noStore = { 'Cache-Control': 'no-store' };
     if (result.ok) send(res, 200, result.value, noStore);
     else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, noStore);
   },
-} satisfies Record<string, AdminHandler<SecretRoutesOptions>>;
+} satisfies AdminHandlers<SecretRoutesOptions>;

@@ -4,6 +4,7 @@ import { parseSources } from '../config';
 import type { ResolvedSource } from '../config';
 import { fail, send } from '../http/server';
 import type { ApplyResult, SetupResult, SourceManager } from '../registry/manager';
+import type { HandlerInputs } from '../http/routes';
 
 /** What the setup routes need: the manager, and applying a config file's sources. */
 export interface SetupRoutesOptions {
@@ -18,8 +19,13 @@ export interface AdminInput {
   readonly body: Record<string, unknown>;
 }
 
-/** A route's handler. */
+/** A route's handler, untyped: what dispatch calls. */
 export type AdminHandler<O> = (options: O, input: AdminInput, req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/** Handlers by operationId, each given its route's input typed from the route's schemas. */
+export type AdminHandlers<O> = {
+  readonly [Id in keyof HandlerInputs]?: (options: O, input: HandlerInputs[Id], req: IncomingMessage, res: ServerResponse) => Promise<void>;
+};
 
 /** Answers of setup routes are never cached: some carry a write key, shown once. */
 const NO_STORE = { 'Cache-Control': 'no-store' };
@@ -32,19 +38,19 @@ export const SETUP_HANDLERS = {
   listSources: (o, _input, _req, res) => list(o, res),
   createSource: async (o, { body }, _req, res) => answer(res, 201, await o.sources.create(body)),
   applySources: (o, { body }, _req, res) => apply(o, body, res),
-  getSource: async (o, { params }, _req, res) => answer(res, 200, await o.sources.get(params.name!)),
-  deleteSource: async (o, { params }, _req, res) => answer(res, 200, await o.sources.remove(params.name!)),
+  getSource: async (o, { params }, _req, res) => answer(res, 200, await o.sources.get(params.name)),
+  deleteSource: async (o, { params }, _req, res) => answer(res, 200, await o.sources.remove(params.name)),
   listWriteKeys: async (o, { params }, _req, res) => {
-    const keys = await o.sources.keys(params.name!);
+    const keys = await o.sources.keys(params.name);
     answer(res, 200, keys.ok ? { ok: true, value: { keys: keys.value } } : keys);
   },
-  rotateWriteKey: async (o, { params, body }, _req, res) => answer(res, 201, await o.sources.rotate(params.name!, body)),
-  getSourceSettings: async (o, { params }, _req, res) => answer(res, 200, await o.sources.settings(params.name!)),
-  putSourceSettings: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.putSettings(params.name!, body)),
-  putWebhooks: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.putWebhooks(params.name!, body)),
-  patchWebhooks: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.patchWebhooks(params.name!, body)),
-  testWebhooks: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.test(params.name!, body)),
-} satisfies Record<string, AdminHandler<SetupRoutesOptions>>;
+  rotateWriteKey: async (o, { params, body }, _req, res) => answer(res, 201, await o.sources.rotate(params.name, body)),
+  getSourceSettings: async (o, { params }, _req, res) => answer(res, 200, await o.sources.settings(params.name)),
+  putSourceSettings: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.putSettings(params.name, body)),
+  putWebhooks: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.putWebhooks(params.name, body)),
+  patchWebhooks: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.patchWebhooks(params.name, body)),
+  testWebhooks: async (o, { params, body }, _req, res) => answer(res, 200, await o.sources.test(params.name, body)),
+} satisfies AdminHandlers<SetupRoutesOptions>;
 
 async function list(o: SetupRoutesOptions, res: ServerResponse): Promise<void> {
   send(res, 200, { sources: await o.sources.list() }, NO_STORE);

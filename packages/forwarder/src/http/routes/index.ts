@@ -1,6 +1,6 @@
 import { FORWARDER_VERSION } from '../../version';
 import { RouteTable } from './define';
-import type { RouteSpec } from './define';
+import type { RouteInput, RouteSpec } from './define';
 import { buildDocument } from './document';
 import { DELETIONS_ROUTES, DELIVERY_LOG_ROUTES } from './delivery-log';
 import { ENDPOINTS_ROUTES } from './endpoints';
@@ -10,14 +10,8 @@ import { SCHEMA_ROUTES } from './schema';
 import { SOURCES_ROUTES } from './sources';
 import { compileChecks } from './validate';
 
-/**
- * Every HTTP route of the forwarder, one entry each (method, path, auth, request and answer
- * schemas): dispatch, validation, handler types and `GET /openapi.json` come from these.
- * The admin routes' handlers are in admin/api.ts, by operationId.
- */
-export const ROUTES: readonly RouteSpec[] = [
-  ...INGEST_ROUTES,
-  SETTINGS_ROUTE,
+/** The routes the operations layer answers (admin/), with their literal types: each handler's input is typed from its route. */
+const OPERATIONS_LAYER_ROUTES = [
   ...OPERATIONS_ROUTES,
   ...DEBUGGER_ROUTES,
   ...DELIVERY_LOG_ROUTES,
@@ -26,6 +20,16 @@ export const ROUTES: readonly RouteSpec[] = [
   ...ENDPOINTS_ROUTES,
   ...SCHEMA_ROUTES,
 ];
+
+/** What each route's handler gets (`params`, `query`, `body`), by operationId, typed from the route's schemas (TypeBox `Static`). */
+export type HandlerInputs = { [R in (typeof OPERATIONS_LAYER_ROUTES)[number] as R['operationId']]: RouteInput<R> };
+
+/**
+ * Every HTTP route of the forwarder, one entry each (method, path, auth, request and answer
+ * schemas): dispatch, validation, handler types and `GET /openapi.json` come from these.
+ * The admin routes' handlers are in admin/api.ts, by operationId.
+ */
+export const ROUTES: readonly RouteSpec[] = [...INGEST_ROUTES, SETTINGS_ROUTE, ...OPERATIONS_LAYER_ROUTES];
 
 /** The routes by path, for dispatch. */
 export const ROUTE_TABLE = new RouteTable(ROUTES);
