@@ -87,7 +87,10 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       if (input !== undefined) await handle(options, input, req, res);
     } catch (error) {
       // Bad input: the same answer whether the config file's rules (ConfigError) or the API's refused it.
-      if (error instanceof ValidationError || error instanceof ConfigError) {
+      if (error instanceof ConfigError && error.problems !== undefined && error.problems.length > 1) {
+        // The config file's rules found several problems (a destination, `POST /admin/apply`'s sources): all of them.
+        refuseProblems(res, error.problems.map((p) => ({ field: p.field ?? '', message: p.message })));
+      } else if (error instanceof ValidationError || error instanceof ConfigError) {
         fail(res, 400, 'invalid_request', error.message, error.field === undefined ? {} : { field: error.field });
       } else if (error instanceof NotReplayableError) {
         fail(res, 409, 'not_replayable', error.message);

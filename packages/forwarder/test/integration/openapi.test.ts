@@ -423,6 +423,9 @@ describe('the real answers of every route, against the OpenAPI document (integra
     });
     expect(put.json).to.include({ enabled: true, hasSharedSecret: true });
     expect((await admin('PUT', '/admin/sources/made/destinations/Webhooks', { webhooks: [] })).status).to.equal(400);
+    // The config file's rules, every problem at once.
+    const several = await admin('PUT', '/admin/sources/made/destinations/Webhooks', { webhooks: [{ url: 'ftp://x' }], signing: 'nope', extra: 1 });
+    expect(several.json.error.problems.map((p: { field: string }) => p.field).sort()).to.deep.equal(['extra', 'signing', 'webhooks[0].url']);
     expect((await admin('PATCH', '/admin/sources/made/destinations/Webhooks', { enabled: false })).json.enabled).to.equal(false);
     // A patch of part of a URL, and one that adds a URL: each body is one the document allows.
     const patchSchema = check.doc.paths['/admin/sources/{name}/destinations/Webhooks'].patch.requestBody.content['application/json'].schema;
@@ -459,6 +462,8 @@ describe('the real answers of every route, against the OpenAPI document (integra
     expect(plan.json).to.include({ dryRun: true, applied: false });
     expect(plan.json.lines).to.deep.include({ source: 'applied', action: 'create', changes: plan.json.lines.find((l: { source: string }) => l.source === 'applied').changes });
     expect((await admin('POST', '/admin/apply', {})).json.error.field).to.equal('sources');
+    const twoBad = await admin('POST', '/admin/apply', { sources: [{ name: 'a', writeKey: 'k' }, { name: 'a', writeKey: 'k' }] });
+    expect(twoBad.json.error.problems.map((p: { field: string }) => p.field)).to.deep.equal(['sources[1].name', 'sources[1].writeKey']);
 
     expect((await admin('DELETE', '/admin/sources/made')).json).to.include({ name: 'made' });
     expect((await admin('DELETE', '/admin/sources/made')).status).to.equal(404);
