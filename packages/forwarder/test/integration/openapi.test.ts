@@ -337,6 +337,11 @@ describe('the real answers of every route, against the OpenAPI document (integra
     expect(served.json.info.version).to.equal(FORWARDER_VERSION);
     expect(served.json).to.deep.equal(file);
     expect((await call('GET', '/health?verbose=1')).json.error.field).to.equal('verbose');
+    // HEAD is answered as GET wherever GET is declared: the same status, no body.
+    for (const [path, admin] of [['/health', false], ['/admin/sources', true], ['/v1/projects/key-web/settings', false]] as const) {
+      const head = await send(url, 'HEAD', path, { admin });
+      expect([head.status, head.text], path).to.deep.equal([200, '']);
+    }
   });
 
   it('admin: 401 without or with a wrong token, 403 when no token is configured', async () => {
