@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
@@ -27,8 +28,8 @@ export default defineConfig({
     // The debugger page's static files (DEBUGGER_FILES of src/debugger/page.ts), served by the forwarder from dist/debugger/.
     mkdirSync('dist/debugger', { recursive: true });
     for (const file of DEBUGGER_FILES) copyFileSync(`src/debugger/${file}`, `dist/debugger/${file}`);
-    // The API description (also bundled into the code, which serves it): `@eventrelay/forwarder/openapi.json`.
-    copyFileSync('src/http/openapi.json', 'dist/openapi.json');
+    // The API description the code serves, generated from the route declarations: `@eventrelay/forwarder/openapi.json`.
+    execFileSync(process.execPath, ['--import', 'tsx', 'scripts/write-openapi.ts', 'dist/openapi.json'], { stdio: 'inherit' });
     // The CLI runs as ESM only (the `eventrelay` bin is dist/cli.js): its CommonJS build would
     // only weigh on the package. The CommonJS chunk stays, for require('@eventrelay/forwarder').
     rmSync('dist/cli.cjs', { force: true });

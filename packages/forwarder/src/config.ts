@@ -429,7 +429,11 @@ function storageUrl(type: ResolvedStorage['type'], value: unknown, env: Env): st
  * rules and the same paths below the destination.
  */
 export function webhooksDestination(value: unknown, field: string, env: Env | null): ResolvedWebhooks {
-  return readWebhooksDestination(value, field, env, STRICT)!;
+  // Every problem at once: one ConfigError, or one that lists them all (`problems`).
+  const problems = new Problems(true);
+  const read = readWebhooksDestination(value, field, env, problems);
+  problems.throwIfAny();
+  return read!;
 }
 
 /** `webhooksDestination`, noting its problems in `problems` (undefined when there were any). */
@@ -598,7 +602,11 @@ function source(value: unknown, field: string, env: Env | null, problems: Proble
  * (`POST /admin/apply`), where secrets are values, never `{ "env": NAME }`.
  */
 export function parseSources(value: unknown, env: Env | null): ResolvedSource[] {
-  return readSources(value, env, STRICT);
+  // Every problem of every source at once: one ConfigError, or one that lists them all (`problems`).
+  const problems = new Problems(true);
+  const sources = readSources(value, env, problems);
+  problems.throwIfAny();
+  return sources;
 }
 
 /** `parseSources`, noting every problem of every source in `problems`. */

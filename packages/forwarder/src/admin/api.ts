@@ -1,8 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ConfigError, NotReplayableError, ValidationError } from 'eventrelay/internal';
+import { ConfigError, isPlainObject, NotReplayableError, ValidationError } from 'eventrelay/internal';
 import { showValue } from 'eventrelay/internal';
-import { fail, send, tokenMatches } from '../http/server';
-import { withBody } from './body';
+import { fail, refuseProblems, send, tokenMatches } from '../http/server';
+import { readBody } from '../http/read-body';
+import { queryObject, ROUTE_CHECKS, ROUTE_TABLE } from '../http/routes';
+import type { HandlerInputs, RouteSpec } from '../http/routes';
+import { pathSourceName } from '../source-names';
 import type { ForwarderMetrics } from '../observability/metrics';
 import type { AudienceSyncRequest } from '../routing/audiences';
 import type { DeletionRequest } from '../routing/deletion';
@@ -10,22 +13,19 @@ import { DELIVERY_STATES } from '../store/delivery-log';
 import { serveDebugger } from '../debugger/page';
 import { EndpointsDisabledError } from '../observability/operations';
 import type { Operations } from '../observability/operations';
-import { setupRoute } from './sources';
-import { endpointRoute } from './endpoints';
+import { SETUP_HANDLERS } from './sources';
+import { ENDPOINT_HANDLERS } from './endpoints';
 import type { EndpointRoutesOptions } from './endpoints';
-import { secretRoute } from './secrets';
-import { schemaRoute } from './schema';
+import { SECRET_HANDLERS } from './secrets';
+import { SCHEMA_HANDLERS } from './schema';
 import type { SchemaRoutesOptions } from './schema';
 import type { SecretRoutesOptions } from './secrets';
-import type { MethodHandlers, SetupRoutesOptions } from './sources';
+import type { AdminHandler, AdminHandlers, AdminInput, SetupRoutesOptions } from './sources';
 import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from '../store/contract';
 
 /** Rows per page of `GET /admin/messages`: default and most. */
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 500;
-
-/** Largest admin request body, in bytes: an audience sync lists every member. */
-export const MAX_ADMIN_BODY_BYTES = 16 * 1024 * 1024;
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'event', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
@@ -68,20 +68,30 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
       if (!method(req, res, 'GET')) return true;
       return serveDebugger(path, req, res);
     }
-    const route = adminRoute(path) ?? setupRoute(path) ?? endpointRoute(path) ?? secretRoute(path) ?? schemaRoute(path);
-    if (route === undefined) return false;
-    const handle = handlerFor(route, req, res);
-    if (handle === undefined) return true;
+    const found = ROUTE_TABLE.lookup(req.method ?? '', path);
+    if (found === undefined) return false;
+    if ('allow' in found) {
+      fail(res, 405, 'method_not_allowed', `This endpoint takes ${found.allow.join(', ')}`, {}, { Allow: found.allow.join(', ') });
+      return true;
+    }
+    const { route, params: rawParams } = found.found;
+    // Dispatch calls each handler with the input its route declares: typed per route above, untyped here.
+    const handle = (HANDLERS as unknown as Record<string, AdminHandler<OperationsRoutesOptions> | undefined>)[route.operationId];
+    if (handle === undefined) return false;
     if (options.closing()) {
       fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
       return true;
     }
-    if (!authorized(options.adminToken, req, res)) return true;
+    if (route.auth === 'admin' && !authorized(options.adminToken, req, res)) return true;
     try {
-      await handle(options, req, res);
+      const input = await inputOf(route, rawParams, req, res);
+      if (input !== undefined) await handle(options, input, req, res);
     } catch (error) {
       // Bad input: the same answer whether the config file's rules (ConfigError) or the API's refused it.
-      if (error instanceof ValidationError || error instanceof ConfigError) {
+      if (error instanceof ConfigError && error.problems !== undefined && error.problems.length > 1) {
+        // The config file's rules found several problems (a destination, `POST /admin/apply`'s sources): all of them.
+        refuseProblems(res, error.problems.map((p) => ({ field: p.field ?? '', message: p.message })));
+      } else if (error instanceof ValidationError || error instanceof ConfigError) {
         fail(res, 400, 'invalid_request', error.message, error.field === undefined ? {} : { field: error.field });
       } else if (error instanceof EndpointsDisabledError) {
         fail(res, 409, 'endpoint_disabled', error.message, { urls: error.urls });
@@ -93,6 +103,60 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
     }
     return true;
   };
+}
+
+/**
+ * A request's input as its route declares it: the path's parameters percent-decoded (a source
+ * name checked like the config file's, `field` "name"), the query and the body checked by the
+ * route's schemas, every problem at once. Undefined once it answered (400, 413).
+ */
+async function inputOf(
+  route: RouteSpec,
+  rawParams: Readonly<Record<string, string>>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<AdminInput | undefined> {
+  const params: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(rawParams)) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(raw);
+    } catch {
+      throw new ValidationError(`Expected the ${name === 'name' ? 'source name' : name} in the path to be percent-encoded UTF-8`, name);
+    }
+    params[name] = name === 'name' ? pathSourceName(decoded, 'name') : decoded;
+  }
+  const checks = ROUTE_CHECKS.get(route) ?? {};
+  const query = queryObject(new URL(req.url ?? '/', 'http://localhost').searchParams);
+  const queryProblems = checks.query?.(query) ?? [];
+  if (queryProblems.length > 0) {
+    refuseProblems(res, queryProblems);
+    return undefined;
+  }
+  if (route.body === undefined) return { params, query, body: {} };
+  const limit = route.body.limit ?? 64 * 1024;
+  const read = await readBody(req, limit);
+  if (!read.ok) {
+    fail(res, 413, 'body_too_large', `The request body is larger than ${limit} bytes`, { limit }, { Connection: 'close' });
+    return undefined;
+  }
+  if (!route.body.required && read.body.length === 0) return { params, query, body: {} };
+  let body: unknown;
+  try {
+    body = JSON.parse(read.body.toString('utf8'));
+  } catch {
+    body = undefined;
+  }
+  if (!isPlainObject(body)) {
+    fail(res, 400, 'invalid_json', 'Expected a JSON object body', {}, { 'Cache-Control': 'no-store' });
+    return undefined;
+  }
+  const bodyProblems = checks.body?.(body) ?? [];
+  if (bodyProblems.length > 0) {
+    refuseProblems(res, bodyProblems, { 'Cache-Control': 'no-store' });
+    return undefined;
+  }
+  return { params, query, body };
 }
 
 function method(req: IncomingMessage, res: ServerResponse, expected: 'GET' | 'POST'): boolean {
@@ -115,40 +179,22 @@ function authorized(token: string | undefined, req: IncomingMessage, res: Server
   return true;
 }
 
-type Handler = (options: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse) => Promise<void>;
-
-/** The handler of the request's method (HEAD as GET), or a 405 with `Allow` and undefined. */
-function handlerFor(route: MethodHandlers<OperationsRoutesOptions>, req: IncomingMessage, res: ServerResponse): Handler | undefined {
-  const name = req.method === 'HEAD' ? 'GET' : req.method;
-  const handle = (route as Record<string, Handler | undefined>)[name ?? ''];
-  if (handle !== undefined) return handle;
-  const allowed = Object.keys(route).join(', ');
-  fail(res, 405, 'method_not_allowed', `This endpoint takes ${allowed}`, {}, { Allow: allowed });
-  return undefined;
-}
-
-function adminRoute(path: string): MethodHandlers<OperationsRoutesOptions> | undefined {
-  switch (path) {
-    case '/admin/messages':
-      return { GET: listMessages };
-    case '/admin/recover':
-      return { POST: recover };
-    case '/admin/stream':
-      return { GET: stream };
-    case '/admin/overview':
-      return { GET: async (o, _req, res) => send(res, 200, await o.overview()) };
-    // Both check their body themselves (a ValidationError naming the field).
-    case '/admin/deletions':
-      return { POST: (o, req, res) => withBody(req, res, MAX_ADMIN_BODY_BYTES, async (body) => send(res, 202, await o.requestDeletion(body as never))) };
-    case '/admin/audiences/sync':
-      return { POST: (o, req, res) => withBody(req, res, MAX_ADMIN_BODY_BYTES, async (body) => send(res, 200, await o.syncAudience(body as never))) };
-  }
-  const match = /^\/admin\/deliveries\/([^/]+)(\/replay)?$/.exec(path);
-  if (match === null) return undefined;
-  const id = match[1]!;
-  if (match[2] !== undefined) return { POST: (o, _req, res) => replay(o, res, id) };
-  return { GET: (o, _req, res) => getDelivery(o, res, id) };
-}
+/** The admin routes' handlers by operationId: each route of http/routes/ the operations layer answers has one here. */
+const HANDLERS = {
+  listMessages: (o, _input, req, res) => listMessages(o, req, res),
+  getDelivery: (o, { params }, _req, res) => getDelivery(o, res, params.id),
+  replayDelivery: (o, { params }, _req, res) => replay(o, res, params.id),
+  recover: (o, { body }, _req, res) => recoverFrom(o, body, res),
+  stream: (o, { query }, req, res) => stream(o, query, req, res),
+  overview: async (o, _input, _req, res) => send(res, 200, await o.overview()),
+  // Both check their body themselves (a ValidationError naming the field).
+  requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.requestDeletion(body as never)),
+  syncAudience: async (o, { body }, _req, res) => send(res, 200, await o.syncAudience(body as never)),
+  ...SETUP_HANDLERS,
+  ...ENDPOINT_HANDLERS,
+  ...SECRET_HANDLERS,
+  ...SCHEMA_HANDLERS,
+} satisfies AdminHandlers<OperationsRoutesOptions>;
 
 function query(req: IncomingMessage): URLSearchParams {
   return new URL(req.url ?? '/', 'http://localhost').searchParams;
@@ -267,21 +313,12 @@ async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: s
   send(res, 202, result);
 }
 
-async function recover(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  await withBody(req, res, 64 * 1024, (body) => recoverFrom(o, body, res));
-}
+/** The body of `POST /admin/recover`, as its route's schema checks it. */
+type RecoverRequest = HandlerInputs['recover']['body'];
 
 /** `POST /admin/recover { source, since, until? }`: failed deliveries of the source in the range, queued again. */
-async function recoverFrom(o: OperationsRoutesOptions, body: Record<string, unknown>, res: ServerResponse): Promise<void> {
-  for (const key of Object.keys(body)) {
-    if (!['source', 'since', 'until'].includes(key)) throw new ValidationError(`Unknown field \`${key}\`; expected \`source\`, \`since\`, \`until\``, key);
-  }
-  if (typeof body.source !== 'string' || body.source === '') throw new ValidationError('Expected `source` to be a source name', 'source');
-  const instant = (value: unknown, field: string): number => {
-    if (typeof value === 'number' && Number.isFinite(value)) return value;
-    if (typeof value === 'string') return parseInstant(value, field);
-    throw new ValidationError(`Expected \`${field}\` to be an ISO 8601 time or epoch milliseconds, got ${showValue(value)}`, field);
-  };
+async function recoverFrom(o: OperationsRoutesOptions, body: RecoverRequest, res: ServerResponse): Promise<void> {
+  const instant = (value: string | number, field: string): number => (typeof value === 'number' ? value : parseInstant(value, field));
   const since = instant(body.since, 'since');
   const until = body.until === undefined ? Number.MAX_SAFE_INTEGER : instant(body.until, 'until');
   if (until <= since) throw new ValidationError('Expected `until` to be after `since`', 'until');
@@ -289,12 +326,8 @@ async function recoverFrom(o: OperationsRoutesOptions, body: Record<string, unkn
   send(res, 202, { source: result.source, since: iso(result.since), until: body.until === undefined ? null : iso(result.until), queued: result.queued });
 }
 
-async function stream(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const params = query(req);
-  for (const key of params.keys()) {
-    if (key !== 'source') throw new ValidationError(`Unknown parameter \`${key}\`; expected \`source\``, key);
-  }
-  const source = params.get('source') ?? '';
+async function stream(o: OperationsRoutesOptions, params: { readonly source?: string }, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const source = params.source ?? '';
   const ops = await o.ops();
   if (source !== '' && !ops.hasSource(source)) throw new ValidationError(`Unknown source ${showValue(source)}`, 'source');
   ops.live.subscribe(req, res, source === '' ? undefined : source);

@@ -1,14 +1,9 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isPlainObject, ValidationError } from 'eventrelay/internal';
-import { pathSourceName } from '../source-names';
+import type { ServerResponse } from 'node:http';
 import { fail, send } from '../http/server';
-import { withBody } from './body';
+import type { AdminHandlers } from './sources';
 import type { EndpointGuard, EndpointUrl } from '../delivery/endpoint-guard';
 import type { SetupRefusal, SetupResult } from '../registry/manager';
 import type { StoredWebhooks } from '../store/contract';
-
-/** Largest body of an endpoint request, in bytes. */
-const MAX_BODY_BYTES = 64 * 1024;
 
 /** One URL of a source's Webhooks destination, as the admin API shows it (no credentials, no query). */
 export interface ShownEndpoint {
@@ -86,11 +81,8 @@ export class EndpointAdmin {
    * Enables a URL of the source's destination, named by its full URL or as the API shows it (when
    * that names one URL only). Its deliveries go to it again at once, on every instance within 1 s.
    */
-  async enable(source: string, body: unknown): Promise<SetupResult<EnabledEndpoint>> {
-    if (!isPlainObject(body)) throw new ValidationError('Expected a JSON object body: { "url": "..." }');
-    for (const key of Object.keys(body)) if (key !== 'url') throw new ValidationError(`Unknown field \`${key}\`; expected \`url\``, key);
+  async enable(source: string, body: { readonly url: string }): Promise<SetupResult<EnabledEndpoint>> {
     const wanted = body.url;
-    if (typeof wanted !== 'string' || wanted === '') throw new ValidationError('Expected `url` to be one of the destination\'s URLs (as configured, or as the API shows it)', 'url');
     const found = this.urls(source);
     if (!found.ok) return found;
     const { full, urls } = found.value;
@@ -114,42 +106,21 @@ export interface EndpointRoutesOptions {
   readonly endpoints?: EndpointAdmin;
 }
 
-type Handler = (options: EndpointRoutesOptions, req: IncomingMessage, res: ServerResponse) => Promise<void>;
-
 function answer<T>(res: ServerResponse, status: number, result: SetupResult<T>): void {
   if (result.ok) send(res, status, result.value, { 'Cache-Control': 'no-store' });
   else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, { 'Cache-Control': 'no-store' });
 }
 
-/**
- * `GET /admin/sources/{name}/destinations/Webhooks/endpoints` and
- * `POST .../endpoints/enable`; undefined for another path.
- */
-export function endpointRoute(path: string): Partial<Record<'GET' | 'POST', Handler>> | undefined {
-  const match = /^\/admin\/sources\/([^/]*)\/destinations\/Webhooks\/endpoints(\/enable)?$/.exec(path);
-  if (match === null) return undefined;
-  const name = (): string => {
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(match[1]!);
-    } catch {
-      throw new ValidationError('Expected the source name in the path to be percent-encoded UTF-8', 'name');
-    }
-    return pathSourceName(decoded, 'name');
-  };
-  const admin = (o: EndpointRoutesOptions): EndpointAdmin => {
-    if (o.endpoints === undefined) throw new Error('endpoint routes without an EndpointAdmin');
-    return o.endpoints;
-  };
-  if (match[2] === undefined) {
-    return {
-      GET: async (o, _req, res) => {
-        const listed = admin(o).list(name());
-        answer(res, 200, listed.ok ? { ok: true, value: { endpoints: listed.value } } : listed);
-      },
-    };
-  }
-  return {
-    POST: (o, req, res) => withBody(req, res, MAX_BODY_BYTES, async (body) => answer(res, 200, await admin(o).enable(name(), body))),
-  };
+function admin(o: EndpointRoutesOptions): EndpointAdmin {
+  if (o.endpoints === undefined) throw new Error('endpoint routes without an EndpointAdmin');
+  return o.endpoints;
 }
+
+/** The handlers of `GET .../destinations/Webhooks/endpoints` and `POST .../endpoints/enable` (http/routes/endpoints.ts). */
+export const ENDPOINT_HANDLERS = {
+  listEndpoints: async (o, { params }, _req, res) => {
+    const listed = admin(o).list(params.name);
+    answer(res, 200, listed.ok ? { ok: true, value: { endpoints: listed.value } } : listed);
+  },
+  enableEndpoint: async (o, { params, body }, _req, res) => answer(res, 200, await admin(o).enable(params.name, body)),
+} satisfies AdminHandlers<EndpointRoutesOptions>;

@@ -1,19 +1,12 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { showValue, ValidationError } from 'eventrelay/internal';
-import { pathSourceName } from '../source-names';
 import { fail, send } from '../http/server';
-import { withBody } from './body';
+import type { AdminHandlers } from './sources';
 import type { UsageTally } from '../observability/usage';
 import type { SetupResult, SourceManager } from '../registry/manager';
 import { compileRules, shownSchema } from '../schema-rules';
 import { dayOf, dayText, USAGE_DAYS_KEPT } from '../store/usage';
 import type { SchemaCount, SourceSchema, UsageDay } from '../store/contract';
-
-/**
- * Largest body of `PUT /admin/sources/{name}/schema`, in bytes: a tracking plan of 2,000 long
- * names fits, and a list far past the limit is still read, so that the answer names the field.
- */
-export const MAX_SCHEMA_BODY_BYTES = 4 * 1024 * 1024;
 
 /** Days `GET /admin/usage` covers when `since` is not given: today and the 29 before. */
 export const DEFAULT_USAGE_DAYS = 30;
@@ -173,8 +166,6 @@ export interface SchemaRoutesOptions {
   readonly schema: SchemaAdmin;
 }
 
-type Handler = (options: SchemaRoutesOptions, req: IncomingMessage, res: ServerResponse) => Promise<void>;
-
 const NO_STORE = { 'Cache-Control': 'no-store' };
 
 function answer<T>(res: ServerResponse, result: SetupResult<T>): void {
@@ -182,44 +173,10 @@ function answer<T>(res: ServerResponse, result: SetupResult<T>): void {
   else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, NO_STORE);
 }
 
-/** `/admin/sources/{name}/schema` (GET, PUT) and `/admin/usage` (GET); undefined for another path. */
-export function schemaRoute(path: string): Partial<Record<'GET' | 'PUT', Handler>> | undefined {
-  if (path === '/admin/usage') return { GET: usage };
-  const match = /^\/admin\/sources\/([^/]*)\/schema$/.exec(path);
-  if (match === null) return undefined;
-  const name = (): string => {
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(match[1]!);
-    } catch {
-      throw new ValidationError('Expected the source name in the path to be percent-encoded UTF-8', 'name');
-    }
-    return pathSourceName(decoded, 'name');
-  };
-  return {
-    GET: async (o, _req, res) => answer(res, await o.schema.get(name())),
-    PUT: (o, req, res) => withBody(req, res, MAX_SCHEMA_BODY_BYTES, async (body) => answer(res, await o.schema.put(name(), body))),
-  };
-}
-
-const USAGE_PARAMS = ['source', 'since', 'until'];
-
-async function usage(o: SchemaRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const params = new URL(req.url ?? '/', 'http://localhost').searchParams;
-  for (const key of params.keys()) {
-    if (!USAGE_PARAMS.includes(key)) throw new ValidationError(`Unknown parameter \`${key}\`; expected ${USAGE_PARAMS.map((p) => `\`${p}\``).join(', ')}`, key);
-  }
-  const text = (key: string) => {
-    const value = params.get(key);
-    return value === null || value === '' ? undefined : value;
-  };
-  const source = text('source');
-  const since = text('since');
-  const until = text('until');
-  const query: UsageQuery = {
-    ...(source === undefined ? {} : { source }),
-    ...(since === undefined ? {} : { since }),
-    ...(until === undefined ? {} : { until }),
-  };
-  send(res, 200, await o.schema.usage(query), NO_STORE);
-}
+/** The handlers of `/admin/sources/{name}/schema` (GET, PUT) and `/admin/usage` (http/routes/schema.ts). */
+export const SCHEMA_HANDLERS = {
+  getSourceSchema: async (o, { params }, _req, res) => answer(res, await o.schema.get(params.name)),
+  putSourceSchema: async (o, { params, body }, _req, res) => answer(res, await o.schema.put(params.name, body)),
+  // The route's schema refused unknown parameters.
+  usage: async (o, { query }, _req, res) => send(res, 200, await o.schema.usage(query), NO_STORE),
+} satisfies AdminHandlers<SchemaRoutesOptions>;

@@ -1,18 +1,20 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import createDebug from 'debug';
-import { ConfigError, integerOption, isPlainObject, ValidationError } from 'eventrelay/internal';
-import { pathSourceName } from '../source-names';
+import { ConfigError, describeType, integerOption } from 'eventrelay/internal';
 import type { ResolvedWebhooks } from '../config';
 import { fail, send } from '../http/server';
-import { readBody } from '../http/read-body';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../registry/keys';
+import type { AdminHandlers } from './sources';
 import type { SetupResult } from '../registry/manager';
 import type { PreviousSecret, SetupOp, SetupSnapshot, SetupWriteResult, StoredWebhooks } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 
-/** Largest body of a rotation, in bytes. */
-const MAX_BODY_BYTES = 64 * 1024;
+/** A rotation's body, as its route checks it. */
+export interface RotationRequest {
+  readonly sharedSecret: string;
+  /** 0 to MAX_GRACE_SECONDS. */
+  readonly graceSeconds?: number;
+}
 
 /** What a rotation answers: never a secret. */
 export interface RotatedSecret {
@@ -41,14 +43,11 @@ export interface SecretHost {
  * Standard Webhooks requests beside it for `graceSeconds` (default 86400), then stops. Secrets
  * replaced earlier keep the end their own rotation gave them.
  */
-export async function rotateSecret(host: SecretHost, name: string, body: unknown): Promise<SetupResult<RotatedSecret>> {
-  if (!isPlainObject(body)) throw new ValidationError('Expected a JSON object body: { "sharedSecret": "...", "graceSeconds"?: seconds }');
-  for (const key of Object.keys(body)) {
-    if (key !== 'sharedSecret' && key !== 'graceSeconds') throw new ValidationError(`Unknown field \`${key}\`; expected \`sharedSecret\`, \`graceSeconds\``, key);
-  }
+export async function rotateSecret(host: SecretHost, name: string, body: RotationRequest): Promise<SetupResult<RotatedSecret>> {
   const secret = body.sharedSecret;
+  // The route's schema checked the types; `Forwarder#rotateSharedSecret` comes here directly, so the values are checked here.
   if (typeof secret !== 'string' || secret.trim() === '') {
-    throw new ConfigError(`Expected \`sharedSecret\` to be a non-empty string, got ${typeof secret === 'string' ? 'a string of spaces only' : secret === undefined ? 'nothing' : typeof secret}`, 'sharedSecret');
+    throw new ConfigError(`Expected \`sharedSecret\` to be a non-empty string, got ${typeof secret === 'string' ? 'a string of spaces only' : describeType(secret)}`, 'sharedSecret');
   }
   const grace = integerOption('graceSeconds', body.graceSeconds ?? DEFAULT_GRACE_SECONDS, 0, MAX_GRACE_SECONDS);
   const snapshot = await host.snapshot();
@@ -86,36 +85,13 @@ export interface SecretRoutesOptions {
   readonly secrets?: SecretHost;
 }
 
-/** `POST /admin/sources/{name}/destinations/Webhooks/secret`; undefined for another path. */
-export function secretRoute(path: string): { POST: (o: SecretRoutesOptions, req: IncomingMessage, res: ServerResponse) => Promise<void> } | undefined {
-  const match = /^\/admin\/sources\/([^/]*)\/destinations\/Webhooks\/secret$/.exec(path);
-  if (match === null) return undefined;
-  return {
-    POST: async (o, req, res) => {
-      let decoded: string;
-      try {
-        decoded = decodeURIComponent(match[1]!);
-      } catch {
-        throw new ValidationError('Expected the source name in the path to be percent-encoded UTF-8', 'name');
-      }
-      const name = pathSourceName(decoded, 'name');
-      const read = await readBody(req, MAX_BODY_BYTES);
-      const noStore = { 'Cache-Control': 'no-store' };
-      if (!read.ok) {
-        fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes`, { limit: MAX_BODY_BYTES }, { Connection: 'close' });
-        return;
-      }
-      let body: unknown;
-      try {
-        body = JSON.parse(read.body.toString('utf8'));
-      } catch {
-        fail(res, 400, 'invalid_json', 'Expected a JSON object body', {}, noStore);
-        return;
-      }
-      if (o.secrets === undefined) throw new Error('secret route without a SecretHost');
-      const result = await rotateSecret(o.secrets, name, body);
-      if (result.ok) send(res, 200, result.value, noStore);
-      else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, noStore);
-    },
-  };
-}
+/** The handler of `POST /admin/sources/{name}/destinations/Webhooks/secret` (http/routes/sources.ts). */
+export const SECRET_HANDLERS = {
+  rotateSecret: async (o, { params, body }, _req, res) => {
+    if (o.secrets === undefined) throw new Error('secret route without a SecretHost');
+    const result = await rotateSecret(o.secrets, params.name, body);
+    const noStore = { 'Cache-Control': 'no-store' };
+    if (result.ok) send(res, 200, result.value, noStore);
+    else fail(res, result.status, result.code, result.message, result.field === undefined ? {} : { field: result.field }, noStore);
+  },
+} satisfies AdminHandlers<SecretRoutesOptions>;

@@ -2,12 +2,15 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import createDebug from 'debug';
 import { MAX_BATCH_BYTES as MAX_BODY_BYTES } from 'eventrelay/internal';
-import { MESSAGE_TYPES, parseIngestBody } from '../routing/ingest';
-import type { MessageType, RejectedMessage, ValidMessage } from '../routing/ingest';
+import { parseIngestBody } from '../routing/ingest';
+import type { RejectedMessage, ValidMessage } from '../routing/ingest';
 import { decodeBody, readBody } from './read-body';
 import { clientAddress, corsHeaders, echoable, preflightHeaders, publicAddress, requestOrigin, shownOrigin } from './browser';
 import { librarySettings, MAX_KEY_LENGTH, SETTINGS_MAX_AGE } from './settings';
-import { apiDocument } from './openapi';
+import { apiDocumentText, queryObject, ROUTE_CHECKS, ROUTE_TABLE, RouteTable } from './routes';
+import { INGEST_ENDPOINTS } from './routes/ingestion';
+import type { IngestEndpoint } from './routes/ingestion';
+import type { Problem, RouteSpec } from './routes';
 import { AllowedOrigins } from '../routing/origins';
 import { routeMessage } from '../routing/router';
 import type { RouteSource } from '../routing/router';
@@ -65,28 +68,6 @@ export interface HttpBackend {
   now(): number;
 }
 
-type Route =
-  | { kind: 'ingest'; endpoint: 'batch' | MessageType }
-  | { kind: 'health' | 'stats' | 'openapi' };
-
-/** The routes of this file by path (the admin API's are in admin/); exported for the test that holds them to openapi.json. */
-export const ROUTES: Record<string, { method: 'GET' | 'POST'; route: Route }> = {
-  '/v1/batch': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
-  // Segment's name for the same endpoint, used by its bulk import tools.
-  '/v1/import': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
-  // The short form analytics.js (batching) and the mobile libraries send batches to.
-  '/v1/b': { method: 'POST', route: { kind: 'ingest', endpoint: 'batch' } },
-  ...Object.fromEntries(MESSAGE_TYPES.map((type) => [`/v1/${type}`, { method: 'POST', route: { kind: 'ingest', endpoint: type } }])),
-  // analytics.js sends each call to the first letter of its type: /v1/i, /v1/t, /v1/p, /v1/s, /v1/g, /v1/a.
-  ...Object.fromEntries(MESSAGE_TYPES.map((type) => [`/v1/${type[0]}`, { method: 'POST', route: { kind: 'ingest', endpoint: type } }])),
-  '/health': { method: 'GET', route: { kind: 'health' } },
-  '/stats': { method: 'GET', route: { kind: 'stats' } },
-  '/openapi.json': { method: 'GET', route: { kind: 'openapi' } },
-};
-
-/** `GET /v1/projects/{writeKey}/settings`: what analytics.js and the mobile libraries load first. */
-export const SETTINGS_PATH = /^\/v1\/projects\/([^/]+)\/settings$/;
-
 export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
@@ -143,45 +124,73 @@ export function createRequestHandler(backend: HttpBackend): (req: IncomingMessag
   };
 }
 
+/** The routes this file answers (ingestion, settings, health, stats, this document); the others are the operations layer's. */
+const OWN = new Set(['librarySettings', 'health', 'stats', 'openapi', ...INGEST_ENDPOINTS.keys()]);
+
+/** The methods a path takes, for `Allow`: HEAD beside GET, OPTIONS where browsers call. */
+function allowOf(methods: ReadonlyMap<string, RouteSpec>): string {
+  const list = RouteTable.allow(methods.keys());
+  if ([...methods.values()].some((r) => r.preflight !== undefined)) list.push('OPTIONS');
+  return list.join(', ');
+}
+
+/** A 400 `invalid_request` naming every problem (`field` and `message`: the first's, and all of them). */
+export function refuseProblems(res: ServerResponse, problems: readonly Problem[], headers: Record<string, string> = {}): void {
+  const message = problems.length === 1 ? problems[0]!.message : `${problems.length} problems: ${problems.map((p) => p.message).join('; ')}`;
+  fail(res, 400, 'invalid_request', message, { field: problems[0]!.field, problems }, headers);
+}
+
 async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
-  const entry = ROUTES[path];
-  if (entry === undefined) {
-    const settings = SETTINGS_PATH.exec(path);
-    if (settings !== null) {
-      settingsRoute(backend, settings[1]!, req, res);
-      return;
-    }
+  const at = ROUTE_TABLE.at(path);
+  const method = req.method === 'HEAD' ? 'GET' : (req.method ?? '');
+  const entry = at?.methods.get(method);
+  if (at !== undefined && at.methods.has('GET') && at.methods.get('GET')!.operationId === 'librarySettings') {
+    settingsRoute(backend, at.params.writeKey!, req, res);
+    return;
+  }
+  if (at !== undefined && req.method === 'OPTIONS' && [...at.methods.values()].some((r) => r.preflight !== undefined)) {
+    preflight(backend, req, res, path, allowOf(at.methods));
+    return;
+  }
+  if (at !== undefined && entry === undefined) {
+    const allow = allowOf(at.methods);
+    fail(res, 405, 'method_not_allowed', `${path} takes ${allow}`, {}, { Allow: allow });
+    return;
+  }
+  if (entry === undefined || !OWN.has(entry.operationId)) {
     if (backend.operations !== undefined && (await backend.operations(req, res, path))) return;
     fail(res, 404, 'not_found', `No endpoint ${path.length > 200 ? `${path.slice(0, 200)}…` : path}; ingestion is POST /v1/batch or /v1/{identify,track,page,screen,group,alias}`);
-    return;
-  }
-  if (req.method === 'OPTIONS' && entry.route.kind === 'ingest') {
-    preflight(backend, req, res, path, 'POST, OPTIONS');
-    return;
-  }
-  if (req.method !== entry.method && !(entry.method === 'GET' && req.method === 'HEAD')) {
-    fail(res, 405, 'method_not_allowed', `${path} takes ${entry.method}`, {}, { Allow: entry.method });
     return;
   }
   if (backend.closing) {
     fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
     return;
   }
-  const route = entry.route;
-  switch (route.kind) {
+  const endpoint = INGEST_ENDPOINTS.get(entry.operationId);
+  if (endpoint !== undefined) {
+    await ingest(backend, endpoint, path, req, res);
+    return;
+  }
+  const checkQuery = ROUTE_CHECKS.get(entry)?.query;
+  const problems = checkQuery?.(queryObject(new URL(req.url ?? '/', 'http://localhost').searchParams)) ?? [];
+  if (problems.length > 0) {
+    refuseProblems(res, problems);
+    return;
+  }
+  switch (entry.operationId) {
     case 'health':
       send(res, 200, { status: 'ok' });
       return;
     case 'stats':
       send(res, 200, await backend.stats());
       return;
-    case 'openapi':
-      send(res, 200, apiDocument());
+    case 'openapi': {
+      const text = apiDocumentText();
+      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+      res.end(req.method === 'HEAD' ? undefined : text);
       return;
-    case 'ingest':
-      await ingest(backend, route.endpoint, path, req, res);
-      return;
+    }
   }
 }
 
@@ -247,7 +256,7 @@ function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessag
     return;
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    fail(res, 405, 'method_not_allowed', 'The settings route takes GET', {}, { Allow: 'GET, HEAD, OPTIONS' });
+    fail(res, 405, 'method_not_allowed', 'The settings route takes GET, HEAD, OPTIONS', {}, { Allow: 'GET, HEAD, OPTIONS' });
     return;
   }
   const noStore = { 'Cache-Control': 'no-store' };
@@ -277,7 +286,7 @@ function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessag
 }
 
 /** An ingestion request, in its span when the operator traces (see tracing.ts). */
-async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function ingest(backend: HttpBackend, endpoint: IngestEndpoint, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const span = IngestSpan.start();
   if (span === undefined) return receive(backend, endpoint, path, req, res, undefined);
   try {
@@ -289,7 +298,14 @@ async function ingest(backend: HttpBackend, endpoint: 'batch' | MessageType, pat
   span.end(res.statusCode, path);
 }
 
-async function receive(backend: HttpBackend, endpoint: 'batch' | MessageType, path: string, req: IncomingMessage, res: ServerResponse, span: IngestSpan | undefined): Promise<void> {
+async function receive(
+  backend: HttpBackend,
+  endpoint: IngestEndpoint,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  span: IngestSpan | undefined,
+): Promise<void> {
   const receivedAt = backend.now();
   const origin = requestOrigin(req);
   const at: RefusedAt = { path, origin };

@@ -155,7 +155,8 @@ describe('forwarder HTTP API (integration, 127.0.0.1)', () => {
       expect((await post(`${url}/v2/batch`, {})).status).to.equal(404);
       const get = await fetch(`${url}/v1/batch`);
       expect(get.status).to.equal(405);
-      expect(get.headers.get('allow')).to.equal('POST');
+      // The methods the path takes: POST, and OPTIONS (a browser's preflight).
+      expect(get.headers.get('allow')).to.equal('POST, OPTIONS');
     });
 
     it('acknowledges a repeated messageId without delivering it twice', async () => {

@@ -1,90 +1,34 @@
 import { after, before, describe, it } from 'mocha';
 import { expect } from 'chai';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import { CONFIG_DEFAULTS } from '../../src/config';
-import { ROUTES, SETTINGS_PATH } from '../../src/http/server';
+import { apiDocument, ROUTES } from '../../src/http/routes';
 import { FORWARDER_VERSION } from '../../src/version';
 import { basic, useReceiver, waitFor } from './helpers';
 
 /**
- * The OpenAPI document (src/http/openapi.json) against an independent validator, against the
- * server's route tables, and against the real answers of every route: each status, content type
- * and body a forwarder sends is looked up in the document and validated with its schema.
+ * The OpenAPI document, generated from the route declarations (src/http/routes/), against an
+ * independent validator and Redocly's recommended rules, and against the real answers of every
+ * route: each status, content type and body a forwarder sends is looked up in the document and
+ * validated with its schema.
  */
 
-const SRC = join(import.meta.dirname, '..', '..', 'src');
-const DOC_FILE = join(SRC, 'http', 'openapi.json');
 const ADMIN = 'openapi-admin-token';
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 type Json = any;
-const file: Json = JSON.parse(readFileSync(DOC_FILE, 'utf8'));
-
-/** A path template with its parameters unnamed: `/admin/sources/{}`. */
-function shape(template: string): string {
-  return template.replace(/\{[^}]*\}/g, '{}');
-}
-
-/**
- * The path templates a route regex of the source matches: `(...)` capturing `[^/]+` or `[^/]*` is
- * a parameter; `(a|b)` and `(a|b)?` are alternatives. Any other pattern throws, so that a route
- * written some new way is read by hand rather than missed.
- */
-function templatesOf(pattern: string): string[] {
-  let body = pattern;
-  if (!body.startsWith('^') || !body.endsWith('$')) throw new Error(`route pattern not anchored: ${pattern}`);
-  body = body.slice(1, -1);
-  let results = [''];
-  let i = 0;
-  const literal = (text: string) => {
-    if (/[^A-Za-z0-9/_.-]/.test(text.replace(/\\\//g, '/').replace(/\\\./g, '.'))) throw new Error(`cannot read the route pattern ${pattern}`);
-    return text.replace(/\\\//g, '/').replace(/\\\./g, '.');
-  };
-  while (i < body.length) {
-    if (body[i] === '(') {
-      const end = body.indexOf(')', i);
-      const group = body.slice(i + 1, end);
-      const optional = body[end + 1] === '?';
-      i = end + (optional ? 2 : 1);
-      const options = group === '[^/]+' || group === '[^/]*' ? ['{}'] : group.split('|').map(literal);
-      if (optional) options.push('');
-      results = results.flatMap((r) => options.map((o) => r + o));
-    } else {
-      let end = body.indexOf('(', i);
-      if (end < 0) end = body.length;
-      const text = literal(body.slice(i, end));
-      results = results.map((r) => r + text);
-      i = end;
-    }
-  }
-  return results;
-}
-
-/** Every path the server's code routes, as templates: the tables, the route patterns and literals of admin/, the debugger page's files. */
-function serverTemplates(): string[] {
-  const found = new Set<string>(Object.keys(ROUTES));
-  found.add(shape(templatesOf(SETTINGS_PATH.source)[0]!));
-  found.add(CONFIG_DEFAULTS.metricsPath!);
-  for (const name of readdirSync(join(SRC, 'admin')).filter((f) => f.endsWith('.ts'))) {
-    const text = readFileSync(join(SRC, 'admin', name), 'utf8');
-    for (const m of text.matchAll(/(?:===|case)\s*'(\/admin\/[^']*)'/g)) found.add(m[1]!);
-    for (const m of text.matchAll(/\/(\^\\\/admin\\\/.*?\$)\/\.exec/g)) for (const t of templatesOf(m[1]!)) found.add(t);
-  }
-  // The server drops a trailing slash before routing: `/debugger/` is `/debugger`.
-  for (const m of readFileSync(join(SRC, 'debugger', 'page.ts'), 'utf8').matchAll(/'(\/debugger[^']*)':/g)) found.add(m[1]!.replace(/\/$/, ''));
-  return [...found].map(shape);
-}
+const file: Json = apiDocument();
 
 /** Each documented path with an example of it, its parameters filled in. */
 function concrete(template: string, values: Record<string, string> = {}): string {
@@ -141,12 +85,12 @@ class DocumentCheck {
     let response: Json;
     if (template === undefined) {
       expect(answer.status, `${where}: not a documented path, so a 404`).to.equal(404);
-      response = this.doc.components.responses.NotFound;
+      response = { content: { 'application/json': { schema: this.doc.components.schemas.Error } } };
     } else {
       const operation = this.doc.paths[template][method.toLowerCase()];
       if (operation === undefined) {
         expect(answer.status, `${where}: an undocumented method, so a 405`).to.equal(405);
-        response = this.doc.components.responses.MethodNotAllowed;
+        response = { content: { 'application/json': { schema: this.doc.components.schemas.Error } } };
       } else {
         response = operation.responses[String(answer.status)];
         expect(response, `${where}: status ${answer.status} is not documented for ${method} ${template}`).to.not.equal(undefined);
@@ -196,7 +140,7 @@ function send(base: string, method: string, path: string, options: CallOptions =
   });
 }
 
-describe('the OpenAPI document (src/http/openapi.json)', () => {
+describe('the OpenAPI document (generated from src/http/routes/)', () => {
   it('is a valid OpenAPI 3.1 document for an independent validator (@seriousme/openapi-schema-validator)', async () => {
     const validator = new Validator();
     const result = await validator.validate(structuredClone(file));
@@ -214,19 +158,21 @@ describe('the OpenAPI document (src/http/openapi.json)', () => {
     }
   });
 
-  it('describes every route of the server, and no route the server does not have', () => {
-    const documented = Object.keys(file.paths).map(shape).sort();
-    const routed = serverTemplates().sort();
-    expect(routed.length).to.be.greaterThan(35);
-    expect(documented).to.deep.equal(routed);
+  it('is clean under Redocly\'s recommended rules: no error, no warning (@redocly/openapi-core)', async () => {
+    const config = await createConfig({ extends: ['recommended'] });
+    const problems = await lintFromString({ source: JSON.stringify(file), absoluteRef: 'openapi.json', config });
+    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer ?? ''}`)).to.deep.equal([]);
   });
 
-  it('documents each ingestion path with the method of the route table, a CORS preflight, and Basic auth or none (a key in the body)', () => {
-    for (const [path, entry] of Object.entries(ROUTES)) {
-      expect(file.paths[path][entry.method.toLowerCase()], path).to.be.an('object');
-      if (path.startsWith('/v1/')) {
-        expect(file.paths[path].options, path).to.be.an('object');
-        expect(file.paths[path].post.security, path).to.deep.equal([{ writeKey: [] }, {}]);
+  it('has every declared route, each with an operationId of its own, and the ingestion paths with a CORS preflight and Basic auth or none', () => {
+    expect(ROUTES.length).to.be.greaterThan(45);
+    const ids = ROUTES.map((r) => r.operationId);
+    expect(new Set(ids).size).to.equal(ids.length);
+    for (const r of ROUTES) {
+      expect(file.paths[r.path][r.method.toLowerCase()].operationId, `${r.method} ${r.path}`).to.equal(r.operationId);
+      if (r.path.startsWith('/v1/') && r.method === 'POST') {
+        expect(file.paths[r.path].options, r.path).to.be.an('object');
+        expect(file.paths[r.path].post.security, r.path).to.deep.equal([{ writeKey: [] }, {}]);
       }
     }
   });
@@ -386,7 +332,13 @@ describe('the real answers of every route, against the OpenAPI document (integra
     const served = await call('GET', '/openapi.json');
     expect(served.headers['content-type']).to.match(/^application\/json/);
     expect(served.json.info.version).to.equal(FORWARDER_VERSION);
-    expect(served.json).to.deep.equal({ ...file, info: { ...file.info, version: FORWARDER_VERSION } });
+    expect(served.json).to.deep.equal(file);
+    expect((await call('GET', '/health?verbose=1')).json.error.field).to.equal('verbose');
+    // HEAD is answered as GET wherever GET is declared: the same status, no body.
+    for (const [path, admin] of [['/health', false], ['/admin/sources', true], ['/v1/projects/key-web/settings', false]] as const) {
+      const head = await send(url, 'HEAD', path, { admin });
+      expect([head.status, head.text], path).to.deep.equal([200, '']);
+    }
   });
 
   it('admin: 401 without or with a wrong token, 403 when no token is configured', async () => {
@@ -426,6 +378,10 @@ describe('the real answers of every route, against the OpenAPI document (integra
     expect((await admin('POST', '/admin/recover', { source: 'nope', since: 0 })).json.error.field).to.equal('source');
     expect((await admin('POST', '/admin/recover', { source: 'limited', since: 0 })).status).to.equal(409);
     expect((await admin('POST', '/admin/recover', '[1, 2]')).json.error.code).to.equal('invalid_json');
+    // Every problem of a body at once, the first named in `field`.
+    const bad = await admin('POST', '/admin/recover', { source: 7, since: true, extra: 1 });
+    expect(bad.json.error.problems.map((p: { field: string }) => p.field).sort()).to.deep.equal(['extra', 'since', 'source']);
+    expect(bad.json.error.field).to.be.oneOf(['extra', 'since', 'source']);
 
     const stream = await call('GET', '/admin/stream?source=web', { admin: true, headersOnly: true });
     expect(stream.headers['content-type']).to.match(/^text\/event-stream/);
@@ -469,6 +425,9 @@ describe('the real answers of every route, against the OpenAPI document (integra
     });
     expect(put.json).to.include({ enabled: true, hasSharedSecret: true });
     expect((await admin('PUT', '/admin/sources/made/destinations/Webhooks', { webhooks: [] })).status).to.equal(400);
+    // The config file's rules, every problem at once.
+    const several = await admin('PUT', '/admin/sources/made/destinations/Webhooks', { webhooks: [{ url: 'ftp://x' }], signing: 'nope', extra: 1 });
+    expect(several.json.error.problems.map((p: { field: string }) => p.field).sort()).to.deep.equal(['extra', 'signing', 'webhooks[0].url']);
     expect((await admin('PATCH', '/admin/sources/made/destinations/Webhooks', { enabled: false })).json.enabled).to.equal(false);
     // A patch of part of a URL, and one that adds a URL: each body is one the document allows.
     const patchSchema = check.doc.paths['/admin/sources/{name}/destinations/Webhooks'].patch.requestBody.content['application/json'].schema;
@@ -505,6 +464,8 @@ describe('the real answers of every route, against the OpenAPI document (integra
     expect(plan.json).to.include({ dryRun: true, applied: false });
     expect(plan.json.lines).to.deep.include({ source: 'applied', action: 'create', changes: plan.json.lines.find((l: { source: string }) => l.source === 'applied').changes });
     expect((await admin('POST', '/admin/apply', {})).json.error.field).to.equal('sources');
+    const twoBad = await admin('POST', '/admin/apply', { sources: [{ name: 'a', writeKey: 'k' }, { name: 'a', writeKey: 'k' }] });
+    expect(twoBad.json.error.problems.map((p: { field: string }) => p.field)).to.deep.equal(['sources[1].name', 'sources[1].writeKey']);
 
     expect((await admin('DELETE', '/admin/sources/made')).json).to.include({ name: 'made' });
     expect((await admin('DELETE', '/admin/sources/made')).status).to.equal(404);
