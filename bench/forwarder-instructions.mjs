@@ -13,7 +13,7 @@
 //
 // Before a change lands: build main into a worktree and compare, e.g.
 //   node bench/forwarder-instructions.mjs ../main-build/packages/forwarder/dist/cli.js packages/forwarder/dist/cli.js
-// IR_FEW / IR_MANY set the two loads (default 200 / 1,200 messages).
+// IR_FEW / IR_MANY set the two loads (default 200 / 1,200 messages); IR_ANSWER the receiver's answer body.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -24,6 +24,8 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const FEW = Number(process.env.IR_FEW ?? 200);
 const MANY = Number(process.env.IR_MANY ?? 1200);
+// IR_ANSWER: the body the receiver answers with (default none), as most receivers send a short one.
+const ANSWER = process.env.IR_ANSWER;
 const builds = process.argv.slice(2);
 if (builds.length === 0) builds.push(join(here, '..', 'packages', 'forwarder', 'dist', 'cli.js'));
 
@@ -39,7 +41,8 @@ async function receiver() {
     req.resume();
     req.on('end', () => {
       count++;
-      res.writeHead(200).end();
+      if (ANSWER === undefined) res.writeHead(200).end();
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(ANSWER);
       if (waiting !== undefined && count >= waiting.n) waiting.resolve();
     });
   });
