@@ -370,6 +370,14 @@ describe('the real answers of every route, against the OpenAPI document (integra
     expect((await admin('GET', '/admin/deliveries/abc')).status).to.equal(400);
     expect((await admin('GET', '/admin/deliveries/987654')).status).to.equal(404);
 
+    // Its only URL answered 410 and is disabled: a replay would only wait (409 endpoint_disabled, naming it).
+    await waitFor(async () => (await admin('GET', '/admin/sources/gone/destinations/Webhooks/endpoints')).json.endpoints[0].disabled === true, 'the 410 to disable the URL');
+    const refused = await admin('POST', `/admin/deliveries/${failed.json.id}/replay`);
+    expect(refused.status).to.equal(409);
+    expect(refused.json.error).to.include({ code: 'endpoint_disabled' });
+    expect(refused.json.error.urls).to.deep.equal([`${receiver.url}/gone`]);
+    // Enabled, it is replayed (and its 410 disables the URL again, for the endpoints test).
+    expect((await admin('POST', '/admin/sources/gone/destinations/Webhooks/endpoints/enable', { url: `${receiver.url}/gone` })).json).to.include({ wasDisabled: true });
     expect((await admin('POST', `/admin/deliveries/${failed.json.id}/replay`)).json).to.deep.equal({ id: failed.json.id, series: 2, state: 'pending' });
     expect((await admin('POST', `/admin/deliveries/${second.json.id}/replay`)).json.error.code).to.equal('not_replayable');
     expect((await admin('POST', '/admin/deliveries/987654/replay')).status).to.equal(404);
