@@ -48,7 +48,7 @@ const REPOSITORY = 'https://github.com/eventrelay/eventrelay';
 /** Every link of a Markdown text (images too), outside code. */
 const linksOf = (text: string): string[] => [...withoutCode(text).matchAll(/!?\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
 
-const NUMBERS = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten'];
+const NUMBERS = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve'];
 
 describe('package hygiene', () => {
   for (const { dir, pkg, readme } of packages) {
