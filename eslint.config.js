@@ -29,6 +29,13 @@ export default tseslint.config(
     },
   },
   {
+    // The debugger page's script runs in the browser (its types are checked by its own tsconfig.json, with the DOM).
+    files: ['packages/forwarder/src/debugger/*.js'],
+    languageOptions: {
+      globals: { URLSearchParams: 'readonly', HTMLInputElement: 'readonly', HTMLSelectElement: 'readonly', HTMLTextAreaElement: 'readonly', HTMLButtonElement: 'readonly' },
+    },
+  },
+  {
     files: ['test/**/*.ts', 'packages/*/test/**/*.ts'],
     rules: { '@typescript-eslint/no-unused-expressions': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },

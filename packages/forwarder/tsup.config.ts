@@ -1,8 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { defineConfig } from 'tsup';
-
-const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css', 'favicon.svg'];
+import { DEBUGGER_FILES } from './src/debugger/page';
 
 export default defineConfig({
   entry: {
@@ -25,7 +24,8 @@ export default defineConfig({
   // signing and error classes from the installed package, never a bundled copy.
   external: ['eventrelay'],
   async onSuccess() {
-    // The debugger page's static files (DEBUGGER_FILES of src/debugger/page.ts), served by the forwarder from dist/debugger/.
+    // The debugger page's static files (DEBUGGER_FILES of src/debugger/page.ts: the page and its script's modules, as
+    // written, typed with JSDoc and checked by `npm run typecheck`), served by the forwarder from dist/debugger/.
     mkdirSync('dist/debugger', { recursive: true });
     for (const file of DEBUGGER_FILES) copyFileSync(`src/debugger/${file}`, `dist/debugger/${file}`);
     // The API description the code serves, generated from the route declarations: `@eventrelay/forwarder/openapi.json`.

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { waitFor } from '../helpers/wait';
 import { apiDocument } from '../../packages/forwarder/src/http/routes';
+import { DEBUGGER_FILES } from '../../packages/forwarder/src/debugger/page';
 
 // The two published packages, packed as `npm publish` would pack them and installed from the
 // tarballs into empty projects, as a user's `npm install` does: what they get on disk, and that
@@ -442,7 +443,8 @@ describe('the packed packages, installed from their tarballs', function () {
     });
 
     it('serves the debugger page from the installed package, with import and require', async () => {
-      const files = ['index.html', 'app.js', 'app.css', 'favicon.svg'];
+      // Every file of the page: its modules too (app.js imports the others).
+      const files = [...DEBUGGER_FILES];
       const expected = Object.fromEntries(
         files.map((file) => [file, createHash('sha256').update(readFileSync(join(root, 'packages', 'forwarder', 'src', 'debugger', file))).digest('hex')]),
       );
@@ -451,7 +453,8 @@ describe('the packed packages, installed from their tarballs', function () {
         const f = createForwarder({ storage: { type: 'memory' }, sources: [{ name: 's', writeKey: 'k' }] });
         f.listen({ port: 0, host: '127.0.0.1' }).then(async ({ url }) => {
           const seen = {};
-          for (const [file, path] of [['index.html', '/debugger'], ['app.js', '/debugger/app.js'], ['app.css', '/debugger/app.css'], ['favicon.svg', '/debugger/favicon.svg']]) {
+          for (const file of ${JSON.stringify(files)}) {
+            const path = file === 'index.html' ? '/debugger' : '/debugger/' + file;
             const response = await fetch(url + path);
             const body = Buffer.from(await response.arrayBuffer());
             seen[file] = response.status === 200 ? createHash('sha256').update(body).digest('hex') : response.status;

@@ -4,10 +4,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The debugger page: four static files (the page, its script, its style and its icon) shipped
- * in the package (`dist/debugger/`), no CDN, no framework. They hold no data: the page signs in
- * with the admin token, kept in sessionStorage, and calls the admin API with it in the
- * Authorization header.
+ * The debugger page: static files (the page, its style, its icon and its script, native ES
+ * modules: app.js imports the others) shipped in the package (`dist/debugger/`), no CDN, no
+ * framework, no build step. They hold no data: the page signs in with the admin token, kept in
+ * sessionStorage, and calls the admin API with it in the Authorization header.
  */
 
 /** Everything comes from the forwarder itself; no inline script or style is allowed. */
@@ -15,16 +15,41 @@ export const DEBUGGER_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
   "base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
 
-const FILES: Readonly<Record<string, { file: string; type: string }>> = {
-  '/debugger': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/debugger/': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/debugger/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
-  '/debugger/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
-  '/debugger/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
+/**
+ * The page's files, as the build copies them into dist/debugger (tsup.config.ts): the page, its
+ * style, its icon, and its script's modules (app.js the entry, one module per view and the helpers
+ * they share).
+ */
+export const DEBUGGER_FILES = [
+  'index.html',
+  'app.css',
+  'favicon.svg',
+  'app.js',
+  'api.js',
+  'dom.js',
+  'views.js',
+  'live.js',
+  'message.js',
+  'search.js',
+  'overview.js',
+  'chart.js',
+  'sources.js',
+  'webhooks-form.js',
+  'schema.js',
+] as const;
+
+const TYPES: Readonly<Record<string, string>> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
 };
 
-/** The page's files, as the build copies them into dist/debugger (tsup.config.ts). */
-export const DEBUGGER_FILES = ['index.html', 'app.js', 'app.css', 'favicon.svg'] as const;
+/** Each path served, with its file and content type (a module script must come as JavaScript). */
+const FILES: ReadonlyMap<string, { file: string; type: string }> = new Map([
+  ['/debugger', { file: 'index.html', type: TYPES.html! }],
+  ...DEBUGGER_FILES.map((file) => [`/debugger/${file === 'index.html' ? '' : file}`, { file, type: TYPES[file.slice(file.lastIndexOf('.') + 1)]! }] as const),
+]);
 
 interface Asset {
   readonly bytes: Buffer;
@@ -61,7 +86,7 @@ export function debuggerFiles(): Array<{ file: string; bytes: number }> {
 
 /** Serves a file of the page; false for a path that is not one. */
 export function serveDebugger(path: string, req: IncomingMessage, res: ServerResponse): boolean {
-  const entry = FILES[path];
+  const entry = FILES.get(path);
   if (entry === undefined) return false;
   const { bytes, etag } = asset(entry.file);
   const headers = {
