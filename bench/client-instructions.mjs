@@ -226,26 +226,31 @@ async function main() {
   const out = [
     `# Client instructions per message (callgrind): ${fmt(calls)} calls counted after ${fmt(warm)}`,
     '',
-    `| scenario | client | instructions per message | ratio to the floor${repeat > 1 ? ' (per repetition)' : ''} | all threads, per message |`,
-    '|---|---|---:|---|---:|',
+    `| scenario | client | instructions per message | ratio to the floor${repeat > 1 ? ' (per repetition)' : ''} | all threads, per message | all threads, ratio |`,
+    '|---|---|---:|---|---:|---|',
   ];
   const rows = {};
   for (const scenario of scenarios) {
     for (const client of clients) {
       const values = rounds.map((round) => perMessage(round, client.name, scenario));
       const ratios = rounds.map((round) => values[round] / perMessage(round, 'floor', scenario));
-      const all = mean(rounds.map((round) => find(round, client.name, scenario).allThreads / calls));
-      out.push(`| ${scenario} | ${client.label} | ${fmt(mean(values))} | ${ratios.map((r) => r.toFixed(3)).join(', ')} | ${fmt(all)} |`);
+      const allValues = rounds.map((round) => find(round, client.name, scenario).allThreads / calls);
+      const all = mean(allValues);
+      const allRatios = rounds.map((round) => allValues[round] / (find(round, 'floor', scenario).allThreads / calls));
+      out.push(
+        `| ${scenario} | ${client.label} | ${fmt(mean(values))} | ${ratios.map((r) => r.toFixed(3)).join(', ')} | ${fmt(all)} | ${allRatios.map((r) => r.toFixed(3)).join(', ')} |`,
+      );
       rows[`${scenario}: ${client.label}`] = {
         instructionsPerMessage: rounded(mean(values)),
         ratioToFloor: rounded(mean(ratios), 3),
         ratios: ratios.map((r) => rounded(r, 3)),
         allThreadsPerMessage: rounded(all),
+        allThreadsRatios: allRatios.map((r) => rounded(r, 3)),
       };
     }
     if (args.base !== undefined) {
       const ab = rounds.map((round) => perMessage(round, 'eventrelay', scenario) / perMessage(round, 'base', scenario));
-      out.push(`| ${scenario} | this build / --base | | ${ab.map((r) => r.toFixed(3)).join(', ')} | |`);
+      out.push(`| ${scenario} | this build / --base | | ${ab.map((r) => r.toFixed(3)).join(', ')} | | |`);
     }
   }
   out.push('', `${((Date.now() - started) / 1000).toFixed(0)} s; load average ${os.loadavg()[0].toFixed(1)}`);
