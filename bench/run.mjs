@@ -262,6 +262,15 @@ function combine(runs) {
   return row;
 }
 
+/** Each repetition's CPU per message over the floor's of the same repetition (interleaved, so under the same load). */
+function roundRatios(runs, floorRuns) {
+  if (runs.length < 2) return undefined;
+  return runs.map((r, i) => {
+    const floor = floorRuns[i];
+    return r.cpuUsPerMsg !== undefined && floor?.cpuUsPerMsg ? r.cpuUsPerMsg / floor.cpuUsPerMsg : undefined;
+  });
+}
+
 const labels = {};
 async function labelOf(client) {
   try {
@@ -315,12 +324,18 @@ async function main() {
     const results = clients.map((client) =>
       client === 'eventrelay' && !built
         ? { client, label: 'eventrelay', scenario: scenario.name, status: 'skipped', reason: 'dist/index.js has no Analytics: run `npm run build`' }
-        : combine(runsOf.get(client)),
+        : { ...combine(runsOf.get(client)), cpuRatios: roundRatios(runsOf.get(client), runsOf.get('floor')) },
     );
     const section = [`## ${scenario.name}: ${scenario.describe(scenario)}`, '', scenarioTable(scenario, results), ''];
     const checks = targetChecks(scenario, results);
     if (checks.length) {
       section.push(`eventrelay targets: ${checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'} ${c.what} ${c.shown}`).join('; ')}`, '');
+    }
+    if (repeat > 1) {
+      const perRound = results
+        .filter((r) => r.client !== 'floor' && r.cpuRatios)
+        .map((r) => `${r.label} ${r.cpuRatios.map((v) => (v === undefined ? '—' : v.toFixed(2))).join(', ')}`);
+      if (perRound.length) section.push(`CPU per message / the floor's, each repetition: ${perRound.join('; ')}`, '');
     }
     const extra = notes(results);
     if (extra.length) section.push(...extra, '');

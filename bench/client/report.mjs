@@ -7,12 +7,15 @@ const COMPAT_RATIO = 1.2;
 /** Burst CPU per message against the in-memory floor (issue 19): the client as it is, and with the disk spool on. */
 const BURST_CLIENT_RATIO = 1.15;
 const BURST_SPOOL_RATIO = 1.5;
+/** Paced and burst CPU per message against the floor (issue 42). */
+const CLIENT_RATIO = 1.1;
 /** The targets above, as bench/results.json notes them beside the figures. */
 export const TARGETS = {
   vsFloor: TARGET_RATIO,
   segmentVsEventrelay: COMPAT_RATIO,
   burstSpoolOffVsFloor: BURST_CLIENT_RATIO,
   burstSpoolOnVsFloor: BURST_SPOOL_RATIO,
+  pacedAndBurstVsFloor: CLIENT_RATIO,
 };
 
 function num(value, digits = 0) {
@@ -89,6 +92,10 @@ export function targetChecks(scenario, results) {
     return { what, ok: r <= TARGET_RATIO, shown: `${r.toFixed(2)}× floor (target ≤ ${TARGET_RATIO}×)` };
   };
   checks.push(ratioCheck('CPU per message', ours.cpuUsPerMsg, floor?.cpuUsPerMsg));
+  if ((scenario.name === 'burst' || scenario.name === 'paced') && ours.cpuUsPerMsg !== undefined && floor?.cpuUsPerMsg) {
+    const r = ours.cpuUsPerMsg / floor.cpuUsPerMsg;
+    checks.push({ what: 'CPU per message (issue 42)', ok: r <= CLIENT_RATIO, shown: `${r.toFixed(2)}× floor (target ≤ ${CLIENT_RATIO}×)` });
+  }
   if (scenario.name === 'burst') {
     checks.push(ratioCheck('total time', ours.totalMs, floor?.totalMs));
     checks.push(ratioCheck('peak RSS', ours.peakRssMB, floor?.peakRssMB));
@@ -148,6 +155,8 @@ export function resultRows(results) {
       if (typeof r[field] === 'number' && floor?.[field]) vsFloor[field] = Number((r[field] / floor[field]).toFixed(2));
     }
     if (Object.keys(vsFloor).length > 0) row.vsFloor = vsFloor;
+    // With --repeat: the CPU ratio of each repetition to the floor's run of the same repetition.
+    if (r.client !== 'floor' && r.cpuRatios?.every((v) => v !== undefined)) row.cpuVsFloorEachRun = r.cpuRatios.map((v) => Number(v.toFixed(2)));
     if (r.approximate) row.approximate = true;
     if (r.status !== 'ok') row.status = r.status;
     rows[r.client] = row;

@@ -8,6 +8,7 @@ export function create({ endpoint, writeKey, flushAt, flushInterval, onError }) 
   client.onError = onError;
   return {
     track: (userId, event, properties) => client.track({ userId, event, properties }),
+    flush: () => client.closeAndFlush(),
     close: () => client.closeAndFlush(),
   };
 }

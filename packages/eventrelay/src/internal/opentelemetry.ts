@@ -154,8 +154,22 @@ export function traceFieldsOf(span: OtelSpanContext | undefined): TraceFields | 
   return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }
 
+/**
+ * Where `@opentelemetry/api` 1.x keeps what an application registered (`registerGlobal`: its
+ * context manager, tracer provider), shared by every copy of the API in the process.
+ */
+const GLOBAL_API_KEY = Symbol.for('opentelemetry.js.api.1');
+
+/** Whether some copy of the API has a context manager registered: without one no span is ever active. */
+function contextManagerRegistered(): boolean {
+  return (globalThis as { [GLOBAL_API_KEY]?: { context?: unknown } })[GLOBAL_API_KEY]?.context !== undefined;
+}
+
 /** The trace context of the span active where this is called; undefined without the API or an active span. */
 export function activeTraceFields(): TraceFields | undefined {
+  // With no context manager registered the API answers its root context, which holds no span:
+  // the package is not even loaded until an application registers one (a test's loader is asked).
+  if (loader === requireOpenTelemetry && !contextManagerRegistered()) return undefined;
   const api = openTelemetry();
   return api === undefined ? undefined : traceFieldsOf(api.trace.getSpanContext(api.context.active()));
 }

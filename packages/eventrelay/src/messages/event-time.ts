@@ -52,9 +52,26 @@ function inRange(ms: number): number | undefined {
   return ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS ? ms : undefined;
 }
 
-/** The webhook form of an accepted timestamp: `YYYY-MM-DDTHH:mm:ss.sssZ`. */
+/** `000Z` to `999Z`: the end of an ISO date-time, by its milliseconds. */
+const MILLIS_Z = Array.from({ length: 1000 }, (_, ms) => `${String(ms).padStart(3, '0')}Z`);
+/** The second `isoTimestamp` formatted last (epoch seconds), and its text up to the milliseconds. */
+let isoSecond = Number.NaN;
+let isoPrefix = '';
+
+/**
+ * The webhook form of an accepted timestamp: `YYYY-MM-DDTHH:mm:ss.sssZ`, what `toISOString`
+ * gives. The text up to the second is kept from the last call, so that the calls of one second
+ * (a client stamping each message with now) format a date once, not once per message.
+ */
 export function isoTimestamp(ms: number): string {
-  return new Date(ms).toISOString();
+  // Whole milliseconds only: a Date truncates a fraction, and throws on NaN, as it does here.
+  if (!Number.isInteger(ms)) return new Date(ms).toISOString();
+  const second = Math.floor(ms / 1000);
+  if (second !== isoSecond) {
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, -4);
+    isoSecond = second;
+  }
+  return isoPrefix + MILLIS_Z[ms - second * 1000]!;
 }
 
 /** Epoch ms of an RFC 3339 string `isTimestamp` accepted (lowercase t/z, a leap second). */

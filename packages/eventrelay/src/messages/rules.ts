@@ -46,34 +46,31 @@ function problem(type: string, field: string, expected: string, value: unknown):
   return new ValidationError(`${aMessage(type)} needs \`${field}\` as ${expected}, got ${describeValue(value)}`, field);
 }
 
-function optionalId(m: Record<string, unknown>, type: string, field: string): ValidationError | undefined {
-  const value = m[field];
+// Each check takes the field's value, read by the caller with a named property access: V8 keeps
+// those monomorphic where a `m[field]` with a varying field is a megamorphic lookup per read.
+
+function optionalId(type: string, field: string, value: unknown): ValidationError | undefined {
   // An empty string counts as absent here: some SDKs send `userId: ''` beside an anonymousId.
   return absent(value) || value === '' || isId(value) ? undefined : problem(type, field, 'a string or a number when given', value);
 }
 
-function requiredId(m: Record<string, unknown>, type: string, field: string): ValidationError | undefined {
-  const value = m[field];
+function requiredId(type: string, field: string, value: unknown): ValidationError | undefined {
   return isId(value) ? undefined : problem(type, field, 'a non-empty string or a number', value);
 }
 
-function requiredString(m: Record<string, unknown>, type: string, field: string): ValidationError | undefined {
-  const value = m[field];
+function requiredString(type: string, field: string, value: unknown): ValidationError | undefined {
   return typeof value === 'string' && value !== '' ? undefined : problem(type, field, 'a non-empty string', value);
 }
 
-function optionalString(m: Record<string, unknown>, type: string, field: string): ValidationError | undefined {
-  const value = m[field];
+function optionalString(type: string, field: string, value: unknown): ValidationError | undefined {
   return absent(value) || typeof value === 'string' ? undefined : problem(type, field, 'a string when given', value);
 }
 
-function optionalObject(m: Record<string, unknown>, type: string, field: string): ValidationError | undefined {
-  const value = m[field];
+function optionalObject(type: string, field: string, value: unknown): ValidationError | undefined {
   return absent(value) || isPlainObject(value) ? undefined : problem(type, field, 'an object when given', value);
 }
 
-function optionalTimestamp(m: Record<string, unknown>, type: string, field: string): ValidationError | undefined {
-  const value = m[field];
+function optionalTimestamp(type: string, field: string, value: unknown): ValidationError | undefined {
   if (absent(value) || timestampMs(value) !== undefined) return undefined;
   const got = describeValue(value);
   return new ValidationError(
@@ -82,8 +79,7 @@ function optionalTimestamp(m: Record<string, unknown>, type: string, field: stri
   );
 }
 
-function messageId(m: Record<string, unknown>, type: string): ValidationError | undefined {
-  const value = m.messageId;
+function messageId(type: string, value: unknown): ValidationError | undefined {
   if (absent(value) || (typeof value === 'string' && value !== '' && value.length <= MAX_MESSAGE_ID_LENGTH)) return undefined;
   return problem(type, 'messageId', `a non-empty string of at most ${MAX_MESSAGE_ID_LENGTH} characters when given`, value);
 }
@@ -99,13 +95,13 @@ export function checkMessage(m: Record<string, unknown>): ValidationError | unde
     return new ValidationError(`Expected \`type\` to be one of ${MESSAGE_TYPES.join(', ')}, got ${showValue(type)}`, 'type');
   }
   const error =
-    optionalId(m, type, 'userId') ??
-    optionalId(m, type, 'anonymousId') ??
-    messageId(m, type) ??
-    optionalTimestamp(m, type, 'timestamp') ??
-    optionalTimestamp(m, type, 'originalTimestamp') ??
-    optionalObject(m, type, 'context') ??
-    optionalObject(m, type, 'integrations') ??
+    optionalId(type, 'userId', m.userId) ??
+    optionalId(type, 'anonymousId', m.anonymousId) ??
+    messageId(type, m.messageId) ??
+    optionalTimestamp(type, 'timestamp', m.timestamp) ??
+    optionalTimestamp(type, 'originalTimestamp', m.originalTimestamp) ??
+    optionalObject(type, 'context', m.context) ??
+    optionalObject(type, 'integrations', m.integrations) ??
     checkTypeFields(type as MessageType, m);
   if (error !== undefined) return error;
   if (type !== 'alias' && !isId(m.userId) && !isId(m.anonymousId)) {
@@ -120,21 +116,21 @@ export function checkMessage(m: Record<string, unknown>): ValidationError | unde
 function checkTypeFields(type: MessageType, m: Record<string, unknown>): ValidationError | undefined {
   switch (type) {
     case 'identify':
-      return optionalObject(m, type, 'traits');
+      return optionalObject(type, 'traits', m.traits);
     case 'track':
-      return requiredString(m, type, 'event') ?? optionalObject(m, type, 'properties');
+      return requiredString(type, 'event', m.event) ?? optionalObject(type, 'properties', m.properties);
     case 'page':
     case 'screen':
       return (
-        optionalString(m, type, 'name') ??
-        optionalString(m, type, 'category') ??
-        optionalObject(m, type, 'properties') ??
-        optionalObject(m, type, 'traits')
+        optionalString(type, 'name', m.name) ??
+        optionalString(type, 'category', m.category) ??
+        optionalObject(type, 'properties', m.properties) ??
+        optionalObject(type, 'traits', m.traits)
       );
     case 'group':
-      return requiredId(m, type, 'groupId') ?? optionalObject(m, type, 'traits');
+      return requiredId(type, 'groupId', m.groupId) ?? optionalObject(type, 'traits', m.traits);
     case 'alias':
-      return requiredId(m, type, 'userId') ?? requiredId(m, type, 'previousId');
+      return requiredId(type, 'userId', m.userId) ?? requiredId(type, 'previousId', m.previousId);
   }
 }
 
@@ -151,12 +147,34 @@ export const CALL_FIELDS: Readonly<Record<MessageType, readonly string[]>> = {
 };
 
 /**
- * Reads a caller's parameters ONCE into a plain object (`type` plus the fields the call
- * sends), so a getter or Proxy runs once and the rules and the message see the same values.
- * Throws a `ValidationError` when the parameters are not an object or reading a field throws
- * (a throwing getter, a revoked Proxy); the caller catches it.
+ * A call's parameters as `readCall` read them: `type` and every field any call sends, undefined
+ * where the call does not send it or the caller left it out. One shape for every call, so that
+ * the rules and `buildMessage` read it with monomorphic property accesses.
  */
-export function readCall(type: MessageType, params: unknown): Record<string, unknown> {
+export type CallSnapshot = {
+  readonly type: MessageType;
+  readonly userId: unknown;
+  readonly anonymousId: unknown;
+  readonly messageId: unknown;
+  readonly timestamp: unknown;
+  readonly context: unknown;
+  readonly integrations: unknown;
+  readonly event: unknown;
+  readonly properties: unknown;
+  readonly name: unknown;
+  readonly category: unknown;
+  readonly traits: unknown;
+  readonly groupId: unknown;
+  readonly previousId: unknown;
+};
+
+/**
+ * Reads a caller's parameters ONCE into a plain object (`type` plus the fields the call
+ * sends, in `CALL_FIELDS` order), so a getter or Proxy runs once and the rules and the message
+ * see the same values. Throws a `ValidationError` when the parameters are not an object or
+ * reading a field throws (a throwing getter, a revoked Proxy); the caller catches it.
+ */
+export function readCall(type: MessageType, params: unknown): CallSnapshot {
   let object: boolean;
   try {
     object = isPlainObject(params);
@@ -165,17 +183,62 @@ export function readCall(type: MessageType, params: unknown): Record<string, unk
   }
   if (!object) throw new ValidationError(`${type}() takes an object of parameters, got ${describeValue(params)}`);
   const source = params as Record<string, unknown>;
-  const snapshot: Record<string, unknown> = { type };
-  for (const field of CALL_FIELDS[type]) {
-    let value: unknown;
-    try {
-      value = source[field];
-    } catch (error) {
-      throw new ValidationError(`${type}() could not read \`${field}\` from its parameters: reading it threw`, field, { cause: error });
+  // Named reads, one per field, the field being read kept for the error should one throw.
+  let field = 'userId';
+  try {
+    const userId = source.userId;
+    field = 'anonymousId';
+    const anonymousId = source.anonymousId;
+    field = 'messageId';
+    const messageId = source.messageId;
+    field = 'timestamp';
+    const timestamp = source.timestamp;
+    field = 'context';
+    const context = source.context;
+    field = 'integrations';
+    const integrations = source.integrations;
+    let event: unknown;
+    let properties: unknown;
+    let name: unknown;
+    let category: unknown;
+    let traits: unknown;
+    let groupId: unknown;
+    let previousId: unknown;
+    switch (type) {
+      case 'identify':
+        field = 'traits';
+        traits = source.traits;
+        break;
+      case 'track':
+        field = 'event';
+        event = source.event;
+        field = 'properties';
+        properties = source.properties;
+        break;
+      case 'page':
+      case 'screen':
+        field = 'name';
+        name = source.name;
+        field = 'category';
+        category = source.category;
+        field = 'properties';
+        properties = source.properties;
+        break;
+      case 'group':
+        field = 'groupId';
+        groupId = source.groupId;
+        field = 'traits';
+        traits = source.traits;
+        break;
+      case 'alias':
+        field = 'previousId';
+        previousId = source.previousId;
+        break;
     }
-    if (value !== undefined) snapshot[field] = value;
+    return { type, userId, anonymousId, messageId, timestamp, context, integrations, event, properties, name, category, traits, groupId, previousId };
+  } catch (error) {
+    throw new ValidationError(`${type}() could not read \`${field}\` from its parameters: reading it threw`, field, { cause: error });
   }
-  return snapshot;
 }
 
 /** The rules of spec 2.4 applied to a client call's parameters; never throws. */

@@ -125,7 +125,7 @@ function createNodeSender(options: NodeTransportOptions): Required<Transport> {
         const req = target.module.request(requestOptions(target.options, rawHeaders(target, request.headers)));
         current = req;
         req.on('response', (res) => {
-          const retryAfter = res.headers['retry-after'];
+          const retryAfter = retryAfterOf(res.rawHeaders);
           const status = res.statusCode ?? 0;
           if (request.readBody === true) {
             headersIn = { status, retryAfter };
@@ -232,6 +232,19 @@ function collect(res: Http.IncomingMessage, limit: number, done: (body: string) 
   res.on('error', () => {});
   res.on('end', end);
   res.on('close', end);
+}
+
+/**
+ * The answer's first Retry-After header, as `res.headers['retry-after']` gives it (Node keeps the
+ * first of duplicates), read from the raw list: `res.headers` parses every header into an object
+ * on first use, a cost per request for the one header wanted.
+ */
+function retryAfterOf(raw: readonly string[]): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 11 && name.toLowerCase() === 'retry-after') return raw[i + 1];
+  }
+  return undefined;
 }
 
 function isStaleSocketError(error: unknown): boolean {

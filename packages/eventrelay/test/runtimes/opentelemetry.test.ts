@@ -4,11 +4,15 @@ import { BIN, DIST, lastJson, requireDist, ROOT, run } from './harness';
 
 const CHECK = fileURLToPath(new URL('./opentelemetry-check.mjs', import.meta.url));
 
-/** The runtimes that load @opentelemetry/api with a `require` (they have `process.getBuiltinModule`): the command before the script. */
+/**
+ * The runtimes that load @opentelemetry/api with a `require` (they have `process.getBuiltinModule`): the command before the script.
+ * Deno without its V8 code cache: it keeps a CommonJS file's compiled code by path, so after a
+ * rebuild dist/webhooks/index.cjs ran as before and required the chunk of the previous build.
+ */
 const RUNTIMES: { name: string; command: string; args: string[]; env?: Record<string, string> }[] = [
   { name: `Node ${process.version}`, command: process.execPath, args: [] },
   { name: 'Bun', command: `${BIN}/bun`, args: [] },
-  { name: 'Deno', command: `${BIN}/deno`, args: ['run', `--allow-read=${ROOT}`, '--allow-env', '--no-prompt'], env: { DENO_NO_UPDATE_CHECK: '1' } },
+  { name: 'Deno', command: `${BIN}/deno`, args: ['run', '--no-code-cache', `--allow-read=${ROOT}`, '--allow-env', '--no-prompt'], env: { DENO_NO_UPDATE_CHECK: '1' } },
 ];
 
 // The built package finds @opentelemetry/api from its own location (the repository's

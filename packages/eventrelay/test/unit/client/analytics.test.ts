@@ -104,6 +104,33 @@ describe('Analytics', () => {
       expect(sent?.body.batch).to.have.length(1);
     });
 
+    it('writes each message with its keys in one order: undefined fields left out, null ones kept, null integrations left out', async () => {
+      const { analytics, transport } = createTestClient({ flushAt: 3 });
+      const timestamp = '2020-01-01T00:00:00Z';
+      analytics.track({
+        context: { ip: '1.2.3.4' },
+        properties: null,
+        integrations: null,
+        event: 'E',
+        anonymousId: undefined,
+        userId: 'u1',
+        messageId: 'm1',
+        timestamp,
+      } as never);
+      analytics.page({ integrations: { All: false }, category: null, name: 'Home', anonymousId: 'a1', messageId: 'm2', timestamp } as never);
+      analytics.alias({ previousId: 'p', userId: 'u', messageId: 'm3', timestamp });
+      await analytics.flush();
+      const body = transport.batches[0]!.request.body as string;
+      const head = '"timestamp":"2020-01-01T00:00:00.000Z"';
+      const library = `"library":{"name":"eventrelay","version":"${VERSION}"}`;
+      expect(body.slice(0, body.indexOf(',"sentAt"'))).to.equal(
+        '{"batch":[' +
+        `{"type":"track","messageId":"m1",${head},"userId":"u1","event":"E","properties":null,"context":{"ip":"1.2.3.4",${library}}},` +
+        `{"type":"page","messageId":"m2",${head},"anonymousId":"a1","name":"Home","category":null,"context":{${library}},"integrations":{"All":false}},` +
+        `{"type":"alias","messageId":"m3",${head},"userId":"u","previousId":"p","context":{${library}}}]`,
+      );
+    });
+
     it('gzips the body when asked', async () => {
       const { analytics, transport } = createTestClient({ gzip: true });
       analytics.track({ userId: 'u1', event: 'E' });

@@ -1,5 +1,7 @@
 import { createTraceState, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import type { Span } from '@opentelemetry/api';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { setOpenTelemetryLoader } from '../../../src/internal/opentelemetry';
 import { VERSION } from '../../../src/version';
@@ -82,6 +84,37 @@ describe('Analytics and OpenTelemetry: the caller\'s trace context on each messa
     inSpan(() => analytics.track({ userId: 'u1', event: 'Odd' }));
     await analytics.flush();
     expect(transport.messages[0]!.context).to.deep.equal({ library: LIBRARY });
+  });
+
+  it('loads @opentelemetry/api only once a context manager is registered (before, no span can be active), then stamps the span', () => {
+    // A process of its own: this one has the API loaded and a context manager registered by now.
+    const script = `
+      import { createRequire } from 'node:module';
+      import { Analytics } from 'eventrelay';
+      const require = createRequire(import.meta.url);
+      const loaded = () => Object.keys(require.cache).some((path) => path.includes('@opentelemetry'));
+      const bodies = [];
+      const transport = { send: async (request) => { bodies.push(JSON.parse(request.body)); return { status: 200 }; } };
+      const analytics = new Analytics({ writeKey: 'k', endpoint: 'http://127.0.0.1:9', flushAt: 1, transport });
+      analytics.track({ userId: 'u', event: 'Before' });
+      await analytics.flush();
+      const before = loaded();
+      const api = require('@opentelemetry/api');
+      const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+      api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+      const parent = api.trace.setSpanContext(api.ROOT_CONTEXT, ${JSON.stringify(REMOTE)});
+      api.context.with(parent, () => analytics.track({ userId: 'u', event: 'After' }));
+      await analytics.flush();
+      console.log(JSON.stringify({ before, contexts: bodies.map((body) => body.batch[0].context) }));
+    `;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=eventrelay-source', '--input-type=module', '-e', script], {
+      cwd: fileURLToPath(new URL('.', import.meta.url)),
+      encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).to.equal(0);
+    const { before, contexts } = JSON.parse(child.stdout.trim().split('\n').at(-1)!);
+    expect(before).to.equal(false);
+    expect(contexts).to.deep.equal([{ library: LIBRARY }, { library: LIBRARY, traceparent: `00-${REMOTE.traceId}-${REMOTE.spanId}-01` }]);
   });
 
   it('eventrelay/segment (through its plugins) and eventrelay/analytics-node stamp the span of the call too', async () => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { eventTimeMs, eventTimestamp, isoTimestamp, MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, timestampMs } from '../../../src/messages/event-time';
 
 const iso = (value: unknown) => {
@@ -69,5 +70,22 @@ describe('event time', () => {
     expect(timestampMs('2026-02-30T12:34:56.789Z')).to.equal(undefined);
     expect(timestampMs('2026-02-30T12:34:56.789Z')).to.equal(undefined);
     expect(timestampMs('2026-03-02T12:34:56.789Z')).to.equal(Date.parse('2026-03-02T12:34:56.789Z'));
+  });
+
+  it('isoTimestamp is toISOString, whatever the milliseconds before it (property test)', () => {
+    const instant = fc.oneof(
+      fc.integer({ min: MIN_TIMESTAMP_MS, max: MAX_TIMESTAMP_MS }),
+      // Runs within one second and across its edges, before and after 1970.
+      fc.integer({ min: -3000, max: 3000 }),
+      fc.integer({ min: 1_767_225_599_000, max: 1_767_225_601_000 }),
+      fc.double({ min: -1e13, max: 1e13, noNaN: true }),
+    );
+    fc.assert(
+      fc.property(fc.array(instant, { minLength: 1, maxLength: 30 }), (instants) => {
+        for (const ms of instants) expect(isoTimestamp(ms), String(ms)).to.equal(new Date(ms).toISOString());
+      }),
+      { numRuns: 500 },
+    );
+    expect(() => isoTimestamp(Number.NaN)).to.throw(RangeError);
   });
 });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ValidationError } from '../../../src/errors';
-import { validateParams } from '../../../src/messages/rules';
+import { MESSAGE_TYPES } from '../../../src/messages/calls';
+import { CALL_FIELDS, readCall, validateParams } from '../../../src/messages/rules';
 
 describe('validateParams (spec 2.4)', () => {
   it('accepts a call with userId, with anonymousId, or with both', () => {
@@ -82,5 +83,21 @@ describe('validateParams (spec 2.4)', () => {
   it('refuses parameters that are not an object', () => {
     expect(validateParams('track', undefined)?.message).to.equal('track() takes an object of parameters, got nothing');
     expect(validateParams('track', 'x')).to.be.instanceOf(ValidationError);
+  });
+
+  it('reads the fields each call sends, once each, in CALL_FIELDS order, and nothing else', () => {
+    for (const type of MESSAGE_TYPES) {
+      const read: PropertyKey[] = [];
+      const params = new Proxy({ userId: 'u', event: 'E', groupId: 'g', previousId: 'p', traits: {}, extra: 1 }, {
+        get(target, key, receiver) {
+          read.push(key);
+          return Reflect.get(target, key, receiver);
+        },
+      });
+      const call = readCall(type, params);
+      expect(read, type).to.deep.equal(CALL_FIELDS[type]);
+      expect(call.type).to.equal(type);
+      expect(call.userId).to.equal('u');
+    }
   });
 });
