@@ -12,7 +12,7 @@
 // `<path>:traced` runs it with OpenTelemetry set up, tracing-setup.mjs; `<path>:schema` gives
 // the source schema controls, `<path>:filter` those and a per-URL filter: builds of issue 31 on), or `floor`
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
-// messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_CONCURRENCY:
+// messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_ANSWER: the body they answer with (default none); AB_CONCURRENCY:
 // delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_THREADS=1:
 // each forwarder's CPU per message on its main thread and on the others (V8's compiler and GC, libuv's pool);
 // AB_TRACEPARENT=1: each message carries a `context.traceparent`, as from a client called inside a span; AB_NODE_ARGS:
@@ -44,7 +44,8 @@ async function receiver() {
     req.on('end', () => {
       const answer = () => {
         count++;
-        res.writeHead(200).end();
+        if (process.env.AB_ANSWER === undefined) res.writeHead(200).end();
+        else res.writeHead(200, { 'content-type': 'application/json' }).end(process.env.AB_ANSWER);
       };
       if (process.env.AB_DELAY) setTimeout(answer, Number(process.env.AB_DELAY));
       else answer();
