@@ -393,6 +393,7 @@ export class WebhookDestination {
       timeout: this.#options.timeout,
       // The answer's first bytes, for the delivery log and the operator's log (see UrlOutcome.response).
       keepBytes: RESPONSE_BYTES,
+      keepOnSuccess: this.#options.keepSuccessAnswers,
     };
     const started = performance.now();
     let outcome: UrlOutcome;

@@ -57,6 +57,13 @@ export interface WebhookDestinationOptions {
   readonly signing?: SigningScheme;
   /** Time a receiver has to answer with a status, in milliseconds. Default 5000 (spec 8). */
   readonly timeout?: number;
+  /**
+   * Whether the first 2,048 bytes of a 2xx answer are read for the attempt's outcome too (a failed
+   * answer's always are). Default true; the forwarder turns it off when its delivery log keeps no
+   * delivered body (`storage.keepDelivered` 0), as the answer would be erased with it: a 2xx is then
+   * taken at its status line.
+   */
+  readonly keepSuccessAnswers?: boolean;
   /** How long after the first attempt retries may happen, in milliseconds. Default 4 h (spec 8). */
   readonly retryWindow?: number;
   /** Base delay of the first retry, in milliseconds; grows x2 per attempt with jitter. Default 1000. */
@@ -118,6 +125,7 @@ export interface ResolvedDestinationOptions {
   readonly previousSecrets: readonly PreviousSecret[];
   readonly signing: SigningScheme;
   readonly timeout: number;
+  readonly keepSuccessAnswers: boolean;
   readonly retryWindow: number;
   readonly minRetryDelay: number;
   readonly maxRetryDelay: number;
@@ -157,6 +165,7 @@ export function resolveDestinationOptions(options: WebhookDestinationOptions): R
     previousSecrets: resolvePreviousSecrets(options.previousSecrets),
     signing,
     timeout: durationOption('timeout', options.timeout ?? defaults.timeout, 1),
+    keepSuccessAnswers: options.keepSuccessAnswers !== false,
     retryWindow: durationOption('retryWindow', options.retryWindow ?? defaults.retryWindow, 0, Number.MAX_SAFE_INTEGER),
     minRetryDelay,
     maxRetryDelay: durationOption('maxRetryDelay', options.maxRetryDelay ?? defaults.maxRetryDelay, minRetryDelay),

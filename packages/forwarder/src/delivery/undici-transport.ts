@@ -34,6 +34,8 @@ export interface WebhookRequest extends HttpRequest {
    * `head`; the rest is read and dropped, never buffered. Default 0: resolve at the status line.
    */
   readonly keepBytes?: number;
+  /** With `keepBytes`: false takes a 2xx at its status line, without its body (default true). */
+  readonly keepOnSuccess?: boolean;
 }
 
 /** The answer to a `WebhookRequest`. */
@@ -127,7 +129,8 @@ function createUndiciSender(options: UndiciTransportOptions): Required<Transport
             const value = responseHeaders['retry-after'];
             const retryAfter = Array.isArray(value) ? value[0] : value;
             headersIn = retryAfter === undefined ? { status } : { status, retryAfter };
-            if (request.readBody === true || keep > 0 || answered) return;
+            if (request.readBody === true || answered) return;
+            if (keep > 0 && (request.keepOnSuccess !== false || status >= 300)) return;
             answered = true;
             resolve(headersIn);
           },

@@ -128,6 +128,8 @@ export class Sources {
           ...(settings.previousSecrets === undefined ? {} : { previousSecrets: settings.previousSecrets }),
           signing: settings.signing,
           timeout: delivery.timeout,
+          // A 2xx answer is kept only where the delivery log keeps delivered bodies (and so answers).
+          keepSuccessAnswers: config.storage.deliveryLog && config.storage.keepDelivered > 0,
           retryWindow: delivery.retryWindow,
           minRetryDelay: delivery.minRetryDelay,
           maxRetryDelay: delivery.maxRetryDelay,

@@ -138,4 +138,31 @@ describe('UndiciTransport (real sockets on 127.0.0.1)', () => {
     const empty = await sendOf(transport)({ ...request(url), keepBytes: 2048 });
     expect(empty).to.deep.equal({ status: 200 });
   });
+
+  it('with keepBytes and keepOnSuccess false: a 2xx is taken at its status line (its body never waited for), a failure still with its first bytes', async () => {
+    const sockets = new Set<net.Socket>();
+    const statuses = ['200 OK', '500 Internal Server Error'];
+    const server = net.createServer((socket) => {
+      sockets.add(socket);
+      // The status line and the start of a body whose rest never comes while the test runs.
+      socket.once('data', () => socket.write(`HTTP/1.1 ${statuses.shift()!}\r\nContent-Length: 1048576\r\n\r\nstarted`));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const transport = new UndiciTransport();
+    cleanups.push(
+      () => new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+      () => transport.close(),
+    );
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    // A deadline far longer than the test: the 2xx must not wait for its body.
+    const ok = await sendOf(transport)({ ...request(url), timeout: 600_000, keepBytes: 2048, keepOnSuccess: false });
+    expect(ok).to.deep.equal({ status: 200 });
+    // The failure's answer is read to its 2 KB or its deadline: a short one here.
+    const failed = await sendOf(transport)({ ...request(url), timeout: 2_000, keepBytes: 2048, keepOnSuccess: false });
+    expect(failed.status).to.equal(500);
+    expect(Buffer.from(failed.head!).toString()).to.equal('started');
+  });
 });
