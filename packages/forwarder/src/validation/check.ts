@@ -111,11 +111,14 @@ function shown(field: string, value: unknown): string {
   return SECRET_FIELD.test(field) ? describeType(value) : showValue(value);
 }
 
-/** Whether `value` may be of `schema`'s type (a schema without one, or a union, may take anything). */
+/** Whether `value` may be of `schema`'s type (of one of a union's; a schema without a type may take anything). */
 function mayBe(schema: Record<string, unknown>, value: unknown): boolean {
   if (schema.const !== undefined) return schema.const === value;
   const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as string[]) : undefined;
-  if (types === undefined) return true;
+  if (types === undefined) {
+    const union = (schema.anyOf ?? schema.oneOf) as Record<string, unknown>[] | undefined;
+    return union === undefined || union.some((b) => mayBe(b, value));
+  }
   const actual = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
   return types.some((t) => t === actual || (t === 'integer' && actual === 'number'));
 }
