@@ -41,7 +41,9 @@ const SECRET_FIELD = /secret|key|token|password|authorization|url|header/i;
 export const EXPECTED = 'x-expected';
 
 function newAjv(coerceTypes: boolean): Ajv {
-  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, coerceTypes, useDefaults: false, verbose: true });
+  // Not `verbose`: an error's schema is looked up from its path when a problem is written
+  // (`schemaAt`), so that the compiled checks stay small and compile fast at start-up.
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, coerceTypes, useDefaults: false, code: { optimize: false } });
   addFormats(ajv);
   // OpenAPI's keywords beside JSON Schema's.
   ajv.addVocabulary(['discriminator', 'example', EXPECTED]);
@@ -123,8 +125,17 @@ function mayBe(schema: Record<string, unknown>, value: unknown): boolean {
   return types.some((t) => t === actual || (t === 'integer' && actual === 'number'));
 }
 
+/** The schema at an error's `schemaPath` (`#/properties/a/anyOf/0/type`); `up` segments fewer for its parent. */
+function schemaAt(root: TSchema, path: string, up = 0): unknown {
+  const parts = path.split('/').slice(1);
+  let node: unknown = root;
+  for (const p of parts.slice(0, parts.length - up)) node = (node as Record<string, unknown> | undefined)?.[decodeURIComponent(p).replace(/~1/g, '/').replace(/~0/g, '~')];
+  return node;
+}
+
 /** Ajv's errors as problems: one per field, the outermost of each (a union's branches give one). */
-function problemsOf(errors: readonly ErrorObject[], root: unknown, noun: string, top: string, base: string): Problem[] {
+function problemsOf(errors: readonly ErrorObject[], root: unknown, noun: string, top: string, base: string, schema: TSchema): Problem[] {
+  const found: ErrorObject[] = errors.map((e) => ({ ...e, schema: schemaAt(schema, e.schemaPath), parentSchema: schemaAt(schema, e.schemaPath, 1) as ErrorObject['parentSchema'] }));
   const byField = new Map<string, Problem>();
   const valueAt = (pointer: string): unknown => {
     let value = root;
@@ -135,7 +146,7 @@ function problemsOf(errors: readonly ErrorObject[], root: unknown, noun: string,
   // (`metrics.port` is unknown) than the union's (`metrics` is `false` or an object).
   const unions = new Set<ErrorObject>();
   const dropped: { readonly instancePath: string; readonly schemaPath: string }[] = [];
-  for (const e of errors) {
+  for (const e of found) {
     if (e.keyword !== 'anyOf' && e.keyword !== 'oneOf') continue;
     const branches = e.schema as Record<string, unknown>[];
     const value = valueAt(e.instancePath);
@@ -149,7 +160,7 @@ function problemsOf(errors: readonly ErrorObject[], root: unknown, noun: string,
   // Schema paths repeat over a list's items: a dropped branch is one value's.
   const isDropped = (e: ErrorObject): boolean =>
     dropped.some((d) => e.schemaPath.startsWith(d.schemaPath) && (e.instancePath === d.instancePath || e.instancePath.startsWith(`${d.instancePath}/`)));
-  for (const e of errors) {
+  for (const e of found) {
     if (unions.has(e) || isDropped(e)) continue;
     let problem: Problem;
     if (e.keyword === 'additionalProperties') {
@@ -191,5 +202,5 @@ export function compileCheck(schema: TSchema, options: CheckOptions = {}): Check
   const validate: ValidateFunction = (options.fromStrings === true ? fromStrings : asSent).compile(schema);
   const noun = options.noun ?? 'field';
   const top = options.top ?? '`the body`';
-  return (value, base = '') => (validate(value) ? [] : problemsOf(validate.errors ?? [], value, noun, top, base));
+  return (value, base = '') => (validate(value) ? [] : problemsOf(validate.errors ?? [], value, noun, top, base, schema));
 }
