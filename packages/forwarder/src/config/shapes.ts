@@ -4,7 +4,10 @@ import { EXPECTED } from '../validation/check';
 import { Enum } from '../validation/kinds';
 import { MAX_WEBHOOKS, SIGNING_SCHEMES } from '../delivery/options';
 import { MAX_PER_SECOND, MIN_PER_SECOND } from '../delivery/rate-limit';
-import { FILTER_TYPES, MAX_EVENT_NAME, MAX_SCHEMA_NAMES, SCHEMA_TYPES } from '../schema-rules';
+import { SourceSchemaInput, WebhookFilterSchema as WebhookFilter } from '../schema-rules';
+
+// The schema controls' and URL filters' shapes live with their rules (schema-rules.ts), below delivery.
+export { SourceSchemaInput, WebhookFilter };
 
 /*
  * The config file's shape, one TypeBox schema per part: checked by Ajv (validation/check.ts) with
@@ -47,18 +50,6 @@ export const SecretValue = Type.Union([Type.String({ minLength: 1 }), Type.Objec
   [EXPECTED]: 'a non-empty string or { "env": "VARIABLE_NAME" }',
 });
 
-/** A track event name, as schema controls and filters name one. */
-const EventName = Type.String({ minLength: 1, maxLength: MAX_EVENT_NAME, [EXPECTED]: `an event name of 1 to ${MAX_EVENT_NAME} characters` });
-
-/** Which calls a webhook URL gets. */
-export const WebhookFilter = Type.Object(
-  {
-    types: Type.Optional(Type.Array(Enum(FILTER_TYPES), { minItems: 1, maxItems: FILTER_TYPES.length * 4, description: 'Call types, and `delete` for deletion notices; left out: every type.' })),
-    events: Type.Optional(Type.Array(EventName, { minItems: 1, maxItems: MAX_SCHEMA_NAMES, description: 'Track event names; left out: every event.' })),
-  },
-  closed,
-);
-
 /** At most `perSecond` requests a second to one URL, over all instances. */
 export const WebhookRateLimit = Type.Object(
   { perSecond: Type.Number({ minimum: MIN_PER_SECOND, maximum: MAX_PER_SECOND, [EXPECTED]: `a number of requests a second, from ${MIN_PER_SECOND} (one every 100 s) to ${MAX_PER_SECOND}` }) },
@@ -86,16 +77,6 @@ export const WebhooksDestinationInput = Type.Object(
     ordering: Type.Optional(Enum(['none', 'user'] as const, { default: 'none' })),
   },
   { ...closed, description: "A source's Webhooks destination, as the config file's `destinations.Webhooks`." },
-);
-
-/** A source's schema controls: `sources[i].schema`, and the body of `PUT /admin/sources/{name}/schema`. */
-export const SourceSchemaInput = Type.Object(
-  {
-    blockedEvents: Type.Optional(Type.Array(EventName, { maxItems: MAX_SCHEMA_NAMES })),
-    allowedEvents: Type.Optional(Type.Union([Type.Array(EventName, { maxItems: MAX_SCHEMA_NAMES }), Type.Null()])),
-    blockedTypes: Type.Optional(Type.Array(Enum(SCHEMA_TYPES), { maxItems: SCHEMA_TYPES.length * 4 })),
-  },
-  closed,
 );
 
 /** A source's ingestion limit. */
