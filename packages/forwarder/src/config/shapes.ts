@@ -88,13 +88,22 @@ export const IngestRateLimitInput = Type.Object(
   closed,
 );
 
+/** Origins browser requests may come from (`"https://shop.example"`), or `"*"` for any. */
+const AllowedOrigins = Type.Array(Type.String({ minLength: 1, maxLength: MAX_ORIGIN_LENGTH }), { maxItems: MAX_ALLOWED_ORIGINS });
+
+/** A source's settings: in the config file's source, and the body of `PUT /admin/sources/{name}/settings` (its nulls read as left out). */
+export const SourceSettingsFields = Type.Object(
+  { allowedOrigins: Type.Optional(AllowedOrigins), ingestRateLimit: Type.Optional(IngestRateLimitInput) },
+  closed,
+);
+
 /** One entry of the config file's `sources`. */
 export const SourceInput = Type.Object(
   {
     name: Type.String({ minLength: 1 }),
     writeKey: SecretValue,
     destinations: Type.Optional(Type.Object({ Webhooks: Type.Optional(WebhooksDestinationInput) }, closed)),
-    allowedOrigins: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: MAX_ORIGIN_LENGTH }), { maxItems: MAX_ALLOWED_ORIGINS })),
+    allowedOrigins: Type.Optional(AllowedOrigins),
     ingestRateLimit: Type.Optional(IngestRateLimitInput),
     schema: Type.Optional(SourceSchemaInput),
   },

@@ -1,4 +1,4 @@
-import { ConfigError, describeValue, showValue } from 'eventrelay/internal';
+import { ConfigError, showValue } from 'eventrelay/internal';
 import type { TSchema } from '@sinclair/typebox';
 import { compileCheck } from '../validation/check';
 import type { Check } from '../validation/check';
@@ -7,7 +7,7 @@ import { standardSigningKey } from '../delivery/signing';
 import { checkSourceName } from '../source-names';
 import { parseFilter, parseSchema } from '../schema-rules';
 import type { IngestRateLimit, ResolvedWebhookEntry, SourceSchema, SourceSettings, WebhookFilter } from '../store/contract';
-import { INGEST_LIMIT_BOUNDS, MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, SourcesInput, WebhooksDestinationInput } from './shapes';
+import { SourceSettingsFields, SourcesInput, WebhooksDestinationInput } from './shapes';
 import { join, Problems, secret } from './problems';
 import type { Env, ResolvedSource, ResolvedWebhooks } from './types';
 
@@ -25,6 +25,7 @@ function lazily(schema: TSchema): Check {
 
 const checkWebhooks = lazily(WebhooksDestinationInput);
 const checkSources = lazily(SourcesInput);
+const checkSettings = lazily(SourceSettingsFields);
 
 /**
  * A Webhooks destination: `sources[i].destinations.Webhooks` in the config file (`env` given), or
@@ -112,12 +113,9 @@ export function sourceName(value: unknown, field: string): string {
   return checkSourceName(value, field);
 }
 
-/** One entry of `allowedOrigins`: `*`, or an origin exactly as a browser sends it. */
-function originOption(value: unknown, field: string): string {
+/** One entry of `allowedOrigins` the schema took: `*`, or an origin exactly as a browser sends it. */
+function originRule(value: string, field: string): string {
   if (value === '*') return value;
-  if (typeof value !== 'string' || value === '' || value.length > MAX_ORIGIN_LENGTH) {
-    throw new ConfigError(`Expected \`${field}\` to be an origin such as "https://shop.example" (or "*" for any), got ${describeValue(value)}`, field);
-  }
   let url: URL | undefined;
   try {
     url = new URL(value);
@@ -134,44 +132,25 @@ function originOption(value: unknown, field: string): string {
   return value;
 }
 
-/** `ingestRateLimit`: `{ perSecond, burst? }`; `burst` defaults to one second's worth (at least 1). */
-function ingestRateLimitOption(value: unknown, field: string): IngestRateLimit {
-  const { minPerSecond, maxPerSecond, maxBurst } = INGEST_LIMIT_BOUNDS;
-  const raw = (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : undefined) as Record<string, unknown> | undefined;
-  if (raw === undefined) throw new ConfigError(`Expected \`${field}\` to be an object { "perSecond", "burst"? }, got ${describeValue(value)}`, field);
-  for (const key of Object.keys(raw)) {
-    if (key !== 'perSecond' && key !== 'burst') throw new ConfigError(`Unknown field \`${join(field, key)}\`; expected \`perSecond\`, \`burst\``, join(field, key));
-  }
-  const perSecond = raw.perSecond;
-  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond < minPerSecond || perSecond > maxPerSecond) {
-    throw new ConfigError(`Expected \`${join(field, 'perSecond')}\` to be a number of requests a second, from ${minPerSecond} to ${maxPerSecond}, got ${describeValue(perSecond)}`, join(field, 'perSecond'));
-  }
-  const burst = raw.burst ?? Math.max(1, Math.ceil(perSecond));
-  if (typeof burst !== 'number' || !Number.isInteger(burst) || burst < 1 || burst > maxBurst) {
-    throw new ConfigError(`Expected \`${join(field, 'burst')}\` to be an integer from 1 to ${maxBurst}, got ${describeValue(burst)}`, join(field, 'burst'));
-  }
-  return { perSecond, burst };
-}
-
 /**
  * A source's settings: `allowedOrigins` and `ingestRateLimit` of a config file entry (`field` its
- * path), or the body of `PUT /admin/sources/{name}/settings` (`field` ''). Origins are kept in
- * the order given, without repeats.
+ * path), or the body of `PUT /admin/sources/{name}/settings` (`field` ''), checked by their schema,
+ * then each origin as browsers send one, every problem at once. Origins are kept in the order
+ * given, without repeats; `burst` defaults to one second's worth (at least 1).
  */
-export function sourceSettings(raw: Record<string, unknown>, field: string): SourceSettings {
+export function sourceSettings(raw: { readonly allowedOrigins?: unknown; readonly ingestRateLimit?: unknown }, field: string): SourceSettings {
+  const problems = new Problems();
+  const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
+  problems.schema(checkSettings(given, field));
   const settings: { allowedOrigins?: readonly string[]; ingestRateLimit?: IngestRateLimit } = {};
-  if (raw.allowedOrigins !== undefined) {
-    const listField = join(field, 'allowedOrigins');
-    const list = raw.allowedOrigins;
-    if (!Array.isArray(list) || list.length > MAX_ALLOWED_ORIGINS) {
-      throw new ConfigError(
-        `Expected \`${listField}\` to be a list of at most ${MAX_ALLOWED_ORIGINS} origins such as ["https://shop.example"], got ${Array.isArray(list) ? `${list.length} entries` : describeValue(list)}`,
-        listField,
-      );
-    }
-    settings.allowedOrigins = [...new Set(list.map((entry: unknown, i) => originOption(entry, `${listField}[${i}]`)))];
+  const listField = join(field, 'allowedOrigins');
+  if (raw.allowedOrigins !== undefined && problems.typed(listField)) {
+    const origins = (raw.allowedOrigins as string[]).map((entry, i) => (problems.typed(`${listField}[${i}]`) ? problems.take(() => originRule(entry, `${listField}[${i}]`)) : undefined));
+    settings.allowedOrigins = [...new Set(origins as string[])];
   }
-  if (raw.ingestRateLimit !== undefined) settings.ingestRateLimit = ingestRateLimitOption(raw.ingestRateLimit, join(field, 'ingestRateLimit'));
+  const limit = raw.ingestRateLimit as { perSecond: number; burst?: number } | undefined;
+  if (limit !== undefined) settings.ingestRateLimit = { perSecond: limit.perSecond, burst: limit.burst ?? Math.max(1, Math.ceil(limit.perSecond)) };
+  problems.throwIfAny();
   return settings;
 }
 
