@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import type { TSchema } from '@sinclair/typebox';
 import { ConfigError, MESSAGE_TYPES } from 'eventrelay/internal';
-import { compileCheck, EXPECTED } from './validation/check';
-import type { Check, Problem } from './validation/check';
+import { EXPECTED, lazyCheck } from './validation/check';
+import type { Problem } from './validation/check';
 import { Enum } from './validation/kinds';
 import { MAX_EVENT_NAME, MAX_SCHEMA_NAMES } from './store/usage';
 import type { FilteredBy, SourceSchema, WebhookFilter } from './store/contract';
@@ -53,14 +52,8 @@ function quoted(name: string): string {
   return JSON.stringify(name.length > 60 ? `${name.slice(0, 60)}…` : name);
 }
 
-/** A schema's check, compiled when first used. */
-function lazily(schema: TSchema): Check {
-  let check: Check | undefined;
-  return (value, base) => (check ??= compileCheck(schema))(value, base);
-}
-
-const checkFilter = lazily(WebhookFilterSchema);
-const checkSchema = lazily(SourceSchemaInput);
+const checkFilter = lazyCheck(WebhookFilterSchema);
+const checkSchema = lazyCheck(SourceSchemaInput);
 
 /** Throws the problems found, if any: one ConfigError, or one listing them all in `problems`. The top (field '') has none. */
 function refuse(found: readonly Problem[]): void {

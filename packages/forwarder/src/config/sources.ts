@@ -1,7 +1,5 @@
 import { ConfigError, showValue } from 'eventrelay/internal';
-import type { TSchema } from '@sinclair/typebox';
-import { compileCheck } from '../validation/check';
-import type { Check } from '../validation/check';
+import { lazyCheck } from '../validation/check';
 import { resolveWebhook } from '../delivery/options';
 import { standardSigningKey } from '../delivery/signing';
 import { checkSourceName } from '../source-names';
@@ -17,15 +15,9 @@ import type { Env, ResolvedSource, ResolvedWebhooks } from './types';
  * rules a schema cannot say, every problem at once.
  */
 
-/** A schema's check, compiled when first used (the admin API's bodies are checked seldom; `serve` compiles the whole file's once). */
-function lazily(schema: TSchema): Check {
-  let check: Check | undefined;
-  return (value, base) => (check ??= compileCheck(schema))(value, base);
-}
-
-const checkWebhooks = lazily(WebhooksDestinationInput);
-const checkSources = lazily(SourcesInput);
-const checkSettings = lazily(SourceSettingsFields);
+const checkWebhooks = lazyCheck(WebhooksDestinationInput);
+const checkSources = lazyCheck(SourcesInput);
+const checkSettings = lazyCheck(SourceSettingsFields);
 
 /**
  * A Webhooks destination: `sources[i].destinations.Webhooks` in the config file (`env` given), or

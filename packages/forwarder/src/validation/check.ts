@@ -204,3 +204,9 @@ export function compileCheck(schema: TSchema, options: CheckOptions = {}): Check
   const top = options.top ?? '`the body`';
   return (value, base = '') => (validate(value) ? [] : problemsOf(validate.errors ?? [], value, noun, top, base, schema));
 }
+
+/** `compileCheck`, compiled when first used: for checks seldom run (admin API bodies), kept out of start-up. */
+export function lazyCheck(schema: TSchema, options: CheckOptions = {}): Check {
+  let check: Check | undefined;
+  return (value, base) => (check ??= compileCheck(schema, options))(value, base);
+}
