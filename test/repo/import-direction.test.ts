@@ -104,9 +104,9 @@ function forwarderArea(file: string): string {
 /**
  * The forwarder's layers, bottom to top: what each area may import from inside its src/ (besides
  * itself). The OpenTelemetry spans (tracing.ts, which the HTTP and delivery layers record), the
- * store and its contract at the bottom, then the transform sandbox (which imports nothing of the
- * forwarder), delivery, the config file, routing, the
- * delivery loop, the registry of sources, what operators see, the HTTP server and the admin API;
+ * schema checker (validation/: TypeBox schemas compiled by Ajv), the store and its contract at the
+ * bottom, then the transform sandbox (which imports nothing of the forwarder), delivery, the
+ * config file (config/), routing, the delivery loop, the registry of sources, what operators see, the HTTP server and the admin API;
  * the parts of a running forwarder and their composition (runtime/), the facade and the entry
  * above them, the CLI on top.
  */
@@ -115,11 +115,12 @@ const FORWARDER_LAYERS: readonly string[] = [
   'redact.ts',
   'source-names.ts',
   'tracing.ts',
+  'validation',
   'store',
   'schema-rules.ts',
   'transform',
   'delivery',
-  'config.ts',
+  'config',
   'routing',
   'scheduling',
   'registry',

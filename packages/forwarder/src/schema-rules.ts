@@ -1,5 +1,9 @@
-import { ConfigError, describeValue, isPlainObject, MESSAGE_TYPES, showValue } from 'eventrelay/internal';
-import { codePoints, MAX_EVENT_NAME, MAX_SCHEMA_NAMES } from './store/usage';
+import { Type } from '@sinclair/typebox';
+import { ConfigError, MESSAGE_TYPES } from 'eventrelay/internal';
+import { EXPECTED, lazyCheck } from './validation/check';
+import type { Problem } from './validation/check';
+import { Enum } from './validation/kinds';
+import { MAX_EVENT_NAME, MAX_SCHEMA_NAMES } from './store/usage';
 import type { FilteredBy, SourceSchema, WebhookFilter } from './store/contract';
 
 /**
@@ -21,80 +25,68 @@ function join(base: string, key: string): string {
   return base === '' ? key : `${base}.${key}`;
 }
 
-/**
- * Notes a problem found without a throw, so that the config file's check reports every unknown
- * field at once (the config's collector); absent: the problem is thrown.
- */
-export type NoteProblem = (problem: ConfigError) => void;
+/** A track event name, as schema controls and filters name one. */
+const EventName = Type.String({ minLength: 1, maxLength: MAX_EVENT_NAME, [EXPECTED]: `an event name (a non-empty string) of at most ${MAX_EVENT_NAME} characters` });
 
-/** An object with only `allowed` keys: each unknown key is noted (`note`), or thrown without one. */
-function fields(value: unknown, field: string, allowed: readonly string[], what: string, note?: NoteProblem): Record<string, unknown> {
-  if (!isPlainObject(value)) {
-    throw new ConfigError(`Expected ${field === '' ? 'the body' : `\`${field}\``} to be ${what}, got ${describeValue(value)}`, field === '' ? undefined : field);
-  }
-  for (const name of Object.keys(value)) {
-    if (!allowed.includes(name)) {
-      const path = join(field, name);
-      const problem = new ConfigError(`Unknown field \`${path}\`; expected one of ${allowed.map((k) => `\`${k}\``).join(', ')}`, path);
-      if (note === undefined) throw problem;
-      note(problem);
-    }
-  }
-  return value;
-}
+/** Which calls a webhook URL gets: a URL's `filter` in the config file and the admin API. */
+export const WebhookFilterSchema = Type.Object(
+  {
+    types: Type.Optional(Type.Array(Enum(FILTER_TYPES), { minItems: 1, maxItems: FILTER_TYPES.length * 4, description: 'Call types, and `delete` for deletion notices; left out: every type.' })),
+    events: Type.Optional(Type.Array(EventName, { minItems: 1, maxItems: MAX_SCHEMA_NAMES, description: 'Track event names; left out: every event.' })),
+  },
+  { additionalProperties: false, [EXPECTED]: '{ "types"?: [call types], "events"?: [track event names] }' },
+);
+
+/** A source's schema controls: `sources[i].schema` in the config file, and the body of `PUT /admin/sources/{name}/schema`. */
+export const SourceSchemaInput = Type.Object(
+  {
+    blockedEvents: Type.Optional(Type.Array(EventName, { maxItems: MAX_SCHEMA_NAMES })),
+    allowedEvents: Type.Optional(Type.Union([Type.Array(EventName, { maxItems: MAX_SCHEMA_NAMES }), Type.Null()])),
+    blockedTypes: Type.Optional(Type.Array(Enum(SCHEMA_TYPES), { maxItems: SCHEMA_TYPES.length * 4 })),
+  },
+  { additionalProperties: false, [EXPECTED]: '{ "blockedEvents", "allowedEvents", "blockedTypes" }' },
+);
 
 /** A text to quote in a message: at most 60 characters of it. */
 function quoted(name: string): string {
   return JSON.stringify(name.length > 60 ? `${name.slice(0, 60)}…` : name);
 }
 
-/** A list of track event names: 1 to MAX_EVENT_NAME characters each, at most MAX_SCHEMA_NAMES; repeats dropped. */
-function eventNames(value: unknown, field: string, emptyOk: boolean): string[] {
-  if (!Array.isArray(value)) throw new ConfigError(`Expected \`${field}\` to be a list of track event names, got ${describeValue(value)}`, field);
-  if (value.length > MAX_SCHEMA_NAMES) {
-    throw new ConfigError(`Expected \`${field}\` to hold at most ${MAX_SCHEMA_NAMES} event names, got ${value.length}`, field);
-  }
-  if (value.length === 0 && !emptyOk) {
-    throw new ConfigError(`Expected \`${field}\` to name at least one event; leave it out to take every event`, field);
-  }
-  const seen = new Set<string>();
-  value.forEach((name: unknown, i) => {
-    const at = `${field}[${i}]`;
-    if (typeof name !== 'string' || name === '') throw new ConfigError(`Expected \`${at}\` to be an event name (a non-empty string), got ${describeValue(name)}`, at);
-    if (!name.isWellFormed()) throw new ConfigError(`Expected \`${at}\` to be well-formed Unicode text, got one with a lone surrogate`, at);
-    if (codePoints(name, MAX_EVENT_NAME) > MAX_EVENT_NAME) {
-      throw new ConfigError(`Expected \`${at}\` to be at most ${MAX_EVENT_NAME} characters, got ${[...name].length}`, at);
-    }
-    seen.add(name);
-  });
-  return [...seen];
+const checkFilter = lazyCheck(WebhookFilterSchema);
+const checkSchema = lazyCheck(SourceSchemaInput);
+
+/** Throws the problems found, if any: one ConfigError, or one listing them all in `problems`. The top (field '') has none. */
+function refuse(found: readonly Problem[]): void {
+  if (found.length === 0) return;
+  const errors = found.map((p) => new ConfigError(p.message, p.field === '' ? undefined : p.field));
+  if (errors.length === 1) throw errors[0]!;
+  const lines = errors.map((e) => `- ${e.field === undefined ? 'in the body' : `at ${e.field}`}: ${e.message}`);
+  throw new ConfigError(`${errors.length} problems:\n${lines.join('\n')}`, errors[0]!.field, errors);
 }
 
-/** A list of call types among `allowed`; repeats dropped. */
-function typeList(value: unknown, field: string, allowed: readonly string[], emptyOk: boolean): string[] {
-  const names = allowed.map((t) => `"${t}"`).join(', ');
-  if (!Array.isArray(value)) throw new ConfigError(`Expected \`${field}\` to be a list of call types (${names}), got ${describeValue(value)}`, field);
-  if (value.length === 0 && !emptyOk) throw new ConfigError(`Expected \`${field}\` to name at least one type; leave it out to take every type`, field);
-  if (value.length > allowed.length * 4) throw new ConfigError(`Expected \`${field}\` to be a list of call types (${names}), got ${value.length} entries`, field);
-  const seen = new Set<string>();
-  value.forEach((type: unknown, i) => {
-    const at = `${field}[${i}]`;
-    if (typeof type !== 'string' || !allowed.includes(type)) throw new ConfigError(`Expected \`${at}\` to be one of ${names}, got ${showValue(type)}`, at);
-    seen.add(type);
+/** Names the schema took: each must be well-formed text (no lone surrogate); repeats are dropped. */
+function names(list: readonly string[] | undefined, field: string, found: Problem[]): string[] | undefined {
+  if (list === undefined) return undefined;
+  list.forEach((name, i) => {
+    if (!name.isWellFormed()) found.push({ field: `${field}[${i}]`, message: `Expected \`${field}[${i}]\` to be well-formed Unicode text, got one with a lone surrogate` });
   });
-  return [...seen];
+  return [...new Set(list)];
 }
 
 /**
  * A source's `schema` (the config file's `sources[i].schema`, or the body of
  * `PUT /admin/sources/{name}/schema` with `field` ''): `blockedEvents`, `allowedEvents` (absent or
- * null: no tracking plan), `blockedTypes`. Undefined when it controls nothing. ConfigError names the field.
+ * null: no tracking plan), `blockedTypes`, checked by their schema, every problem at once.
+ * Undefined when it controls nothing. ConfigError names the field.
  */
-export function parseSchema(value: unknown, field: string, note?: NoteProblem): SourceSchema | undefined {
-  const raw = fields(value, field, ['blockedEvents', 'allowedEvents', 'blockedTypes'], '{ "blockedEvents", "allowedEvents", "blockedTypes" }', note);
-  const blockedEvents = raw.blockedEvents === undefined ? [] : eventNames(raw.blockedEvents, join(field, 'blockedEvents'), true);
-  const allowedEvents = raw.allowedEvents === undefined || raw.allowedEvents === null ? null : eventNames(raw.allowedEvents, join(field, 'allowedEvents'), true);
-  const blockedTypes = raw.blockedTypes === undefined ? [] : typeList(raw.blockedTypes, join(field, 'blockedTypes'), SCHEMA_TYPES, true);
+export function parseSchema(value: unknown, field: string): SourceSchema | undefined {
+  refuse(checkSchema(value, field));
+  const raw = value as { blockedEvents?: string[]; allowedEvents?: string[] | null; blockedTypes?: string[] };
+  const found: Problem[] = [];
+  const blockedEvents = names(raw.blockedEvents, join(field, 'blockedEvents'), found) ?? [];
+  const allowedEvents = names(raw.allowedEvents ?? undefined, join(field, 'allowedEvents'), found) ?? null;
+  const blockedTypes = [...new Set(raw.blockedTypes ?? [])];
+  refuse(found);
   if (blockedEvents.length === 0 && allowedEvents === null && blockedTypes.length === 0) return undefined;
   return { blockedEvents, allowedEvents, blockedTypes };
 }
@@ -106,15 +98,20 @@ export function shownSchema(schema: SourceSchema | undefined): SourceSchema {
 
 /**
  * A webhook entry's `filter`: `types` (call types and `delete`) and `events` (track event names),
- * each absent for "every". Undefined for `{}`. ConfigError names the field.
+ * each absent for "every", checked by its schema, every problem at once. Undefined for `{}`.
+ * ConfigError names the field.
  */
-export function parseFilter(value: unknown, field: string, note?: NoteProblem): WebhookFilter | undefined {
-  const raw = fields(value, field, ['types', 'events'], '{ "types"?: [call types], "events"?: [track event names] }', note);
-  const types = raw.types === undefined ? undefined : typeList(raw.types, join(field, 'types'), FILTER_TYPES, false);
-  const events = raw.events === undefined ? undefined : eventNames(raw.events, join(field, 'events'), false);
+export function parseFilter(value: unknown, field: string): WebhookFilter | undefined {
+  refuse(checkFilter(value, field));
+  const raw = value as { types?: string[]; events?: string[] };
+  const found: Problem[] = [];
+  const types = raw.types === undefined ? undefined : [...new Set(raw.types)];
+  const events = names(raw.events, join(field, 'events'), found);
   if (events !== undefined && types !== undefined && !types.includes('track')) {
-    throw new ConfigError(`\`${join(field, 'events')}\` names track events, but \`${join(field, 'types')}\` does not take "track": add it, or leave \`events\` out`, join(field, 'events'));
+    const at = join(field, 'events');
+    found.push({ field: at, message: `\`${at}\` names track events, but \`${join(field, 'types')}\` does not take "track": add it, or leave \`events\` out` });
   }
+  refuse(found);
   if (types === undefined && events === undefined) return undefined;
   return { ...(types === undefined ? {} : { types }), ...(events === undefined ? {} : { events }) };
 }

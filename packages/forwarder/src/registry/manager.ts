@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import { ConfigError, integerOption, isPlainObject, serializeWebhookMessage, toWebhookMessage, ValidationError } from 'eventrelay/internal';
 import type { InboundMessage } from 'eventrelay/internal';
-import { emptySettings, sourceName, sourceSettings, webhooksDestination } from '../config';
+import { emptySettings, schemaControls, sourceName, sourceSettings, webhooksDestination } from '../config';
 import { NETWORK_POLICY_CODE } from '../delivery/network-policy';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import type { AttemptResult, WebhookDestination } from '../delivery/destination';
@@ -10,7 +10,7 @@ import { generateWriteKey, keyRecord, keyValid, newSourceId } from './keys';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './keys';
 import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
-import { parseSchema, shownSchema } from '../schema-rules';
+import { shownSchema } from '../schema-rules';
 import { mergeWebhooksPatch, PATCH_FIELDS } from './webhooks-patch';
 import type { IngestRateLimit, SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WriteKeyRecord } from '../store/contract';
 
@@ -362,7 +362,7 @@ export class SourceManager {
    * tracking plan), checked like the config file's `schema`.
    */
   async putSchema(name: string, body: unknown): Promise<SetupResult<SourceSchema>> {
-    const schema = parseSchema(body, '');
+    const schema = schemaControls(body, '');
     const result = await this.write([{ op: 'update', name, at: this.host.now(), schema: schema ?? null }]);
     if (!result.ok) return refusal(result);
     log('source %s: schema set (%d blocked events, %s, %d blocked types)', name, schema?.blockedEvents.length ?? 0, schema?.allowedEvents == null ? 'no tracking plan' : `a tracking plan of ${schema.allowedEvents.length}`, schema?.blockedTypes.length ?? 0);

@@ -1,4 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
+import { EXPECTED } from '../../validation/check';
 import type { Answer, RouteSpec } from './define';
 import * as ANSWERS from './answers';
 import * as SHAPES from './shapes';
@@ -47,6 +48,8 @@ class Components {
     const out: Json = {};
     // Object.entries skips TypeBox's symbol keys (its Kind and Optional marks).
     for (const [key, v] of Object.entries(value)) {
+      // The checker's words for what a schema expects are for its messages, not the document.
+      if (key === EXPECTED) continue;
       out[key] = typeof v === 'object' && v !== null && !Array.isArray(v) && SHAPE_NAMES.has(v) ? this.schema(v as TSchema) : this.copy(v);
     }
     return out;

@@ -1,5 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf } from './define';
+import { SourceSchemaInput, WebhookFilter, WebhooksDestinationInput } from '../../config/shapes';
+
+// The config file's shapes the admin API takes too: one schema for both (named components here).
+export { SourceSchemaInput, WebhookFilter, WebhooksDestinationInput };
 
 /*
  * The shapes of the API's bodies, by name: each is a component of the OpenAPI document
@@ -273,14 +277,6 @@ export const SourceSettingsInput = Type.Object(
   { additionalProperties: false },
 );
 
-export const WebhookFilter = Type.Object(
-  {
-    types: Type.Optional(Type.Array(Type.String())),
-    events: Type.Optional(Type.Array(Type.String())),
-  },
-  { additionalProperties: false },
-);
-
 export const WebhooksDestination = Type.Object(
   {
     enabled: Type.Boolean(),
@@ -292,22 +288,11 @@ export const WebhooksDestination = Type.Object(
   { additionalProperties: false },
 );
 
-export const WebhooksDestinationInput = Type.Object({ enabled: Type.Optional(Type.Boolean({ default: true })), webhooks: Type.Array(Type.Object({ url: Type.String(), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.String() })), rateLimit: Type.Optional(Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })), filter: Type.Optional(WebhookFilter) }), { minItems: 1, maxItems: 5 }), sharedSecret: Type.Optional(OneOf([Type.String(), Type.Array(Type.String())])), signing: Type.Optional(Enum(['x-signature', 'standard-webhooks', 'both'], { default: 'x-signature' })), ordering: Type.Optional(Enum(['none', 'user'], { default: 'none' })) }, { description: "Checked like the config file's `destinations.Webhooks`." });
-
 export const SourceSchema = Type.Object(
   {
     blockedEvents: Type.Array(Type.String()),
     allowedEvents: Type.Union([Type.Array(Type.String()), Type.Null()]),
     blockedTypes: Type.Array(Type.String()),
-  },
-  { additionalProperties: false },
-);
-
-export const SourceSchemaInput = Type.Object(
-  {
-    blockedEvents: Type.Optional(Type.Array(Type.String())),
-    allowedEvents: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
-    blockedTypes: Type.Optional(Type.Array(Type.String())),
   },
   { additionalProperties: false },
 );
