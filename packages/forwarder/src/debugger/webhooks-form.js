@@ -7,7 +7,7 @@ import { $, input, select, textarea } from './dom.js';
 /** @typedef {import('./api.js').Webhooks} Webhooks */
 /** @typedef {import('./api.js').WebhooksInput} WebhooksInput */
 /** @typedef {import('./api.js').WebhooksChange} WebhooksChange */
-/** @typedef {WebhooksInput['webhooks'][number]} NewUrl */
+/** @typedef {Omit<WebhooksInput['webhooks'][number], 'url'> & { url: string }} NewUrl (the page sends URLs as text; `{ env }` is the config file's) */
 /** @typedef {NonNullable<WebhooksInput['signing']>} Signing */
 /** @typedef {NonNullable<WebhooksInput['ordering']>} Ordering */
 /** @typedef {NonNullable<Webhooks['webhooks'][number]['filter']>} Filter */
