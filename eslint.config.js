@@ -30,7 +30,7 @@ export default tseslint.config(
   },
   {
     // The debugger page's script runs in the browser (its types are checked by its own tsconfig.json, with the DOM).
-    files: ['packages/forwarder/src/debugger/*.js'],
+    files: ['packages/forwarder/src/debugger/*.js', 'packages/forwarder/src/debugger/tabs/*.js'],
     languageOptions: {
       globals: { URLSearchParams: 'readonly', HTMLInputElement: 'readonly', HTMLSelectElement: 'readonly', HTMLTextAreaElement: 'readonly', HTMLButtonElement: 'readonly' },
     },

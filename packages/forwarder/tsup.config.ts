@@ -26,7 +26,7 @@ export default defineConfig({
   async onSuccess() {
     // The debugger page's static files (DEBUGGER_FILES of src/debugger/page.ts: the page and its script's modules, as
     // written, typed with JSDoc and checked by `npm run typecheck`), served by the forwarder from dist/debugger/.
-    mkdirSync('dist/debugger', { recursive: true });
+    mkdirSync('dist/debugger/tabs', { recursive: true });
     for (const file of DEBUGGER_FILES) copyFileSync(`src/debugger/${file}`, `dist/debugger/${file}`);
     // The API description the code serves, generated from the route declarations: `@eventrelay/forwarder/openapi.json`.
     execFileSync(process.execPath, ['--import', 'tsx', 'scripts/write-openapi.ts', 'dist/openapi.json'], { stdio: 'inherit' });

@@ -7,12 +7,12 @@
  * come from anyone holding a write key. */
 import { forgetToken, getOverview, hasToken, isUnauthorized, keepToken, messageOf, onTokenRefused } from './api.js';
 import { $, button, input, notice } from './dom.js';
-import { setUpLive, startStream, stopStream } from './live.js';
-import { replay } from './message.js';
-import { startOverview, stopOverview } from './overview.js';
-import { loadSchema, setUpSchema } from './schema.js';
-import { searchIfEmpty, setUpSearch } from './search.js';
-import { closeEditor, hideKey, loadSources, setUpSources } from './sources.js';
+import { setUpLive, startStream, stopStream } from './tabs/live.js';
+import { replay } from './tabs/message.js';
+import { startOverview, stopOverview } from './tabs/overview.js';
+import { loadSchema, setUpSchema } from './tabs/schema.js';
+import { searchIfEmpty, setUpSearch } from './tabs/search.js';
+import { closeEditor, hideKey, loadSources, setUpSources } from './tabs/sources.js';
 import { fillSources, onShow, show, showSignIn } from './views.js';
 
 async function signIn() {

@@ -28,14 +28,14 @@ export const DEBUGGER_FILES = [
   'api.js',
   'dom.js',
   'views.js',
-  'live.js',
-  'message.js',
-  'search.js',
-  'overview.js',
-  'chart.js',
-  'sources.js',
-  'webhooks-form.js',
-  'schema.js',
+  'tabs/live.js',
+  'tabs/message.js',
+  'tabs/search.js',
+  'tabs/overview.js',
+  'tabs/chart.js',
+  'tabs/sources.js',
+  'tabs/webhooks-form.js',
+  'tabs/schema.js',
 ] as const;
 
 const TYPES: Readonly<Record<string, string>> = {

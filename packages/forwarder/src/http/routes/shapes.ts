@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf } from './define';
-import { SourceSchemaInput, WebhookFilter, WebhooksDestinationInput } from '../../config/shapes';
+import { IngestRateLimitInput, SourceSchemaInput, WebhookFilter, WebhooksDestinationInput } from '../../config/shapes';
 
 // The config file's shapes the admin API takes too: one schema for both (named components here).
 export { SourceSchemaInput, WebhookFilter, WebhooksDestinationInput };
@@ -272,7 +272,7 @@ export const SourceSettings = Type.Object(
 export const SourceSettingsInput = Type.Object(
   {
     allowedOrigins: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
-    ingestRateLimit: Type.Optional(OneOf([Type.Null(), IngestRateLimit])),
+    ingestRateLimit: Type.Optional(OneOf([Type.Null(), IngestRateLimitInput])),
   },
   { additionalProperties: false },
 );
@@ -326,7 +326,7 @@ export const CreateSourceRequest = Type.Object(
   {
     name: Type.String({ minLength: 1 }),
     allowedOrigins: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
-    ingestRateLimit: Type.Optional(OneOf([Type.Null(), IngestRateLimit])),
+    ingestRateLimit: Type.Optional(OneOf([Type.Null(), IngestRateLimitInput])),
   },
   { additionalProperties: false },
 );

@@ -1,7 +1,7 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEBUGGER_CSP, DEBUGGER_FILES, debuggerFiles, serveDebugger } from '../../../src/debugger/page';
@@ -61,16 +61,18 @@ describe('the debugger page files', () => {
   it('ships every module the script imports, each checked by the typecheck (// @ts-check)', () => {
     const dir = join(root, 'packages/forwarder/src/debugger');
     const shipped = new Set<string>(DEBUGGER_FILES);
-    const onDisk = readdirSync(dir).filter((file) => file.endsWith('.js'));
+    // The entry and the helpers beside it, one module per view in tabs/.
+    const onDisk = [...readdirSync(dir), ...readdirSync(join(dir, 'tabs')).map((file) => `tabs/${file}`)].filter((file) => file.endsWith('.js'));
     // A module left out of DEBUGGER_FILES would be missing from the package (and answer 404).
     expect(onDisk.filter((file) => !shipped.has(file)), 'modules not in DEBUGGER_FILES').to.deep.equal([]);
     for (const file of onDisk) {
       const js = readFileSync(join(dir, file), 'utf8');
       expect(js.startsWith('// @ts-check\n'), `${file} starts with // @ts-check`).to.equal(true);
-      // Relative imports of files shipped beside it; the server's types only in JSDoc, never loaded.
+      // Relative imports of files shipped in the page's folder; the server's types only in JSDoc, never loaded.
       for (const [, spec] of js.matchAll(/^import [^'\n]* from '([^']+)';$/gm)) {
-        expect(spec, `an import of ${file}`).to.match(/^\.\/[a-z-]+\.js$/);
-        expect(shipped.has(spec!.slice(2)), `${file} imports ${spec}, a shipped file`).to.equal(true);
+        expect(spec, `an import of ${file}`).to.match(/^\.\.?\/([a-z-]+\/)?[a-z-]+\.js$/);
+        const target = posix.normalize(posix.join(posix.dirname(file), spec!));
+        expect(shipped.has(target), `${file} imports ${spec}, a shipped file`).to.equal(true);
       }
     }
   });

@@ -1,7 +1,7 @@
 // @ts-check
 /* Search the delivery log, page by page, and recover the failed deliveries of a source since a time. */
-import { isUnauthorized, listMessages, messageOf, recover } from './api.js';
-import { $, clear, el, input, notice, select } from './dom.js';
+import { isUnauthorized, listMessages, messageOf, recover } from '../api.js';
+import { $, clear, el, input, notice, select } from '../dom.js';
 import { openDelivery } from './message.js';
 
 /** The cursor of the next page; null on the last one. @type {string | null} */

@@ -2,11 +2,11 @@
 /* Endpoints (each webhook URL's health, and the disabled ones with an Enable button) and Last
  * hour (the charts and the counters): both drawn from GET /admin/overview, again every 5 s while
  * one of them shows. */
-import { enableEndpoint, getOverview, isUnauthorized, messageOf } from './api.js';
+import { enableEndpoint, getOverview, isUnauthorized, messageOf } from '../api.js';
 import { drawChart } from './chart.js';
-import { $, clear, el, emptyRow, notice, row } from './dom.js';
+import { $, clear, el, emptyRow, notice, row } from '../dom.js';
 
-/** @typedef {import('./api.js').Overview} Overview */
+/** @typedef {import('../api.js').Overview} Overview */
 
 const REFRESH_MS = 5000;
 /** @type {ReturnType<typeof setInterval> | undefined} */

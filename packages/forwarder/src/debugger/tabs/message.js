@@ -1,10 +1,10 @@
 // @ts-check
 /* Message: one delivery with its fields, its attempts and its body, and a Replay button. */
-import { getDelivery, isUnauthorized, listMessages, messageOf, replayDelivery } from './api.js';
-import { $, button, clear, el, notice } from './dom.js';
-import { show } from './views.js';
+import { getDelivery, isUnauthorized, listMessages, messageOf, replayDelivery } from '../api.js';
+import { $, button, clear, el, notice } from '../dom.js';
+import { show } from '../views.js';
 
-/** @typedef {import('./api.js').Delivery} Delivery */
+/** @typedef {import('../api.js').Delivery} Delivery */
 
 /** The delivery shown, as the API last answered it. */
 /** @type {Delivery | undefined} */

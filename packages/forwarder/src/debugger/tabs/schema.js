@@ -1,10 +1,10 @@
 // @ts-check
 /* Schema: what each source sends (call types and track event names, over every instance), a Block
  * or Allow button on each, and the usage per day and per source. */
-import { getSchema, getUsage, isUnauthorized, messageOf, putSchema } from './api.js';
-import { $, button, clear, el, emptyRow, row, select } from './dom.js';
+import { getSchema, getUsage, isUnauthorized, messageOf, putSchema } from '../api.js';
+import { $, button, clear, el, emptyRow, row, select } from '../dom.js';
 
-/** @typedef {import('./api.js').ShownSchema} ShownSchema */
+/** @typedef {import('../api.js').ShownSchema} ShownSchema */
 /** @typedef {{ received: number, filtered: number, rejected: number, delivered: number, failed: number }} Counts */
 /**
  * A call type (`{ type }`) or a track event's name (`{ event }`).
@@ -118,7 +118,7 @@ function toggleButton(label, what) {
 async function toggle(block, what, node) {
   if (!schema) return;
   const name = schema.source;
-  /** @type {Required<import('./api.js').SchemaInput>} */
+  /** @type {Required<import('../api.js').SchemaInput>} */
   const next = {
     blockedEvents: [...schema.blockedEvents],
     allowedEvents: schema.allowedEvents === null ? null : [...schema.allowedEvents],

@@ -2,11 +2,11 @@
 /* The Webhooks form of the Sources editor, and the bodies it makes: the whole destination for a
  * source without one (PUT), or only what was edited (PATCH). The secret and the header values are
  * never shown again: a header set shows "(set, not shown)", and left so, it stays. */
-import { $, input, select, textarea } from './dom.js';
+import { $, input, select, textarea } from '../dom.js';
 
-/** @typedef {import('./api.js').Webhooks} Webhooks */
-/** @typedef {import('./api.js').WebhooksInput} WebhooksInput */
-/** @typedef {import('./api.js').WebhooksChange} WebhooksChange */
+/** @typedef {import('../api.js').Webhooks} Webhooks */
+/** @typedef {import('../api.js').WebhooksInput} WebhooksInput */
+/** @typedef {import('../api.js').WebhooksChange} WebhooksChange */
 /** @typedef {Omit<WebhooksInput['webhooks'][number], 'url'> & { url: string }} NewUrl (the page sends URLs as text; `{ env }` is the config file's) */
 /** @typedef {NonNullable<WebhooksInput['signing']>} Signing */
 /** @typedef {NonNullable<WebhooksInput['ordering']>} Ordering */

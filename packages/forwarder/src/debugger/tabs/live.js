@@ -1,8 +1,8 @@
 // @ts-check
 /* Live: the latest calls of the delivery log, then the calls as they arrive (GET /admin/stream,
  * read with fetch so that the token stays in a header), newest first, each shown once. */
-import { hasToken, isUnauthorized, listMessages, messageOf, openStream, tokenRefused } from './api.js';
-import { $, button, clear, el, input, notice, select, time } from './dom.js';
+import { hasToken, isUnauthorized, listMessages, messageOf, openStream, tokenRefused } from '../api.js';
+import { $, button, clear, el, input, notice, select, time } from '../dom.js';
 import { openDelivery, openMessage, shownDelivery } from './message.js';
 
 const LIVE_LIMIT = 500;

@@ -2,13 +2,13 @@
 /* Sources: make a source (its write key shown once), and an editor for one: its Webhooks (the form
  * in webhooks-form.js), on and off, a test event, its browser and ingestion settings, its write
  * keys, and deleting it. */
-import * as api from './api.js';
-import { isUnauthorized, messageOf } from './api.js';
-import { $, button, clear, el, input, notice, row, select, textarea } from './dom.js';
-import { fillSources } from './views.js';
+import * as api from '../api.js';
+import { isUnauthorized, messageOf } from '../api.js';
+import { $, button, clear, el, input, notice, row, select, textarea } from '../dom.js';
+import { fillSources } from '../views.js';
 import { fillWebhooksForm, filterText, webhooksSave } from './webhooks-form.js';
 
-/** @typedef {import('./api.js').Source} Source */
+/** @typedef {import('../api.js').Source} Source */
 
 /** The source open in the editor, as the API last showed it. @type {Source | null} */
 let selected = null;
@@ -170,17 +170,15 @@ async function saveWebhooks() {
 async function saveSettings() {
   if (!selected) return;
   try {
-    /** @type {import('./api.js').Body<'putSourceSettings'>} */
+    /** @type {import('../api.js').Body<'putSourceSettings'>} */
     const body = {};
     const origins = textarea('settings-origins').value.split('\n').map((line) => line.trim()).filter((line) => line !== '');
     if (origins.length) body.allowedOrigins = origins;
     const rate = input('settings-rate').value.trim();
     const burst = input('settings-burst').value.trim();
     // Sent as typed: the API checks them and names the field when one is wrong. Without a burst, the
-    // API takes one second's worth (the route's declared input says `burst` is required: it is not).
-    /** @type {{ perSecond: number, burst?: number }} */
-    const limit = burst ? { perSecond: Number(rate), burst: Number(burst) } : { perSecond: Number(rate) };
-    if (rate) body.ingestRateLimit = /** @type {NonNullable<typeof body.ingestRateLimit>} */ (limit);
+    // API takes one second's worth.
+    if (rate) body.ingestRateLimit = burst ? { perSecond: Number(rate), burst: Number(burst) } : { perSecond: Number(rate) };
     await api.putSettings(selected.name, body);
     $('settings-result').textContent = 'saved';
     await loadSources(true);
@@ -207,7 +205,7 @@ async function testWebhooks() {
   clear(tbody);
   try {
     // The options of the select are the API's types.
-    const type = /** @type {import('./api.js').Body<'testWebhooks'>['type']} */ (select('wh-test-type').value);
+    const type = /** @type {import('../api.js').Body<'testWebhooks'>['type']} */ (select('wh-test-type').value);
     const result = await api.testWebhooks(selected.name, { type });
     $('wh-test-summary').textContent = result.delivered ? `delivered (${result.messageId})` : `not delivered (${result.messageId})`;
     for (const r of result.results) tbody.appendChild(row([r.url, r.status === null ? '-' : r.status, r.durationMs === null ? '-' : r.durationMs, r.error || '-']));

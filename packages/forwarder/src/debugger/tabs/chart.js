@@ -1,10 +1,10 @@
 // @ts-check
 /* The charts of "Last hour", drawn as SVG by the page itself: no chart library. */
-import { clear, time } from './dom.js';
+import { clear, time } from '../dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
-/** @typedef {import('./api.js').Overview['chart'][number]} Point */
+/** @typedef {import('../api.js').Overview['chart'][number]} Point */
 /** @typedef {'accepted' | 'delivered' | 'failed' | 'queueDepth'} Series */
 
 /**
