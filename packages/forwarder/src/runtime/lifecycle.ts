@@ -115,8 +115,9 @@ export class Lifecycle {
     this.starting ??= (async () => {
       const store = await this.openStore();
       const { sources, deliveries, work } = this.parts;
-      deliveries.start(store, sources.table);
-      this.ctx.ops?.start();
+      const ops = this.ctx.ops!;
+      deliveries.start(store, sources.table, ops);
+      ops.start();
       work.startedAt = this.ctx.clock.now();
       this.schedulePrune();
       log('started: %d sources, store %s', sources.table.names.length, this.ctx.options.store ? 'custom' : this.ctx.config.storage.type);
