@@ -2,23 +2,20 @@ import { checkAudienceRequest, checkMembers, planAudienceNotices } from '../rout
 import type { AudienceSyncRequest, AudienceSyncResult } from '../routing/audiences';
 import { planDeletion } from '../routing/deletion';
 import type { DeletionRequest } from '../routing/deletion';
-import type { RejectedMessage, ValidMessage } from '../routing/ingest';
-import type { RouteSource } from '../routing/router';
-import type { AcceptedMessage, AcceptResult, NewDelivery } from '../store/contract';
+import type { NewDelivery } from '../store/contract';
 import { log } from './context';
 import type { Context } from './context';
 import type { Deliveries } from './deliveries';
+import type { Intake } from './intake';
 import type { Sources } from './sources';
 import type { DeletionResult, ForwarderStats } from './types';
 
 /**
- * What comes into the queue and what it holds: accepted calls (from the HTTP handler), replays,
- * deletion notices and audience syncs, each stored and then handed to the delivery loop; and the
+ * The queue's other inputs and what it holds: replays, deletion notices and audience syncs, each
+ * stored and then handed to the delivery loop (ingested calls come through `Intake`); and the
  * counts of `stats()`.
  */
 export class Work {
-  /** Messages refused by the ingestion API since start (not stored, so counted here). */
-  private refusedCount = 0;
   /** When delivery started, epoch ms; 0 before. */
   startedAt = 0;
 
@@ -26,38 +23,8 @@ export class Work {
     private readonly ctx: Context,
     private readonly sources: Sources,
     private readonly deliveries: Deliveries,
+    private readonly intake: Intake,
   ) {}
-
-  /**
-   * Stores the accepted calls of one request (one source, `route`: the one its write key led to).
-   * Leased to this instance as they are stored when its delivery loop takes them: attempted then
-   * without a claim. Rejects with SourceDeletedError, storing nothing, when that source was
-   * deleted meanwhile.
-   */
-  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[], route?: RouteSource): Promise<AcceptResult> {
-    return this.ctx.withStore(async (store) => {
-      const loop = this.deliveries.loop;
-      const first = messages[0];
-      // A source of the config file checked before the store opened: the one stored under its name now.
-      const sourceId = route === undefined ? undefined : (route.id ?? this.sources.table.incarnation(route.name));
-      // The store leases an ordered delivery only when nothing of its user is ahead (see NewDelivery.orderKey).
-      const lease = first === undefined ? undefined : loop?.handOff(first.source, first.receivedAt);
-      const result = await store.accept(messages, lease, sourceId);
-      this.ctx.ops?.accepted(messages, calls, result, sourceId);
-      if (lease !== undefined && result.leased !== undefined) loop?.adopt(result.leased, lease, sourceId);
-      else if (result.stored > 0) loop?.stored(first!.source);
-      return result;
-    });
-  }
-
-  /** The messages of a batch the ingestion API refused (the others were stored): counted and logged. */
-  refused(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void {
-    this.refusedCount += rejected.length;
-    this.ctx.ops?.refused(source, rejected, receivedAt, body);
-    const byCode = new Map<string, number>();
-    for (const r of rejected) byCode.set(r.code, (byCode.get(r.code) ?? 0) + 1);
-    for (const [code, count] of byCode) this.ctx.oplog.refused(`message ${code}`, 200, source, count);
-  }
 
   /** Stores deliveries made by no ingested call (replays) and wakes the delivery loop. */
   enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
@@ -120,7 +87,7 @@ export class Work {
       return {
         accepted: counts.accepted,
         duplicates: counts.duplicates,
-        refused: this.refusedCount,
+        refused: this.intake.refusedMessages,
         delivered: counts.delivered,
         retrying: counts.retrying,
         failed: counts.failed,
