@@ -5,24 +5,27 @@ import type { ResolvedConfig } from '../config';
 import { createRequestHandler } from '../http/server';
 import { ForwarderMetrics } from '../observability/metrics';
 import { Context } from './context';
+import type { StoreAccess } from './context';
 import { Deliveries } from './deliveries';
 import { IngestLimits } from './ingest-limits';
 import { Intake } from './intake';
 import { Lifecycle } from './lifecycle';
+import type { Managed } from './lifecycle';
 import { Sources } from './sources';
 import type { ForwarderEvents, ForwarderInternals, ForwarderOptions, ForwarderStats } from './types';
 import { Work } from './work';
 
-/** The parts of one forwarder, as `compose` builds them. */
-export interface Parts {
-  readonly ctx: Context;
-  readonly deliveries: Deliveries;
-  readonly sources: Sources;
+/** The parts `build` makes, which the lifecycle opens, starts and closes. */
+interface Built extends Managed {
   readonly intake: Intake;
-  readonly work: Work;
-  readonly lifecycle: Lifecycle;
   /** Sources' schema controls, what they send and their usage. */
   readonly schema: SchemaAdmin;
+}
+
+/** The parts of one forwarder, as `compose` builds them. */
+export interface Parts extends Built {
+  readonly ctx: Context;
+  readonly lifecycle: Lifecycle<Built>;
 }
 
 /**
@@ -34,8 +37,15 @@ export interface Parts {
  */
 export function compose(config: ResolvedConfig, options: ForwarderOptions, internals: ForwarderInternals, events: EventEmitter<ForwarderEvents>): Parts {
   const ctx = new Context(config, options, internals, events);
-  const deliveries = new Deliveries(ctx);
-  const sources = new Sources(ctx, deliveries);
+  const lifecycle = new Lifecycle(ctx, (access) => build(ctx, access));
+  return { ctx, lifecycle, ...lifecycle.parts };
+}
+
+/** The parts made before the store opens, each with the `StoreAccess` the lifecycle hands them. */
+function build(ctx: Context, access: StoreAccess): Built {
+  const { config } = ctx;
+  const deliveries = new Deliveries(ctx, access);
+  const sources = new Sources(ctx, access, deliveries);
   const table = sources.table;
   const metrics: ForwarderMetrics | undefined =
     config.metricsPath === undefined
@@ -50,9 +60,9 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
           return new Map(table.names.map((name) => [name, counts.get(name) ?? 0]));
         },
       });
-  const intake = new Intake(ctx, table, new IngestLimits(() => deliveries.rateBudget, ctx.clock), deliveries, metrics);
-  const work = new Work(ctx, sources, deliveries, intake);
-  const opsOf = async () => (await ctx.open(), ctx.ops!);
+  const intake = new Intake(ctx, access, table, new IngestLimits(() => deliveries.rateBudget, ctx.clock), deliveries, metrics);
+  const work = new Work(ctx, access, sources, deliveries, intake);
+  const opsOf = async () => (await access.open()).ops;
   const schema = new SchemaAdmin(sources.manager, async () => (await opsOf()).usage, () => ctx.clock.now());
   const admin = createOperationsRoutes({
     ops: opsOf,
@@ -60,7 +70,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     metricsPath: config.metricsPath,
     debuggerOn: config.debugger,
     adminToken: config.adminToken,
-    closing: () => ctx.closing,
+    closing: () => access.closing,
     overview: async () => {
       // `/stats` of this instance, but endpoint health and the chart over every instance on the store.
       const [stats, cluster] = await Promise.all([work.stats(), opsOf().then((ops) => ops.overview())]);
@@ -81,8 +91,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     schema,
   });
   const handle = createRequestHandler(intake, { http: config.http, operations: admin, stats: () => work.stats() });
-  const lifecycle = new Lifecycle(ctx, { sources, deliveries, work, metrics }, handle);
-  return { ctx, deliveries, sources, intake, work, lifecycle, schema };
+  return { deliveries, sources, intake, work, metrics, schema, handle };
 }
 
 /** The disabled URLs of every source's destination (what the debugger page lists), without credentials or query. */

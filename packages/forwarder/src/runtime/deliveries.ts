@@ -12,7 +12,7 @@ import { Scheduler } from '../scheduling/scheduler';
 import type { ForwarderStore, NewDelivery, RateBudget } from '../store/contract';
 import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from '../store/endpoint-state';
 import { MemoryRateBudget } from '../store/rate-budget';
-import type { Context } from './context';
+import type { Context, StoreAccess } from './context';
 
 /**
  * The delivery side of a forwarder: the delivery loop (`Scheduler`), which URLs are disabled
@@ -30,13 +30,16 @@ export class Deliveries implements NoticeSender {
   private readonly notifier: WebhookDestination | undefined;
   private scheduler: Scheduler | undefined;
 
-  constructor(private readonly ctx: Context) {
+  constructor(
+    private readonly ctx: Context,
+    private readonly access: StoreAccess,
+  ) {
     const { config, clock } = ctx;
     const localBudget = new MemoryRateBudget(clock);
-    this.rateBudget = { claim: (...args) => (ctx.store?.rateBudget ?? localBudget).claim(...args) };
+    this.rateBudget = { claim: (...args) => (access.store?.rateBudget ?? localBudget).claim(...args) };
     const localEndpoints = new MemoryEndpointStore();
     this.guard = new EndpointGuard(
-      () => ctx.store?.endpoints ?? localEndpoints,
+      () => access.store?.endpoints ?? localEndpoints,
       { after: config.delivery.disableAfter, minAttempts: MIN_FAILED_ATTEMPTS },
       clock,
       (change) => this.send(endpointNotice(change)),
@@ -111,7 +114,7 @@ export class Deliveries implements NoticeSender {
     } catch (error) {
       ctx.backgroundError(error instanceof Error ? error : new Error(String(error)));
     }
-    if (this.notifier === undefined || ctx.closing) return;
+    if (this.notifier === undefined || this.access.closing) return;
     const delivery: NewDelivery = {
       source: NOTIFY_SOURCE,
       destination: 'notify',
@@ -120,8 +123,9 @@ export class Deliveries implements NoticeSender {
       body: JSON.stringify(notice),
       createdAt: ctx.clock.now(),
     };
-    ctx
-      .withStore(async (store) => {
+    this.access
+      .open()
+      .then(async ({ store }) => {
         await store.enqueue([delivery]);
         this.wake();
       })

@@ -5,7 +5,7 @@ import type { RejectedMessage, ValidMessage } from '../routing/ingest';
 import type { AllowedOrigins } from '../routing/origins';
 import type { RouteSource } from '../routing/router';
 import type { AcceptedMessage, AcceptResult } from '../store/contract';
-import type { Context } from './context';
+import type { Context, StoreAccess } from './context';
 import type { Deliveries } from './deliveries';
 import type { IngestLimits } from './ingest-limits';
 
@@ -21,6 +21,7 @@ export class Intake implements HttpIntake {
 
   constructor(
     private readonly ctx: Context,
+    private readonly access: StoreAccess,
     private readonly table: SourceTable,
     private readonly limits: IngestLimits,
     private readonly deliveries: Deliveries,
@@ -33,7 +34,7 @@ export class Intake implements HttpIntake {
   }
 
   get closing(): boolean {
-    return this.ctx.closing;
+    return this.access.closing;
   }
 
   now(): number {
@@ -67,26 +68,25 @@ export class Intake implements HttpIntake {
    * without a claim. Rejects with SourceDeletedError, storing nothing, when that source was
    * deleted meanwhile.
    */
-  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[], route?: RouteSource): Promise<AcceptResult> {
-    return this.ctx.withStore(async (store) => {
-      const loop = this.deliveries.loop;
-      const first = messages[0];
-      // A source of the config file checked before the store opened: the one stored under its name now.
-      const sourceId = route === undefined ? undefined : (route.id ?? this.table.incarnation(route.name));
-      // The store leases an ordered delivery only when nothing of its user is ahead (see NewDelivery.orderKey).
-      const lease = first === undefined ? undefined : loop?.handOff(first.source, first.receivedAt);
-      const result = await store.accept(messages, lease, sourceId);
-      this.ctx.ops?.accepted(messages, calls, result, sourceId);
-      if (lease !== undefined && result.leased !== undefined) loop?.adopt(result.leased, lease, sourceId);
-      else if (result.stored > 0) loop?.stored(first!.source);
-      return result;
-    });
+  async accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[], route?: RouteSource): Promise<AcceptResult> {
+    const { store, ops } = await this.access.open();
+    const loop = this.deliveries.loop;
+    const first = messages[0];
+    // A source of the config file checked before the store opened: the one stored under its name now.
+    const sourceId = route === undefined ? undefined : (route.id ?? this.table.incarnation(route.name));
+    // The store leases an ordered delivery only when nothing of its user is ahead (see NewDelivery.orderKey).
+    const lease = first === undefined ? undefined : loop?.handOff(first.source, first.receivedAt);
+    const result = await store.accept(messages, lease, sourceId);
+    ops.accepted(messages, calls, result, sourceId);
+    if (lease !== undefined && result.leased !== undefined) loop?.adopt(result.leased, lease, sourceId);
+    else if (result.stored > 0) loop?.stored(first!.source);
+    return result;
   }
 
   /** The messages of a batch the ingestion API refused (the others were stored): counted and logged. */
   rejected(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void {
     this.refusedCount += rejected.length;
-    this.ctx.ops?.refused(source, rejected, receivedAt, body);
+    this.access.ops?.refused(source, rejected, receivedAt, body);
     const byCode = new Map<string, number>();
     for (const r of rejected) byCode.set(r.code, (byCode.get(r.code) ?? 0) + 1);
     for (const [code, count] of byCode) this.ctx.oplog.refused(`message ${code}`, 200, source, count);

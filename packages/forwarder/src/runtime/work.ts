@@ -4,7 +4,7 @@ import { planDeletion } from '../routing/deletion';
 import type { DeletionRequest } from '../routing/deletion';
 import type { NewDelivery } from '../store/contract';
 import { log } from './context';
-import type { Context } from './context';
+import type { Context, StoreAccess } from './context';
 import type { Deliveries } from './deliveries';
 import type { Intake } from './intake';
 import type { Sources } from './sources';
@@ -21,29 +21,28 @@ export class Work {
 
   constructor(
     private readonly ctx: Context,
+    private readonly access: StoreAccess,
     private readonly sources: Sources,
     private readonly deliveries: Deliveries,
     private readonly intake: Intake,
   ) {}
 
   /** Stores deliveries made by no ingested call (replays) and wakes the delivery loop. */
-  enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
-    return this.ctx.withStore(async (store) => {
-      await store.enqueue(deliveries);
-      this.deliveries.wake();
-    });
+  async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {
+    const { store } = await this.access.open();
+    await store.enqueue(deliveries);
+    this.deliveries.wake();
   }
 
   /** A `delete` notice (spec 2.3) to every affected source whose Webhooks destination is on. */
-  requestDeletion(request: DeletionRequest): Promise<DeletionResult> {
+  async requestDeletion(request: DeletionRequest): Promise<DeletionResult> {
     const plan = planDeletion(request, this.sources.table.routes, this.ctx.clock.now());
-    return this.ctx.withStore(async (store) => {
-      await store.enqueue(plan.deliveries);
-      this.ctx.ops?.enqueued(plan.deliveries);
-      this.deliveries.wake();
-      log('deletion request: %d sources notified', plan.notified.length);
-      return { userId: plan.userId, notified: plan.notified, skipped: plan.skipped };
-    });
+    const { store, ops } = await this.access.open();
+    await store.enqueue(plan.deliveries);
+    ops.enqueued(plan.deliveries);
+    this.deliveries.wake();
+    log('deletion request: %d sources notified', plan.notified.length);
+    return { userId: plan.userId, notified: plan.notified, skipped: plan.skipped };
   }
 
   /** Replaces an audience's membership (spec 6), an identify per member added or removed. */
@@ -51,52 +50,50 @@ export class Work {
     const { source, trait, members } = checkAudienceRequest(request, this.sources.table.routes);
     await checkMembers(members);
     const now = this.ctx.clock.now();
-    return this.ctx.withStore(async (store) => {
-      // Chunk by chunk (the store calls `plan` per chunk of 5,000 users and stores what it
-      // returns), never the whole audience at once: memory stays bounded and the event loop free.
-      // A chunk's notices are logged once it is stored, which the next call (or the end) tells.
-      let sent = 0;
-      let unlogged: readonly NewDelivery[] = [];
-      const change = await store.syncAudience(source.name, trait, members, (c) => {
-        this.ctx.ops?.enqueued(unlogged);
-        if (unlogged.length > 0) this.deliveries.wake();
-        const notices = planAudienceNotices(source, trait, c, now);
-        sent += notices.length;
-        unlogged = notices;
-        return notices;
-      });
-      this.ctx.ops?.enqueued(unlogged);
-      this.deliveries.wake();
-      log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
-      return {
-        source: source.name,
-        audience: request.audience,
-        trait,
-        firstSync: change.firstSync,
-        added: change.added.length,
-        removed: change.removed.length,
-        sent,
-      };
+    const { store, ops } = await this.access.open();
+    // Chunk by chunk (the store calls `plan` per chunk of 5,000 users and stores what it
+    // returns), never the whole audience at once: memory stays bounded and the event loop free.
+    // A chunk's notices are logged once it is stored, which the next call (or the end) tells.
+    let sent = 0;
+    let unlogged: readonly NewDelivery[] = [];
+    const change = await store.syncAudience(source.name, trait, members, (c) => {
+      ops.enqueued(unlogged);
+      if (unlogged.length > 0) this.deliveries.wake();
+      const notices = planAudienceNotices(source, trait, c, now);
+      sent += notices.length;
+      unlogged = notices;
+      return notices;
     });
+    ops.enqueued(unlogged);
+    this.deliveries.wake();
+    log('audience sync on source %s: +%d -%d', source.name, change.added.length, change.removed.length);
+    return {
+      source: source.name,
+      audience: request.audience,
+      trait,
+      firstSync: change.firstSync,
+      added: change.added.length,
+      removed: change.removed.length,
+      sent,
+    };
   }
 
-  stats(): Promise<ForwarderStats> {
-    return this.ctx.withStore(async (store) => {
-      const counts = await store.counts();
-      const now = this.ctx.clock.now();
-      return {
-        accepted: counts.accepted,
-        duplicates: counts.duplicates,
-        refused: this.intake.refusedMessages,
-        delivered: counts.delivered,
-        retrying: counts.retrying,
-        failed: counts.failed,
-        queueDepth: counts.pending,
-        oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
-        inFlight: this.deliveries.active,
-        uptime: this.startedAt === 0 ? 0 : now - this.startedAt,
-        endpoints: this.ctx.ops?.endpoints() ?? [],
-      };
-    });
+  async stats(): Promise<ForwarderStats> {
+    const { store, ops } = await this.access.open();
+    const counts = await store.counts();
+    const now = this.ctx.clock.now();
+    return {
+      accepted: counts.accepted,
+      duplicates: counts.duplicates,
+      refused: this.intake.refusedMessages,
+      delivered: counts.delivered,
+      retrying: counts.retrying,
+      failed: counts.failed,
+      queueDepth: counts.pending,
+      oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
+      inFlight: this.deliveries.active,
+      uptime: this.startedAt === 0 ? 0 : now - this.startedAt,
+      endpoints: ops.endpoints(),
+    };
   }
 }
