@@ -29,6 +29,7 @@ export class Deliveries implements NoticeSender {
   /** Sends the notices to `notify.url`, signed; undefined without `notify`. */
   private readonly notifier: WebhookDestination | undefined;
   private scheduler: Scheduler | undefined;
+  private started = 0;
 
   constructor(
     private readonly ctx: Context,
@@ -60,6 +61,11 @@ export class Deliveries implements NoticeSender {
           },
           { clock, ...ctx.internals.destination },
         );
+  }
+
+  /** When delivery started, epoch ms; 0 before. */
+  get startedAt(): number {
+    return this.started;
   }
 
   /** Attempts in flight now. */
@@ -103,6 +109,7 @@ export class Deliveries implements NoticeSender {
       new Outcome(ops, this.ctx.oplog, this.ctx.events, this, clock),
     );
     this.scheduler.start();
+    this.started = clock.now();
   }
 
   /** The `endpoint` event and, with `notify`, a signed notice queued like any delivery. */

@@ -143,10 +143,9 @@ export class Lifecycle<P extends Managed = Managed> implements StoreAccess {
     if (this.closed !== undefined) return Promise.reject(closedError());
     this.starting ??= (async () => {
       const { store, ops } = await this.open();
-      const { sources, deliveries, work } = this.parts;
+      const { sources, deliveries } = this.parts;
       deliveries.start(store, sources.table, ops);
       ops.start();
-      work.startedAt = this.ctx.clock.now();
       this.schedulePrune();
       log('started: %d sources, store %s', sources.table.names.length, this.ctx.options.store ? 'custom' : this.ctx.config.storage.type);
     })().catch((error: unknown) => {

@@ -16,9 +16,6 @@ import type { DeletionResult, ForwarderStats } from './types';
  * counts of `stats()`.
  */
 export class Work {
-  /** When delivery started, epoch ms; 0 before. */
-  startedAt = 0;
-
   constructor(
     private readonly ctx: Context,
     private readonly access: StoreAccess,
@@ -92,7 +89,7 @@ export class Work {
       queueDepth: counts.pending,
       oldestPendingAge: counts.oldestPendingAt === undefined ? null : Math.max(0, now - counts.oldestPendingAt),
       inFlight: this.deliveries.active,
-      uptime: this.startedAt === 0 ? 0 : now - this.startedAt,
+      uptime: this.deliveries.startedAt === 0 ? 0 : now - this.deliveries.startedAt,
       endpoints: ops.endpoints(),
     };
   }
