@@ -121,7 +121,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
    * current run of failures. ValidationError for an unknown source or one without Webhooks.
    */
   async endpoints(name: string): Promise<ShownEndpoint[]> {
-    await this.parts.ctx.open();
+    await this.parts.lifecycle.open();
     return unwrap(this.parts.sources.endpointAdmin.list(name));
   }
 
@@ -130,7 +130,7 @@ export class Forwarder extends EventEmitter<ForwarderEvents> {
    * named by its full URL or as `endpoints()` shows it; every instance sends to it again within 1 s.
    */
   async enableEndpoint(name: string, url: string): Promise<EnabledEndpoint> {
-    await this.parts.ctx.open();
+    await this.parts.lifecycle.open();
     return unwrap(await this.parts.sources.endpointAdmin.enable(name, { url }));
   }
 

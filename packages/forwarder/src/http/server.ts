@@ -20,9 +20,6 @@ import { IngestSpan } from '../tracing';
 
 const log = createDebug('eventrelay:forwarder');
 
-/** Why a request was refused before its body was read: counted per source. */
-export type RequestRefusal = 'origin' | 'rate_limit';
-
 /** Where a refused request came from, for the operator's log: its path and `Origin` (undefined without one). */
 export interface RefusedAt {
   readonly path: string;
@@ -34,38 +31,48 @@ export interface RefusedAt {
 /** What a source's ingestion limit says of one more request. */
 export type Admission = { readonly ok: true } | { readonly ok: false; readonly retryAfterSeconds: number };
 
-/** What the HTTP layer needs from the service. */
-export interface HttpBackend {
+/**
+ * Where an ingestion request's calls go once read (`runtime/intake.ts`): the first step of a
+ * batch's path behind the socket. Every ingestion route of this file talks to it alone.
+ */
+export interface Intake {
   /** The source a write key belongs to. */
   sourceForKey(writeKey: string): RouteSource | undefined;
   /** Every source's allowed origins together: what a preflight, which carries no key, is answered for. */
-  preflightOrigins?(): AllowedOrigins;
+  preflightOrigins(): AllowedOrigins;
   /** Takes one request of a source with an `ingestRateLimit` from its budget. */
-  admit?(source: RouteSource): Promise<Admission>;
-  /** A request refused before its body was read (`source` '' for a preflight, which names none). */
-  onRefusedRequest?(source: string, reason: RequestRefusal, at?: RefusedAt): void;
-  /** `http.trustProxy` and `http.publicUrl` (default: none, the request's Host). */
-  readonly http?: { readonly trustProxy: number; readonly publicUrl: string | undefined };
+  admit(source: RouteSource): Promise<Admission>;
   /**
-   * `calls[i]` is the parsed form of `messages[i]` (for the delivery log); `source`: the source the
-   * write key led to. Rejects with SourceDeletedError when it was deleted meanwhile.
+   * A request refused whole: the answer's code and status, and its source when the key was known
+   * (undefined for a preflight, which names none).
    */
-  accept(messages: readonly AcceptedMessage[], calls?: readonly ValidMessage[], source?: RouteSource): Promise<AcceptResult>;
+  refused(code: string, status: number, source: string | undefined, at?: RefusedAt): void;
   /**
-   * Called with the messages of a batch that were refused (the others were stored), for counting
-   * and the delivery log; `body` is the parsed request body they came in.
+   * Stores a request's accepted messages; `calls[i]` is the parsed form of `messages[i]` (for the
+   * delivery log), `source` the source the write key led to. Rejects with SourceDeletedError when
+   * it was deleted meanwhile.
    */
-  onRejected?(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
-  /** An ingestion request refused whole: its status and code, and its source when the key was known. */
-  refusedRequest?(code: string, status: number, source: string | undefined, at?: RefusedAt): void;
+  accept(messages: readonly AcceptedMessage[], calls: readonly ValidMessage[], source: RouteSource): Promise<AcceptResult>;
+  /**
+   * The messages of a batch that were refused (the others were stored), for counting and the
+   * delivery log; `body` is the parsed request body they came in.
+   */
+  rejected(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body: unknown): void;
   /** A request that failed for a reason of the forwarder's own (the store): answered 503. */
-  requestFailed?(error: Error): void;
-  /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
-  readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
-  stats(): Promise<object>;
+  failed(error: Error): void;
   /** True once shutdown started: new requests get 503. */
   readonly closing: boolean;
   now(): number;
+}
+
+/** What the HTTP server serves beside ingestion. */
+export interface HttpSite {
+  /** `http.trustProxy` and `http.publicUrl` (default: none, the request's Host). */
+  readonly http?: { readonly trustProxy: number; readonly publicUrl: string | undefined };
+  /** Routes of the operations layer (metrics, debugger, delivery-log admin API); resolves false for an unknown path. */
+  readonly operations?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
+  /** `GET /stats`. */
+  stats(): Promise<object>;
 }
 
 export function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -113,11 +120,11 @@ function parseJson(body: Buffer): { ok: true; value: unknown } | { ok: false } {
  * (`/health`, `/stats`) and admin (`/admin/*`, Bearer token). Status codes are listed in
  * docs/running-the-forwarder.md. Logs carry statuses, counts and source names; never keys, tokens or bodies.
  */
-export function createRequestHandler(backend: HttpBackend): (req: IncomingMessage, res: ServerResponse) => void {
+export function createRequestHandler(intake: Intake, site: HttpSite): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    handle(backend, req, res).catch((error: unknown) => {
+    handle(intake, site, req, res).catch((error: unknown) => {
       log('request failed: %s', (error as Error).message);
-      backend.requestFailed?.(error instanceof Error ? error : new Error(String(error)));
+      intake.failed(error instanceof Error ? error : new Error(String(error)));
       if (!res.headersSent) fail(res, 503, 'unavailable', 'The forwarder could not store the request; try again', {}, { 'Retry-After': '1' });
       else res.destroy();
     });
@@ -140,17 +147,17 @@ export function refuseProblems(res: ServerResponse, problems: readonly Problem[]
   fail(res, 400, 'invalid_request', message, { field: problems[0]!.field, problems }, headers);
 }
 
-async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(intake: Intake, site: HttpSite, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   const at = ROUTE_TABLE.at(path);
   const method = req.method === 'HEAD' ? 'GET' : (req.method ?? '');
   const entry = at?.methods.get(method);
   if (at !== undefined && at.methods.has('GET') && at.methods.get('GET')!.operationId === 'librarySettings') {
-    settingsRoute(backend, at.params.writeKey!, req, res);
+    settingsRoute(intake, site, at.params.writeKey!, req, res);
     return;
   }
   if (at !== undefined && req.method === 'OPTIONS' && [...at.methods.values()].some((r) => r.preflight !== undefined)) {
-    preflight(backend, req, res, path, allowOf(at.methods));
+    preflight(intake, req, res, path, allowOf(at.methods));
     return;
   }
   if (at !== undefined && entry === undefined) {
@@ -159,17 +166,17 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
     return;
   }
   if (entry === undefined || !OWN.has(entry.operationId)) {
-    if (backend.operations !== undefined && (await backend.operations(req, res, path))) return;
+    if (site.operations !== undefined && (await site.operations(req, res, path))) return;
     fail(res, 404, 'not_found', `No endpoint ${path.length > 200 ? `${path.slice(0, 200)}…` : path}; ingestion is POST /v1/batch or /v1/{identify,track,page,screen,group,alias}`);
     return;
   }
-  if (backend.closing) {
+  if (intake.closing) {
     fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
     return;
   }
   const endpoint = INGEST_ENDPOINTS.get(entry.operationId);
   if (endpoint !== undefined) {
-    await ingest(backend, endpoint, path, req, res);
+    await ingest(intake, site, endpoint, path, req, res);
     return;
   }
   const checkQuery = ROUTE_CHECKS.get(entry)?.query;
@@ -183,7 +190,7 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
       send(res, 200, { status: 'ok' });
       return;
     case 'stats':
-      send(res, 200, await backend.stats());
+      send(res, 200, await site.stats());
       return;
     case 'openapi': {
       const text = apiDocumentText();
@@ -199,16 +206,16 @@ async function handle(backend: HttpBackend, req: IncomingMessage, res: ServerRes
  * so it is answered for an origin any source allows; the request that follows is checked against
  * its own source. No I/O: a flood of preflights costs a set lookup each.
  */
-function preflight(backend: HttpBackend, req: IncomingMessage, res: ServerResponse, path: string, methods: string, origins?: AllowedOrigins): void {
+function preflight(intake: Intake, req: IncomingMessage, res: ServerResponse, path: string, methods: string, origins?: AllowedOrigins): void {
   const origin = requestOrigin(req);
   if (origin === undefined) {
     // Not a browser's preflight: what the path takes.
     res.writeHead(204, { Allow: methods }).end();
     return;
   }
-  const allowed = origins ?? backend.preflightOrigins?.() ?? AllowedOrigins.NONE;
+  const allowed = origins ?? intake.preflightOrigins();
   if (!allowed.allows(origin)) {
-    backend.onRefusedRequest?.('', 'origin', { path, origin, preflight: true });
+    intake.refused('origin', 403, undefined, { path, origin, preflight: true });
     fail(res, 403, 'origin_not_allowed', `No source allows browser requests from the origin ${JSON.stringify(shownOrigin(origin))}; add it to the source's allowedOrigins`, {}, { Vary: 'Origin' });
     return;
   }
@@ -220,20 +227,20 @@ function preflight(backend: HttpBackend, req: IncomingMessage, res: ServerRespon
  * for a `text/plain` request that skipped the preflight. The 403 carries the CORS headers of that
  * origin, so that the page can read why (it holds no secret). Returns true when it answered.
  */
-function refusedOrigin(backend: HttpBackend, source: RouteSource, origin: string | undefined, res: ServerResponse, path: string): boolean {
+function refusedOrigin(intake: Intake, source: RouteSource, origin: string | undefined, res: ServerResponse, path: string): boolean {
   if (origin === undefined || source.origins?.allows(origin) === true) return false;
-  backend.onRefusedRequest?.(source.name, 'origin', { path, origin });
+  intake.refused('origin', 403, source.name, { path, origin });
   log('403: a browser request for source %s from an origin it does not allow', source.name);
   fail(res, 403, 'origin_not_allowed', `The source does not allow browser requests from the origin ${JSON.stringify(shownOrigin(origin))}; add it to the source's allowedOrigins`, {}, echoable(origin) ? corsHeaders(origin) : {});
   return true;
 }
 
 /** Takes the request from the source's ingestion limit; answers 429 and returns true past it. */
-async function refusedRate(backend: HttpBackend, source: RouteSource, res: ServerResponse, at: RefusedAt): Promise<boolean> {
-  if (source.ingestRateLimit === undefined || backend.admit === undefined) return false;
-  const admission = await backend.admit(source);
+async function refusedRate(intake: Intake, source: RouteSource, res: ServerResponse, at: RefusedAt): Promise<boolean> {
+  if (source.ingestRateLimit === undefined) return false;
+  const admission = await intake.admit(source);
   if (admission.ok) return false;
-  backend.onRefusedRequest?.(source.name, 'rate_limit', at);
+  intake.refused('rate_limit', 429, source.name, at);
   log('429: source %s is past its ingestion limit', source.name);
   fail(res, 429, 'rate_limited', `The source takes at most ${source.ingestRateLimit.perSecond} requests a second (burst ${source.ingestRateLimit.burst}); retry after ${admission.retryAfterSeconds} s`, { retryAfter: admission.retryAfterSeconds }, { 'Retry-After': String(admission.retryAfterSeconds) });
   return true;
@@ -243,16 +250,16 @@ async function refusedRate(backend: HttpBackend, source: RouteSource, res: Serve
  * `GET /v1/projects/{writeKey}/settings`: the settings Segment's libraries load, pointing back at
  * this forwarder. The key is in the path, so CORS follows that source's `allowedOrigins`.
  */
-function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessage, res: ServerResponse): void {
+function settingsRoute(intake: Intake, site: HttpSite, rawKey: string, req: IncomingMessage, res: ServerResponse): void {
   let key: string | undefined;
   try {
     key = rawKey.length > MAX_KEY_LENGTH * 3 ? undefined : decodeURIComponent(rawKey);
   } catch {
     key = undefined;
   }
-  const source = key === undefined || key.length > MAX_KEY_LENGTH ? undefined : backend.sourceForKey(key);
+  const source = key === undefined || key.length > MAX_KEY_LENGTH ? undefined : intake.sourceForKey(key);
   if (req.method === 'OPTIONS') {
-    preflight(backend, req, res, '/v1/projects/{writeKey}/settings', 'GET, HEAD, OPTIONS', source?.origins ?? AllowedOrigins.NONE);
+    preflight(intake, req, res, '/v1/projects/{writeKey}/settings', 'GET, HEAD, OPTIONS', source?.origins ?? AllowedOrigins.NONE);
     return;
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -266,10 +273,10 @@ function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessag
   }
   const origin = requestOrigin(req);
   if (origin !== undefined) {
-    if (refusedOrigin(backend, source, origin, res, '/v1/projects/{writeKey}/settings')) return;
+    if (refusedOrigin(intake, source, origin, res, '/v1/projects/{writeKey}/settings')) return;
     for (const [name, value] of Object.entries(corsHeaders(origin))) res.setHeader(name, value);
   }
-  const http = backend.http ?? { trustProxy: 0, publicUrl: undefined };
+  const http = site.http ?? { trustProxy: 0, publicUrl: undefined };
   const address = publicAddress(req, http.publicUrl, http.trustProxy);
   if (address === undefined) {
     fail(res, 400, 'invalid_host', 'The Host header is not a host name and port; set http.publicUrl so that the settings name the forwarder\'s address', {}, noStore);
@@ -286,11 +293,11 @@ function settingsRoute(backend: HttpBackend, rawKey: string, req: IncomingMessag
 }
 
 /** An ingestion request, in its span when the operator traces (see tracing.ts). */
-async function ingest(backend: HttpBackend, endpoint: IngestEndpoint, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function ingest(intake: Intake, site: HttpSite, endpoint: IngestEndpoint, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const span = IngestSpan.start();
-  if (span === undefined) return receive(backend, endpoint, path, req, res, undefined);
+  if (span === undefined) return receive(intake, site, endpoint, path, req, res, undefined);
   try {
-    await receive(backend, endpoint, path, req, res, span);
+    await receive(intake, site, endpoint, path, req, res, span);
   } catch (error) {
     span.fail(error, path);
     throw error;
@@ -299,14 +306,15 @@ async function ingest(backend: HttpBackend, endpoint: IngestEndpoint, path: stri
 }
 
 async function receive(
-  backend: HttpBackend,
+  intake: Intake,
+  site: HttpSite,
   endpoint: IngestEndpoint,
   path: string,
   req: IncomingMessage,
   res: ServerResponse,
   span: IngestSpan | undefined,
 ): Promise<void> {
-  const receivedAt = backend.now();
+  const receivedAt = intake.now();
   const origin = requestOrigin(req);
   const at: RefusedAt = { path, origin };
   // A page may read every answer to it: a 2xx is only reached once the request's source allows
@@ -318,13 +326,13 @@ async function receive(
   const headerKey = basicAuthKey(req.headers.authorization);
   // A key in the header is checked before the body is read: no upload for an unknown key, a
   // refused origin or a request past the source's limit.
-  let source = headerKey === undefined ? undefined : backend.sourceForKey(headerKey);
+  let source = headerKey === undefined ? undefined : intake.sourceForKey(headerKey);
   if (headerKey !== undefined && source === undefined) {
-    backend.refusedRequest?.('unauthorized', 401, undefined, at);
+    intake.refused('unauthorized', 401, undefined, at);
     unauthorized(res);
     return;
   }
-  if (source !== undefined && (refusedOrigin(backend, source, origin, res, path) || (await refusedRate(backend, source, res, at)))) {
+  if (source !== undefined && (refusedOrigin(intake, source, origin, res, path) || (await refusedRate(intake, source, res, at)))) {
     // The body is not read, only let through so the connection can carry the next request.
     req.resume();
     return;
@@ -332,14 +340,14 @@ async function receive(
   const read = await readBody(req, MAX_BODY_BYTES);
   if (!read.ok) {
     log('413: body of %d bytes', read.size);
-    backend.refusedRequest?.('body_too_large', 413, source?.name, at);
+    intake.refused('body_too_large', 413, source?.name, at);
     fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     return;
   }
   const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
   if (!decoded.ok) {
     const code = decoded.reason === 'too_large' ? 'body_too_large' : decoded.reason === 'unsupported' ? 'unsupported_encoding' : 'invalid_body';
-    backend.refusedRequest?.(code, decoded.reason === 'too_large' ? 413 : decoded.reason === 'unsupported' ? 415 : 400, source?.name, at);
+    intake.refused(code, decoded.reason === 'too_large' ? 413 : decoded.reason === 'unsupported' ? 415 : 400, source?.name, at);
     if (decoded.reason === 'too_large') {
       fail(res, 413, 'body_too_large', `The decompressed request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     } else if (decoded.reason === 'unsupported') {
@@ -353,26 +361,26 @@ async function receive(
   if (source === undefined) {
     // Segment also accepts the write key in the body.
     const bodyKey = json.ok && typeof json.value === 'object' && json.value !== null ? (json.value as { writeKey?: unknown }).writeKey : undefined;
-    source = typeof bodyKey === 'string' && bodyKey !== '' ? backend.sourceForKey(bodyKey) : undefined;
+    source = typeof bodyKey === 'string' && bodyKey !== '' ? intake.sourceForKey(bodyKey) : undefined;
     if (source === undefined) {
-      backend.refusedRequest?.('unauthorized', 401, undefined, at);
+      intake.refused('unauthorized', 401, undefined, at);
       unauthorized(res);
       return;
     }
-    if (refusedOrigin(backend, source, origin, res, path) || (await refusedRate(backend, source, res, at))) return;
+    if (refusedOrigin(intake, source, origin, res, path) || (await refusedRate(intake, source, res, at))) return;
   }
   if (!json.ok) {
-    backend.refusedRequest?.('invalid_json', 400, source.name, at);
+    intake.refused('invalid_json', 400, source.name, at);
     fail(res, 400, 'invalid_json', 'The request body is not valid JSON');
     return;
   }
   const { traceparent, tracestate } = req.headers;
   const trace = span?.begin({ traceparent, tracestate, path, source: source.name, endpoint, body: json.value });
-  const ip = clientAddress(req, backend.http?.trustProxy ?? 0);
+  const ip = clientAddress(req, site.http?.trustProxy ?? 0);
   const parsed = parseIngestBody(endpoint, json.value, receivedAt, decoded.body.length, ip, trace);
   if (!parsed.ok) {
     log('%d from source %s: %s', parsed.status, source.name, parsed.code);
-    backend.refusedRequest?.(parsed.code, parsed.status, source.name, at);
+    intake.refused(parsed.code, parsed.status, source.name, at);
     fail(res, parsed.status, parsed.code, parsed.message);
     return;
   }
@@ -383,12 +391,12 @@ async function receive(
   // Stored (and durable) before the answer: a 2xx means the forwarder will deliver.
   let result: { readonly duplicates: number };
   try {
-    result = accepted.length === 0 ? { duplicates: 0 } : await backend.accept(accepted, parsed.messages, source);
+    result = accepted.length === 0 ? { duplicates: 0 } : await intake.accept(accepted, parsed.messages, source);
   } catch (error) {
     if (!(error instanceof SourceDeletedError)) throw error;
     // The key was valid when the request came; its source was deleted before the body was stored.
     log('401: source %s was deleted while a request of %d messages was read; nothing stored', source.name, accepted.length);
-    backend.refusedRequest?.('source_deleted', 401, source.name, at);
+    intake.refused('source_deleted', 401, source.name, at);
     fail(res, 401, 'source_deleted', 'The source of this write key was deleted while the request was read; nothing was stored', {}, { 'WWW-Authenticate': 'Basic realm="eventrelay"' });
     return;
   }
@@ -400,7 +408,7 @@ async function receive(
   }
   // Not all or nothing: the valid messages are stored, the refused ones listed by index.
   log('refused %d of %d messages from source %s', parsed.rejected.length, parsed.rejected.length + accepted.length, source.name);
-  backend.onRejected?.(source.name, parsed.rejected, receivedAt, json.value);
+  intake.rejected(source.name, parsed.rejected, receivedAt, json.value);
   send(res, 200, { success: true, rejected: parsed.rejected });
 }
 

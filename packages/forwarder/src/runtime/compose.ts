@@ -5,48 +5,64 @@ import type { ResolvedConfig } from '../config';
 import { createRequestHandler } from '../http/server';
 import { ForwarderMetrics } from '../observability/metrics';
 import { Context } from './context';
+import type { StoreAccess } from './context';
 import { Deliveries } from './deliveries';
 import { IngestLimits } from './ingest-limits';
+import { Intake } from './intake';
 import { Lifecycle } from './lifecycle';
+import type { Managed } from './lifecycle';
 import { Sources } from './sources';
-import type { ForwarderEvents, ForwarderInternals, ForwarderOptions } from './types';
+import type { ForwarderEvents, ForwarderInternals, ForwarderOptions, ForwarderStats } from './types';
 import { Work } from './work';
 
-/** The parts of one forwarder, as `compose` builds them. */
-export interface Parts {
-  readonly ctx: Context;
-  readonly deliveries: Deliveries;
-  readonly sources: Sources;
-  readonly work: Work;
-  readonly lifecycle: Lifecycle;
+/** The parts `build` makes, which the lifecycle opens, starts and closes. */
+interface Built extends Managed {
+  readonly intake: Intake;
   /** Sources' schema controls, what they send and their usage. */
   readonly schema: SchemaAdmin;
+}
+
+/** The parts of one forwarder, as `compose` builds them. */
+export interface Parts extends Built {
+  readonly ctx: Context;
+  readonly lifecycle: Lifecycle<Built>;
 }
 
 /**
  * Builds a forwarder's parts and wires them: the delivery side, the sources it serves, the queue's
  * inputs, observability, the admin API and the HTTP handler, and the lifecycle that opens, starts
- * and closes them in order. A batch's route: `http/server.ts` (read, check, route) →
- * `Work#accept` (store, hand to the loop) → `scheduling/` (claim, attempt) → `delivery/` (sign,
- * send) → the receiver.
+ * and closes them in order. A batch's path (docs/architecture.md draws it): `http/server.ts`
+ * (read, check, route) → `runtime/intake.ts` (store, hand to the loop) → `scheduling/` (claim,
+ * attempt through `delivery/`) → `scheduling/outcome.ts` (the outcome told).
  */
 export function compose(config: ResolvedConfig, options: ForwarderOptions, internals: ForwarderInternals, events: EventEmitter<ForwarderEvents>): Parts {
   const ctx = new Context(config, options, internals, events);
-  const deliveries = new Deliveries(ctx);
-  const sources = new Sources(ctx, deliveries);
-  const work = new Work(ctx, sources, deliveries);
+  const lifecycle = new Lifecycle(ctx, (access) => build(ctx, access));
+  return { ctx, lifecycle, ...lifecycle.parts };
+}
+
+/** The parts made before the store opens, each with the `StoreAccess` the lifecycle hands them. */
+function build(ctx: Context, access: StoreAccess): Built {
+  const { config } = ctx;
+  const deliveries = new Deliveries(ctx, access);
+  const sources = new Sources(ctx, access, deliveries);
   const table = sources.table;
-  const metrics =
+  const metrics: ForwarderMetrics | undefined =
     config.metricsPath === undefined
       ? undefined
       : new ForwarderMetrics({
-        queueDepth: () => work.stats().then(({ queueDepth, oldestPendingAge, inFlight }) => ({ queueDepth, oldestPendingAge, inFlight })),
+        queueDepth: async (): Promise<Pick<ForwarderStats, 'queueDepth' | 'oldestPendingAge' | 'inFlight'>> => {
+          const { queueDepth, oldestPendingAge, inFlight } = await work.stats();
+          return { queueDepth, oldestPendingAge, inFlight };
+        },
         disabledEndpoints: () => {
           const counts = deliveries.guard.disabledCounts();
           return new Map(table.names.map((name) => [name, counts.get(name) ?? 0]));
         },
       });
-  const opsOf = async () => (await ctx.open(), ctx.ops!);
+  const intake = new Intake(ctx, access, table, new IngestLimits(() => deliveries.rateBudget, ctx.clock), deliveries, metrics);
+  const work = new Work(ctx, access, sources, deliveries, intake);
+  const opsOf = async () => (await access.open()).ops;
   const schema = new SchemaAdmin(sources.manager, async () => (await opsOf()).usage, () => ctx.clock.now());
   const admin = createOperationsRoutes({
     ops: opsOf,
@@ -54,7 +70,7 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     metricsPath: config.metricsPath,
     debuggerOn: config.debugger,
     adminToken: config.adminToken,
-    closing: () => ctx.closing,
+    closing: () => access.closing,
     overview: async () => {
       // `/stats` of this instance, but endpoint health and the chart over every instance on the store.
       const [stats, cluster] = await Promise.all([work.stats(), opsOf().then((ops) => ops.overview())]);
@@ -74,32 +90,8 @@ export function compose(config: ResolvedConfig, options: ForwarderOptions, inter
     secrets: sources.secrets,
     schema,
   });
-  const limits = new IngestLimits(() => deliveries.rateBudget, ctx.clock);
-  const handle = createRequestHandler({
-    sourceForKey: (key) => table.sourceForKey(key, ctx.clock.now()),
-    preflightOrigins: () => table.preflightOrigins,
-    admit: (source) => limits.admit(source),
-    onRefusedRequest: (source, reason, at) => {
-      metrics?.refusedRequest(source, reason);
-      ctx.oplog.refused(reason, reason === 'rate_limit' ? 429 : 403, source === '' ? undefined : source, 1, at);
-    },
-    http: config.http,
-    accept: (messages, calls, source) => work.accept(messages, calls, source),
-    onRejected: (source, rejected, receivedAt, body) => work.refused(source, rejected, receivedAt, body),
-    refusedRequest: (code, status, source, at) => {
-      metrics?.refusedRequest(source ?? '', code);
-      ctx.oplog.refused(code, status, source, 1, at);
-    },
-    requestFailed: (error) => ctx.oplog.fault('ingestion: a request could not be stored (answered 503)', error),
-    operations: admin,
-    stats: () => work.stats(),
-    get closing() {
-      return ctx.closing;
-    },
-    now: () => ctx.clock.now(),
-  });
-  const lifecycle = new Lifecycle(ctx, { sources, deliveries, work, metrics }, handle);
-  return { ctx, deliveries, sources, work, lifecycle, schema };
+  const handle = createRequestHandler(intake, { http: config.http, operations: admin, stats: () => work.stats() });
+  return { deliveries, sources, intake, work, metrics, schema, handle };
 }
 
 /** The disabled URLs of every source's destination (what the debugger page lists), without credentials or query. */

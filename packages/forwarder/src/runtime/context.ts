@@ -12,25 +12,40 @@ import type { ForwarderEvents, ForwarderInternals, ForwarderOptions } from './ty
 
 export const log = createDebug('eventrelay:forwarder');
 
+/** The store once open, and what observes it (the delivery log, live stream, health, timeline). */
+export interface Opened {
+  readonly store: ForwarderStore;
+  readonly ops: Operations;
+}
+
 /**
- * What the parts of a forwarder share: its config, clock and events, and the store and
- * observability once they are open. Each part gets it at construction; none reaches another
- * part through it.
+ * How a part built before the store opens reaches it: the lifecycle, which owns the order in
+ * which things open, gives each such part this read-only view at construction.
+ */
+export interface StoreAccess {
+  /** Opens the store if needed (once; not cached when it fails), without starting delivery. */
+  open(): Promise<Opened>;
+  /**
+   * The store from the moment it opened, before `open()` resolves (the registry of sources and
+   * the endpoint states load from it then); undefined before and when opening failed.
+   */
+  readonly store: ForwarderStore | undefined;
+  /** Observability once `open()` resolved. */
+  readonly ops: Operations | undefined;
+  /** True once `close()` began. */
+  readonly closing: boolean;
+}
+
+/**
+ * What the parts of a forwarder share, all known at construction: its config, clock, events and
+ * operator log. Each part gets it at construction; none reaches another part through it.
  */
 export class Context {
   readonly clock: Clock;
   /** This process among the instances sharing a store: host, pid and a random part. */
   readonly instanceId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  /** The store, once open (see `Lifecycle#openStore`). */
-  store: ForwarderStore | undefined;
-  /** The delivery log, live stream, health and timeline: made when the store opens. */
-  ops: Operations | undefined;
-  /** True once `close()` began. */
-  closing = false;
   /** Operator log lines (`options.logger`): nothing without one. */
   readonly oplog: OperatorLog;
-  /** Opens the store if needed (set by the lifecycle). */
-  open: () => Promise<ForwarderStore> = () => Promise.reject(new Error('no lifecycle'));
 
   constructor(
     readonly config: ResolvedConfig,
@@ -40,11 +55,6 @@ export class Context {
   ) {
     this.clock = internals.clock ?? systemClock;
     this.oplog = new OperatorLog(options.logger, this.clock);
-  }
-
-  /** Runs `fn` with the store, opening it if needed; does not start delivering. */
-  async withStore<T>(fn: (store: ForwarderStore) => Promise<T>): Promise<T> {
-    return fn(await this.open());
   }
 
   /** A failure in the background: the `error` event when someone listens, logged either way. */

@@ -2,22 +2,23 @@ import { randomBytes } from 'node:crypto';
 import { EventRelayError } from 'eventrelay/internal';
 import { WebhookDestination } from '../delivery/destination';
 import { EndpointGuard, GuardedTargets } from '../delivery/endpoint-guard';
-import { endpointNotice, exhaustedNotice, NOTIFY_SOURCE } from '../delivery/notify';
+import { endpointNotice, NOTIFY_SOURCE } from '../delivery/notify';
 import type { Notice } from '../delivery/notify';
+import type { Operations } from '../observability/operations';
 import type { SourceTable } from '../registry/table';
+import { Outcome } from '../scheduling/outcome';
+import type { NoticeSender } from '../scheduling/outcome';
 import { Scheduler } from '../scheduling/scheduler';
-import type { AttemptReport } from '../scheduling/scheduler';
 import type { ForwarderStore, NewDelivery, RateBudget } from '../store/contract';
 import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from '../store/endpoint-state';
 import { MemoryRateBudget } from '../store/rate-budget';
-import { log } from './context';
-import type { Context } from './context';
+import type { Context, StoreAccess } from './context';
 
 /**
  * The delivery side of a forwarder: the delivery loop (`Scheduler`), which URLs are disabled
  * (`EndpointGuard`), the rate budgets, and the operator's notices (`notify.url`, `endpoint` event).
  */
-export class Deliveries {
+export class Deliveries implements NoticeSender {
   /**
    * The send slots of rate-limited URLs: the store's once it is open, this process's before.
    * Looked up per claim: destinations made before the store opened use it too.
@@ -28,17 +29,21 @@ export class Deliveries {
   /** Sends the notices to `notify.url`, signed; undefined without `notify`. */
   private readonly notifier: WebhookDestination | undefined;
   private scheduler: Scheduler | undefined;
+  private started = 0;
 
-  constructor(private readonly ctx: Context) {
+  constructor(
+    private readonly ctx: Context,
+    private readonly access: StoreAccess,
+  ) {
     const { config, clock } = ctx;
     const localBudget = new MemoryRateBudget(clock);
-    this.rateBudget = { claim: (...args) => (ctx.store?.rateBudget ?? localBudget).claim(...args) };
+    this.rateBudget = { claim: (...args) => (access.store?.rateBudget ?? localBudget).claim(...args) };
     const localEndpoints = new MemoryEndpointStore();
     this.guard = new EndpointGuard(
-      () => ctx.store?.endpoints ?? localEndpoints,
+      () => access.store?.endpoints ?? localEndpoints,
       { after: config.delivery.disableAfter, minAttempts: MIN_FAILED_ATTEMPTS },
       clock,
-      (change) => this.notice(endpointNotice(change)),
+      (change) => this.send(endpointNotice(change)),
       () => this.wake(),
     );
     this.notifier =
@@ -58,6 +63,11 @@ export class Deliveries {
         );
   }
 
+  /** When delivery started, epoch ms; 0 before. */
+  get startedAt(): number {
+    return this.started;
+  }
+
   /** Attempts in flight now. */
   get active(): number {
     return this.scheduler?.active ?? 0;
@@ -72,8 +82,12 @@ export class Deliveries {
     this.scheduler?.wake();
   }
 
-  /** Starts the delivery loop on the open store, for the sources `table` serves. */
-  start(store: ForwarderStore, table: SourceTable): void {
+  /**
+   * Starts the delivery loop on the open store, for the sources `table` serves; each outcome it
+   * writes goes to the outcome step (`scheduling/outcome.ts`): `ops`, the operator's log, the
+   * `attempt` event, the notices.
+   */
+  start(store: ForwarderStore, table: SourceTable, ops: Operations): void {
     const { config, clock } = this.ctx;
     const { concurrency, sourceConcurrency } = config.delivery;
     this.scheduler = new Scheduler(
@@ -92,27 +106,14 @@ export class Deliveries {
         onError: (error) => this.ctx.backgroundError(error),
         onStoreError: (error) => this.ctx.oplog.fault('delivery loop: the store failed; trying again', error),
       },
-      (report) => this.attempted(report),
+      new Outcome(ops, this.ctx.oplog, this.ctx.events, this, clock),
     );
     this.scheduler.start();
-  }
-
-  private attempted(report: AttemptReport): void {
-    // A notice's own attempts are the operator's business: logged only, never noticed again.
-    if (report.source === NOTIFY_SOURCE) {
-      log('notice %s: attempt %d %s', report.messageId, report.result.attempt, report.result.status);
-      return;
-    }
-    this.ctx.ops?.attempt(report);
-    // Nothing sent (waiting for a rate limit's slot, closing): not an attempt.
-    if (report.result.outcomes.length === 0) return;
-    this.ctx.oplog.attempt(report);
-    this.ctx.events.emit('attempt', report);
-    if (report.result.status === 'failed') this.notice(exhaustedNotice(report.source, report.messageId, report.result, this.ctx.clock.now()));
+    this.started = clock.now();
   }
 
   /** The `endpoint` event and, with `notify`, a signed notice queued like any delivery. */
-  private notice(notice: Notice): void {
+  send(notice: Notice): void {
     const { ctx } = this;
     ctx.oplog.notice(notice);
     try {
@@ -120,7 +121,7 @@ export class Deliveries {
     } catch (error) {
       ctx.backgroundError(error instanceof Error ? error : new Error(String(error)));
     }
-    if (this.notifier === undefined || ctx.closing) return;
+    if (this.notifier === undefined || this.access.closing) return;
     const delivery: NewDelivery = {
       source: NOTIFY_SOURCE,
       destination: 'notify',
@@ -129,8 +130,9 @@ export class Deliveries {
       body: JSON.stringify(notice),
       createdAt: ctx.clock.now(),
     };
-    ctx
-      .withStore(async (store) => {
+    this.access
+      .open()
+      .then(async ({ store }) => {
         await store.enqueue([delivery]);
         this.wake();
       })

@@ -7,7 +7,7 @@ import { Operations } from '../observability/operations';
 import type { ForwarderStore } from '../store/contract';
 import { openConfiguredStore } from '../store/open';
 import { log } from './context';
-import type { Context } from './context';
+import type { Context, Opened, StoreAccess } from './context';
 import type { Deliveries } from './deliveries';
 import type { Sources } from './sources';
 import type { ListenOptions } from './types';
@@ -18,19 +18,35 @@ const PRUNE_INTERVAL = 10 * 60_000;
 /** Longest wait for requests in progress at shutdown, in ms. */
 const DRAIN_TIMEOUT = 10_000;
 
+/** The parts the lifecycle opens, starts and closes; `build` makes them with its `StoreAccess`. */
+export interface Managed {
+  readonly sources: Sources;
+  readonly deliveries: Deliveries;
+  readonly work: Work;
+  readonly metrics: ForwarderMetrics | undefined;
+  /** The HTTP request handler (`http/server.ts`). */
+  readonly handle: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
 /**
  * The order in which a forwarder's parts open, start and close. Open: the store, then the
  * registry of sources on it, the endpoint states, the following of other instances' changes and
  * observability. Start: the delivery loop and the prunes. Close: the HTTP server (requests being
  * stored finish), the delivery loop (attempts in flight finish, outcomes are written), the
- * destinations, observability, the store.
+ * destinations, observability, the store. The parts built before the store opens reach it through
+ * this object (`StoreAccess`), handed to them as `build` makes them; those built on the open
+ * store (observability, the delivery loop and its outcome step) are made here, in that order.
  */
-export class Lifecycle {
+export class Lifecycle<P extends Managed = Managed> implements StoreAccess {
+  readonly parts: P;
   /** The request handler, counting the requests in progress (shutdown lets them finish). */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
-  private opening: Promise<ForwarderStore> | undefined;
+  private opening: Promise<Opened> | undefined;
   private starting: Promise<void> | undefined;
-  private closing: Promise<void> | undefined;
+  private closed: Promise<void> | undefined;
+  private openStore: ForwarderStore | undefined;
+  private opened: Opened | undefined;
+  private closeBegan = false;
   private server: Server | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private pendingRequests = 0;
@@ -38,10 +54,10 @@ export class Lifecycle {
 
   constructor(
     private readonly ctx: Context,
-    private readonly parts: { readonly sources: Sources; readonly deliveries: Deliveries; readonly work: Work; readonly metrics: ForwarderMetrics | undefined },
-    handle: (req: IncomingMessage, res: ServerResponse) => void,
+    build: (access: StoreAccess) => P,
   ) {
-    ctx.open = () => this.openStore();
+    this.parts = build(this);
+    const handle = this.parts.handle;
     this.handler = (req, res) => {
       this.pendingRequests++;
       res.once('close', () => {
@@ -52,27 +68,39 @@ export class Lifecycle {
     };
   }
 
+  get store(): ForwarderStore | undefined {
+    return this.openStore;
+  }
+
+  get ops(): Operations | undefined {
+    return this.opened?.ops;
+  }
+
+  get closing(): boolean {
+    return this.closeBegan;
+  }
+
   /** Opens the store once (not cached when it fails), without starting delivery. */
-  private openStore(): Promise<ForwarderStore> {
+  open(): Promise<Opened> {
     this.opening ??= (async () => {
       const { ctx } = this;
       const { sources, deliveries, work, metrics } = this.parts;
       const storage = ctx.config.storage;
       const store = ctx.options.store ?? (await openConfiguredStore(storage, { dataDir: ctx.options.dataDir, clock: ctx.clock }));
-      ctx.store = store;
+      this.openStore = store;
       try {
         await sources.attach(store.setup);
         // Disabled URLs survive restarts (SQLite) and are shared by the instances (PostgreSQL).
         await deliveries.guard.load(store.shared);
       } catch (error) {
-        ctx.store = undefined;
+        this.openStore = undefined;
         sources.detach();
         if (ctx.options.store === undefined) await store.close().catch(() => {});
         throw error;
       }
       sources.watch();
       const table = sources.table;
-      ctx.ops = new Operations(
+      const ops = new Operations(
         {
           enqueue: (list) => work.enqueue(list),
           queueDepth: async () => {
@@ -87,7 +115,7 @@ export class Lifecycle {
           ordered: (name) => table.record(name)?.webhooks?.ordering === 'user',
           waitingFor: (source, messageId) => store.waitingFor(source, messageId),
           keepDelivered: storage.keepDelivered,
-          usageStore: () => ctx.store?.usage,
+          usageStore: () => this.openStore?.usage,
           backgroundError: (error) => ctx.backgroundError(error),
           disabledUrls: (name) => {
             const listed = sources.endpointAdmin.list(name);
@@ -98,7 +126,8 @@ export class Lifecycle {
         metrics,
         store.cluster === null ? undefined : { store: store.cluster, owner: ctx.instanceId },
       );
-      return store;
+      this.opened = { store, ops };
+      return this.opened;
     })().catch((error: unknown) => {
       this.opening = undefined;
       throw error;
@@ -111,13 +140,12 @@ export class Lifecycle {
    * unreachable, ...) it may be called again, and `close()` still works.
    */
   start(): Promise<void> {
-    if (this.closing !== undefined) return Promise.reject(closedError());
+    if (this.closed !== undefined) return Promise.reject(closedError());
     this.starting ??= (async () => {
-      const store = await this.openStore();
-      const { sources, deliveries, work } = this.parts;
-      deliveries.start(store, sources.table);
-      this.ctx.ops?.start();
-      work.startedAt = this.ctx.clock.now();
+      const { store, ops } = await this.open();
+      const { sources, deliveries } = this.parts;
+      deliveries.start(store, sources.table, ops);
+      ops.start();
       this.schedulePrune();
       log('started: %d sources, store %s', sources.table.names.length, this.ctx.options.store ? 'custom' : this.ctx.config.storage.type);
     })().catch((error: unknown) => {
@@ -131,11 +159,11 @@ export class Lifecycle {
     const { ctx } = this;
     this.pruneTimer = setInterval(() => {
       const before = ctx.clock.now() - ctx.config.storage.retention;
-      ctx.store?.prune(before).then(
+      this.openStore?.prune(before).then(
         (removed) => removed > 0 && log('pruned %d finished rows', removed),
         (error: Error) => log('prune failed: %s', error.message),
       );
-      ctx.ops?.prune(before).then(
+      this.ops?.prune(before).then(
         (removed) => removed > 0 && log('pruned %d delivery log rows', removed),
         (error: Error) => log('delivery log prune failed: %s', error.message),
       );
@@ -145,7 +173,7 @@ export class Lifecycle {
 
   /** Starts the HTTP server. Resolves with the address it listens on. */
   async listen(options: ListenOptions): Promise<{ url: string; host: string; port: number }> {
-    if (this.closing !== undefined) throw closedError();
+    if (this.closed !== undefined) throw closedError();
     if (this.server !== undefined) throw new EventRelayError('The forwarder is already listening; call listen() once', 'ERR_ALREADY_LISTENING');
     const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000 }, this.handler);
     this.server = server;
@@ -174,14 +202,14 @@ export class Lifecycle {
    * outcomes, then closes the destinations and the store. Returns the same promise when called again.
    */
   close(): Promise<void> {
-    this.closing ??= (async () => {
+    this.closed ??= (async () => {
       const { ctx } = this;
       const { sources, deliveries } = this.parts;
-      ctx.closing = true;
+      this.closeBegan = true;
       clearInterval(this.pruneTimer);
       sources.unfollow();
       // Live streams never end by themselves: end them, so that shutdown does not wait for them.
-      ctx.ops?.live.close();
+      this.ops?.live.close();
       const server = this.server;
       const serverClosed = server === undefined ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
       server?.closeIdleConnections();
@@ -201,13 +229,13 @@ export class Lifecycle {
       await this.opening?.catch(() => {});
       await deliveries.stop();
       await sources.close();
-      await ctx.ops?.close();
-      await ctx.store?.close();
+      await this.ops?.close();
+      await this.openStore?.close();
       // The counts of repeated lines still open, so that none is lost at shutdown.
       ctx.oplog.flush();
       log('closed');
     })();
-    return this.closing;
+    return this.closed;
   }
 }
 

@@ -11,7 +11,7 @@ import { entryDigest, fileSettings, storedWebhooks } from '../registry/reconcile
 import { SourceTable, UNSTORED } from '../registry/table';
 import type { SetupSnapshot, SetupStore } from '../store/contract';
 import { log } from './context';
-import type { Context } from './context';
+import type { Context, StoreAccess } from './context';
 import type { Deliveries } from './deliveries';
 
 /**
@@ -44,10 +44,12 @@ export class Sources {
 
   constructor(
     private readonly ctx: Context,
+    private readonly access: StoreAccess,
     private readonly deliveries: Deliveries,
   ) {
     const { config, clock, internals } = ctx;
-    const setupOf = async (): Promise<SetupStore> => this.setup ?? (await ctx.open(), this.setup!);
+    // While the store opens, `attach` set the setup already; else it is the open store's.
+    const setupOf = async (): Promise<SetupStore> => this.setup ?? (await access.open()).store.setup;
     this.secrets = {
       snapshot: async () => (await setupOf()).read(),
       write: async (ops) => {
@@ -200,7 +202,7 @@ export class Sources {
     const at = this.ctx.clock.now();
     for (const { name, id } of gone) {
       log('source %s was deleted; its queued deliveries are given up', name);
-      await this.ctx.ops?.abandoned(name, at, DELETED_REASON, id);
+      await this.access.ops?.abandoned(name, at, DELETED_REASON, id);
     }
   }
 
@@ -209,7 +211,7 @@ export class Sources {
     const setup = this.setup;
     if (setup === undefined) return;
     const changed = () => {
-      if (this.ctx.closing) return;
+      if (this.access.closing) return;
       this.reload().catch((error: Error) => this.ctx.backgroundError(new EventRelayError(`Could not read the sources from the store: ${error.message}`, 'ERR_STORE_UNAVAILABLE', { cause: error })));
     };
     this.unwatch = setup.watch?.(changed);

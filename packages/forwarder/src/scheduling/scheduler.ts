@@ -6,6 +6,7 @@ import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import type { AcceptLease, ForwarderStore, PendingDelivery } from '../store/contract';
 import { Claiming } from './claiming';
 import { HandOver } from './hand-over';
+import type { OutcomeStep } from './outcome';
 import { Outcomes, outcomeOf } from './outcomes';
 import type { AttemptReport, Written } from './outcomes';
 
@@ -50,13 +51,16 @@ export interface SchedulerOptions {
    * default): nothing is handed over, every delivery is claimed.
    */
   readonly holdMs?: number;
-  /** Called with a failure of the loop that is not the store's (a throwing `onAttempt`). */
+  /** Called with a failure of the loop that is not the store's (an outcome step that threw). */
   readonly onError?: (error: Error) => void;
   /** Called with a failure of the store while claiming (the loop tries again after `idleWait`). */
   readonly onStoreError?: (error: Error) => void;
 }
 
 const DEFAULTS = { idleWait: 5000, leaseMs: 30_000 } as const;
+
+/** The outcome step of a loop built without one: reports go nowhere. */
+const NO_OUTCOME: OutcomeStep = { recorded: () => {} };
 
 /** Delay before a delivery is looked at again when attempt() broke its promise never to reject, in ms. */
 const BROKEN_ATTEMPT_DELAY = 60_000;
@@ -110,7 +114,7 @@ export class Scheduler {
     targets: ReadonlyMap<string, DeliveryTarget> | DeliveryTargets,
     private readonly clock: Clock,
     private readonly options: SchedulerOptions,
-    private readonly onAttempt: (report: AttemptReport) => void = () => {},
+    private readonly outcome: OutcomeStep = NO_OUTCOME,
   ) {
     this.idleWait = options.idleWait ?? DEFAULTS.idleWait;
     this.owner = options.owner ?? randomUUID();
@@ -440,7 +444,7 @@ export class Scheduler {
 
   private report(report: AttemptReport): void {
     try {
-      this.onAttempt(report);
+      this.outcome.recorded(report);
     } catch (error) {
       this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
     }

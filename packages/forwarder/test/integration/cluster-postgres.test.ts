@@ -53,7 +53,7 @@ async function openStream(url: string): Promise<OpenStream> {
 
 /** The forwarder's live-stream relay (an internal, for counting what it sent). */
 function relayOf(forwarder: Forwarder): LiveRelay {
-  return (forwarder as unknown as { parts: { ctx: { ops: Operations } } }).parts.ctx.ops.cluster!.relay;
+  return (forwarder as unknown as { parts: { lifecycle: { ops: Operations } } }).parts.lifecycle.ops.cluster!.relay;
 }
 
 async function overview(url: string): Promise<any> {

@@ -46,7 +46,7 @@ describe('the debugger page of one instance shows the others’ work (two forwar
   it('lists live the calls another instance accepted, and says when a body was too large to relay', async () => {
     await signIn(page, ADMIN, urlB);
     await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
-    const relay = (a as unknown as { parts: { ctx: { ops: Operations } } }).parts.ctx.ops.cluster!.relay;
+    const relay = (a as unknown as { parts: { lifecycle: { ops: Operations } } }).parts.lifecycle.ops.cluster!.relay;
     await waitFor(() => relay.wanted, 'A to hear that B has a subscriber');
     expect((await send('page-small', { plan: 'pro' })).status).to.equal(200);
     expect((await send('page-large', { blob: 'x'.repeat(9000) })).status).to.equal(200);

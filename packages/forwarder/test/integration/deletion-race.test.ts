@@ -71,7 +71,7 @@ async function send(url: string, key: string, ids: readonly string[]): Promise<{
 
 /** Every line of `source` in the log, through the operations layer (no paging). */
 async function lines(forwarder: Forwarder, source: string): Promise<LoggedMessage[]> {
-  const ops = (forwarder as unknown as { parts: { ctx: { ops: { messages(q: object): Promise<LoggedMessage[]> } } } }).parts.ctx.ops;
+  const ops = (forwarder as unknown as { parts: { lifecycle: { ops: { messages(q: object): Promise<LoggedMessage[]> } } } }).parts.lifecycle.ops;
   return ops.messages({ source, limit: 1_000_000 });
 }
 

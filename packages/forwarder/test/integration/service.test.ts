@@ -6,6 +6,7 @@ import { MemoryStore } from '../../src/store/memory/memory';
 import type { AcceptedMessage, AcceptResult } from '../../src/store/contract';
 import type { AttemptReport } from '../../src/scheduling/scheduler';
 import { ConfigError, EventRelayError } from '../../../eventrelay/src/errors';
+import { FakeClock } from '../../../../test/helpers/fake-clock';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
@@ -30,6 +31,16 @@ describe('Forwarder (in process)', () => {
     const { url } = await forwarder.listen({ port: 0 });
     return { forwarder, url, store };
   }
+
+  it('stats().uptime is 0 until delivery starts, then counts from the start on the clock', async () => {
+    const clock = new FakeClock(1_000_000);
+    const forwarder = createForwarder({ sources: [{ name: 'web', writeKey: 'k' }] }, { store: new MemoryStore() }, { clock });
+    cleanup.push(() => forwarder.close());
+    expect((await forwarder.stats()).uptime).to.equal(0);
+    await forwarder.start();
+    clock.skip(2500);
+    expect((await forwarder.stats()).uptime).to.equal(2500);
+  });
 
   it('answers 503 with Retry-After when the store fails, so the client retries', async () => {
     const receiver = await startReceiver();

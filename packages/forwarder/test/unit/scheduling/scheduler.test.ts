@@ -67,11 +67,11 @@ describe('Scheduler', () => {
   function create(
     concurrency = 8,
     targets: ReadonlyMap<string, DeliveryTarget> = new Map([['web', target]]),
-    onAttempt: (r: AttemptReport) => void = (r) => reports.push(r),
+    recorded: (r: AttemptReport) => void = (r) => reports.push(r),
   ): Scheduler {
     reports = [];
     errors = [];
-    scheduler = new Scheduler(store, targets, clock, { concurrency, idleWait: 60_000, owner: 'me', leaseMs: 30_000, onError: (e) => errors.push(e) }, onAttempt);
+    scheduler = new Scheduler(store, targets, clock, { concurrency, idleWait: 60_000, owner: 'me', leaseMs: 30_000, onError: (e) => errors.push(e) }, { recorded });
     return scheduler;
   }
 
@@ -426,7 +426,7 @@ describe('Scheduler', () => {
     expect(await store.counts()).to.deep.include({ pending: 1, retrying: 0 });
   });
 
-  it('an attempt listener that throws does not stop delivery: slots are released and the error is reported', async () => {
+  it('an outcome step that throws does not stop delivery: slots are released and the error is reported', async () => {
     await store.enqueue(['a', 'b', 'c'].map((id) => delivery(id)));
     let seen = 0;
     create(1, undefined, () => {
