@@ -1,7 +1,8 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import { CLAIM, PostgresStore, RECORD, RECORD_DELIVERED } from '../../src/store/postgres/postgres';
+import { PostgresStore } from '../../src/store/postgres/postgres';
+import { CLAIM, RECORD, RECORD_DELIVERED } from '../../src/store/postgres/sql';
 import { PostgresDeliveryLog } from '../../src/store/postgres/postgres-log';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/postgres-schema';
 import { accepted, T0 } from '../unit/store/contract';

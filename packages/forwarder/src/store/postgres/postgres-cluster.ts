@@ -2,13 +2,12 @@ import type { Pool } from 'pg';
 import { numberArray, textArray } from './pg-values';
 import type { PostgresListener } from './postgres-listen';
 import type { ClusterStore, StoredView, ViewWrite } from '../contract';
+import { CLUSTER, WATCHERS } from './sql';
 
 /** Live-stream events relayed between instances. */
 export const LIVE_CHANNEL = 'eventrelay_live';
 /** Announcements of live-stream subscribers: `[owner, until]`. */
 export const WATCH_CHANNEL = 'eventrelay_watch';
-
-const WATCHERS = 'SELECT owner, watching_until FROM instance_views WHERE owner <> $1 AND watching_until > $2';
 
 /**
  * The instances' views (`instance_views`, `instance_minutes`) and the live stream's relay on
@@ -32,15 +31,7 @@ export class PostgresCluster implements ClusterStore {
       name: 'eventrelay-views-write',
       // One round trip: the row, the minutes that changed, and who watches (read before this
       // statement's own writes, which concern this instance only).
-      text: `WITH v AS (
-         INSERT INTO instance_views (owner, format, updated_at, watching_until, endpoints) VALUES ($1, $3, $2, $4, $5)
-         ON CONFLICT (owner) DO UPDATE SET format = EXCLUDED.format, updated_at = EXCLUDED.updated_at,
-           watching_until = EXCLUDED.watching_until, endpoints = EXCLUDED.endpoints),
-       m AS (
-         INSERT INTO instance_minutes (owner, minute, health, timeline)
-         SELECT $1, * FROM unnest($6::bigint[], $7::text[], $8::text[])
-         ON CONFLICT (owner, minute) DO UPDATE SET health = EXCLUDED.health, timeline = EXCLUDED.timeline)
-       ${WATCHERS}`,
+      text: CLUSTER.exchange,
       values: [
         owner,
         now,
@@ -58,11 +49,7 @@ export class PostgresCluster implements ClusterStore {
   async read(owner: string, since: number, fromMinute: number, format: number): Promise<StoredView[]> {
     const { rows } = await this.pool.query<{ owner: string; updated_at: number; endpoints: string; minutes: [number, string, string][] }>({
       name: 'eventrelay-views-read',
-      text: `SELECT v.owner, v.updated_at, v.endpoints,
-         coalesce((SELECT json_agg(json_build_array(m.minute, m.health, m.timeline) ORDER BY m.minute)
-           FROM instance_minutes m WHERE m.owner = v.owner AND m.minute >= $3), '[]'::json) AS minutes
-       FROM instance_views v WHERE v.owner <> $1 AND v.updated_at >= $2 AND v.format = $4
-       ORDER BY v.owner`,
+      text: CLUSTER.read,
       values: [owner, since, fromMinute, format],
     });
     return rows.map((r) => ({
@@ -76,9 +63,7 @@ export class PostgresCluster implements ClusterStore {
   async prune(before: number, beforeMinute: number): Promise<number> {
     const { rows } = await this.pool.query<{ removed: number }>({
       name: 'eventrelay-views-prune',
-      text: `WITH v AS (DELETE FROM instance_views WHERE updated_at < $1 RETURNING 1),
-         m AS (DELETE FROM instance_minutes WHERE minute < $2)
-       SELECT count(*)::int AS removed FROM v`,
+      text: CLUSTER.prune,
       values: [before, beforeMinute],
     });
     return rows[0]!.removed;
@@ -88,10 +73,7 @@ export class PostgresCluster implements ClusterStore {
     // Made here, without a view (format 0, which nobody reads), when the instance has not written one yet.
     await this.pool.query({
       name: 'eventrelay-views-announce',
-      text: `WITH v AS (
-         INSERT INTO instance_views (owner, format, updated_at, watching_until, endpoints) VALUES ($1, 0, $2, $3, '[]')
-         ON CONFLICT (owner) DO UPDATE SET watching_until = EXCLUDED.watching_until)
-       SELECT pg_notify($4, $5)`,
+      text: CLUSTER.announce,
       values: [owner, now, until, WATCH_CHANNEL, JSON.stringify([owner, until])],
     });
   }

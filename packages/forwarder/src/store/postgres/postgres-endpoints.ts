@@ -5,8 +5,7 @@ import { toEndpointState } from '../endpoint-rows';
 import type { EndpointRow } from '../endpoint-rows';
 import { numberArray, pgText, textArray } from './pg-values';
 import type { DisableRule, EndpointReport, EndpointReportResult, EndpointState, EndpointStore } from '../contract';
-
-const COLUMNS = 'source, url_key, url, failures, failing_since, last_failure_at, last_error, disabled_at, disabled_reason';
+import { ENDPOINTS } from './sql';
 
 /**
  * The endpoint states in PostgreSQL (`endpoint_states`), shared by every instance. A report locks
@@ -18,7 +17,7 @@ export class PostgresEndpointStore implements EndpointStore {
   constructor(private readonly pool: Pool) {}
 
   async list(): Promise<EndpointState[]> {
-    const { rows } = await this.pool.query<EndpointRow>({ name: 'eventrelay-endpoints-list', text: `SELECT ${COLUMNS} FROM endpoint_states` });
+    const { rows } = await this.pool.query<EndpointRow>({ name: 'eventrelay-endpoints-list', text: ENDPOINTS.list });
     return rows.map(toEndpointState);
   }
 
@@ -31,12 +30,11 @@ export class PostgresEndpointStore implements EndpointStore {
     try {
       await client.query('BEGIN');
       await client.query(
-        `INSERT INTO endpoint_states (source, url_key, url) SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`,
+        ENDPOINTS.insertNew,
         [sources, keys, textArray(sorted.map((r) => pgText(r.url)))],
       );
       const { rows } = await client.query<EndpointRow>(
-        `SELECT ${COLUMNS} FROM endpoint_states WHERE (source, url_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-         ORDER BY source, url_key FOR UPDATE`,
+        ENDPOINTS.lockStates,
         [sources, keys],
       );
       const before = new Map(rows.map((row) => [`${row.source}\n${row.url_key}`, toEndpointState(row)]));
@@ -48,11 +46,7 @@ export class PostgresEndpointStore implements EndpointStore {
         if (next.disabled) disabled.push(next.state);
       }
       await client.query(
-        `UPDATE endpoint_states e SET url = x.url, failures = x.failures, failing_since = x.failing_since, last_failure_at = x.last_failure_at,
-           last_error = x.last_error, disabled_at = x.disabled_at, disabled_reason = x.disabled_reason
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[])
-           AS x(source, url_key, url, failures, failing_since, last_failure_at, last_error, disabled_at, disabled_reason)
-         WHERE e.source = x.source AND e.url_key = x.url_key`,
+        ENDPOINTS.update,
         [
           textArray(states.map((s) => s.source)),
           textArray(states.map((s) => s.key)),
@@ -77,10 +71,7 @@ export class PostgresEndpointStore implements EndpointStore {
 
   async enable(source: string, key: string): Promise<EndpointState | undefined> {
     const { rows } = await this.pool.query<EndpointRow>(
-      `WITH old AS (SELECT ${COLUMNS} FROM endpoint_states WHERE source = $1 AND url_key = $2 AND disabled_at IS NOT NULL FOR UPDATE)
-       UPDATE endpoint_states e SET failures = 0, failing_since = NULL, disabled_at = NULL, disabled_reason = NULL
-       FROM old WHERE e.source = old.source AND e.url_key = old.url_key
-       RETURNING ${COLUMNS.split(', ').map((c) => `old.${c}`).join(', ')}`,
+      ENDPOINTS.enable,
       [source, key],
     );
     return rows[0] === undefined ? undefined : toEndpointState(rows[0]);

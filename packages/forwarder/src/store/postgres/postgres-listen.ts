@@ -1,5 +1,6 @@
 import createDebug from 'debug';
 import type { Client } from 'pg';
+import { CLUSTER, listenChanges } from './sql';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -84,7 +85,7 @@ export class PostgresListener {
     if (this.client !== undefined && !this.connected) await this.opening;
     const client = this.client;
     if (client === undefined || !this.connected) throw new Error('the LISTEN connection is not open');
-    await client.query({ text: 'SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', values: [channel, payloads] });
+    await client.query({ text: CLUSTER.relay, values: [channel, payloads] });
   }
 
   /** Ends the connection; nothing is listened to again. */
@@ -149,13 +150,11 @@ export class PostgresListener {
     const step = this.syncing.then(async () => {
       if (this.client !== client || !this.connected) return;
       const wanted = new Set([...this.registrations].map((r) => r.channel));
-      const statements = [
-        ...[...wanted].filter((c) => !this.listened.has(c)).map((c) => `LISTEN ${c}`),
-        ...[...this.listened].filter((c) => !wanted.has(c)).map((c) => `UNLISTEN ${c}`),
-      ];
-      if (statements.length > 0) {
+      const listen = [...wanted].filter((c) => !this.listened.has(c));
+      const unlisten = [...this.listened].filter((c) => !wanted.has(c));
+      if (listen.length + unlisten.length > 0) {
         try {
-          await client.query(statements.join('; '));
+          await client.query(listenChanges(listen, unlisten));
         } catch (error) {
           // The connection is in doubt: it is closed, and `end` opens a new one.
           client.emit('error', error as Error);

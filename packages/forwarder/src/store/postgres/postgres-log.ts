@@ -9,10 +9,9 @@ import { LOCK_CLASS, LOCKS } from './postgres-schema';
 import { attemptEntries, responseEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
 import type { AttemptRecord, DeliveryDetail, DeliveryLog, DeliveryLogOptions, DeliveryState, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../contract';
+import { FIND_LIVE, listLogLines, LOCK, LOG, PRUNE_CHUNK } from './sql';
 
 const log = createDebug('eventrelay:forwarder');
-
-const PRUNE_CHUNK = 2000;
 
 /**
  * How long an attempt waits for its line, in ms: another instance accepted the call and has not
@@ -21,26 +20,6 @@ const PRUNE_CHUNK = 2000;
  * lookup per flush.
  */
 const ORPHAN_WAIT = 60_000;
-
-const COLUMNS = `id, source, source_id, kind, message_id, type, event, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
-  body IS NOT NULL AS has_body`;
-
-/** The newest line of each (source, messageId) that attempts go to: not a duplicate, refused or filtered one. */
-const FIND_LIVE = `SELECT DISTINCT ON (l.source, l.message_id) l.id, l.source, l.message_id
-  FROM log_messages l JOIN unnest($1::text[], $2::text[]) AS k(source, message_id) ON l.source = k.source AND l.message_id = k.message_id
-  WHERE l.state NOT IN ('duplicate', 'refused', 'filtered')
-  ORDER BY l.source, l.message_id, l.id DESC`;
-
-/**
- * Whether attempts (`x`) decide a line's state: always while no attempt has (state `pending`:
- * the line's time is then its receipt or replay, perhaps on another machine's clock), else while
- * it is retrying when they are at least as recent as the attempt that did. One that waited for
- * its line may arrive after a newer one; attempts by different instances on one delivery are a
- * retry delay or a lease apart, far more than clocks differ. A finished line changes only from
- * failed to delivered: its source was deleted while the attempt was in flight (the queue wrote
- * that outcome; attempts it did not write, stale, never reach the log).
- */
-const NEWER = `(l.state = 'pending' OR (l.state = 'retrying' AND x.updated_at >= l.updated_at) OR (l.state = 'failed' AND x.state = 'delivered'))`;
 
 /**
  * Most attempts waiting for their line at once, by default; past it the oldest are not logged. A
@@ -342,13 +321,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   private async writeCalls(client: PoolClient, lines: readonly Line[]): Promise<void> {
     const { rows } = await client.query<{ id: number }>({
       name: 'eventrelay-log-lines',
-      text: `WITH i AS (
-         INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id,
-           event, responses)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[], $10::bigint[],
-           $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
-         RETURNING id, state)
-       SELECT id FROM i WHERE state IN ('pending', 'retrying')`,
+      text: LOG.insertLines,
       values: lineValues(lines),
     });
     // Ids are taken in the order the rows were given; the newest open line of a key gets its later attempts.
@@ -405,18 +378,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     // Only columns no index covers change, so PostgreSQL can update each line in place (HOT).
     await client.query({
       name: 'eventrelay-log-states',
-      text: `UPDATE log_messages l SET attempts = l.attempts + x.n,
-         state = CASE WHEN ${NEWER} THEN x.state ELSE l.state END,
-         updated_at = CASE WHEN ${NEWER} THEN x.updated_at ELSE l.updated_at END,
-         finished_at = CASE WHEN ${NEWER} THEN x.finished_at ELSE l.finished_at END,
-         reason = CASE WHEN ${NEWER} THEN x.reason ELSE l.reason END,
-         body = CASE WHEN $9::boolean AND x.state = 'delivered' AND ${NEWER} THEN NULL ELSE l.body END,
-         attempt_log = concat_ws(',', l.attempt_log, '[' || l.series || ',' || x.entries || ']'),
-         responses = CASE WHEN $9::boolean AND x.state = 'delivered' AND ${NEWER} THEN NULL
-           ELSE concat_ws(',', l.responses, '[' || l.series || ',' || x.responses || ']') END
-       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
-         AS x(id, n, state, updated_at, finished_at, reason, entries, responses)
-       WHERE l.id = x.id`,
+      text: LOG.updateStates,
       values: [...stateValues(ids, attemptsOf, this.options.keepDelivered === 0), this.options.keepDelivered === 0],
     });
   }
@@ -436,12 +398,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
       finished_at: number | null;
       reason: string | null;
     }>(
-      `WITH old AS (
-         SELECT id, state, updated_at, finished_at, reason FROM log_messages
-         WHERE id = ANY($2::bigint[]) AND state IN ('failed', 'delivered') AND body IS NOT NULL FOR UPDATE)
-       UPDATE log_messages l SET series = l.series + 1, state = 'pending', finished_at = NULL, updated_at = $1, reason = NULL
-       FROM old WHERE l.id = old.id AND l.state IN ('failed', 'delivered')
-       RETURNING l.id, l.series, l.source, l.message_id, old.state, old.updated_at, old.finished_at, old.reason`,
+      LOG.replay,
       [at, numberArray(ids)],
     );
     return rows.map((row) => {
@@ -454,8 +411,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     await this.drain();
     // The lines stay remembered: an attempt in flight at the deletion may yet deliver one.
     await this.pool.query(
-      `UPDATE log_messages SET state = 'failed', finished_at = $1, updated_at = $1, reason = $2
-       WHERE source = $3 AND state IN ('pending', 'retrying') AND ($4::text IS NULL OR source_id IS NULL OR source_id = $4)`,
+      LOG.abandon,
       [at, reason, source, sourceId ?? null],
     );
   }
@@ -463,10 +419,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   async unreplay(lines: readonly ReplayedLine[]): Promise<void> {
     if (lines.length === 0) return;
     const { rows } = await this.pool.query<{ source: string; message_id: string }>(
-      `UPDATE log_messages l SET series = l.series - 1, state = x.state, updated_at = x.updated_at, finished_at = x.finished_at, reason = x.reason
-       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) AS x(id, series, state, updated_at, finished_at, reason)
-       WHERE l.id = x.id AND l.series = x.series AND l.state = 'pending'
-       RETURNING l.source, l.message_id`,
+      LOG.unreplay,
       [
         numberArray(lines.map((l) => l.id)),
         numberArray(lines.map((l) => l.series)),
@@ -498,7 +451,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     if (query.beforeId !== undefined) add('id', '<', query.beforeId);
     params.push(query.limit);
     const { rows } = await this.pool.query<LogRow>(
-      `SELECT ${COLUMNS} FROM log_messages ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${params.length}`,
+      listLogLines(where, params.length),
       params,
     );
     return rows.map(toLoggedMessage);
@@ -506,13 +459,13 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
 
   async get(id: number): Promise<DeliveryDetail | undefined> {
     await this.drain();
-    const { rows } = await this.pool.query<LogRow>(`SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE id = $1`, [id]);
+    const { rows } = await this.pool.query<LogRow>(LOG.get, [id]);
     return rows[0] === undefined ? undefined : this.detail(rows[0]);
   }
 
   private async detail(row: LogRow): Promise<DeliveryDetail> {
     const { rows } = await this.pool.query<AttemptRow>(
-      'SELECT series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at FROM log_attempts WHERE delivery_id = $1 ORDER BY id',
+      LOG.attempts,
       [row.id],
     );
     return toDeliveryDetail(row, rows);
@@ -521,8 +474,7 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
   async failed(source: string, since: number, until: number, sourceId?: string): Promise<DeliveryDetail[]> {
     await this.drain();
     const { rows } = await this.pool.query<LogRow>(
-      `SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE source = $1 AND state = 'failed' AND body IS NOT NULL AND received_at >= $2 AND received_at < $3
-       AND ($4::text IS NULL OR source_id IS NULL OR source_id = $4) ORDER BY id`,
+      LOG.failed,
       [source, since, until, sourceId ?? null],
     );
     return Promise.all(rows.map((row) => this.detail(row)));
@@ -533,28 +485,28 @@ export class PostgresDeliveryLog extends BufferedDeliveryLog implements Delivery
     await this.drain();
     const client = await checkout(this.pool);
     try {
-      const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.logPrune]);
+      const locked = await client.query<{ ok: boolean }>(LOCK.tryLock, [LOCK_CLASS, LOCKS.logPrune]);
       if (!locked.rows[0]!.ok) return 0;
       try {
         let removed = 0;
         for (;;) {
           if (this.closed) return removed;
           // received_at <= finished_at: its index (never updated) finds the candidates.
-          const { rows } = await client.query<{ id: number }>(`SELECT id FROM log_messages WHERE received_at < $1 AND finished_at < $1 LIMIT ${PRUNE_CHUNK}`, [
+          const { rows } = await client.query<{ id: number }>(LOG.pruneIds, [
             before,
           ]);
           if (rows.length === 0) break;
           const ids = rows.map((r) => r.id);
-          removed += (await client.query('DELETE FROM log_attempts WHERE delivery_id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
-          removed += (await client.query('DELETE FROM log_messages WHERE id = ANY($1::bigint[])', [ids])).rowCount ?? 0;
+          removed += (await client.query(LOG.pruneAttempts, [ids])).rowCount ?? 0;
+          removed += (await client.query(LOG.pruneMessages, [ids])).rowCount ?? 0;
           if (rows.length < PRUNE_CHUNK) break;
         }
-        await client.query(`UPDATE log_messages SET body = NULL, responses = NULL WHERE received_at < $1 AND finished_at < $1 AND state = 'delivered' AND body IS NOT NULL`, [
+        await client.query(LOG.eraseDelivered, [
           now - this.options.keepDelivered,
         ]);
         return removed;
       } finally {
-        await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCKS.logPrune]);
+        await client.query(LOCK.unlock, [LOCK_CLASS, LOCKS.logPrune]);
       }
     } finally {
       client.release();

@@ -4,7 +4,7 @@ import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
 import type { PostgresListener } from './postgres-listen';
 import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../contract';
-import { ABANDONED, PENDING } from '../statuses';
+import { SETUP, updateSource } from './sql';
 
 /** The channel every setup write notifies, with the new revision as payload. */
 export const SETUP_CHANNEL = 'eventrelay_setup';
@@ -36,9 +36,7 @@ export class PostgresSetup implements SetupStore {
     this.guard();
     // One statement: sources, keys and revision from the same snapshot.
     const { rows } = await this.pool.query<{ revision: number; sources: SourceRow[]; keys: KeyRow[] }>(
-      `SELECT (SELECT revision FROM setup_revision WHERE id = 1) AS revision,
-         coalesce((SELECT json_agg(s ORDER BY s.name) FROM sources s), '[]'::json) AS sources,
-         coalesce((SELECT json_agg(k ORDER BY k.source, k.created_at, k.id) FROM source_keys k), '[]'::json) AS keys`,
+      SETUP.read,
     );
     const row = rows[0]!;
     return { revision: Number(row.revision), sources: row.sources.map(toSourceRecord), keys: row.keys.map(toKeyRecord) };
@@ -46,7 +44,7 @@ export class PostgresSetup implements SetupStore {
 
   async revision(): Promise<number> {
     this.guard();
-    const { rows } = await this.pool.query<{ revision: number }>({ name: 'eventrelay-setup-revision', text: 'SELECT revision FROM setup_revision WHERE id = 1' });
+    const { rows } = await this.pool.query<{ revision: number }>({ name: 'eventrelay-setup-revision', text: SETUP.revision });
     return Number(rows[0]!.revision);
   }
 
@@ -56,12 +54,12 @@ export class PostgresSetup implements SetupStore {
     try {
       await client.query('BEGIN');
       try {
-        await client.query('SELECT revision FROM setup_revision WHERE id = 1 FOR UPDATE');
+        await client.query(SETUP.lockRevision);
         let failedDeliveries = 0;
         for (const op of ops) failedDeliveries += await this.step(client, op);
-        const { rows } = await client.query<{ revision: number }>('UPDATE setup_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision');
+        const { rows } = await client.query<{ revision: number }>(SETUP.bump);
         const revision = Number(rows[0]!.revision);
-        await client.query('SELECT pg_notify($1, $2)', [SETUP_CHANNEL, String(revision)]);
+        await client.query(SETUP.notify, [SETUP_CHANNEL, String(revision)]);
         await client.query('COMMIT');
         return { ok: true, revision, failedDeliveries };
       } catch (error) {
@@ -80,7 +78,7 @@ export class PostgresSetup implements SetupStore {
       case 'create': {
         const r = op.source;
         const { rowCount } = await client.query(
-          'INSERT INTO sources (name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING',
+          SETUP.insertSource,
           [
             r.name,
             r.id,
@@ -104,27 +102,26 @@ export class PostgresSetup implements SetupStore {
         if (op.applied !== undefined) sets.push(`applied = $${values.push(op.applied)}`);
         if (op.settings !== undefined) sets.push(`settings = $${values.push(op.settings === null ? null : JSON.stringify(op.settings))}`);
         if (op.schema !== undefined) sets.push(`schema = $${values.push(op.schema === null ? null : JSON.stringify(op.schema))}`);
-        const { rowCount } = await client.query(`UPDATE sources SET ${sets.join(', ')} WHERE name = $1`, values);
+        const { rowCount } = await client.query(updateSource(sets), values);
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
         return 0;
       }
       case 'delete': {
         // Waits for accepts that locked the row (FOR KEY SHARE, see ACCEPT) to commit: the update
         // below, a statement of its own, then sees what they stored.
-        const { rowCount } = await client.query('DELETE FROM sources WHERE name = $1', [op.name]);
+        const { rowCount } = await client.query(SETUP.deleteSource, [op.name]);
         if (rowCount === 0) throw new StepFailed({ ok: false, reason: 'missing', name: op.name });
-        await client.query('DELETE FROM source_keys WHERE source = $1', [op.name]);
-        await client.query('DELETE FROM audience_members WHERE source = $1', [op.name]);
-        await client.query('DELETE FROM audiences WHERE source = $1', [op.name]);
+        await client.query(SETUP.deleteKeys, [op.name]);
+        await client.query(SETUP.deleteMembers, [op.name]);
+        await client.query(SETUP.deleteAudiences, [op.name]);
         const failed = await client.query(
-          `UPDATE deliveries SET status = ${ABANDONED}, finished_at = $1, last_error = $2, leased_until = 0, lease_owner = NULL
-           WHERE source = $3 AND status = ${PENDING}`,
+          SETUP.failDeliveries,
           [op.at, op.reason, op.name],
         );
         const count = failed.rowCount ?? 0;
         if (count > 0) {
           await client.query(
-            "INSERT INTO counters (name, shard, value) VALUES ('failed', 0, $1) ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value",
+            SETUP.addFailed,
             [count],
           );
         }
@@ -132,12 +129,12 @@ export class PostgresSetup implements SetupStore {
       }
       case 'add-key': {
         const k = op.key;
-        const same = await client.query<{ id: string; source: string }>('SELECT id, source FROM source_keys WHERE digest = $1', [k.digest]);
+        const same = await client.query<{ id: string; source: string }>(SETUP.keyByDigest, [k.digest]);
         const found = same.rows[0];
         if (found !== undefined && found.source !== k.source) throw new StepFailed({ ok: false, reason: 'key-taken', name: found.source });
-        if (found !== undefined) await client.query('UPDATE source_keys SET expires_at = NULL, origin = $2 WHERE id = $1', [found.id, k.origin]);
+        if (found !== undefined) await client.query(SETUP.reviveKey, [found.id, k.origin]);
         else {
-          await client.query('INSERT INTO source_keys (id, source, digest, last4, origin, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+          await client.query(SETUP.insertKey, [
             k.id,
             k.source,
             k.digest,
@@ -151,8 +148,7 @@ export class PostgresSetup implements SetupStore {
       }
       case 'expire-keys':
         await client.query(
-          `UPDATE source_keys SET expires_at = $2
-           WHERE source = $1 AND NOT (id = ANY($3::text[])) AND ($4::text IS NULL OR origin = $4) AND (expires_at IS NULL OR expires_at > $2)`,
+          SETUP.expireKeys,
           [op.source, op.at, op.except, op.origin ?? null],
         );
         return 0;

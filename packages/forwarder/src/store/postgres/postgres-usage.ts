@@ -5,17 +5,7 @@ import { capEvents, mergeDay } from '../usage';
 import { toSchemaCount, toUsageDay } from '../sql-rows';
 import type { DayRow, EventRow } from '../sql-rows';
 import type { SchemaCount, UsageBatch, UsageDay, UsageStore } from '../contract';
-
-const ADD_EVENTS = `INSERT INTO source_events (source_id, type, event, source, count, first_seen, last_seen)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
-  ON CONFLICT (source_id, type, event) DO UPDATE SET count = source_events.count + EXCLUDED.count, source = EXCLUDED.source,
-    first_seen = least(source_events.first_seen, EXCLUDED.first_seen), last_seen = greatest(source_events.last_seen, EXCLUDED.last_seen)`;
-
-const ADD_DAYS = `INSERT INTO source_usage (source_id, day, source, received, filtered, rejected, delivered, failed)
-  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
-  ON CONFLICT (source_id, day) DO UPDATE SET source = EXCLUDED.source, received = source_usage.received + EXCLUDED.received,
-    filtered = source_usage.filtered + EXCLUDED.filtered, rejected = source_usage.rejected + EXCLUDED.rejected,
-    delivered = source_usage.delivered + EXCLUDED.delivered, failed = source_usage.failed + EXCLUDED.failed`;
+import { ADD_DAYS, ADD_EVENTS, USAGE } from './sql';
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -53,12 +43,12 @@ export class PostgresUsageStore implements UsageStore {
         const kept = new Map<string, number>();
         if (named.length > 0) {
           const found = await client.query<{ source_id: string; event: string }>(
-            "SELECT source_id, event FROM source_events WHERE type = 'track' AND (source_id, event) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+            USAGE.trackedNames,
             [textArray(named.map((c) => c.sourceId)), textArray(named.map((c) => c.event))],
           );
           for (const r of found.rows) known.add(`${r.source_id}\u0000${r.event}`);
           const counted = await client.query<{ source_id: string; n: number }>(
-            "SELECT source_id, count(*)::int AS n FROM source_events WHERE source_id = ANY($1::text[]) AND type = 'track' AND event <> '' GROUP BY source_id",
+            USAGE.namesKept,
             [textArray(ids)],
           );
           for (const r of counted.rows) kept.set(r.source_id, r.n);
@@ -105,7 +95,7 @@ export class PostgresUsageStore implements UsageStore {
   async events(sourceId: string): Promise<SchemaCount[]> {
     this.guard();
     const { rows } = await this.pool.query<EventRow>(
-      'SELECT source_id, source, type, event, count, first_seen, last_seen FROM source_events WHERE source_id = $1',
+      USAGE.events,
       [sourceId],
     );
     return rows.map(toSchemaCount);
@@ -115,7 +105,7 @@ export class PostgresUsageStore implements UsageStore {
     this.guard();
     if (sourceIds.length === 0) return [];
     const { rows } = await this.pool.query<DayRow>(
-      'SELECT source_id, source, day, received, filtered, rejected, delivered, failed FROM source_usage WHERE source_id = ANY($1::text[]) AND day BETWEEN $2 AND $3 ORDER BY day',
+      USAGE.days,
       [textArray(sourceIds), fromDay, toDay],
     );
     return rows.map(toUsageDay);
@@ -123,8 +113,8 @@ export class PostgresUsageStore implements UsageStore {
 
   async prune(beforeDay: number): Promise<number> {
     this.guard();
-    const events = await this.pool.query('DELETE FROM source_events e WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.id = e.source_id)');
-    const days = await this.pool.query('DELETE FROM source_usage u WHERE u.day < $1 OR NOT EXISTS (SELECT 1 FROM sources s WHERE s.id = u.source_id)', [beforeDay]);
+    const events = await this.pool.query(USAGE.pruneEvents);
+    const days = await this.pool.query(USAGE.pruneDays, [beforeDay]);
     return (events.rowCount ?? 0) + (days.rowCount ?? 0);
   }
 }

@@ -17,10 +17,11 @@ import { PostgresUsageStore } from './postgres-usage';
 import { dayOf, USAGE_DAYS_KEPT } from '../usage';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { SourceDeletedError } from '../contract';
-import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
+import { DELIVERED, FAILED, PENDING } from '../statuses';
 import { redactUrl } from '../../redact';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns } from '../audience-change';
+import { ACCEPT, ACCEPT_ORDERED, CLAIM, INSERT_DELIVERIES, LOCK, PRUNE, PRUNE_CHUNK, QUEUE, RECORD, RECORD_ABANDONED, RECORD_DELIVERED } from './sql';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -42,8 +43,6 @@ const DEFAULTS = { poolSize: 10, connectTimeout: 5000 } as const;
 
 /** Most messages in one group commit. */
 const GROUP_MESSAGES = 5000;
-/** Rows removed per statement when pruning. */
-const PRUNE_CHUNK = 2000;
 /** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
 const COUNTER_SHARDS = 16;
 
@@ -83,162 +82,6 @@ interface AcceptRequest {
   readonly resolve: (result: AcceptResult) => void;
   readonly reject: (error: unknown) => void;
 }
-
-/**
- * Deliveries made by no ingested call (replays, notices). Ordered ones (`$8`: any) take their
- * keys' locks first (`hd`, evaluated once before the first row: see ACCEPT), so that their ids
- * come after those of a commit of the same user that leased one.
- */
-const INSERT_DELIVERIES = `WITH hd AS (SELECT CASE WHEN $8::boolean THEN eventrelay_order_heads($1::text[], $7::text[], NULL) END AS heads)
-INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, order_key)
-  SELECT s, d, k, m, b, c, c, q FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[]) WITH ORDINALITY AS x(s, d, k, m, b, c, q, n)
-  WHERE (SELECT count(*) FROM hd) = 1
-  ORDER BY n`;
-
-/**
- * A group commit: the sources its requests were checked against that still exist (`live`: names
- * `$15` with ids `$16`, each row locked against deletion until the commit; `ok` adds the unchecked
- * names `$17`), the messages of those sources new to the store (`m`), their deliveries (`d`,
- * leased with `$14` as owner until `$13` when the request asked; `$19` the user key of an ordered
- * one, leased only when it is the first of its key here and `hd` finds none of its key pending),
- * and the counters (`c`: `$12` and `$18` are each request's source and number of messages).
- * The rows are the new messages, then a row per live source (message_id null). Deliveries are
- * inserted in the order the calls came (`n`), so that their ids are that order: the order in
- * which the ordered ones of a user go (the messages are sorted, for the order of their locks).
- *
- * `FOR KEY SHARE`: a deletion's `DELETE FROM sources` waits for this commit (and then fails what
- * it stored), or this waits for the deletion and finds no row (and stores nothing). A change of a
- * source's settings (an update of other columns) does not wait for it, nor it for the change.
- *
- * Two forms, each prepared once: ACCEPT, and ACCEPT_ORDERED for a commit with ordered deliveries.
- * There `hd` (`$20`: which deliveries may be leased) locks the user keys of the ordered deliveries
- * and tells which may be leased (eventrelay_order_heads). `live`'s filter on it makes it run once,
- * before the first message row is inserted: every commit takes those locks before any other, so
- * two commits of one user never wait for each other's rows.
- */
-const acceptStatement = (ordered: boolean) => `WITH ${ordered ? 'hd AS (SELECT eventrelay_order_heads($5::text[], $19::text[], $20::boolean[]) AS heads),' : ''}
-live AS (
-  SELECT s.name FROM sources s JOIN unnest($15::text[], $16::text[]) AS q(n, i) ON s.name = q.n AND s.id = q.i
-  ${ordered ? 'WHERE (SELECT count(*) FROM hd) = 1' : ''}
-  FOR KEY SHARE OF s),
-ok AS (SELECT name FROM live UNION ALL SELECT unnest($17::text[])),
-m AS (
-  INSERT INTO messages (source, message_id, received_at)
-  SELECT x.s, x.m, x.r FROM unnest($1::text[], $2::text[], $3::bigint[]) AS x(s, m, r) WHERE x.s IN (SELECT name FROM ok)
-  ON CONFLICT DO NOTHING RETURNING source, message_id),
-n AS (SELECT coalesce(sum(r.n), 0)::bigint AS total FROM unnest($12::text[], $18::bigint[]) AS r(s, n) WHERE r.s IN (SELECT name FROM ok)),
-d AS (
-  INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until, order_key)
-  SELECT x.s, x.d, x.k, x.m, x.b, x.c, coalesce(x.l, x.c), CASE WHEN x.l IS NULL THEN 0 ELSE 1 END, CASE WHEN x.l IS NOT NULL THEN $14 END, coalesce(x.l, 0), x.q
-  FROM (SELECT y.o, y.s, y.d, y.k, y.m, y.b, y.c, ${ordered ? 'CASE WHEN y.q IS NULL OR (SELECT heads FROM hd)[y.n] THEN y.l END' : 'y.l'} AS l, y.q, y.n
-    FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $13::bigint[], $19::text[])
-    WITH ORDINALITY AS y(o, s, d, k, m, b, c, l, q, n)) x
-  JOIN m ON m.source = x.s AND m.message_id = x.o
-  ORDER BY x.n
-  RETURNING id, source, message_id, destination, lease),
-c AS (
-  INSERT INTO counters (name, shard, value)
-  SELECT v.name, $11, v.value FROM n, LATERAL (VALUES ('accepted', n.total), ('duplicates', n.total - (SELECT count(*) FROM m))) AS v(name, value)
-  ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
-SELECT m.source, m.message_id, d.id, d.destination FROM m LEFT JOIN d ON d.lease = 1 AND d.source = m.source AND d.message_id = m.message_id
-UNION ALL SELECT name, NULL, NULL, NULL FROM live`;
-const ACCEPT = acceptStatement(false);
-const ACCEPT_ORDERED = acceptStatement(true);
-
-/**
- * A claim: up to `$3` deliveries of source `$1` due at `$2` (their retry time and any lease ended),
- * oldest first, leased to `$4` until `$5`; an ordered one (`order_key`) only when no older one of
- * its key is pending, leased or not (a row another claim holds is skipped, and the rows behind it
- * see it pending: two instances never take two of a key). It writes only columns no index
- * covers: a HOT update, in place on the row's page.
- */
-export const CLAIM = `WITH c AS (
-   SELECT id, greatest(next_attempt_at, leased_until) AS due_at FROM deliveries p
-   WHERE status = ${PENDING} AND source = $1 AND next_attempt_at <= $2 AND leased_until <= $2
-   AND (order_key IS NULL OR NOT EXISTS (
-     SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.order_key IS NOT NULL AND e.source = p.source AND e.order_key = p.order_key AND e.id < p.id))
-   ORDER BY next_attempt_at, id LIMIT $3
-   FOR UPDATE SKIP LOCKED)
- UPDATE deliveries d SET lease = d.lease + 1, lease_owner = $4, leased_until = $5
- FROM c WHERE d.id = c.id
- RETURNING d.id, d.lease, d.source, d.destination, d.kind, d.message_id, d.body, d.created_at, d.attempts, d.first_attempt_at, d.order_key, c.due_at`;
-
-/**
- * For a written outcome (`w`: id, status, source, order_key): an ordered delivery finished with
- * another of its key pending. The statement's snapshot still shows the row itself pending, hence
- * `id <>`; unordered rows never read the index.
- */
-const NEXT_OF_KEY = `CASE WHEN w.order_key IS NULL OR w.status = ${PENDING} THEN false ELSE EXISTS (
-   SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.order_key IS NOT NULL AND e.source = w.source AND e.order_key = w.order_key AND e.id <> w.id) END`;
-
-/**
- * Outcomes, one per row of the arrays: a delivered delivery's row is deleted (its count is kept),
- * one row version less than an update, and no index entries; retries and failures are updated,
- * each only with its lease. Returns the ids written, each with `next`: it was an ordered delivery,
- * now finished, with another of its key pending (RecordResult.released). `d.status + 0` rather than `d.status`: the
- * pending index (`WHERE status = 0`) holds id only as its third column, and a planner that takes
- * the queue for empty would otherwise pick it to look rows up by id, reading all of it each time.
- */
-export const RECORD = `WITH o AS (
-   SELECT * FROM unnest($1::bigint[], $2::int[], $3::smallint[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])
-     AS o(id, lease, status, attempts, first_at, at, error)),
- x AS (
-   DELETE FROM deliveries d USING o
-   WHERE d.id = o.id AND o.status = ${DELIVERED} AND d.status + 0 = ${PENDING}
-   RETURNING d.id, o.status, d.source, d.order_key),
- u AS (
-   UPDATE deliveries d SET
-     status = o.status,
-     attempts = o.attempts,
-     first_attempt_at = o.first_at,
-     next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
-     finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
-     last_error = o.error,
-     leased_until = 0,
-     lease_owner = NULL
-   FROM o
-   WHERE d.id = o.id AND o.status <> ${DELIVERED} AND d.status + 0 = ${PENDING} AND d.lease = o.lease
-   RETURNING d.id, o.status, d.source, d.order_key, o.at),
- h AS (
-   UPDATE deliveries e SET next_attempt_at = u.at FROM u
-   WHERE u.status = ${PENDING} AND u.order_key IS NOT NULL AND e.status = ${PENDING} AND e.order_key IS NOT NULL
-     AND e.source = u.source AND e.order_key = u.order_key AND e.id > u.id AND e.next_attempt_at < u.at),
- w AS (SELECT id, status, source, order_key FROM x UNION ALL SELECT id, status, source, order_key FROM u),
- c AS (
-   INSERT INTO counters (name, shard, value)
-   SELECT CASE WHEN status = ${DELIVERED} THEN 'delivered' ELSE 'failed' END, $8, count(*) FROM w
-   WHERE status <> ${PENDING} GROUP BY status
-   ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
- SELECT id, source, ${NEXT_OF_KEY} AS next FROM w`;
-
-/**
- * Delivered outcomes RECORD and RECORD_DELIVERED did not write, for deliveries given up by their
- * source's deletion while the same lease was out (an attempt in flight at the deletion): deleted
- * as delivered, and counted delivered instead of failed. Run only for such outcomes (rare).
- */
-export const RECORD_ABANDONED = `WITH x AS (
-   DELETE FROM deliveries d USING unnest($1::bigint[], $2::int[]) AS o(id, lease)
-   WHERE d.id = o.id AND d.status + 0 = ${ABANDONED} AND d.lease = o.lease
-   RETURNING d.id),
- c AS (
-   INSERT INTO counters (name, shard, value)
-   SELECT v.name, $3, v.value FROM (SELECT count(*) AS n FROM x) k, LATERAL (VALUES ('delivered', k.n), ('failed', -k.n)) AS v(name, value)
-   WHERE k.n > 0
-   ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
- SELECT id FROM x`;
-
-/**
- * RECORD for the usual batch, every outcome delivered: the rows deleted by id (whoever holds
- * their lease, as RECORD does), and the count. One array instead of seven, no join.
- */
-export const RECORD_DELIVERED = `WITH w AS (
-   DELETE FROM deliveries WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING}
-   RETURNING id, source, order_key, ${DELIVERED} AS status),
- c AS (
-   INSERT INTO counters (name, shard, value)
-   SELECT 'delivered', $2, count(*) FROM w HAVING count(*) > 0
-   ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
- SELECT id, source, ${NEXT_OF_KEY} AS next FROM w`;
 
 /**
  * A ForwarderStore on PostgreSQL, shared by any number of forwarder processes. Deliveries are
@@ -437,9 +280,7 @@ export class PostgresStore implements ForwarderStore {
   async waitingFor(source: string, messageId: string): Promise<string | undefined> {
     this.assertOpen();
     const { rows } = await this.fast.query<{ message_id: string }>(
-      `SELECT b.message_id FROM deliveries d JOIN deliveries b
-         ON b.status = ${PENDING} AND b.order_key IS NOT NULL AND b.source = d.source AND b.order_key = d.order_key AND b.id < d.id
-       WHERE d.status = ${PENDING} AND d.order_key IS NOT NULL AND d.source = $1 AND d.message_id = $2 ORDER BY b.id LIMIT 1`,
+      QUEUE.waitingFor,
       [source, messageId],
     );
     return rows[0]?.message_id;
@@ -454,7 +295,7 @@ export class PostgresStore implements ForwarderStore {
       // row is due already (the claim leaves next_attempt_at alone, to stay a HOT update), and
       // the least leased_until of the due rows would read every one of them, under a burst the
       // whole queue, each time. A claim that lapses is found by the next claim (see nextDueAfter).
-      text: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2`,
+      text: QUEUE.nextDue,
       values: [source, now],
     });
     return rows[0]?.at ?? undefined;
@@ -525,15 +366,15 @@ export class PostgresStore implements ForwarderStore {
       const client = await checkout(this.pool);
       try {
         // Serialized across instances: the lock is held for the whole sync, on this connection.
-        await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_CLASS + LOCKS.audience, key]);
+        await client.query(QUEUE.audienceLock, [LOCK_CLASS + LOCKS.audience, key]);
         try {
-          const synced = (await client.query('SELECT 1 FROM audiences WHERE source = $1 AND audience = $2', [source, audience])).rowCount! > 0;
+          const synced = (await client.query(QUEUE.audienceSynced, [source, audience])).rowCount! > 0;
           let current: Set<string> | undefined;
           if (synced) {
             current = new Set();
             for (let after = ''; ;) {
               const page = await client.query<{ user_id: string }>(
-                `SELECT user_id FROM audience_members WHERE source = $1 AND audience = $2 AND user_id > $3 ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`,
+                QUEUE.audienceMembers,
                 [source, audience, after],
               );
               for (const row of page.rows) current.add(row.user_id);
@@ -552,15 +393,15 @@ export class PostgresStore implements ForwarderStore {
             try {
               if (chunk.added.length > 0) {
                 await client.query(
-                  'INSERT INTO audience_members (source, audience, user_id) SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING',
+                  QUEUE.memberAdd,
                   [source, audience, chunk.added],
                 );
               }
               if (chunk.removed.length > 0) {
-                await client.query('DELETE FROM audience_members WHERE source = $1 AND audience = $2 AND user_id = ANY($3::text[])', [source, audience, chunk.removed]);
+                await client.query(QUEUE.memberRemove, [source, audience, chunk.removed]);
               }
               await client.query(
-                'INSERT INTO audiences (source, audience, synced_at) VALUES ($1, $2, $3) ON CONFLICT (source, audience) DO UPDATE SET synced_at = EXCLUDED.synced_at',
+                QUEUE.audienceMark,
                 [source, audience, Date.now()],
               );
               if (deliveries.length > 0) await client.query(INSERT_DELIVERIES, deliveryArrays(deliveries));
@@ -572,7 +413,7 @@ export class PostgresStore implements ForwarderStore {
           }
           return change;
         } finally {
-          await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS + LOCKS.audience, key]).catch(() => {});
+          await client.query(QUEUE.audienceUnlock, [LOCK_CLASS + LOCKS.audience, key]).catch(() => {});
         }
       } finally {
         client.release();
@@ -583,10 +424,9 @@ export class PostgresStore implements ForwarderStore {
   async counts(): Promise<StoreCounts> {
     this.assertOpen();
     const [totals, queue] = await Promise.all([
-      this.fast.query<{ name: string; value: number }>('SELECT name, sum(value)::bigint AS value FROM counters GROUP BY name'),
+      this.fast.query<{ name: string; value: number }>(QUEUE.counters),
       this.fast.query<{ pending: number; retrying: number; oldest: number | null }>(
-        `SELECT count(*)::int AS pending, count(*) FILTER (WHERE attempts > 0)::int AS retrying, min(created_at) AS oldest
-         FROM deliveries WHERE status = ${PENDING}`,
+        QUEUE.queue,
       ),
     ]);
     const byName = new Map(totals.rows.map((r) => [r.name, r.value]));
@@ -607,16 +447,11 @@ export class PostgresStore implements ForwarderStore {
     this.assertOpen();
     const client = await checkout(this.pool);
     try {
-      const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, LOCKS.prune]);
+      const locked = await client.query<{ ok: boolean }>(LOCK.tryLock, [LOCK_CLASS, LOCKS.prune]);
       if (!locked.rows[0]!.ok) return 0;
       let removed = 0;
       try {
-        for (const statement of [
-          `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE status <> ${PENDING} AND finished_at < $1 LIMIT ${PRUNE_CHUNK})`,
-          `DELETE FROM messages WHERE (source, message_id) IN (SELECT source, message_id FROM messages WHERE received_at < $1 LIMIT ${PRUNE_CHUNK})`,
-          // Write keys whose grace ended before the retention window: refused long since, forgotten now.
-          'DELETE FROM source_keys WHERE expires_at IS NOT NULL AND expires_at < $1',
-        ]) {
+        for (const statement of PRUNE) {
           for (;;) {
             if (this.closed) return removed;
             const changes = (await client.query(statement, [before])).rowCount ?? 0;
@@ -627,7 +462,7 @@ export class PostgresStore implements ForwarderStore {
         if (!this.closed) removed += await this.usage.prune(dayOf(before) - USAGE_DAYS_KEPT);
         return removed;
       } finally {
-        await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCKS.prune]);
+        await client.query(LOCK.unlock, [LOCK_CLASS, LOCKS.prune]);
       }
     } finally {
       client.release();

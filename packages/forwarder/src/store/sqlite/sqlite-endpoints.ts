@@ -2,9 +2,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { applyReport, enabledState } from '../endpoint-state';
 import { toEndpointState } from '../endpoint-rows';
 import type { EndpointRow } from '../endpoint-rows';
+import { ENDPOINTS } from './sql';
 import type { DisableRule, EndpointReport, EndpointReportResult, EndpointState, EndpointStore } from '../contract';
-
-const COLUMNS = 'source, url_key, url, failures, failing_since, last_failure_at, last_error, disabled_at, disabled_reason';
 
 /** The endpoint states in the SQLite database (`endpoint_states`): one transaction per report. */
 export class SqliteEndpointStore implements EndpointStore {
@@ -14,9 +13,9 @@ export class SqliteEndpointStore implements EndpointStore {
 
   constructor(db: BetterSqlite3.Database) {
     this.statements = {
-      list: db.prepare(`SELECT ${COLUMNS} FROM endpoint_states`),
-      get: db.prepare(`SELECT ${COLUMNS} FROM endpoint_states WHERE source = ? AND url_key = ?`),
-      put: db.prepare(`INSERT OR REPLACE INTO endpoint_states (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      list: db.prepare(ENDPOINTS.list),
+      get: db.prepare(ENDPOINTS.get),
+      put: db.prepare(ENDPOINTS.put),
     };
     const s = this.statements;
     const put = (x: EndpointState) =>

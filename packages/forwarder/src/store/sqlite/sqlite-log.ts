@@ -5,6 +5,7 @@ import { BufferedDeliveryLog } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
 import { attemptEntries, responseEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
+import { LOG, listLogLines, PRUNE_CHUNK } from './sql';
 import type { AttemptRecord, DeliveryDetail, DeliveryLog, DeliveryLogOptions, DeliveryState, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../contract';
 
 const log = createDebug('eventrelay:forwarder');
@@ -54,9 +55,6 @@ CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
 /** The event filter's index (also made by the store's schema step 9). */
 export const EVENT_INDEX = 'CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL';
 
-/** Rows removed per statement when pruning, so a prune never holds the database for long. */
-const PRUNE_CHUNK = 2000;
-
 /**
  * Attempts made on calls that the same flush writes (a call is accepted, then attempted within
  * the 50 ms its line waits): each call's attempts, in order, and the set of those records.
@@ -79,9 +77,6 @@ function foldAttempts(ops: readonly LogOp[]): { byCall: Map<LogCall, AttemptReco
   }
   return { byCall, records };
 }
-
-const COLUMNS = `id, source, source_id, kind, message_id, type, event, user_id, received_at, state, attempts, series, updated_at, finished_at, reason,
-  body IS NOT NULL AS has_body`;
 
 /**
  * The delivery log in the SQLite store's database (its own `log_*` tables, the same handle).
@@ -116,49 +111,24 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     for (const column of ['event', 'responses']) if (!columns('log_messages').includes(column)) db.exec(`ALTER TABLE log_messages ADD COLUMN ${column} TEXT`);
     db.exec(EVENT_INDEX);
     this.statements = {
-      insert: db.prepare(
-        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, updated_at, finished_at, reason, body, source_id, event)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
+      insert: db.prepare(LOG.insert),
       // A call with the attempts made on it before the flush that writes it: in its state after them.
-      insertAttempted: db.prepare(
-        `INSERT INTO log_messages (source, kind, message_id, type, user_id, received_at, state, attempts, updated_at, finished_at, reason, body, attempt_log, source_id, event, responses)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      findLive: db.prepare(
-        `SELECT id, series FROM log_messages WHERE source = ? AND message_id = ? AND state NOT IN ('duplicate', 'refused', 'filtered')
-         ORDER BY id DESC LIMIT 1`,
-      ),
+      insertAttempted: db.prepare(LOG.insertAttempted),
+      findLive: db.prepare(LOG.findLive),
       // One statement per attempt: the new state follows from the outcome alone; the attempt joins
       // the line's, and so do the receivers' answers to it (erased with the body).
       // A finished line changes only to delivered: a failed one whose source was deleted while
       // the attempt was in flight (attempts on other finished lines are not written: stale in the queue).
-      update: db.prepare(
-        `UPDATE log_messages SET state = @state, attempts = attempts + 1, updated_at = @updatedAt, finished_at = @finishedAt, reason = @reason,
-         body = CASE WHEN @erase THEN NULL ELSE body END, attempt_log = coalesce(attempt_log || ',', '') || @entries,
-         responses = CASE WHEN @erase THEN NULL WHEN @responses IS NULL THEN responses ELSE coalesce(responses || ',', '') || @responses END
-         WHERE id = @id AND (state IN ('pending', 'retrying') OR @state = 'delivered')`,
-      ),
-      replay: db.prepare(
-        `UPDATE log_messages SET series = series + 1, state = 'pending', finished_at = NULL, updated_at = ?, reason = NULL
-         WHERE id = ? AND state IN ('failed', 'delivered') AND body IS NOT NULL RETURNING series, source, message_id`,
-      ),
-      unreplay: db.prepare(
-        `UPDATE log_messages SET series = series - 1, state = ?, updated_at = ?, finished_at = ?, reason = ? WHERE id = ? AND series = ? AND state = 'pending'`,
-      ),
-      get: db.prepare(`SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE id = ?`),
-      attempts: db.prepare('SELECT series, attempt, at, url, status, error, duration_ms, outcome, next_attempt_at FROM log_attempts WHERE delivery_id = ? ORDER BY id'),
-      failed: db.prepare(
-        `SELECT ${COLUMNS}, body, attempt_log, responses FROM log_messages WHERE source = ? AND state = 'failed' AND body IS NOT NULL AND received_at >= ? AND received_at < ?
-         AND (? IS NULL OR source_id IS NULL OR source_id = ?) ORDER BY id`,
-      ),
-      pruneIds: db.prepare(`SELECT id FROM log_messages WHERE finished_at < ? LIMIT ${PRUNE_CHUNK}`).pluck(),
-      pruneMessages: db.prepare('DELETE FROM log_messages WHERE id IN (SELECT value FROM json_each(?))'),
-      pruneAttempts: db.prepare('DELETE FROM log_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))'),
-      eraseDelivered: db.prepare(
-        `UPDATE log_messages SET body = NULL, responses = NULL WHERE id IN (SELECT id FROM log_messages WHERE state = 'delivered' AND finished_at < ? AND body IS NOT NULL
-         LIMIT ${PRUNE_CHUNK})`,
-      ),
+      update: db.prepare(LOG.update),
+      replay: db.prepare(LOG.replay),
+      unreplay: db.prepare(LOG.unreplay),
+      get: db.prepare(LOG.get),
+      attempts: db.prepare(LOG.attempts),
+      failed: db.prepare(LOG.failed),
+      pruneIds: db.prepare(LOG.pruneIds).pluck(),
+      pruneMessages: db.prepare(LOG.pruneMessages),
+      pruneAttempts: db.prepare(LOG.pruneAttempts),
+      eraseDelivered: db.prepare(LOG.eraseDelivered),
     };
     this.apply = db.transaction((ops: readonly LogOp[]) => {
       const folded = foldAttempts(ops);
@@ -291,8 +261,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     if (query.since !== undefined) add('received_at >= ?', query.since);
     if (query.until !== undefined) add('received_at < ?', query.until);
     if (query.beforeId !== undefined) add('id < ?', query.beforeId);
-    const sql = `SELECT ${COLUMNS} FROM log_messages ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
-    const rows = this.db.prepare(sql).all(...params, query.limit) as LogRow[];
+    const rows = this.db.prepare(listLogLines(where)).all(...params, query.limit) as LogRow[];
     return rows.map(toLoggedMessage);
   }
 
@@ -345,12 +314,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     await this.drain();
     const id = sourceId ?? null;
     // The lines stay reachable by key: an attempt in flight at the deletion may yet deliver one.
-    this.db
-      .prepare(
-        `UPDATE log_messages SET state = 'failed', finished_at = ?, updated_at = ?, reason = ?
-         WHERE source = ? AND state IN ('pending', 'retrying') AND (? IS NULL OR source_id IS NULL OR source_id = ?)`,
-      )
-      .run(at, at, reason, source, id, id);
+    this.db.prepare(LOG.abandon).run(at, at, reason, source, id, id);
   }
 
   async prune(before: number, now: number): Promise<number> {

@@ -2,7 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
 import type { SetupOp, SetupSnapshot, SetupStore, SetupWriteResult } from '../contract';
-import { ABANDONED, PENDING } from '../statuses';
+import { SETUP } from './sql';
 
 /** A failed step: the transaction is rolled back and the reason returned. */
 class StepFailed extends Error {
@@ -27,27 +27,25 @@ export class SqliteSetup implements SetupStore {
     private readonly guard: (write: boolean) => void,
   ) {
     this.statements = {
-      revision: db.prepare('SELECT revision FROM setup_revision WHERE id = 1').pluck(),
-      bump: db.prepare('UPDATE setup_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision').pluck(),
-      sources: db.prepare('SELECT name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema FROM sources ORDER BY name'),
-      source: db.prepare('SELECT name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema FROM sources WHERE name = ?'),
-      keys: db.prepare('SELECT id, source, digest, last4, origin, created_at, expires_at FROM source_keys ORDER BY source, created_at, id'),
-      insertSource: db.prepare('INSERT OR IGNORE INTO sources (name, id, enabled, webhooks, applied, settings, created_at, updated_at, schema) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-      updateSource: db.prepare('UPDATE sources SET enabled = ?, webhooks = ?, applied = ?, settings = ?, updated_at = ?, schema = ? WHERE name = ?'),
-      deleteSource: db.prepare('DELETE FROM sources WHERE name = ?'),
-      deleteKeys: db.prepare('DELETE FROM source_keys WHERE source = ?'),
-      deleteAudiences: db.prepare('DELETE FROM audiences WHERE source = ?'),
-      deleteMembers: db.prepare('DELETE FROM audience_members WHERE source = ?'),
-      failDeliveries: db.prepare(
-        `UPDATE deliveries SET status = ${ABANDONED}, finished_at = ?, last_error = ?, lease_owner = NULL WHERE source = ? AND status = ${PENDING}`,
-      ),
-      addFailed: db.prepare("UPDATE counters SET value = value + ? WHERE name = 'failed'"),
-      keyByDigest: db.prepare('SELECT id, source FROM source_keys WHERE digest = ?'),
-      reviveKey: db.prepare('UPDATE source_keys SET expires_at = NULL, origin = ? WHERE id = ?'),
-      insertKey: db.prepare('INSERT INTO source_keys (id, source, digest, last4, origin, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      keysOf: db.prepare('SELECT id, origin, expires_at FROM source_keys WHERE source = ?'),
-      expireKey: db.prepare('UPDATE source_keys SET expires_at = ? WHERE id = ?'),
-      pruneKeys: db.prepare('DELETE FROM source_keys WHERE expires_at IS NOT NULL AND expires_at < ?'),
+      revision: db.prepare(SETUP.revision).pluck(),
+      bump: db.prepare(SETUP.bump).pluck(),
+      sources: db.prepare(SETUP.sources),
+      source: db.prepare(SETUP.source),
+      keys: db.prepare(SETUP.keys),
+      insertSource: db.prepare(SETUP.insertSource),
+      updateSource: db.prepare(SETUP.updateSource),
+      deleteSource: db.prepare(SETUP.deleteSource),
+      deleteKeys: db.prepare(SETUP.deleteKeys),
+      deleteAudiences: db.prepare(SETUP.deleteAudiences),
+      deleteMembers: db.prepare(SETUP.deleteMembers),
+      failDeliveries: db.prepare(SETUP.failDeliveries),
+      addFailed: db.prepare(SETUP.addFailed),
+      keyByDigest: db.prepare(SETUP.keyByDigest),
+      reviveKey: db.prepare(SETUP.reviveKey),
+      insertKey: db.prepare(SETUP.insertKey),
+      keysOf: db.prepare(SETUP.keysOf),
+      expireKey: db.prepare(SETUP.expireKey),
+      pruneKeys: db.prepare(SETUP.pruneKeys),
     };
     const s = this.statements;
     this.writeTx = db.transaction((ops: readonly SetupOp[]): SetupWriteResult => {

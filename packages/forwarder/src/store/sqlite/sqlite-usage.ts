@@ -2,6 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { capEvents } from '../usage';
 import { toSchemaCount, toUsageDay } from '../sql-rows';
 import type { DayRow, EventRow } from '../sql-rows';
+import { USAGE } from './sql';
 import type { SchemaCount, UsageBatch, UsageDay, UsageStore } from '../contract';
 
 /**
@@ -18,23 +19,14 @@ export class SqliteUsageStore implements UsageStore {
     private readonly guard: () => void,
   ) {
     this.statements = {
-      known: db.prepare('SELECT 1 FROM source_events WHERE source_id = ? AND type = ? AND event = ?').pluck(),
-      kept: db.prepare("SELECT count(*) FROM source_events WHERE source_id = ? AND type = 'track' AND event <> ''").pluck(),
-      addEvent: db.prepare(
-        `INSERT INTO source_events (source_id, type, event, source, count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (source_id, type, event) DO UPDATE SET count = count + excluded.count, source = excluded.source,
-           first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)`,
-      ),
-      addDay: db.prepare(
-        `INSERT INTO source_usage (source_id, day, source, received, filtered, rejected, delivered, failed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (source_id, day) DO UPDATE SET source = excluded.source, received = received + excluded.received,
-           filtered = filtered + excluded.filtered, rejected = rejected + excluded.rejected,
-           delivered = delivered + excluded.delivered, failed = failed + excluded.failed`,
-      ),
-      events: db.prepare('SELECT source_id, source, type, event, count, first_seen, last_seen FROM source_events WHERE source_id = ?'),
-      days: db.prepare('SELECT source_id, source, day, received, filtered, rejected, delivered, failed FROM source_usage WHERE source_id = ? AND day BETWEEN ? AND ? ORDER BY day'),
-      pruneEvents: db.prepare('DELETE FROM source_events WHERE source_id NOT IN (SELECT id FROM sources)'),
-      pruneDays: db.prepare('DELETE FROM source_usage WHERE day < ? OR source_id NOT IN (SELECT id FROM sources)'),
+      known: db.prepare(USAGE.known).pluck(),
+      kept: db.prepare(USAGE.kept).pluck(),
+      addEvent: db.prepare(USAGE.addEvent),
+      addDay: db.prepare(USAGE.addDay),
+      events: db.prepare(USAGE.events),
+      days: db.prepare(USAGE.days),
+      pruneEvents: db.prepare(USAGE.pruneEvents),
+      pruneDays: db.prepare(USAGE.pruneDays),
     };
     const s = this.statements;
     this.addTx = db.transaction((batch: UsageBatch) => {

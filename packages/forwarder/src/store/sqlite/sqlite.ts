@@ -17,7 +17,7 @@ import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
 import { SourceDeletedError } from '../contract';
-import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
+import { PRUNE_CHUNK, QUEUE } from './sql';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { AUDIENCE_CHUNK, audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
 
@@ -37,9 +37,6 @@ export interface SqliteStoreOptions {
 }
 
 const log = createDebug('eventrelay:forwarder');
-
-/** Rows removed per statement when pruning, so a large prune never blocks the event loop for long. */
-const PRUNE_CHUNK = 2000;
 
 /**
  * Longest time a delivered body stays readable in the WAL after it was erased, in ms: the WAL is
@@ -76,6 +73,58 @@ function loadDriver(): DatabaseConstructor {
   }
 }
 
+/** The queue's statements, each prepared once from its text in `sql.ts`. */
+function prepareQueue(db: BetterSqlite3.Database) {
+  return {
+    insertMessage: db.prepare(QUEUE.insertMessage),
+    insertDelivery: db.prepare(QUEUE.insertDelivery),
+    insertLeased: db.prepare(QUEUE.insertLeased),
+    keyPending: db.prepare(QUEUE.keyPending).pluck(),
+    addCounter: db.prepare(QUEUE.addCounter),
+    due: db.prepare(QUEUE.due),
+    holdBehind: db.prepare(QUEUE.holdBehind),
+    orderOf: db.prepare(QUEUE.orderOf),
+    waitingFor: db.prepare(QUEUE.waitingFor).pluck(),
+    lease: db.prepare(QUEUE.lease),
+    nextDue: db.prepare(QUEUE.nextDue),
+    retry: db.prepare(QUEUE.retry),
+    delivered: db.prepare(QUEUE.delivered),
+    deliveredAbandoned: db.prepare(QUEUE.deliveredAbandoned),
+    sourceLive: db.prepare(QUEUE.sourceLive).pluck(),
+    failed: db.prepare(QUEUE.failed),
+    counters: db.prepare(QUEUE.counters),
+    queue: db.prepare(QUEUE.queue),
+    audienceSynced: db.prepare(QUEUE.audienceSynced),
+    audienceMembers: db.prepare(QUEUE.audienceMembers).pluck(),
+    audienceMark: db.prepare(QUEUE.audienceMark),
+    memberAdd: db.prepare(QUEUE.memberAdd),
+    memberRemove: db.prepare(QUEUE.memberRemove),
+    pruneDeliveries: db.prepare(QUEUE.pruneDeliveries),
+    pruneMessages: db.prepare(QUEUE.pruneMessages),
+  };
+}
+
+/**
+ * Opens the database file in `dataDir` (made when missing). Only this process uses it (exclusive
+ * mode), so a lock means another forwarder: fail fast instead of waiting for the driver's 5 s.
+ */
+function openDatabase(dataDir: string): BetterSqlite3.Database {
+  const Database = loadDriver();
+  const file = join(dataDir, 'eventrelay.db');
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    return new Database(file, { timeout: 250 });
+  } catch (error) {
+    // A file where the directory should be, no permission, a read-only disk: the config's field.
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new StoreError(
+      `Cannot open the data directory ${dataDir} (${code}): it must be a directory this user can write, or one it can create`,
+      'ERR_STORE_UNAVAILABLE',
+      { cause: error, field: 'storage.dataDir' },
+    );
+  }
+}
+
 /**
  * The default ForwarderStore: one SQLite file in WAL mode. The database is opened in
  * exclusive locking mode, so a second forwarder on the same data directory is refused instead
@@ -86,20 +135,24 @@ function loadDriver(): DatabaseConstructor {
  * the database file, and the WAL (which still holds the frames that wrote them, and copies them
  * into the database file at its automatic checkpoints) is checkpointed and truncated within a
  * second after bodies were erased (`scrubSoon`), at every prune and at close.
+ *
+ * Each transaction is a method (`acceptAll`, `insertAll`, `claimRows`, `recordAll`,
+ * `writeAudienceChunk`) that better-sqlite3's `db.transaction` wraps once, at construction.
  */
 export class SqliteStore implements ForwarderStore {
   private readonly db: BetterSqlite3.Database;
-  private readonly statements;
-  private readonly acceptTx: (requests: readonly AcceptRequest[]) => (AcceptResult | SourceDeletedError)[];
+  private readonly statements: ReturnType<typeof prepareQueue>;
   private readonly durable: boolean;
   private syncMode: 'FULL' | 'NORMAL' | undefined;
   private syncFull!: BetterSqlite3.Statement;
   private syncNormal!: BetterSqlite3.Statement;
   /** Requests waiting for the next group commit. */
   private acceptQueue: Array<AcceptRequest & { resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }> = [];
+  private readonly acceptTx: (requests: readonly AcceptRequest[]) => (AcceptResult | SourceDeletedError)[];
   private readonly enqueueTx: (deliveries: readonly NewDelivery[]) => void;
-  private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => RecordResult;
   private readonly claimTx: (source: string, now: number, limit: number, lease: LeaseRequest) => DeliveryRow[];
+  private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => RecordResult;
+  private readonly audienceTx: (source: string, audience: string, chunk: AudienceChange, plan: (change: AudienceChange) => readonly NewDelivery[]) => void;
   private readonly audienceTurns = new KeyedTurns();
   private closed = false;
   private scrubTimer: NodeJS.Timeout | undefined;
@@ -116,124 +169,11 @@ export class SqliteStore implements ForwarderStore {
 
   constructor(options: SqliteStoreOptions) {
     this.rateBudget = new MemoryRateBudget(options.clock ?? systemClock);
-    const Database = loadDriver();
-    const file = join(options.dataDir, 'eventrelay.db');
-    try {
-      mkdirSync(options.dataDir, { recursive: true });
-      // No other connection shares the file (exclusive mode), so a lock means another forwarder:
-      // fail fast instead of waiting for the driver's default 5 s.
-      this.db = new Database(file, { timeout: 250 });
-    } catch (error) {
-      // A file where the directory should be, no permission, a read-only disk: the config's field.
-      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      throw new StoreError(
-        `Cannot open the data directory ${options.dataDir} (${code}): it must be a directory this user can write, or one it can create`,
-        'ERR_STORE_UNAVAILABLE',
-        { cause: error, field: 'storage.dataDir' },
-      );
-    }
-    try {
-      this.db.pragma('locking_mode = EXCLUSIVE');
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('secure_delete = ON');
-      this.durable = (options.synchronous ?? 'full') === 'full';
-      this.syncFull = this.db.prepare('PRAGMA synchronous = FULL');
-      this.syncNormal = this.db.prepare('PRAGMA synchronous = NORMAL');
-      this.sync(this.durable ? 'FULL' : 'NORMAL');
-      migrateSqlite(this.db);
-      // No other process can hold a lease here: what a killed predecessor had claimed is due now.
-      this.db
-        .prepare(`UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL WHERE status = ${PENDING} AND lease_owner IS NOT NULL`)
-        .run(Date.now());
-    } catch (error) {
-      this.db.close();
-      if ((error as { code?: string }).code === 'SQLITE_BUSY') {
-        throw new StoreError(
-          `Another forwarder is using the data directory ${options.dataDir}; stop it or pass another --data directory.`,
-          'ERR_STORE_LOCKED',
-          { cause: error, field: 'storage.dataDir' },
-        );
-      }
-      throw error;
-    }
+    this.durable = (options.synchronous ?? 'full') === 'full';
+    this.db = openDatabase(options.dataDir);
+    this.initialize(options.dataDir);
     const db = this.db;
-    this.statements = {
-      insertMessage: db.prepare('INSERT OR IGNORE INTO messages (source, message_id, received_at) VALUES (?, ?, ?)'),
-      insertDelivery: db.prepare(
-        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
-      // Leased by the commit that stores it, as a claim leases (due again at the lease's end).
-      insertLeased: db.prepare(
-        'INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)',
-      ),
-      // Whether a delivery of the key is pending (an ordered one is leased at acceptance only when none is).
-      keyPending: db.prepare(`SELECT 1 FROM deliveries WHERE status = ${PENDING} AND source = ? AND order_key = ? LIMIT 1`).pluck(),
-      addCounter: db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
-      // An ordered delivery (order_key) only when it is the oldest pending one of its key: the
-      // others wait for it, in flight or not (see ForwarderStore#claim).
-      due: db.prepare(
-        `SELECT id, lease, source, destination, kind, message_id, body, created_at, attempts, first_attempt_at, next_attempt_at, order_key
-         FROM deliveries d WHERE status = ${PENDING} AND source = ? AND next_attempt_at <= ?
-         AND (order_key IS NULL OR NOT EXISTS (
-           SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.source = d.source AND e.order_key = d.order_key AND e.id < d.id))
-         ORDER BY next_attempt_at, id LIMIT ?`,
-      ),
-      // The ordered deliveries behind one that is to be retried wait at least as long: claims
-      // do not read them over and over meanwhile.
-      holdBehind: db.prepare(
-        `UPDATE deliveries SET next_attempt_at = @at WHERE status = ${PENDING} AND source = @source AND order_key = @key AND id > @id AND next_attempt_at < @at`,
-      ),
-      orderOf: db.prepare('SELECT source, order_key FROM deliveries WHERE id = ?'),
-      waitingFor: db
-        .prepare(
-          `SELECT b.message_id FROM deliveries d JOIN deliveries b
-             ON b.status = ${PENDING} AND b.order_key IS NOT NULL AND b.source = d.source AND b.order_key = d.order_key AND b.id < d.id
-           WHERE d.status = ${PENDING} AND d.order_key IS NOT NULL AND d.source = ? AND d.message_id = ? ORDER BY b.id LIMIT 1`,
-        )
-        .pluck(),
-      // While leased, next_attempt_at is the end of the lease: the delivery is due again then.
-      lease: db.prepare(`UPDATE deliveries SET lease = lease + 1, lease_owner = ?, next_attempt_at = ? WHERE id = ?`),
-      nextDue: db.prepare(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ?`),
-      retry: db.prepare(
-        `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ?, lease_owner = NULL
-         WHERE id = ? AND status = ${PENDING} AND lease = ?`,
-      ),
-      // A delivered body is dropped at once: it is not needed any more, and user data should not
-      // linger (deletion requests). A failed one is kept until pruned, for inspection. A delivered
-      // outcome counts even from an expired lease: the receiver has the message.
-      delivered: db.prepare(
-        `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
-         WHERE id = ? AND status = ${PENDING} RETURNING source, order_key`,
-      ),
-      // Given up by its source's deletion while this lease was out: the attempt in flight then succeeded.
-      deliveredAbandoned: db.prepare(
-        `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', last_error = NULL
-         WHERE id = ? AND status = ${ABANDONED} AND lease = ?`,
-      ),
-      sourceLive: db.prepare('SELECT 1 FROM sources WHERE name = ? AND id = ?').pluck(),
-      failed: db.prepare(
-        `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
-         WHERE id = ? AND status = ${PENDING} AND lease = ? RETURNING source, order_key`,
-      ),
-      counters: db.prepare('SELECT name, value FROM counters'),
-      queue: db.prepare(
-        `SELECT count(*) AS pending, coalesce(sum(attempts > 0), 0) AS retrying, min(created_at) AS oldest FROM deliveries WHERE status = ${PENDING}`,
-      ),
-      audienceSynced: db.prepare('SELECT 1 FROM audiences WHERE source = ? AND audience = ?'),
-      audienceMembers: db
-        .prepare(`SELECT user_id FROM audience_members WHERE source = ? AND audience = ? AND user_id > ? ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`)
-        .pluck(),
-      audienceMark: db.prepare('INSERT OR REPLACE INTO audiences (source, audience, synced_at) VALUES (?, ?, ?)'),
-      memberAdd: db.prepare('INSERT OR IGNORE INTO audience_members (source, audience, user_id) VALUES (?, ?, ?)'),
-      memberRemove: db.prepare('DELETE FROM audience_members WHERE source = ? AND audience = ? AND user_id = ?'),
-      pruneDeliveries: db.prepare(
-        `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE status != ${PENDING} AND finished_at < ? LIMIT ${PRUNE_CHUNK})`,
-      ),
-      pruneMessages: db.prepare(
-        `DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE received_at < ? ORDER BY id LIMIT ${PRUNE_CHUNK})`,
-      ),
-    };
-    const s = this.statements;
+    this.statements = prepareQueue(db);
     this.setup = new SqliteSetup(db, (write) => {
       this.assertOpen();
       // A change of setup is acknowledged to the operator: as durable as accepted messages.
@@ -245,103 +185,157 @@ export class SqliteStore implements ForwarderStore {
       this.assertOpen();
       this.sync('NORMAL');
     });
+    this.acceptTx = db.transaction(this.acceptAll.bind(this));
+    this.enqueueTx = db.transaction(this.insertAll.bind(this));
+    this.claimTx = db.transaction(this.claimRows.bind(this));
+    this.recordTx = db.transaction(this.recordAll.bind(this));
+    this.audienceTx = db.transaction(this.writeAudienceChunk.bind(this));
+  }
 
-    const insert = (d: NewDelivery): void => {
-      s.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt, d.orderKey ?? null);
-    };
-    this.acceptTx = db.transaction((requests: readonly AcceptRequest[]) => {
-      let total = 0;
-      let duplicates = 0;
-      const results: (AcceptResult | SourceDeletedError)[] = [];
-      for (const { messages, lease, sourceId } of requests) {
-        // In the same transaction as the inserts: a deletion comes wholly before or after it.
-        const first = messages[0];
-        if (sourceId !== undefined && first !== undefined && s.sourceLive.get(first.source, sourceId) === undefined) {
-          results.push(new SourceDeletedError(first.source));
+  /**
+   * Sets the database up: exclusive, WAL, `secure_delete`, the schema migrated, and the leases a
+   * killed predecessor held released. Closes it and refuses with ERR_STORE_LOCKED when another
+   * forwarder holds it.
+   */
+  private initialize(dataDir: string): void {
+    try {
+      this.db.pragma('locking_mode = EXCLUSIVE');
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('secure_delete = ON');
+      this.syncFull = this.db.prepare(QUEUE.syncFull);
+      this.syncNormal = this.db.prepare(QUEUE.syncNormal);
+      this.sync(this.durable ? 'FULL' : 'NORMAL');
+      migrateSqlite(this.db);
+      this.db.prepare(QUEUE.releaseLeases).run(Date.now());
+    } catch (error) {
+      this.db.close();
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') {
+        throw new StoreError(
+          `Another forwarder is using the data directory ${dataDir}; stop it or pass another --data directory.`,
+          'ERR_STORE_LOCKED',
+          { cause: error, field: 'storage.dataDir' },
+        );
+      }
+      throw error;
+    }
+  }
+
+  private insertDelivery(d: NewDelivery): void {
+    this.statements.insertDelivery.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, d.createdAt, d.orderKey ?? null);
+  }
+
+  /** The group commit's transaction: each request whole, or refused when its source was deleted. */
+  private acceptAll(requests: readonly AcceptRequest[]): (AcceptResult | SourceDeletedError)[] {
+    const s = this.statements;
+    let total = 0;
+    let duplicates = 0;
+    const results: (AcceptResult | SourceDeletedError)[] = [];
+    for (const { messages, lease, sourceId } of requests) {
+      // In the same transaction as the inserts: a deletion comes wholly before or after it.
+      const first = messages[0];
+      if (sourceId !== undefined && first !== undefined && s.sourceLive.get(first.source, sourceId) === undefined) {
+        results.push(new SourceDeletedError(first.source));
+        continue;
+      }
+      let stored = 0;
+      const leased: PendingDelivery[] = [];
+      const repeated: boolean[] = [];
+      for (const m of messages) {
+        if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) {
+          repeated.push(true);
           continue;
         }
-        let stored = 0;
-        const leased: PendingDelivery[] = [];
-        const repeated: boolean[] = [];
-        for (const m of messages) {
-          if (s.insertMessage.run(m.source, m.messageId, m.receivedAt).changes === 0) {
-            repeated.push(true);
+        repeated.push(false);
+        stored++;
+        for (const d of m.deliveries) {
+          // An ordered delivery behind another of its key (stored before, or earlier in this
+          // transaction) is claimed in its turn.
+          if (lease === undefined || (d.orderKey !== undefined && s.keyPending.get(d.source, d.orderKey) !== undefined)) {
+            this.insertDelivery(d);
             continue;
           }
-          repeated.push(false);
-          stored++;
-          for (const d of m.deliveries) {
-            // An ordered delivery behind another of its key (stored before, or earlier in this
-            // transaction) is claimed in its turn.
-            if (lease === undefined || (d.orderKey !== undefined && s.keyPending.get(d.source, d.orderKey) !== undefined)) {
-              insert(d);
-              continue;
-            }
-            const until = lease.now + lease.ms;
-            const row = s.insertLeased.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, until, lease.owner, d.orderKey ?? null);
-            leased.push(leasedDelivery(d, Number(row.lastInsertRowid)));
-          }
+          const until = lease.now + lease.ms;
+          const row = s.insertLeased.run(d.source, d.destination, d.kind, d.messageId, d.body, d.createdAt, until, lease.owner, d.orderKey ?? null);
+          leased.push(leasedDelivery(d, Number(row.lastInsertRowid)));
         }
-        total += messages.length;
-        duplicates += messages.length - stored;
-        // One shape, leased or not (AcceptResult.leased).
-        results.push({ stored, duplicates: messages.length - stored, repeated, leased: lease === undefined ? undefined : leased });
       }
-      s.addCounter.run(total, 'accepted');
-      if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');
-      return results;
-    });
-    this.enqueueTx = db.transaction((deliveries: readonly NewDelivery[]) => {
-      for (const d of deliveries) insert(d);
-    });
-    this.claimTx = db.transaction((source: string, now: number, limit: number, lease: LeaseRequest) => {
-      const rows = s.due.all(source, now, limit) as DeliveryRow[];
-      for (const row of rows) s.lease.run(lease.owner, now + lease.ms, row.id);
-      return rows;
-    });
-    this.recordTx = db.transaction((outcomes: readonly DeliveryOutcome[]) => {
-      let delivered = 0;
-      let failed = 0;
-      let retried = 0;
-      /** Delivered after all, having been counted failed by their source's deletion. */
-      let revived = 0;
-      const stale: number[] = [];
-      const released: string[] = [];
-      /** An ordered delivery finished: the next of its key, if any, may be claimed now. */
-      const finished = (row: FinishedRow | undefined): number => {
-        if (row === undefined) return 0;
-        if (row.order_key !== null && s.keyPending.get(row.source, row.order_key) !== undefined) released.push(row.source);
-        return 1;
-      };
-      for (const o of outcomes) {
-        let changes: number;
-        if (o.status === 'retry') {
-          changes = s.retry.run(o.attempts, o.firstAttemptAt ?? null, o.nextAttemptAt, o.error ?? null, o.id, o.lease).changes;
-          retried += changes;
-          if (changes > 0) {
-            const row = s.orderOf.get(o.id) as { source: string; order_key: string | null };
-            if (row.order_key !== null) s.holdBehind.run({ at: o.nextAttemptAt, source: row.source, key: row.order_key, id: o.id });
-          }
-        } else if (o.status === 'delivered') {
-          changes = finished(s.delivered.get(o.attempts, o.firstAttemptAt, o.at, o.id) as FinishedRow | undefined);
-          if (changes === 0) {
-            changes = s.deliveredAbandoned.run(o.attempts, o.firstAttemptAt, o.at, o.id, o.lease).changes;
-            revived += changes;
-          }
-          delivered += changes;
-        } else {
-          changes = finished(s.failed.get(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease) as FinishedRow | undefined);
-          failed += changes;
+      total += messages.length;
+      duplicates += messages.length - stored;
+      // One shape, leased or not (AcceptResult.leased).
+      results.push({ stored, duplicates: messages.length - stored, repeated, leased: lease === undefined ? undefined : leased });
+    }
+    s.addCounter.run(total, 'accepted');
+    if (duplicates > 0) s.addCounter.run(duplicates, 'duplicates');
+    return results;
+  }
+
+  /** Deliveries made by no ingested call, in one transaction. */
+  private insertAll(deliveries: readonly NewDelivery[]): void {
+    for (const d of deliveries) this.insertDelivery(d);
+  }
+
+  /** The claim's transaction: the due rows, each leased. */
+  private claimRows(source: string, now: number, limit: number, lease: LeaseRequest): DeliveryRow[] {
+    const s = this.statements;
+    const rows = s.due.all(source, now, limit) as DeliveryRow[];
+    for (const row of rows) s.lease.run(lease.owner, now + lease.ms, row.id);
+    return rows;
+  }
+
+  /** The outcomes' transaction (see ForwarderStore#record). */
+  private recordAll(outcomes: readonly DeliveryOutcome[]): RecordResult {
+    const s = this.statements;
+    let delivered = 0;
+    let failed = 0;
+    let retried = 0;
+    /** Delivered after all, having been counted failed by their source's deletion. */
+    let revived = 0;
+    const stale: number[] = [];
+    const released: string[] = [];
+    /** An ordered delivery finished: the next of its key, if any, may be claimed now. */
+    const finished = (row: FinishedRow | undefined): number => {
+      if (row === undefined) return 0;
+      if (row.order_key !== null && s.keyPending.get(row.source, row.order_key) !== undefined) released.push(row.source);
+      return 1;
+    };
+    for (const o of outcomes) {
+      let changes: number;
+      if (o.status === 'retry') {
+        changes = s.retry.run(o.attempts, o.firstAttemptAt ?? null, o.nextAttemptAt, o.error ?? null, o.id, o.lease).changes;
+        retried += changes;
+        if (changes > 0) {
+          const row = s.orderOf.get(o.id) as { source: string; order_key: string | null };
+          if (row.order_key !== null) s.holdBehind.run({ at: o.nextAttemptAt, source: row.source, key: row.order_key, id: o.id });
         }
-        if (changes === 0) stale.push(o.id);
+      } else if (o.status === 'delivered') {
+        changes = finished(s.delivered.get(o.attempts, o.firstAttemptAt, o.at, o.id) as FinishedRow | undefined);
+        if (changes === 0) {
+          changes = s.deliveredAbandoned.run(o.attempts, o.firstAttemptAt, o.at, o.id, o.lease).changes;
+          revived += changes;
+        }
+        delivered += changes;
+      } else {
+        changes = finished(s.failed.get(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease) as FinishedRow | undefined);
+        failed += changes;
       }
-      if (delivered > 0) {
-        s.addCounter.run(delivered, 'delivered');
-        this.scrubSoon();
-      }
-      if (failed - revived !== 0) s.addCounter.run(failed - revived, 'failed');
-      return { recorded: delivered + failed + retried, stale, released };
-    });
+      if (changes === 0) stale.push(o.id);
+    }
+    if (delivered > 0) {
+      s.addCounter.run(delivered, 'delivered');
+      this.scrubSoon();
+    }
+    if (failed - revived !== 0) s.addCounter.run(failed - revived, 'failed');
+    return { recorded: delivered + failed + retried, stale, released };
+  }
+
+  /** One chunk of an audience sync with its notices; the first marks the audience synced. */
+  private writeAudienceChunk(source: string, audience: string, chunk: AudienceChange, plan: (change: AudienceChange) => readonly NewDelivery[]): void {
+    const s = this.statements;
+    for (const id of chunk.added) s.memberAdd.run(source, audience, id);
+    for (const id of chunk.removed) s.memberRemove.run(source, audience, id);
+    s.audienceMark.run(source, audience, Date.now());
+    // As before the split: the notices go in through the enqueue transaction, nested (a savepoint).
+    this.enqueueTx(plan(chunk));
   }
 
   /** The database handle, for the delivery log's own tables (`SqliteDeliveryLog`). */
@@ -448,18 +442,12 @@ export class SqliteStore implements ForwarderStore {
       }
       const change = await audienceChange(current, members);
       // One transaction per chunk, each with its notices; the first one marks the audience synced.
-      const write = this.db.transaction((chunk: AudienceChange) => {
-        for (const id of chunk.added) s.memberAdd.run(source, audience, id);
-        for (const id of chunk.removed) s.memberRemove.run(source, audience, id);
-        s.audienceMark.run(source, audience, Date.now());
-        this.enqueueTx(plan(chunk));
-      });
       const chunks = audienceChunks(change);
       if (chunks.length === 0) chunks.push({ firstSync: change.firstSync, added: [], removed: [] });
       for (const chunk of chunks) {
         this.assertOpen();
         this.sync(this.durable ? 'FULL' : 'NORMAL');
-        write(chunk);
+        this.audienceTx(source, audience, chunk, plan);
         await yieldToEventLoop();
       }
       return change;
