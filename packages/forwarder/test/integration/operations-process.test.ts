@@ -80,7 +80,7 @@ describe('operating `eventrelay serve` (child processes, SQLite store)', functio
     const page = await fetch(`${first.url}/debugger`);
     expect(page.status).to.equal(200);
     expect(page.headers.get('content-security-policy')).to.match(/^default-src 'self'/);
-    expect(await page.text()).to.contain('<script src="/debugger/app.js" defer></script>');
+    expect(await page.text()).to.contain('<script type="module" src="/debugger/app.js"></script>');
 
     await post(`${first.url}/v1/track`, { userId: 'proc-user', event: 'Across Restart', messageId: 'across-restart' }, { Authorization: basic('process-key') });
     let row: any;
