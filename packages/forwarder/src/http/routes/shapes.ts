@@ -95,26 +95,26 @@ export const Stats = Type.Object(
 
 export const DeliveryState = Enum(['pending', 'retrying', 'delivered', 'failed', 'filtered', 'duplicate', 'refused']);
 
-export const LoggedMessage = Type.Object(
-  {
-    id: Type.Integer({ description: 'The delivery id.', minimum: 0 }),
-    source: Type.String(),
-    kind: Enum(['message', 'delete', 'audience', 'notice']),
-    messageId: Type.String(),
-    type: Type.Union([Type.String(), Type.Null()]),
-    userId: Type.Union([Type.String(), Type.Null()]),
-    event: Type.Union([Type.String(), Type.Null()], { description: "The track call's event name; null for other calls." }),
-    status: DeliveryState,
-    receivedAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
-    finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Null while pending.' }),
-    attempts: Type.Integer({ minimum: 0 }),
-    series: Type.Integer({ minimum: 0 }),
-    reason: Type.Union([Type.String(), Type.Null()]),
-    hasBody: Type.Boolean(),
-  },
-  { additionalProperties: false },
-);
+/** A line of the delivery log, as `GET /admin/messages` lists it. */
+const LOGGED_MESSAGE = {
+  id: Type.Integer({ description: 'The delivery id.', minimum: 0 }),
+  source: Type.String(),
+  kind: Enum(['message', 'delete', 'audience', 'notice']),
+  messageId: Type.String(),
+  type: Type.Union([Type.String(), Type.Null()]),
+  userId: Type.Union([Type.String(), Type.Null()]),
+  event: Type.Union([Type.String(), Type.Null()], { description: "The track call's event name; null for other calls." }),
+  status: DeliveryState,
+  receivedAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Null while pending.' }),
+  attempts: Type.Integer({ minimum: 0 }),
+  series: Type.Integer({ minimum: 0 }),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  hasBody: Type.Boolean(),
+};
+
+export const LoggedMessage = Type.Object(LOGGED_MESSAGE, { additionalProperties: false });
 
 export const LoggedAttempt = Type.Object(
   {
@@ -134,21 +134,7 @@ export const LoggedAttempt = Type.Object(
 
 export const DeliveryDetail = Type.Object(
   {
-    id: Type.Integer({ description: 'The delivery id.', minimum: 0 }),
-    source: Type.String(),
-    kind: Enum(['message', 'delete', 'audience', 'notice']),
-    messageId: Type.String(),
-    type: Type.Union([Type.String(), Type.Null()]),
-    userId: Type.Union([Type.String(), Type.Null()]),
-    event: Type.Union([Type.String(), Type.Null()], { description: "The track call's event name; null for other calls." }),
-    status: DeliveryState,
-    receivedAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
-    finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Null while pending.' }),
-    attempts: Type.Integer({ minimum: 0 }),
-    series: Type.Integer({ minimum: 0 }),
-    reason: Type.Union([Type.String(), Type.Null()]),
-    hasBody: Type.Boolean(),
+    ...LOGGED_MESSAGE,
     waitingBehind: OneOf([Type.Null(), Type.Object({ id: Type.Union([Type.Integer(), Type.Null()]), messageId: Type.String() }, { additionalProperties: false })], { description: 'With `ordering: "user"`, the earlier call of the same user this one waits for; null when it waits for none.' }),
     body: Type.Union([Type.String(), Type.Null()], { description: 'The exact webhook body; null once erased.' }),
     attemptLog: Type.Array(LoggedAttempt),
