@@ -99,12 +99,12 @@ describe('UndiciTransport (real sockets on 127.0.0.1)', () => {
     expect(await transport.send({ ...request(url), readBody: true })).to.deep.equal({ status: 503, retryAfter: '7', body: 'busy!' });
   });
 
-  it('with keepBytes: answers with the first bytes of the body once they are in, without waiting for (or keeping) the rest', async () => {
+  /** A raw receiver that writes `answer()` to each request and then stalls, and a transport to it (both closed after the test). */
+  async function stalledAnswers(answer: () => string): Promise<{ url: URL; transport: UndiciTransport }> {
     const sockets = new Set<net.Socket>();
     const server = net.createServer((socket) => {
       sockets.add(socket);
-      // 3 KB of a 1 MB answer, then nothing: the rest never comes while the test runs.
-      socket.once('data', () => socket.write(`HTTP/1.1 401 Unauthorized\r\nContent-Length: 1048576\r\n\r\nbad signature ${'x'.repeat(3072)}`));
+      socket.once('data', () => socket.write(answer()));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const transport = new UndiciTransport();
@@ -115,7 +115,12 @@ describe('UndiciTransport (real sockets on 127.0.0.1)', () => {
       }),
       () => transport.close(),
     );
-    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`), transport };
+  }
+
+  it('with keepBytes: answers with the first bytes of the body once they are in, without waiting for (or keeping) the rest', async () => {
+    // 3 KB of a 1 MB answer, then nothing: the rest never comes while the test runs.
+    const { url, transport } = await stalledAnswers(() => `HTTP/1.1 401 Unauthorized\r\nContent-Length: 1048576\r\n\r\nbad signature ${'x'.repeat(3072)}`);
     // A timeout far longer than the test: the answer comes from the 2 KB, not the deadline.
     const answer = await sendOf(transport)({ ...request(url), timeout: 600_000, keepBytes: 2048 });
     expect(answer.status).to.equal(401);
@@ -140,23 +145,9 @@ describe('UndiciTransport (real sockets on 127.0.0.1)', () => {
   });
 
   it('with keepBytes and keepOnSuccess false: a 2xx is taken at its status line (its body never waited for), a failure still with its first bytes', async () => {
-    const sockets = new Set<net.Socket>();
     const statuses = ['200 OK', '500 Internal Server Error'];
-    const server = net.createServer((socket) => {
-      sockets.add(socket);
-      // The status line and the start of a body whose rest never comes while the test runs.
-      socket.once('data', () => socket.write(`HTTP/1.1 ${statuses.shift()!}\r\nContent-Length: 1048576\r\n\r\nstarted`));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const transport = new UndiciTransport();
-    cleanups.push(
-      () => new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-      () => transport.close(),
-    );
-    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    // The status line and the start of a body whose rest never comes while the test runs.
+    const { url, transport } = await stalledAnswers(() => `HTTP/1.1 ${statuses.shift()!}\r\nContent-Length: 1048576\r\n\r\nstarted`);
     // A deadline far longer than the test: the 2xx must not wait for its body.
     const ok = await sendOf(transport)({ ...request(url), timeout: 600_000, keepBytes: 2048, keepOnSuccess: false });
     expect(ok).to.deep.equal({ status: 200 });
