@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import type { ChildProcessByStdio } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { after, before } from 'mocha';
 import { request } from 'node:http';
@@ -150,6 +152,47 @@ export async function serveCli(args: string[], env: Record<string, string> = {})
       if (!gone) child.kill('SIGTERM');
       return exited;
     },
+  };
+}
+
+/** One line of `eventrelay serve`'s operator log in JSON. */
+export interface LogLine {
+  readonly level: string;
+  readonly time: string;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+/** An `eventrelay serve` child whose stdout and stderr are pipes the test reads. */
+export interface LoggedServe {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>;
+  /** Resolves with the exit code once the process ended. */
+  readonly exited: Promise<number | null>;
+  out(): string;
+  err(): string;
+  /** Stdout so far, one parsed JSON object a line. */
+  lines(): LogLine[];
+}
+
+/**
+ * Writes `config` to `config.json` in `dir` and spawns `dist/cli.js serve --config <it> --port 0
+ * ...args` with only PATH in its environment; does not wait for it to start. The caller stops it.
+ */
+export function serveLogged(config: object, dir: string, args: string[] = []): LoggedServe {
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', file, '--port', '0', ...args], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  return {
+    child,
+    exited,
+    out: () => out,
+    err: () => err,
+    lines: () => out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LogLine),
   };
 }
 
