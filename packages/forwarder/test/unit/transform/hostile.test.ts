@@ -30,10 +30,14 @@ async function stillWorks(transform: Transform): Promise<void> {
   expect(after.ok && !after.skip && after.body).to.equal('{"ok":true}');
 }
 
-/** One `it` a case: each `bad` code fails its call with `expected` as the reason, and the next call works. */
-function failsThenWorks(cases: readonly (readonly [name: string, bad: string])[], expected: string, options: TransformOptions): void {
-  for (const [name, bad] of cases) {
-    it(`${name}: "${expected.split(';')[0]}"; the next call works`, async () => {
+/** One `it` a case, named by `title`: the case's `bad` code fails its call with `expected` as the reason, and the next call works. */
+function eachFailsThenWorks(
+  cases: readonly (readonly [name: string, bad: string, expected: string])[],
+  options?: TransformOptions,
+  title: (name: string) => string = (name) => name,
+): void {
+  for (const [name, bad, expected] of cases) {
+    it(title(name), async () => {
       await withTransform(hostile(bad), async (transform) => {
         expect(reason(await transform.run(message('bad')))).to.equal(expected);
         await stillWorks(transform);
@@ -42,9 +46,14 @@ function failsThenWorks(cases: readonly (readonly [name: string, bad: string])[]
   }
 }
 
+/** {@link eachFailsThenWorks} where every case fails with the same reason, which names the tests. */
+function allFailThenWork(cases: readonly (readonly [name: string, bad: string])[], expected: string, options: TransformOptions): void {
+  eachFailsThenWorks(cases.map(([name, bad]) => [name, bad, expected] as const), options, (name) => `${name}: "${expected.split(';')[0]}"; the next call works`);
+}
+
 describe('transform sandbox: hostile code', () => {
   describe('time: endless loops end at their limit', () => {
-    failsThenWorks([
+    allFailThenWork([
       ['while (true) {}', 'while (true) {}'],
       ['a loop that catches what stops it', 'for (;;) { try { while (true) {} } catch (e) {} }'],
       ['a loop in a getter of what it throws', 'throw { get message() { while (true) {} } };'],
@@ -66,7 +75,7 @@ describe('transform sandbox: hostile code', () => {
   });
 
   describe('memory: allocation bombs end at the realm\'s cap, and the realm is built again', () => {
-    failsThenWorks([
+    allFailThenWork([
       ['strings kept in a global', 'globalThis.keep = []; for (;;) keep.push("x".repeat(4 << 20));'],
       ['arrays', 'const a = []; for (;;) a.push(new Array(1 << 16).fill(1));'],
       ['small objects', 'const a = []; for (;;) a.push({ n: a.length });'],
@@ -193,7 +202,7 @@ describe('transform sandbox: hostile code', () => {
   });
 
   describe('output that is not JSON, or too large, is a failure naming where', () => {
-    for (const [name, bad, expected] of [
+    eachFailsThenWorks([
       ['a cycle', 'const a = { b: { token: m.properties.token } }; a.b.c = a; return a;', 'output is not JSON: output.b.c refers back to an object that contains it (a cycle)'],
       ['a BigInt', 'return { n: 1n };', 'output is not JSON: output.n is a BigInt'],
       ['a function inside', 'return { items: [1, () => m.properties.token] };', 'output is not JSON: output.items[1] is a function'],
@@ -205,14 +214,7 @@ describe('transform sandbox: hostile code', () => {
       ['a Promise (an async transform)', 'return Promise.resolve(m);', 'output is not JSON: output is a Promise (transform must return its value, not a Promise: it runs synchronously)'],
       ['over 512 KB of characters', 'return "x".repeat(600 * 1024);', `output is over ${TRANSFORM_OUTPUT_LIMIT} bytes (614402 characters or more)`],
       ['over 512 KB of UTF-8 bytes, under it in characters', 'return "é".repeat(300 * 1024);', `output is 614402 bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`],
-    ] as const) {
-      it(`${name}`, async () => {
-        await withTransform(hostile(bad), async (transform) => {
-          expect(reason(await transform.run(message('bad')))).to.equal(expected);
-          await stillWorks(transform);
-        }, { timeoutMs: 1000 });
-      });
-    }
+    ], { timeoutMs: 1000 });
 
     it('512 KB exactly is a body', async () => {
       await withTransform(hostile(`return "x".repeat(${TRANSFORM_OUTPUT_LIMIT - 2});`), async (transform) => {
@@ -223,7 +225,7 @@ describe('transform sandbox: hostile code', () => {
   });
 
   describe('throws of anything', () => {
-    for (const [name, bad, expected] of [
+    eachFailsThenWorks([
       ['an Error', 'throw new Error("no plan for " + m.type);', 'Error: no plan for track (line 2, column 16)'],
       ['a TypeError of its own doing', 'return m.nope.deeper;', "TypeError: cannot read property 'deeper' of undefined (line 2, column 14)"],
       ['a string', 'throw "missing email";', 'threw "missing email"'],
@@ -232,13 +234,6 @@ describe('transform sandbox: hostile code', () => {
       ['undefined', 'throw undefined;', 'threw undefined'],
       ['an object that is not an Error', 'throw { code: 1 };', 'threw an object that is not an Error'],
       ['an Error with a huge message (cut)', 'throw new Error("x".repeat(10000));', `Error: ${'x'.repeat(293)}… (line 2, column 16)`],
-    ] as const) {
-      it(`${name}`, async () => {
-        await withTransform(hostile(bad), async (transform) => {
-          expect(reason(await transform.run(message('bad')))).to.equal(expected);
-          await stillWorks(transform);
-        });
-      });
-    }
+    ]);
   });
 });
