@@ -76,20 +76,45 @@ export function basic(writeKey: string): string {
   return `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
 }
 
+/** An HTTP answer read whole: its body as text, and as JSON where it parses. */
+export interface ReadAnswer {
+  readonly status: number;
+  readonly json: any;
+  readonly text: string;
+  readonly headers: Headers;
+}
+
+/** Reads `response`'s body; `json` is the body parsed, or where it is not JSON the text itself (`orText`) or undefined. */
+export async function readAnswer(response: Response, orText = false): Promise<ReadAnswer> {
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = orText ? text : undefined;
+  }
+  return { status: response.status, json, text, headers: response.headers };
+}
+
+/** A call of the admin API with `token`: `admin(url, method, path, body?)` answers its status and its JSON body. */
+export function adminAs(token: string): (url: string, method: string, path: string, body?: unknown) => Promise<{ status: number; json: any }> {
+  return async (url, method, path, body) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, json: await response.json() };
+  };
+}
+
 export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', ...headers },
     body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: response.status, json, headers: response.headers };
+  return readAnswer(response, true);
 }
 
 /** The built CLI (`npm run build`, which `npm test` runs first). */
