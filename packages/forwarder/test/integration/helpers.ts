@@ -221,6 +221,19 @@ export function serveLogged(config: object, dir: string, args: string[] = []): L
   };
 }
 
+/**
+ * Waits for a spawned forwarder's "listening on <url>" line in `stdout()` and resolves with the URL.
+ * Where the process ends first, or not by `timeoutMs`, it throws with `shown()` (what it printed).
+ */
+export async function listeningUrl(exited: Promise<unknown>, stdout: () => string, timeoutMs: number, what = 'the forwarder', shown: () => string = stdout): Promise<string> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(stdout()), `${what} to listen`, timeoutMs);
+  const url = /listening on (http:\/\/\S+)/.exec(stdout())?.[1];
+  if (url === undefined) throw new Error(`${what} did not start:\n${shown()}`);
+  return url;
+}
+
 /** A forwarder (SQLite in a temp dir) with one source whose Webhooks destination posts to a recording receiver at `/hook`. */
 export interface ForwarderWithReceiver {
   receiver: Receiver;
