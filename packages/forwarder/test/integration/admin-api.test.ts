@@ -9,7 +9,7 @@ import type { ForwarderConfig } from '../../src/config';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { MemoryStore } from '../../src/store/memory/memory';
 import { StoreError } from '../../../eventrelay/src/errors';
-import { basic, post, startReceiver, takeSseEvents, waitFor } from './helpers';
+import { basic, post, readAnswer, startReceiver, takeSseEvents, waitFor } from './helpers';
 import type { Receiver, SseEvent } from './helpers';
 
 const ADMIN = 'admin-token-for-ops-tests';
@@ -17,14 +17,7 @@ const auth = { Authorization: `Bearer ${ADMIN}` };
 
 async function get(url: string, headers: Record<string, string> = auth): Promise<{ status: number; json: any; text: string; headers: Headers }> {
   const response = await fetch(url, { headers });
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, json, text, headers: response.headers };
+  return readAnswer(response);
 }
 
 /** Reads Server-Sent Events from a fetch stream until `until` returns true for the events so far. */

@@ -6,7 +6,7 @@ import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pg from 'pg';
-import { basic, post, waitFor } from './helpers';
+import { basic, listeningUrl, post, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const KEY = 'share-write-key';
@@ -147,12 +147,8 @@ async function serve(name: string, databaseUrl: string, receiver: { url: string;
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
-  let gone = false;
-  void exited.then(() => (gone = true));
   // A bound against a hang: tsx compiles the forwarder first.
-  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(out), `forwarder ${name} to listen`, 60_000);
-  const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-  if (url === undefined) throw new Error(`forwarder ${name} did not start:\n${out}`);
+  const url = await listeningUrl(exited, () => out, 60_000, `forwarder ${name}`);
   return { name, child, url, exited };
 }
 

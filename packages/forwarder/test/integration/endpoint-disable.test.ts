@@ -5,7 +5,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import type { Notice } from '../../src/delivery/notify';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { adminAs, basic, post, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { FakeClock } from '../../../../test/helpers/fake-clock';
 import { usePostgres } from '../../../../test/helpers/postgres';
@@ -14,14 +14,7 @@ import { useTempDirs } from '../../../../test/helpers/temp-dir';
 const HOUR = 3_600_000;
 const TOKEN = 'endpoint-admin-token';
 
-async function admin(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, json: await response.json() };
-}
+const admin = adminAs(TOKEN);
 
 for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
   describe(`automatic disable of a failing webhook URL (${kind} store, fake clock)`, function () {

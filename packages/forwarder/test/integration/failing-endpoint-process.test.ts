@@ -1,23 +1,15 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { basic, CLI, runCli, startReceiver, waitFor } from './helpers';
+import { basic, runCli, serveLogged, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const WRITE_KEY = 'failing-write-key-6d1e';
 const ADMIN = 'failing-admin-token-0b9c';
 const SECRET = 'failing-shared-secret-2f4a';
-
-interface Line {
-  readonly level: string;
-  readonly time: string;
-  readonly msg: string;
-  readonly [field: string]: unknown;
-}
 
 interface Attempt {
   readonly attempt: number;
@@ -43,35 +35,16 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     });
     after(() => receiver?.close());
 
-    function serve(config: object) {
-      const file = join(tempDir(), 'config.json');
-      writeFileSync(file, JSON.stringify(config));
-      const child = spawn(process.execPath, [CLI, 'serve', '--config', file, '--port', '0'], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-      const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-      return {
-        file,
-        child,
-        exited,
-        out: () => out,
-        err: () => err,
-        lines: (): Line[] => out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Line),
-      };
-    }
-
     it('logs endpoint.failing once with the answer, nothing more within the minute, endpoint.recovered when it heals; the answers and the event are in the log', async () => {
       const storage = backend === 'postgres' ? { type: 'postgres', url: db!.url, poolSize: 4 } : { type: 'sqlite', dataDir: tempDir() };
       const hook = `${receiver.url}/hook?token=hidden-query`;
-      const run = serve({
+      const run = serveLogged({
         adminToken: ADMIN,
         storage,
         // Retried every few ms for a minute: many failed attempts while the test watches.
         delivery: { minRetryDelay: 20, maxRetryDelay: 50, retryWindow: 600_000 },
         sources: [{ name: 'web', writeKey: WRITE_KEY, destinations: { Webhooks: { webhooks: [{ url: hook }], sharedSecret: SECRET } } }],
-      });
+      }, tempDir());
       try {
         await waitFor(() => run.lines().some((l) => l.event === 'started') || run.child.exitCode !== null, 'the start line', 30_000);
         const url = run.lines().find((l) => l.event === 'started')!.url as string;

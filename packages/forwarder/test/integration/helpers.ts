@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import type { ChildProcessByStdio } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { after, before } from 'mocha';
 import { request } from 'node:http';
@@ -74,20 +76,45 @@ export function basic(writeKey: string): string {
   return `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
 }
 
+/** An HTTP answer read whole: its body as text, and as JSON where it parses. */
+export interface ReadAnswer {
+  readonly status: number;
+  readonly json: any;
+  readonly text: string;
+  readonly headers: Headers;
+}
+
+/** Reads `response`'s body; `json` is the body parsed, or where it is not JSON the text itself (`orText`) or undefined. */
+export async function readAnswer(response: Response, orText = false): Promise<ReadAnswer> {
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = orText ? text : undefined;
+  }
+  return { status: response.status, json, text, headers: response.headers };
+}
+
+/** A call of the admin API with `token`: `admin(url, method, path, body?)` answers its status and its JSON body. */
+export function adminAs(token: string): (url: string, method: string, path: string, body?: unknown) => Promise<{ status: number; json: any }> {
+  return async (url, method, path, body) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, json: await response.json() };
+  };
+}
+
 export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', ...headers },
     body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: response.status, json, headers: response.headers };
+  return readAnswer(response, true);
 }
 
 /** The built CLI (`npm run build`, which `npm test` runs first). */
@@ -151,6 +178,60 @@ export async function serveCli(args: string[], env: Record<string, string> = {})
       return exited;
     },
   };
+}
+
+/** One line of `eventrelay serve`'s operator log in JSON. */
+export interface LogLine {
+  readonly level: string;
+  readonly time: string;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+/** An `eventrelay serve` child whose stdout and stderr are pipes the test reads. */
+export interface LoggedServe {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>;
+  /** Resolves with the exit code once the process ended. */
+  readonly exited: Promise<number | null>;
+  out(): string;
+  err(): string;
+  /** Stdout so far, one parsed JSON object a line. */
+  lines(): LogLine[];
+}
+
+/**
+ * Writes `config` to `config.json` in `dir` and spawns `dist/cli.js serve --config <it> --port 0
+ * ...args` with only PATH in its environment; does not wait for it to start. The caller stops it.
+ */
+export function serveLogged(config: object, dir: string, args: string[] = []): LoggedServe {
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', file, '--port', '0', ...args], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  return {
+    child,
+    exited,
+    out: () => out,
+    err: () => err,
+    lines: () => out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LogLine),
+  };
+}
+
+/**
+ * Waits for a spawned forwarder's "listening on <url>" line in `stdout()` and resolves with the URL.
+ * Where the process ends first, or not by `timeoutMs`, it throws with `shown()` (what it printed).
+ */
+export async function listeningUrl(exited: Promise<unknown>, stdout: () => string, timeoutMs: number, what = 'the forwarder', shown: () => string = stdout): Promise<string> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(stdout()), `${what} to listen`, timeoutMs);
+  const url = /listening on (http:\/\/\S+)/.exec(stdout())?.[1];
+  if (url === undefined) throw new Error(`${what} did not start:\n${shown()}`);
+  return url;
 }
 
 /** A forwarder (SQLite in a temp dir) with one source whose Webhooks destination posts to a recording receiver at `/hook`. */

@@ -1,11 +1,8 @@
 import { describe, it, before, after } from 'mocha';
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-import { basic, CLI, startReceiver, waitFor } from './helpers';
+import { basic, serveLogged, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 
 const WRITE_KEY = 'logs-write-key-0f3a';
@@ -19,13 +16,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-interface Line {
-  readonly level: string;
-  readonly time: string;
-  readonly msg: string;
-  readonly [field: string]: unknown;
 }
 
 /**
@@ -44,23 +34,7 @@ describe('eventrelay serve: operator logs on stdout (a pipe)', function () {
   });
   after(() => receiver?.close());
 
-  function serve(args: string[], config: object) {
-    const file = join(tempDir(), 'config.json');
-    writeFileSync(file, JSON.stringify(config));
-    const child = spawn(process.execPath, [CLI, 'serve', '--config', file, '--port', '0', ...args], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-    return {
-      child,
-      exited,
-      out: () => out,
-      err: () => err,
-      lines: (): Line[] => out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Line),
-    };
-  }
+  const serve = (args: string[], config: object) => serveLogged(config, tempDir(), args);
 
   const config = {
     adminToken: ADMIN,

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { basic, post, startReceiver, waitFor, requireBuiltCli } from './helpers';
+import { basic, listeningUrl, post, startReceiver, waitFor, requireBuiltCli } from './helpers';
 import type { Receiver } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
@@ -30,11 +30,7 @@ async function serve(configPath: string, databaseUrl: string): Promise<Instance>
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
-  let gone = false;
-  void exited.then(() => (gone = true));
-  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(out), 'the forwarder to listen', 20_000);
-  const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-  if (url === undefined) throw new Error(`the forwarder did not start:\n${out}`);
+  const url = await listeningUrl(exited, () => out, 20_000);
   return { child, url, output: () => out, exited };
 }
 

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { basic, CLI, post, runCli, startReceiver, useReceiver, waitFor, requireBuiltCli } from './helpers';
+import { basic, CLI, listeningUrl, post, runCli, startReceiver, useReceiver, waitFor, requireBuiltCli } from './helpers';
 
 interface Running {
   child: ChildProcess;
@@ -26,11 +26,7 @@ async function serve(args: string[], env: Record<string, string> = {}): Promise<
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
-  let gone = false;
-  void exited.then(() => (gone = true));
-  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(out), 'the forwarder to listen', 15_000);
-  const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-  if (url === undefined) throw new Error(`the forwarder did not start:\n${out}\n${err}`);
+  const url = await listeningUrl(exited, () => out, 15_000, 'the forwarder', () => `${out}\n${err}`);
   return { child, url, stdout: () => out, stderr: () => err, exited };
 }
 

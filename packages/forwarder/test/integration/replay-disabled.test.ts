@@ -6,8 +6,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { basic, post, runCli, startReceiver, waitFor } from './helpers';
-import type { Receiver } from './helpers';
+import { basic, post, runCli, useReceiver, waitFor } from './helpers';
 
 const ADMIN = 'replay-disabled-admin-token-91c3';
 const PASSWORD = 'hunter2-in-the-url';
@@ -21,14 +20,13 @@ for (const backend of ['memory', 'sqlite', 'postgres'] as const) {
     this.timeout(60_000);
     const tempDir = useTempDirs('eventrelay-replay-disabled-');
     const db = backend === 'postgres' ? usePostgres() : undefined;
-    let receiver: Receiver;
+    const receiver = useReceiver();
     let forwarder: Forwarder;
     let url: string;
     let id: number;
     let file: string;
 
     before(async () => {
-      receiver = await startReceiver();
       const hook = receiver.url.replace('http://', `http://user:${PASSWORD}@`);
       forwarder = createForwarder({
         adminToken: ADMIN,
@@ -48,7 +46,6 @@ for (const backend of ['memory', 'sqlite', 'postgres'] as const) {
     });
     after(async () => {
       await forwarder?.close();
-      await receiver?.close();
     });
 
     const replay = () => fetch(`${url}/admin/deliveries/${id}/replay`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN}` } });

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, readAnswer, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
@@ -23,14 +23,7 @@ async function call(url: string, method: string, body?: unknown, raw?: string): 
     headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
     body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
   });
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, json, text };
+  return readAnswer(response);
 }
 
 const track = (messageId: string, event: string) => ({ type: 'track', userId: 'u1', event, messageId });

@@ -9,7 +9,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
-import { basic, post, useReceiver, waitFor } from './helpers';
+import { basic, post, readAnswer, useReceiver, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
 import { startSink } from '../../../../test/helpers/sink';
@@ -37,15 +37,9 @@ async function call(url: string, method: string, body?: unknown, token: string |
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
   if (token !== null) headers.Authorization = `Bearer ${token}`;
   const response = await fetch(url, { method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
-  const text = await response.text();
-  if (!showsKey) seen.push(text);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, json, text, headers: response.headers };
+  const answer = await readAnswer(response);
+  if (!showsKey) seen.push(answer.text);
+  return answer;
 }
 
 function track(messageId: string, extra: Record<string, unknown> = {}) {

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { basic, CLI, post, runCli, useReceiver, waitFor, requireBuiltCli } from './helpers';
+import { adminAs, basic, CLI, post, listeningUrl, runCli, useReceiver, waitFor, requireBuiltCli } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const TOKEN = 'processes-admin-token';
@@ -27,22 +27,11 @@ async function serve(configPath: string, env: Record<string, string>, children: 
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  let gone = false;
-  void exited.then(() => (gone = true));
-  await waitFor(() => gone || /listening on (http:\/\/\S+)/.test(out), 'the forwarder to listen', 20_000);
-  const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-  if (url === undefined) throw new Error(`the forwarder did not start:\n${out}`);
+  const url = await listeningUrl(exited, () => out, 20_000);
   return { child, url, output: () => out, exited };
 }
 
-async function admin(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, json: await response.json() };
-}
+const admin = adminAs(TOKEN);
 
 describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL database', function () {
   this.timeout(90_000);

@@ -6,23 +6,11 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { compileTransform, TRANSFORM_OUTPUT_LIMIT, type Transform, type TransformResult } from '../../../src/transform/sandbox';
+import { withTransform, type TransformOptions } from './helpers';
 
 const SECRET = 'sk_live_do_not_log_me';
 /** The message every call gets; `mode` picks what the transform does, anything else is a good call. */
 const message = (mode: string) => ({ type: 'track', event: 'Signed Up', userId: 'u-1', properties: { mode, token: SECRET } });
-
-async function withTransform(
-  code: string,
-  use: (transform: Transform) => Promise<void>,
-  options?: { timeoutMs?: number; memoryBytes?: number },
-): Promise<void> {
-  const transform = await compileTransform(code, options);
-  try {
-    await use(transform);
-  } finally {
-    transform.dispose();
-  }
-}
 
 /** The reason a call failed with; never a part of the message. */
 function reason(result: TransformResult): string {
@@ -42,22 +30,36 @@ async function stillWorks(transform: Transform): Promise<void> {
   expect(after.ok && !after.skip && after.body).to.equal('{"ok":true}');
 }
 
+/** One `it` a case, named by `title`: the case's `bad` code fails its call with `expected` as the reason, and the next call works. */
+function eachFailsThenWorks(
+  cases: readonly (readonly [name: string, bad: string, expected: string])[],
+  options?: TransformOptions,
+  title: (name: string) => string = (name) => name,
+): void {
+  for (const [name, bad, expected] of cases) {
+    it(title(name), async () => {
+      await withTransform(hostile(bad), async (transform) => {
+        expect(reason(await transform.run(message('bad')))).to.equal(expected);
+        await stillWorks(transform);
+      }, options);
+    });
+  }
+}
+
+/** {@link eachFailsThenWorks} where every case fails with the same reason, which names the tests. */
+function allFailThenWork(cases: readonly (readonly [name: string, bad: string])[], expected: string, options: TransformOptions): void {
+  eachFailsThenWorks(cases.map(([name, bad]) => [name, bad, expected] as const), options, (name) => `${name}: "${expected.split(';')[0]}"; the next call works`);
+}
+
 describe('transform sandbox: hostile code', () => {
   describe('time: endless loops end at their limit', () => {
-    for (const [name, bad] of [
+    allFailThenWork([
       ['while (true) {}', 'while (true) {}'],
       ['a loop that catches what stops it', 'for (;;) { try { while (true) {} } catch (e) {} }'],
       ['a loop in a getter of what it throws', 'throw { get message() { while (true) {} } };'],
       ['a loop in toJSON of its output', 'return { toJSON() { for (;;) {} } };'],
       ['catastrophic regular expression backtracking', 'return /(a+)+$/.test("a".repeat(40) + "b");'],
-    ] as const) {
-      it(`${name}: "timed out after 25 ms"; the next call works`, async () => {
-        await withTransform(hostile(bad), async (transform) => {
-          expect(reason(await transform.run(message('bad')))).to.equal('timed out after 25 ms');
-          await stillWorks(transform);
-        }, { timeoutMs: 25 });
-      });
-    }
+    ], 'timed out after 25 ms', { timeoutMs: 25 });
 
     it('a run is synchronous and blocks the event loop only while it runs: a timer due meanwhile fires right after the call', async () => {
       await withTransform(hostile('while (true) {}'), async (transform) => {
@@ -73,20 +75,13 @@ describe('transform sandbox: hostile code', () => {
   });
 
   describe('memory: allocation bombs end at the realm\'s cap, and the realm is built again', () => {
-    for (const [name, bad] of [
+    allFailThenWork([
       ['strings kept in a global', 'globalThis.keep = []; for (;;) keep.push("x".repeat(4 << 20));'],
       ['arrays', 'const a = []; for (;;) a.push(new Array(1 << 16).fill(1));'],
       ['small objects', 'const a = []; for (;;) a.push({ n: a.length });'],
       ['typed arrays', 'const a = []; for (;;) a.push(new Uint8Array(1 << 20));'],
       ['one huge array', 'return new Array(1e8).fill(0).length;'],
-    ] as const) {
-      it(`${name}: "ran out of memory (cap 24 MiB)"; the next call works`, async () => {
-        await withTransform(hostile(bad), async (transform) => {
-          expect(reason(await transform.run(message('bad')))).to.equal('ran out of memory (cap 24 MiB); the sandbox was rebuilt');
-          await stillWorks(transform);
-        }, { timeoutMs: 1000, memoryBytes: 24 * 1024 * 1024 });
-      });
-    }
+    ], 'ran out of memory (cap 24 MiB); the sandbox was rebuilt', { timeoutMs: 1000, memoryBytes: 24 * 1024 * 1024 });
 
     it('the cap is the sum of what the realm holds, not one allocation: 10 strings of 4 MiB fail under 24 MiB, and pass under 64 MiB', async () => {
       const code = hostile('globalThis.keep = []; for (let i = 0; i < 10; i++) keep.push("x".repeat(4 << 20)); return keep.length;');
@@ -207,7 +202,7 @@ describe('transform sandbox: hostile code', () => {
   });
 
   describe('output that is not JSON, or too large, is a failure naming where', () => {
-    for (const [name, bad, expected] of [
+    eachFailsThenWorks([
       ['a cycle', 'const a = { b: { token: m.properties.token } }; a.b.c = a; return a;', 'output is not JSON: output.b.c refers back to an object that contains it (a cycle)'],
       ['a BigInt', 'return { n: 1n };', 'output is not JSON: output.n is a BigInt'],
       ['a function inside', 'return { items: [1, () => m.properties.token] };', 'output is not JSON: output.items[1] is a function'],
@@ -219,14 +214,7 @@ describe('transform sandbox: hostile code', () => {
       ['a Promise (an async transform)', 'return Promise.resolve(m);', 'output is not JSON: output is a Promise (transform must return its value, not a Promise: it runs synchronously)'],
       ['over 512 KB of characters', 'return "x".repeat(600 * 1024);', `output is over ${TRANSFORM_OUTPUT_LIMIT} bytes (614402 characters or more)`],
       ['over 512 KB of UTF-8 bytes, under it in characters', 'return "é".repeat(300 * 1024);', `output is 614402 bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`],
-    ] as const) {
-      it(`${name}`, async () => {
-        await withTransform(hostile(bad), async (transform) => {
-          expect(reason(await transform.run(message('bad')))).to.equal(expected);
-          await stillWorks(transform);
-        }, { timeoutMs: 1000 });
-      });
-    }
+    ], { timeoutMs: 1000 });
 
     it('512 KB exactly is a body', async () => {
       await withTransform(hostile(`return "x".repeat(${TRANSFORM_OUTPUT_LIMIT - 2});`), async (transform) => {
@@ -237,7 +225,7 @@ describe('transform sandbox: hostile code', () => {
   });
 
   describe('throws of anything', () => {
-    for (const [name, bad, expected] of [
+    eachFailsThenWorks([
       ['an Error', 'throw new Error("no plan for " + m.type);', 'Error: no plan for track (line 2, column 16)'],
       ['a TypeError of its own doing', 'return m.nope.deeper;', "TypeError: cannot read property 'deeper' of undefined (line 2, column 14)"],
       ['a string', 'throw "missing email";', 'threw "missing email"'],
@@ -246,13 +234,6 @@ describe('transform sandbox: hostile code', () => {
       ['undefined', 'throw undefined;', 'threw undefined'],
       ['an object that is not an Error', 'throw { code: 1 };', 'threw an object that is not an Error'],
       ['an Error with a huge message (cut)', 'throw new Error("x".repeat(10000));', `Error: ${'x'.repeat(293)}… (line 2, column 16)`],
-    ] as const) {
-      it(`${name}`, async () => {
-        await withTransform(hostile(bad), async (transform) => {
-          expect(reason(await transform.run(message('bad')))).to.equal(expected);
-          await stillWorks(transform);
-        });
-      });
-    }
+    ]);
   });
 });

@@ -2,7 +2,8 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { ConfigError, ValidationError } from '../../../../eventrelay/src/errors';
 import { TransformCompileError } from '../../../src/transform/errors';
-import { compileTransform, TRANSFORM_CODE_LIMIT, type Transform, type TransformResult } from '../../../src/transform/sandbox';
+import { compileTransform, TRANSFORM_CODE_LIMIT, type TransformResult } from '../../../src/transform/sandbox';
+import { withTransform } from './helpers';
 
 /** A webhook message as a URL would get it (spec 2.2 shape, trimmed). */
 const MESSAGE = {
@@ -15,16 +16,6 @@ const MESSAGE = {
   properties: { orderId: 'o-1', total: 42.5, currency: 'EUR' },
   context: { ip: '203.0.113.5', traits: { email: 'ada@example.com', plan: 'pro' } },
 };
-
-/** Compiles, runs the body of `it` with the transform, and disposes it whatever happens. */
-async function withTransform(code: string, use: (transform: Transform) => Promise<void>, options?: { timeoutMs?: number }): Promise<void> {
-  const transform = await compileTransform(code, options);
-  try {
-    await use(transform);
-  } finally {
-    transform.dispose();
-  }
-}
 
 function body(result: TransformResult): string {
   if (!result.ok) expect.fail(`expected a body, the transform failed: ${result.reason}`);
