@@ -128,9 +128,11 @@ class FailingEndpoints {
   ) {}
 
   outcome(source: string, o: UrlOutcome): void {
+    const ok = o.error === undefined;
+    // The common case, a 2xx while nothing fails: no key to build, nothing to look up.
+    if (ok && this.failing.size === 0) return;
     const key = `${source}\u0000${o.url}`;
     const state = this.failing.get(key);
-    const ok = o.error === undefined;
     if (ok) {
       if (state === undefined) return;
       this.failing.delete(key);
