@@ -109,7 +109,7 @@ export type {
   LeaseRequest,
   RecordResult,
 } from './store/contract';
-export type { AttemptReport } from './scheduling/scheduler';
+export type { AttemptReport } from './scheduling/queue';
 export type { MetricsConfig } from './config';
 export { DELIVERY_STATES } from './store/delivery-log';
 export type { DeliveryState, LoggedMessage, LoggedAttempt, DeliveryDetail } from './store/contract';

@@ -29,22 +29,32 @@ export const MAX_PAGE = 500;
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'event', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
+/** The store as the admin API reaches it (`runtime/lifecycle.ts`): opened when needed, with the operations layer on it. */
+export interface OperationsAccess {
+  open(): Promise<{ readonly ops: Operations }>;
+  /** True once shutdown began: every route answers 503. */
+  readonly closing: boolean;
+}
+
+/** The queue's other inputs and the page's overview (`runtime/work.ts`'s `Work`). */
+export interface AdminWork {
+  /** `POST /admin/deletions` (spec 2.3): a `delete` notice to each affected source. */
+  requestDeletion(request: DeletionRequest): Promise<object>;
+  /** `POST /admin/audiences/sync` (spec 6). */
+  syncAudience(request: AudienceSyncRequest): Promise<object>;
+  /** `/stats` and more for the page's overview. */
+  overview(): Promise<object>;
+}
+
 export interface OperationsRoutesOptions extends SetupRoutesOptions, EndpointRoutesOptions, SecretRoutesOptions, SchemaRoutesOptions {
-  /** The operations layer (opens the store when needed). */
-  readonly ops: () => Promise<Operations>;
+  readonly access: OperationsAccess;
+  readonly work: AdminWork;
   readonly metrics: ForwarderMetrics | undefined;
   /** Path of the Prometheus endpoint; undefined when off. */
   readonly metricsPath: string | undefined;
   /** Whether `/debugger` is served. */
   readonly debuggerOn: boolean;
   readonly adminToken: string | undefined;
-  readonly closing: () => boolean;
-  /** `/stats` and more for the page's overview. */
-  readonly overview: () => Promise<object>;
-  /** `POST /admin/deletions` (spec 2.3): a `delete` notice to each affected source. */
-  readonly requestDeletion: (request: DeletionRequest) => Promise<object>;
-  /** `POST /admin/audiences/sync` (spec 6). */
-  readonly syncAudience: (request: AudienceSyncRequest) => Promise<object>;
 }
 
 /**
@@ -78,7 +88,7 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
     // Dispatch calls each handler with the input its route declares: typed per route above, untyped here.
     const handle = (HANDLERS as unknown as Record<string, AdminHandler<OperationsRoutesOptions> | undefined>)[route.operationId];
     if (handle === undefined) return false;
-    if (options.closing()) {
+    if (options.access.closing) {
       fail(res, 503, 'shutting_down', 'The forwarder is shutting down; try again', {}, { 'Retry-After': '1', Connection: 'close' });
       return true;
     }
@@ -186,15 +196,20 @@ const HANDLERS = {
   replayDelivery: (o, { params }, _req, res) => replay(o, res, params.id),
   recover: (o, { body }, _req, res) => recoverFrom(o, body, res),
   stream: (o, { query }, req, res) => stream(o, query, req, res),
-  overview: async (o, _input, _req, res) => send(res, 200, await o.overview()),
+  overview: async (o, _input, _req, res) => send(res, 200, await o.work.overview()),
   // Both check their body themselves (a ValidationError naming the field).
-  requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.requestDeletion(body as never)),
-  syncAudience: async (o, { body }, _req, res) => send(res, 200, await o.syncAudience(body as never)),
+  requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.work.requestDeletion(body as never)),
+  syncAudience: async (o, { body }, _req, res) => send(res, 200, await o.work.syncAudience(body as never)),
   ...SETUP_HANDLERS,
   ...ENDPOINT_HANDLERS,
   ...SECRET_HANDLERS,
   ...SCHEMA_HANDLERS,
 } satisfies AdminHandlers<OperationsRoutesOptions>;
+
+/** The operations layer, the store opened when needed. */
+async function opsOf(o: OperationsRoutesOptions): Promise<Operations> {
+  return (await o.access.open()).ops;
+}
 
 function query(req: IncomingMessage): URLSearchParams {
   return new URL(req.url ?? '/', 'http://localhost').searchParams;
@@ -287,7 +302,7 @@ function showDetail(d: DeliveryDetail, waitingBehind: { id: number | null; messa
 async function listMessages(o: OperationsRoutesOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const q = parseMessageQuery(query(req));
   // One more than asked tells whether there is a next page.
-  const rows = await (await o.ops()).messages({ ...q, limit: q.limit + 1 });
+  const rows = await (await opsOf(o)).messages({ ...q, limit: q.limit + 1 });
   const page = rows.slice(0, q.limit);
   const nextCursor = rows.length > q.limit ? String(page.at(-1)!.id) : null;
   send(res, 200, { items: page.map(showMessage), nextCursor });
@@ -295,17 +310,17 @@ async function listMessages(o: OperationsRoutesOptions, req: IncomingMessage, re
 
 async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
   const id = parseId(idText);
-  const delivery = await (await o.ops()).delivery(id);
+  const delivery = await (await opsOf(o)).delivery(id);
   if (delivery === undefined) {
     fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
     return;
   }
-  send(res, 200, showDetail(delivery, await (await o.ops()).waitingBehind(delivery)));
+  send(res, 200, showDetail(delivery, await (await opsOf(o)).waitingBehind(delivery)));
 }
 
 async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
   const id = parseId(idText);
-  const result = await (await o.ops()).replay(id);
+  const result = await (await opsOf(o)).replay(id);
   if (result === undefined) {
     fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
     return;
@@ -322,13 +337,13 @@ async function recoverFrom(o: OperationsRoutesOptions, body: RecoverRequest, res
   const since = instant(body.since, 'since');
   const until = body.until === undefined ? Number.MAX_SAFE_INTEGER : instant(body.until, 'until');
   if (until <= since) throw new ValidationError('Expected `until` to be after `since`', 'until');
-  const result = await (await o.ops()).recover(body.source, since, until);
+  const result = await (await opsOf(o)).recover(body.source, since, until);
   send(res, 202, { source: result.source, since: iso(result.since), until: body.until === undefined ? null : iso(result.until), queued: result.queued });
 }
 
 async function stream(o: OperationsRoutesOptions, params: { readonly source?: string }, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const source = params.source ?? '';
-  const ops = await o.ops();
+  const ops = await opsOf(o);
   if (source !== '' && !ops.hasSource(source)) throw new ValidationError(`Unknown source ${showValue(source)}`, 'source');
   ops.live.subscribe(req, res, source === '' ? undefined : source);
 }

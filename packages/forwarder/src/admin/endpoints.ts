@@ -57,6 +57,12 @@ export class EndpointAdmin {
     return { ok: true, value: { full: webhooks.webhooks.map((w) => w.url), urls: this.host.guard.urlsOf(source, webhooks) } };
   }
 
+  /** The source's URLs (as shown: no password, no query) when every one is disabled; else undefined. */
+  allDisabled(source: string): readonly string[] | undefined {
+    const listed = this.list(source);
+    return listed.ok && listed.value.length > 0 && listed.value.every((e) => e.disabled) ? listed.value.map((e) => e.url) : undefined;
+  }
+
   list(source: string): SetupResult<ShownEndpoint[]> {
     const found = this.urls(source);
     if (!found.ok) return found;

@@ -6,10 +6,15 @@ import { fail, send } from '../http/server';
 import type { ApplyResult, SetupResult, SourceManager } from '../registry/manager';
 import type { HandlerInputs } from '../http/routes';
 
+/** Applying a config file's sources to the registry (`runtime/sources.ts`'s `Sources`). */
+export interface SourceSetup {
+  apply(sources: readonly ResolvedSource[], dryRun: boolean): Promise<ApplyResult>;
+}
+
 /** What the setup routes need: the manager, and applying a config file's sources. */
 export interface SetupRoutesOptions {
   readonly sources: SourceManager;
-  readonly applySources: (sources: readonly ResolvedSource[], dryRun: boolean) => Promise<ApplyResult>;
+  readonly setup: SourceSetup;
 }
 
 /** What a route's handler gets: the path's parameters (decoded, a name checked), the query and the body (checked as the route declares). */
@@ -64,7 +69,7 @@ async function apply(o: SetupRoutesOptions, input: Record<string, unknown>, res:
   if (input.sources === undefined) throw new ConfigError('Expected `sources` to be a list of sources, got nothing', 'sources');
   const sources = parseSources(input.sources, null);
   const dryRun = booleanOption('dryRun', input.dryRun ?? false);
-  const result = await o.applySources(sources, dryRun);
+  const result = await o.setup.apply(sources, dryRun);
   send(res, 200, { dryRun, applied: result.applied, lines: result.lines, text: result.text }, NO_STORE);
 }
 

@@ -1,7 +1,7 @@
 import { systemClock } from 'eventrelay/internal';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { Notice } from '../delivery/notify';
-import type { AttemptReport } from '../scheduling/scheduler';
+import type { AttemptReport } from '../scheduling/queue';
 import type { UrlOutcome } from '../delivery/destination';
 import { responseText } from '../store/delivery-log';
 

@@ -1,4 +1,5 @@
 import createDebug from 'debug';
+import type { Clock } from 'eventrelay/internal';
 import { NotReplayableError, ValidationError } from 'eventrelay/internal';
 import type { RejectedMessage, ValidMessage } from '../routing/ingest';
 import { eventOf, INTEGRATIONS_OFF, NO_DESTINATION } from '../routing/router';
@@ -7,15 +8,14 @@ import { HealthTracker } from './health';
 import type { EndpointHealth } from './health';
 import type { ForwarderMetrics } from './metrics';
 import { Timeline } from './timeline';
-import type { AttemptReport } from '../scheduling/scheduler';
+import type { AttemptReport } from '../scheduling/queue';
 import { DUPLICATE_REASON, sameSource } from '../store/delivery-log';
 import { orderKeyOf } from '../routing/router';
-import type { AcceptedMessage, AcceptResult, DeliveryKind, NewDelivery } from '../store/contract';
+import type { AcceptedMessage, AcceptResult, DeliveryKind, ForwarderStore, NewDelivery } from '../store/contract';
 import { LiveStream } from './stream';
 import { ClusterView } from './cluster';
 import type { ClusterOverview } from './cluster';
 import { UsageTally } from './usage';
-import type { UsageStore } from '../store/contract';
 import type { ClusterStore, AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
@@ -23,28 +23,45 @@ const log = createDebug('eventrelay:forwarder');
 /** How often the queue depth is sampled for the chart, in ms. */
 const SAMPLE_INTERVAL = 15_000;
 
-/** What the operations layer needs of the forwarder. */
-export interface OperationsHost {
+/** The queue, as the operations layer uses it (`runtime/work.ts`). */
+export interface QueueAccess {
   /** Stores deliveries and wakes the delivery loop. */
   enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
-  queueDepth(): Promise<{ queueDepth: number; oldestPendingAge: number | null; inFlight: number }>;
-  now(): number;
+  stats(): Promise<{ readonly queueDepth: number }>;
+}
+
+/** The sources served now, as the operations layer reads them (`registry/table.ts`'s `SourceTable`). */
+export interface ServedSources {
   /** Source names, with whether their Webhooks destination is on. */
-  readonly sources: ReadonlyMap<string, boolean>;
-  /** The id of the source served under a name now (`SourceRecord.id`); absent: ids are not kept. */
-  sourceId?(name: string): string | undefined;
+  readonly webhooksOn: ReadonlyMap<string, boolean>;
+  /** The id of the source served under a name now (`SourceRecord.id`); undefined: ids are not kept. */
+  incarnation(name: string): string | undefined;
   /** Whether the source delivers in order per user (`ordering: "user"`). */
-  ordered?(name: string): boolean;
-  /** The messageId of the older call a pending ordered one waits for (the store's `waitingFor`). */
-  waitingFor?(source: string, messageId: string): Promise<string | undefined>;
+  deliversInOrder(name: string): boolean;
+}
+
+/** The URLs of a source's destination that are disabled (`admin/endpoints.ts`'s `EndpointAdmin`). */
+export interface DisabledUrls {
+  /** The URLs (as shown: no password, no query) when every one is disabled; else undefined. */
+  allDisabled(source: string): readonly string[] | undefined;
+}
+
+/** Where a failure in the background goes (the forwarder's `Context`). */
+export interface BackgroundErrors {
+  backgroundError(error: Error): void;
+}
+
+/** The parts the operations layer works with, each built before it, handed over at construction. */
+export interface OperationsParts {
+  readonly queue: QueueAccess;
+  readonly sources: ServedSources;
+  readonly endpoints: DisabledUrls;
+  /** The open store: the calls an ordered one waits for, the counts of what sources send. */
+  readonly store: Pick<ForwarderStore, 'waitingFor' | 'usage'>;
+  readonly clock: Clock;
   /** How long a delivered body is kept, in ms (0: erased when delivered). */
   readonly keepDelivered: number;
-  /** The store's counts of what sources send and their usage; absent: nothing is counted. */
-  usageStore?(): UsageStore | undefined;
-  /** A failure in the background (counts that could not be written). */
-  backgroundError?(error: Error): void;
-  /** The URLs of the source's destination (as shown: no password, no query) when every one is disabled; else undefined. */
-  disabledUrls?(source: string): readonly string[] | undefined;
+  readonly errors: BackgroundErrors;
 }
 
 /**
@@ -110,21 +127,25 @@ export class Operations {
    */
   private readonly gone = new Map<string, { readonly source: string; readonly reason: string }>();
 
+  private readonly parts: OperationsParts;
+
   constructor(
-    private readonly host: OperationsHost,
+    parts: OperationsParts,
     /** Undefined when the log is off (`storage.deliveryLog: false`). */
     readonly log: DeliveryLog | undefined,
     readonly metrics: ForwarderMetrics | undefined,
     shared?: SharedWith,
   ) {
+    this.parts = parts;
+    const { store, clock, errors } = parts;
     this.usage = new UsageTally({
-      store: () => host.usageStore?.(),
-      now: () => host.now(),
-      onError: (error) => host.backgroundError?.(error),
+      store: () => store.usage,
+      now: () => clock.now(),
+      onError: (error) => errors.backgroundError(error),
       onCount: (source, count, n, rule) => metrics?.usage(source, count, n, rule),
     });
     if (shared !== undefined) {
-      this.cluster = new ClusterView(shared.store, shared.owner, this.health, this.timeline, this.live, () => host.now());
+      this.cluster = new ClusterView(shared.store, shared.owner, this.health, this.timeline, this.live, () => clock.now());
       this.live.attach(this.cluster);
     }
   }
@@ -137,8 +158,8 @@ export class Operations {
 
   private async sample(): Promise<void> {
     try {
-      const { queueDepth } = await this.host.queueDepth();
-      this.timeline.queueDepth(this.host.now(), queueDepth);
+      const { queueDepth } = await this.parts.queue.stats();
+      this.timeline.queueDepth(this.parts.clock.now(), queueDepth);
     } catch (error) {
       log('queue depth sample failed: %s', (error as Error).message);
     }
@@ -154,9 +175,9 @@ export class Operations {
     const at = accepted[0]!.receivedAt;
     this.metrics?.accepted(source, accepted.length, result.duplicates);
     this.timeline.accepted(at, accepted.length);
-    this.usage.accepted(sourceId ?? this.host.sourceId?.(source), accepted, calls, result.repeated);
+    this.usage.accepted(sourceId ?? this.parts.sources.incarnation(source), accepted, calls, result.repeated);
     if (this.log === undefined && !this.live.active) return;
-    const webhooksOn = this.host.sources.get(source) === true;
+    const webhooksOn = this.parts.sources.webhooksOn.get(source) === true;
     // Which messages were repeats: the store says (a log could not always tell: the first call
     // may be on another instance, not written yet).
     const { repeated } = result;
@@ -183,7 +204,7 @@ export class Operations {
     }
     this.log?.add(entries);
     const given = sourceId === undefined || this.gone.size === 0 ? undefined : this.gone.get(sourceId);
-    if (given !== undefined) void this.abandoned(given.source, this.host.now(), given.reason, sourceId);
+    if (given !== undefined) void this.abandoned(given.source, this.parts.clock.now(), given.reason, sourceId);
     if (this.live.active) {
       for (const e of entries) {
         this.live.publish('accepted', source, {
@@ -204,7 +225,7 @@ export class Operations {
   refused(source: string, rejected: readonly RejectedMessage[], receivedAt: number, body?: unknown): void {
     if (rejected.length === 0) return;
     this.metrics?.refused(source, rejected.length);
-    this.usage.refused(this.host.sourceId?.(source), source, rejected.length, receivedAt);
+    this.usage.refused(this.parts.sources.incarnation(source), source, rejected.length, receivedAt);
     if (this.log === undefined && !this.live.active) return;
     const entries: LogCall[] = rejected.map((r) => {
       // What the refused message says of itself, when it is there and plain: for finding it later.
@@ -273,9 +294,9 @@ export class Operations {
     // Nothing was sent (the destination was closing, a rate limit's slot): not an attempt. A
     // delivery given up without a request (no URL's filter takes it any more) is its last one.
     if (result.outcomes.length === 0 && result.status !== 'failed') return;
-    const at = this.host.now();
+    const at = this.parts.clock.now();
     if (result.status !== 'retry' && report.kind === 'message' && report.stale !== true) {
-      this.usage.finished(this.host.sourceId?.(report.source), report.source, result.status, at);
+      this.usage.finished(this.parts.sources.incarnation(report.source), report.source, result.status, at);
     }
     const urls = result.outcomes.map((o) => ({
       url: o.url,
@@ -339,8 +360,8 @@ export class Operations {
    * it waits for (its log line id, null when the log no longer has it), or null.
    */
   async waitingBehind(entry: LoggedMessage): Promise<{ id: number | null; messageId: string } | null> {
-    if ((entry.state !== 'pending' && entry.state !== 'retrying') || this.host.waitingFor === undefined) return null;
-    const messageId = await this.host.waitingFor(entry.source, entry.messageId);
+    if (entry.state !== 'pending' && entry.state !== 'retrying') return null;
+    const messageId = await this.parts.store.waitingFor(entry.source, entry.messageId);
     if (messageId === undefined) return null;
     const [line] = await this.requireLog().list({ source: entry.source, messageId, limit: 1 });
     return { id: line?.id ?? null, messageId };
@@ -348,7 +369,7 @@ export class Operations {
 
   /** The user key of a call of `source` queued again (replay, recover), when the source is in order per user. */
   private orderKey(source: string, kind: DeliveryKind, body: string): string | undefined {
-    if (kind !== 'message' || this.host.ordered?.(source) !== true) return undefined;
+    if (kind !== 'message' || !this.parts.sources.deliversInOrder(source)) return undefined;
     try {
       return orderKeyOf(JSON.parse(body) as Record<string, unknown>);
     } catch {
@@ -359,7 +380,7 @@ export class Operations {
   /** A delivered body past `keepDelivered` is no longer shown, even before the next prune erases it. */
   private visible<T extends LoggedMessage>(entry: T): T {
     if (entry.state !== 'delivered' || !entry.hasBody || entry.finishedAt === null) return entry;
-    if (entry.finishedAt >= this.host.now() - this.host.keepDelivered) return entry;
+    if (entry.finishedAt >= this.parts.clock.now() - this.parts.keepDelivered) return entry;
     return 'body' in entry ? { ...entry, hasBody: false, body: null } : { ...entry, hasBody: false };
   }
 
@@ -371,7 +392,7 @@ export class Operations {
     const entry = await this.delivery(id);
     if (entry === undefined) return undefined;
     this.checkReplayable(entry);
-    const now = this.host.now();
+    const now = this.parts.clock.now();
     // Marked first, atomically: of several replays at once (on any instance) one goes on.
     const [line] = await this.requireLog().replay([id], now);
     if (line === undefined) throw new NotReplayableError(`Delivery ${id} cannot be replayed: it was replayed a moment ago and is pending again`);
@@ -386,7 +407,7 @@ export class Operations {
   /** Queues the deliveries of lines just marked replayed; if that fails, the lines are put back and the error thrown. */
   private async queueAgain(lines: readonly ReplayedLine[], deliveries: readonly NewDelivery[]): Promise<void> {
     try {
-      await this.host.enqueue(deliveries);
+      await this.parts.queue.enqueue(deliveries);
     } catch (error) {
       await this.log!.unreplay(lines).catch((undo: Error) => log('could not put back %d replayed log lines: %s', lines.length, undo.message));
       throw error;
@@ -410,11 +431,11 @@ export class Operations {
         if (entry.body === null) throw why('its body is no longer stored');
         break;
     }
-    if (this.host.sources.get(entry.source) !== true) throw why(`the source ${JSON.stringify(entry.source)} has no Webhooks destination switched on now`);
-    if (!sameSource(entry.sourceId, this.host.sourceId?.(entry.source))) {
+    if (this.parts.sources.webhooksOn.get(entry.source) !== true) throw why(`the source ${JSON.stringify(entry.source)} has no Webhooks destination switched on now`);
+    if (!sameSource(entry.sourceId, this.parts.sources.incarnation(entry.source))) {
       throw why(`the source that sent it was deleted; the source named ${JSON.stringify(entry.source)} now is another one`);
     }
-    const disabled = this.host.disabledUrls?.(entry.source);
+    const disabled = this.parts.endpoints.allDisabled(entry.source);
     if (disabled !== undefined) {
       const source = JSON.stringify(entry.source);
       throw new EndpointsDisabledError(
@@ -427,12 +448,12 @@ export class Operations {
 
   /** Queues again every failed delivery of `source` received in [since, until). */
   async recover(source: string, since: number, until: number): Promise<RecoverResult> {
-    if (!this.host.sources.has(source)) throw new ValidationError(`Unknown source ${JSON.stringify(source)}`, 'source');
-    if (this.host.sources.get(source) !== true) throw new NotReplayableError(`The source ${JSON.stringify(source)} has no Webhooks destination switched on`);
+    if (!this.parts.sources.webhooksOn.has(source)) throw new ValidationError(`Unknown source ${JSON.stringify(source)}`, 'source');
+    if (this.parts.sources.webhooksOn.get(source) !== true) throw new NotReplayableError(`The source ${JSON.stringify(source)} has no Webhooks destination switched on`);
     // Those of the source served under the name now: not of a deleted one of the same name.
-    const failed = await this.requireLog().failed(source, since, until, this.host.sourceId?.(source));
+    const failed = await this.requireLog().failed(source, since, until, this.parts.sources.incarnation(source));
     if (failed.length === 0) return { source, since, until, queued: 0 };
-    const now = this.host.now();
+    const now = this.parts.clock.now();
     // Marked first, atomically: a line another recovery or replay took at the same time is left out.
     const lines = await this.requireLog().replay(failed.map((d) => d.id), now);
     const taken = new Set(lines.map((l) => l.id));
@@ -445,24 +466,24 @@ export class Operations {
   }
 
   hasSource(name: string): boolean {
-    return this.host.sources.has(name);
+    return this.parts.sources.webhooksOn.has(name);
   }
 
   /** This instance's endpoint health (`/stats`). */
   endpoints(): EndpointHealth[] {
-    return this.health.snapshot(this.host.now());
+    return this.health.snapshot(this.parts.clock.now());
   }
 
   /** Endpoint health and the chart over every instance sharing the store (this one alone on others). */
   async overview(): Promise<ClusterOverview> {
     await this.sample();
     if (this.cluster !== undefined) return this.cluster.overview();
-    const now = this.host.now();
+    const now = this.parts.clock.now();
     return { instances: 1, endpoints: this.health.snapshot(now), chart: this.timeline.points(now) };
   }
 
   async prune(before: number): Promise<number> {
-    return this.log === undefined ? 0 : this.log.prune(before, this.host.now());
+    return this.log === undefined ? 0 : this.log.prune(before, this.parts.clock.now());
   }
 
   async close(): Promise<void> {

@@ -135,6 +135,11 @@ export class SourceTable implements DeliveryTargets {
     return this.entries.get(name)?.record;
   }
 
+  /** Whether the source delivers in order per user (`ordering: "user"`). */
+  deliversInOrder(name: string): boolean {
+    return this.entries.get(name)?.record.webhooks?.ordering === 'user';
+  }
+
   /** The source's keys, oldest first (expired ones included). */
   keysOf(name: string): WriteKeyRecord[] {
     return [...this.keys.values()].filter((k) => k.source === name).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));

@@ -62,42 +62,20 @@ function build(ctx: Context, access: StoreAccess): Built {
       });
   const intake = new Intake(ctx, access, table, new IngestLimits(() => deliveries.rateBudget, ctx.clock), deliveries, metrics);
   const work = new Work(ctx, access, sources, deliveries, intake);
-  const opsOf = async () => (await access.open()).ops;
-  const schema = new SchemaAdmin(sources.manager, async () => (await opsOf()).usage, () => ctx.clock.now());
+  const schema = new SchemaAdmin(sources.manager, async () => (await access.open()).ops.usage, () => ctx.clock.now());
   const admin = createOperationsRoutes({
-    ops: opsOf,
+    access,
+    work,
     metrics,
     metricsPath: config.metricsPath,
     debuggerOn: config.debugger,
     adminToken: config.adminToken,
-    closing: () => access.closing,
-    overview: async () => {
-      // `/stats` of this instance, but endpoint health and the chart over every instance on the store.
-      const [stats, cluster] = await Promise.all([work.stats(), opsOf().then((ops) => ops.overview())]);
-      return {
-        sources: table.names,
-        instances: cluster.instances,
-        stats: { ...stats, endpoints: cluster.endpoints },
-        chart: cluster.chart,
-        disabled: disabledEndpoints(sources),
-      };
-    },
-    requestDeletion: (request) => work.requestDeletion(request),
-    syncAudience: (request) => work.syncAudience(request),
     sources: sources.manager,
-    applySources: (list, dryRun) => sources.apply(list, dryRun),
+    setup: sources,
     endpoints: sources.endpointAdmin,
     secrets: sources.secrets,
     schema,
   });
   const handle = createRequestHandler(intake, { http: config.http, operations: admin, stats: () => work.stats() });
   return { deliveries, sources, intake, work, metrics, schema, handle };
-}
-
-/** The disabled URLs of every source's destination (what the debugger page lists), without credentials or query. */
-function disabledEndpoints(sources: Sources): { source: string; url: string; disabledAt: string | null; reason: string | null }[] {
-  return sources.table.names.flatMap((source) => {
-    const listed = sources.endpointAdmin.list(source);
-    return listed.ok ? listed.value.filter((e) => e.disabled).map((e) => ({ source, url: e.url, disabledAt: e.disabledAt, reason: e.reason })) : [];
-  });
 }

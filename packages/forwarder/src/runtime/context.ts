@@ -7,6 +7,7 @@ import type { Clock } from 'eventrelay/internal';
 import type { ResolvedConfig } from '../config';
 import { OperatorLog } from '../observability/logs';
 import type { Operations } from '../observability/operations';
+import type { Scheduler } from '../scheduling/queue';
 import type { ForwarderStore } from '../store/contract';
 import type { ForwarderEvents, ForwarderInternals, ForwarderOptions } from './types';
 
@@ -16,6 +17,8 @@ export const log = createDebug('eventrelay:forwarder');
 export interface Opened {
   readonly store: ForwarderStore;
   readonly ops: Operations;
+  /** The delivery loop on the store, started by `start()`. */
+  readonly loop: Scheduler;
 }
 
 /**
@@ -32,6 +35,8 @@ export interface StoreAccess {
   readonly store: ForwarderStore | undefined;
   /** Observability once `open()` resolved. */
   readonly ops: Operations | undefined;
+  /** The delivery loop once `open()` resolved (running once the forwarder started). */
+  readonly loop: Scheduler | undefined;
   /** True once `close()` began. */
   readonly closing: boolean;
 }

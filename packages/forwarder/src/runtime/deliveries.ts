@@ -8,7 +8,7 @@ import type { Operations } from '../observability/operations';
 import type { SourceTable } from '../registry/table';
 import { Outcome } from '../scheduling/outcome';
 import type { NoticeSender } from '../scheduling/outcome';
-import { Scheduler } from '../scheduling/scheduler';
+import { Scheduler } from '../scheduling/queue';
 import type { ForwarderStore, NewDelivery, RateBudget } from '../store/contract';
 import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from '../store/endpoint-state';
 import { MemoryRateBudget } from '../store/rate-budget';
@@ -28,8 +28,6 @@ export class Deliveries implements NoticeSender {
   readonly guard: EndpointGuard;
   /** Sends the notices to `notify.url`, signed; undefined without `notify`. */
   private readonly notifier: WebhookDestination | undefined;
-  private scheduler: Scheduler | undefined;
-  private started = 0;
 
   constructor(
     private readonly ctx: Context,
@@ -65,32 +63,33 @@ export class Deliveries implements NoticeSender {
 
   /** When delivery started, epoch ms; 0 before. */
   get startedAt(): number {
-    return this.started;
+    return this.access.loop?.startedAt ?? 0;
   }
 
   /** Attempts in flight now. */
   get active(): number {
-    return this.scheduler?.active ?? 0;
+    return this.access.loop?.active ?? 0;
   }
 
+  /** The delivery loop, once the store is open (it runs once the forwarder started). */
   get loop(): Scheduler | undefined {
-    return this.scheduler;
+    return this.access.loop;
   }
 
   /** New work in the store: the delivery loop looks at it now. */
   wake(): void {
-    this.scheduler?.wake();
+    this.access.loop?.wake();
   }
 
   /**
-   * Starts the delivery loop on the open store, for the sources `table` serves; each outcome it
-   * writes goes to the outcome step (`scheduling/outcome.ts`): `ops`, the operator's log, the
-   * `attempt` event, the notices.
+   * The delivery loop on the open store, for the sources `table` serves, not started; each outcome
+   * it writes goes to the outcome step (`scheduling/outcome.ts`): `ops`, the operator's log, the
+   * `attempt` event, the notices. The lifecycle builds it once the store is open, and owns it.
    */
-  start(store: ForwarderStore, table: SourceTable, ops: Operations): void {
+  loopOn(store: ForwarderStore, table: SourceTable, ops: Operations): Scheduler {
     const { config, clock } = this.ctx;
     const { concurrency, sourceConcurrency } = config.delivery;
-    this.scheduler = new Scheduler(
+    return new Scheduler(
       store,
       // Disabled URLs are skipped, and a source with none left waits as when switched off.
       // Notices to `notify.url` are queued as a source of their own.
@@ -108,8 +107,6 @@ export class Deliveries implements NoticeSender {
       },
       new Outcome(ops, this.ctx.oplog, this.ctx.events, this, clock),
     );
-    this.scheduler.start();
-    this.started = clock.now();
   }
 
   /** The `endpoint` event and, with `notify`, a signed notice queued like any delivery. */
@@ -139,9 +136,8 @@ export class Deliveries implements NoticeSender {
       .catch((error: Error) => ctx.backgroundError(new EventRelayError(`Could not queue a ${notice.type} notice: ${error.message}`, 'ERR_STORE_UNAVAILABLE', { cause: error })));
   }
 
-  /** Stops the loop (attempts in flight finish, outcomes are written), then the guard and the notifier. */
+  /** Closes the guard and the notifier, once the lifecycle stopped the loop. */
   async stop(): Promise<void> {
-    await this.scheduler?.stop();
     await this.guard.close();
     await this.notifier?.close();
   }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { EventRelayError } from 'eventrelay/internal';
 import type { ForwarderMetrics } from '../observability/metrics';
 import { Operations } from '../observability/operations';
+import type { Scheduler } from '../scheduling/queue';
 import type { ForwarderStore } from '../store/contract';
 import { openConfiguredStore } from '../store/open';
 import { log } from './context';
@@ -30,8 +31,8 @@ export interface Managed {
 
 /**
  * The order in which a forwarder's parts open, start and close. Open: the store, then the
- * registry of sources on it, the endpoint states, the following of other instances' changes and
- * observability. Start: the delivery loop and the prunes. Close: the HTTP server (requests being
+ * registry of sources on it, the endpoint states, the following of other instances' changes,
+ * observability and the delivery loop (not running yet). Start: the loop and the prunes. Close: the HTTP server (requests being
  * stored finish), the delivery loop (attempts in flight finish, outcomes are written), the
  * destinations, observability, the store. The parts built before the store opens reach it through
  * this object (`StoreAccess`), handed to them as `build` makes them; those built on the open
@@ -76,6 +77,10 @@ export class Lifecycle<P extends Managed = Managed> implements StoreAccess {
     return this.opened?.ops;
   }
 
+  get loop(): Scheduler | undefined {
+    return this.opened?.loop;
+  }
+
   get closing(): boolean {
     return this.closeBegan;
   }
@@ -102,31 +107,20 @@ export class Lifecycle<P extends Managed = Managed> implements StoreAccess {
       const table = sources.table;
       const ops = new Operations(
         {
-          enqueue: (list) => work.enqueue(list),
-          queueDepth: async () => {
-            const { queueDepth, oldestPendingAge, inFlight } = await work.stats();
-            return { queueDepth, oldestPendingAge, inFlight };
-          },
-          now: () => ctx.clock.now(),
-          get sources() {
-            return table.webhooksOn;
-          },
-          sourceId: (name) => table.incarnation(name),
-          ordered: (name) => table.record(name)?.webhooks?.ordering === 'user',
-          waitingFor: (source, messageId) => store.waitingFor(source, messageId),
+          queue: work,
+          sources: table,
+          endpoints: sources.endpointAdmin,
+          store,
+          clock: ctx.clock,
           keepDelivered: storage.keepDelivered,
-          usageStore: () => this.openStore?.usage,
-          backgroundError: (error) => ctx.backgroundError(error),
-          disabledUrls: (name) => {
-            const listed = sources.endpointAdmin.list(name);
-            return listed.ok && listed.value.length > 0 && listed.value.every((e) => e.disabled) ? listed.value.map((e) => e.url) : undefined;
-          },
+          errors: ctx,
         },
         storage.deliveryLog ? store.openLog({ keepDelivered: storage.keepDelivered }) : undefined,
         metrics,
         store.cluster === null ? undefined : { store: store.cluster, owner: ctx.instanceId },
       );
-      this.opened = { store, ops };
+      const loop = deliveries.loopOn(store, table, ops);
+      this.opened = { store, ops, loop };
       return this.opened;
     })().catch((error: unknown) => {
       this.opening = undefined;
@@ -142,9 +136,9 @@ export class Lifecycle<P extends Managed = Managed> implements StoreAccess {
   start(): Promise<void> {
     if (this.closed !== undefined) return Promise.reject(closedError());
     this.starting ??= (async () => {
-      const { store, ops } = await this.open();
-      const { sources, deliveries } = this.parts;
-      deliveries.start(store, sources.table, ops);
+      const { ops, loop } = await this.open();
+      const { sources } = this.parts;
+      loop.start();
       ops.start();
       this.schedulePrune();
       log('started: %d sources, store %s', sources.table.names.length, this.ctx.options.store ? 'custom' : this.ctx.config.storage.type);
@@ -227,6 +221,8 @@ export class Lifecycle<P extends Managed = Managed> implements StoreAccess {
       // A start or open that failed left nothing to stop.
       await this.starting?.catch(() => {});
       await this.opening?.catch(() => {});
+      // Attempts in flight finish and their outcomes are written; then the guard and the notifier close.
+      await this.opened?.loop.stop();
       await deliveries.stop();
       await sources.close();
       await this.ops?.close();

@@ -3,7 +3,7 @@ import type { OperatorLogger } from '../observability/logs';
 import type { DestinationInternals } from '../delivery/destination';
 import type { Notice } from '../delivery/notify';
 import type { EndpointHealth } from '../observability/health';
-import type { AttemptReport, DeliveryTarget } from '../scheduling/scheduler';
+import type { AttemptReport, DeliveryTarget } from '../scheduling/queue';
 import type { ForwarderStore } from '../store/contract';
 
 export interface ForwarderOptions {

@@ -75,6 +75,23 @@ export class Work {
     };
   }
 
+  /** `/stats` of this instance, with endpoint health and the chart over every instance on the store: the page's overview. */
+  async overview(): Promise<object> {
+    const [stats, cluster] = await Promise.all([this.stats(), this.access.open().then(({ ops }) => ops.overview())]);
+    const { table, endpointAdmin } = this.sources;
+    return {
+      sources: table.names,
+      instances: cluster.instances,
+      stats: { ...stats, endpoints: cluster.endpoints },
+      chart: cluster.chart,
+      // The disabled URLs of every source's destination, without credentials or query.
+      disabled: table.names.flatMap((source) => {
+        const listed = endpointAdmin.list(source);
+        return listed.ok ? listed.value.filter((e) => e.disabled).map((e) => ({ source, url: e.url, disabledAt: e.disabledAt, reason: e.reason })) : [];
+      }),
+    };
+  }
+
   async stats(): Promise<ForwarderStats> {
     const { store, ops } = await this.access.open();
     const counts = await store.counts();

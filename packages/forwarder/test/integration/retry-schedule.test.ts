@@ -2,7 +2,7 @@ import { describe, it, afterEach } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import { createForwarder } from '../../src/service';
-import type { AttemptReport } from '../../src/scheduling/scheduler';
+import type { AttemptReport } from '../../src/scheduling/queue';
 import { basic, post, startReceiver, waitFor } from './helpers';
 import { FakeClock } from '../../../../test/helpers/fake-clock';
 import { usePostgres } from '../../../../test/helpers/postgres';

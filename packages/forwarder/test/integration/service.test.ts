@@ -4,7 +4,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { MemoryStore } from '../../src/store/memory/memory';
 import type { AcceptedMessage, AcceptResult } from '../../src/store/contract';
-import type { AttemptReport } from '../../src/scheduling/scheduler';
+import type { AttemptReport } from '../../src/scheduling/queue';
 import { ConfigError, EventRelayError } from '../../../eventrelay/src/errors';
 import { FakeClock } from '../../../../test/helpers/fake-clock';
 import { basic, post, startReceiver, waitFor } from './helpers';

@@ -4,7 +4,7 @@ import { HttpError, NetworkError } from 'eventrelay/internal';
 import { FakeClock } from '../../../../../test/helpers/fake-clock';
 import { FAILING_LINE_MS, LOG_WINDOW_MS, OperatorLog, responseExcerpt } from '../../../src/observability/logs';
 import type { OperatorLogger } from '../../../src/observability/logs';
-import type { AttemptReport } from '../../../src/scheduling/scheduler';
+import type { AttemptReport } from '../../../src/scheduling/queue';
 import type { UrlOutcome } from '../../../src/delivery/destination';
 
 interface Written {

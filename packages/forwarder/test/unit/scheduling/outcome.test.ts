@@ -4,7 +4,7 @@ import { FakeClock } from '../../../../../test/helpers/fake-clock';
 import type { Notice } from '../../../src/delivery/notify';
 import { NOTIFY_SOURCE } from '../../../src/delivery/notify';
 import { Outcome } from '../../../src/scheduling/outcome';
-import type { AttemptReport } from '../../../src/scheduling/scheduler';
+import type { AttemptReport } from '../../../src/scheduling/queue';
 import type { AttemptResult } from '../../../src/delivery/destination';
 
 describe('Outcome: the step a written outcome goes to', () => {

@@ -2,8 +2,8 @@ import { describe, it, beforeEach, afterEach } from 'mocha';
 import { expect } from 'chai';
 import { FakeClock, flushMicrotasks } from '../../../../../test/helpers/fake-clock';
 import { MemoryStore } from '../../../src/store/memory/memory';
-import { Scheduler } from '../../../src/scheduling/scheduler';
-import type { AttemptReport, DeliveryTarget } from '../../../src/scheduling/scheduler';
+import { Scheduler } from '../../../src/scheduling/queue';
+import type { AttemptReport, DeliveryTarget } from '../../../src/scheduling/queue';
 import type { AttemptResult, AttemptState } from '../../../src/delivery/destination';
 import type { NewDelivery } from '../../../src/store/contract';
 

@@ -2,27 +2,11 @@ import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState } from '../delivery/destination';
 import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/contract';
+import type { AttemptReport, InFlight } from './attempt';
+import type { Claiming } from './claiming';
+import type { OutcomeStep } from './outcome';
 
 const log = createDebug('eventrelay:forwarder');
-
-/** One finished attempt, for events and logs (no body). */
-export interface AttemptReport {
-  readonly id: number;
-  readonly source: string;
-  readonly kind: PendingDelivery['kind'];
-  readonly messageId: string;
-  /** When the delivery was created (accepted, or queued again by a replay), epoch ms. */
-  readonly createdAt: number;
-  /** Its user key when it is delivered in order per user (see `NewDelivery.orderKey`). */
-  readonly orderKey: string | undefined;
-  readonly result: AttemptResult;
-  /**
-   * The store did not take the outcome: the delivery was finished meanwhile (its source deleted,
-   * or delivered through another claim) or its lease went to another claim. The request was made;
-   * what it says about the delivery is out of date.
-   */
-  readonly stale?: boolean;
-}
 
 /** An outcome and its report, as written in one batch. */
 export interface Written {
@@ -30,22 +14,20 @@ export interface Written {
   readonly report: AttemptReport;
 }
 
-/** What the outcome writer needs of the loop around it. */
-export interface OutcomeHooks {
-  /** Attempts in flight now: while some are, an outcome waits briefly for others to share its write. */
-  inFlight(): number;
+/** What the recording step asks of the loop it serves. */
+export interface LoopSignal {
+  /** True once the loop is stopping: outcomes are written at once. */
   stopping(): boolean;
-  /**
-   * After the batch is written (or could not be), before its reports go out; `released`: the
-   * sources of ordered deliveries it let go (RecordResult.released).
-   */
-  written(batch: readonly Written[], released: readonly string[]): void;
-  /** Deliveries given back are in the store again, due as before. */
-  handedBack(deliveries: readonly PendingDelivery[]): void;
-  report(report: AttemptReport): void;
-  /** Slots or work changed: run the loop (now, or in the next turn). */
+  /** Slots or work changed: run the loop now. */
   kick(): void;
+  /** The same, in the next turn of the event loop (once however many ask). */
   kickNextTurn(): void;
+}
+
+/** Where written outcomes are told (`outcome.ts`), and where a failure of that step goes. */
+export interface Told {
+  readonly step: OutcomeStep;
+  readonly onError: (error: Error) => void;
 }
 
 /**
@@ -56,12 +38,13 @@ export interface OutcomeHooks {
 const RECORD_WAIT_MS = 5;
 
 /**
- * The batched writing of outcomes: those that finish in the same turn of the event loop (or
- * within `RECORD_WAIT_MS` while attempts are in flight) go to the store in one transaction, one
- * write after another. A delivery whose outcome is being written is `recording`: its request is
+ * The recording step of a batch's path: each attempt's outcome written with its lease's token, in
+ * batches (those that end in the same turn of the event loop, or within `RECORD_WAIT_MS` while
+ * attempts are in flight, go to the store in one transaction, one write after another), then told
+ * to the outcome step (`outcome.ts`). A delivery whose outcome is being written is `recording`: its request is
  * over, so its slot is free, but it is not claimed or started again meanwhile.
  */
-export class Outcomes {
+export class Recording {
   /** Deliveries whose attempt ended, with their outcome not written yet. */
   readonly recording = new Set<number>();
   /**
@@ -80,7 +63,11 @@ export class Outcomes {
     private readonly store: ForwarderStore,
     private readonly clock: Clock,
     private readonly concurrency: number,
-    private readonly hooks: OutcomeHooks,
+    /** What the store may have due: retries written and ordered deliveries let go are news to it. */
+    private readonly claiming: Claiming,
+    private readonly inFlight: InFlight,
+    private readonly told: Told,
+    private readonly loop: LoopSignal,
   ) {}
 
   /** Whether `id`'s attempt ended here and its outcome is still being written, or was while the claim being watched ran. */
@@ -99,18 +86,19 @@ export class Outcomes {
   }
 
   /** An attempt ended: its outcome joins the next write. */
-  add(outcome: DeliveryOutcome, report: AttemptReport): void {
+  add(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, report: AttemptReport): void {
+    const outcome = outcomeOf(delivery, state, result, this.clock.now());
     this.recording.add(outcome.id);
     this.pending.push({ outcome, report });
     if (this.flushQueued) return;
     // More outcomes come soon while attempts are in flight: wait for them, briefly. The slot is
     // free meanwhile: the loop runs in the next turn to fill it, as when the outcome goes at once.
-    if (this.hooks.inFlight() > 0 && !this.hooks.stopping() && this.pending.length < Math.max(1, this.concurrency >> 1)) {
+    if (this.inFlight.size > 0 && !this.loop.stopping() && this.pending.length < Math.max(1, this.concurrency >> 1)) {
       this.recordTimer ??= this.clock.setTimeout(() => {
         this.recordTimer = undefined;
         this.queueFlush();
       }, RECORD_WAIT_MS);
-      this.hooks.kickNextTurn();
+      this.loop.kickNextTurn();
       return;
     }
     this.queueFlush();
@@ -126,7 +114,7 @@ export class Outcomes {
     setImmediate(() => {
       this.flushQueued = false;
       this.after(() => this.flush());
-      this.hooks.kick();
+      this.loop.kick();
     });
   }
 
@@ -150,7 +138,9 @@ export class Outcomes {
         // Still leased: due again when the lease ends, never lost.
         log('could not hand back %d deliveries: %s', outcomes.length, (error as Error).message);
       }
-      this.hooks.handedBack(deliveries);
+      // Due in the store now (or at its lease's end): claimed like any other.
+      for (const d of deliveries) this.claiming.notCaughtUp(d.source);
+      this.loop.kick();
     });
   }
 
@@ -183,12 +173,33 @@ export class Outcomes {
       this.recording.delete(outcome.id);
       if (this.watching) this.writtenDuringClaim.add(outcome.id);
     }
-    this.hooks.written(batch, released);
+    this.written(batch, released);
     for (const { report } of batch) {
       log('delivery %d (%s %s) attempt %d: %s', report.id, report.source, report.kind, report.result.attempt, report.result.status);
-      this.hooks.report(stale.has(report.id) ? { ...report, stale: true } : report);
+      this.tell(stale.has(report.id) ? { ...report, stale: true } : report);
     }
-    this.hooks.kick();
+    this.loop.kick();
+  }
+
+  /**
+   * A batch of outcomes was written: retries due before the store's last answer are claimed on
+   * time, and an ordered delivery that finished with another of its user behind it lets that one
+   * go (claimed now: a follower another instance stored is claimed here).
+   */
+  private written(batch: readonly Written[], released: readonly string[]): void {
+    const now = this.clock.now();
+    for (const { outcome, report } of batch) {
+      if (outcome.status === 'retry') this.claiming.retryWritten(report.source, outcome.nextAttemptAt, now);
+    }
+    for (const source of released) this.claiming.notCaughtUp(source);
+  }
+
+  private tell(report: AttemptReport): void {
+    try {
+      this.told.step.recorded(report);
+    } catch (error) {
+      this.told.onError(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 }
 

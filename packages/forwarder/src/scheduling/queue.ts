@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
-import type { AttemptResult, AttemptState } from '../delivery/destination';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import type { AcceptLease, ForwarderStore, PendingDelivery } from '../store/contract';
+import { Attempts, InFlight } from './attempt';
 import { Claiming } from './claiming';
 import { HandOver } from './hand-over';
 import type { OutcomeStep } from './outcome';
-import { Outcomes, outcomeOf } from './outcomes';
-import type { AttemptReport, Written } from './outcomes';
+import { Recording } from './recording';
+import type { LoopSignal } from './recording';
 
-export type { AttemptReport } from './outcomes';
+export type { AttemptReport } from './attempt';
 
 export type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 
@@ -62,11 +62,8 @@ const DEFAULTS = { idleWait: 5000, leaseMs: 30_000 } as const;
 /** The outcome step of a loop built without one: reports go nowhere. */
 const NO_OUTCOME: OutcomeStep = { recorded: () => {} };
 
-/** Delay before a delivery is looked at again when attempt() broke its promise never to reject, in ms. */
-const BROKEN_ATTEMPT_DELAY = 60_000;
-
 /**
- * The delivery loop: claims due deliveries from the store with a lease, source by source in turn
+ * The queue step of a batch's path, and the loop that drives the steps after it: claims due deliveries from the store with a lease, source by source in turn
  * (at most `concurrency` in flight, at most `sourceConcurrency` per source), makes one attempt each
  * through the source's destination, and writes the outcome back with the lease's token: done,
  * failed, or the next attempt time the destination computed. A claimed delivery is reserved for
@@ -76,10 +73,12 @@ const BROKEN_ATTEMPT_DELAY = 60_000;
  * destination (removed from the config, or switched off) are left pending, visible in the queue
  * depth.
  *
- * The concerns live apart: `Claiming` (what the store may have due, and the claims, never more
- * than the free slots), `HandOver` (deliveries leased at acceptance, `handOff`/`adopt`, at most
- * `concurrency` beyond the slots) and `Outcomes` (their batched writing). This class runs the
- * loop, and `launchDue` is the one place where leased deliveries become attempts.
+ * The steps live apart, each built here with what it needs: `Claiming` (what the store may have
+ * due, and the claims, never more than the free slots) and `HandOver` (deliveries leased at
+ * acceptance, `handOff`/`adopt`, at most `concurrency` beyond the slots) make the queue;
+ * `Attempts` (attempt.ts) sends; `Recording` (recording.ts) writes the outcomes in batches and
+ * tells them to the outcome step. This class runs the loop, and `launchDue` is the one place where
+ * leased deliveries become attempts.
  *
  * A delivery that becomes due while the loop sleeps starts on time when the loop knows its time
  * (a retry this instance scheduled, or a time the store gave), and at most `NEXT_DUE_MAX_AGE`
@@ -87,16 +86,15 @@ const BROKEN_ATTEMPT_DELAY = 60_000;
  * attempts hang in flight; see `sleepUntilNextDue`.
  */
 export class Scheduler {
-  private readonly inFlight = new Set<number>();
-  private readonly perSource = new Map<string, number>();
+  private readonly inFlight = new InFlight();
   private readonly targets: DeliveryTargets;
   private turn = 0;
   /** Per source held back by its rate limits: when they allow attempts again. */
   private readonly rateReady = new Map<string, number>();
   private readonly claiming: Claiming;
-  private readonly starts = new StartCounter();
   private readonly handOver: HandOver;
-  private readonly outcomes: Outcomes;
+  private readonly recording: Recording;
+  private readonly attempts: Attempts;
   private readonly idleWait: number;
   private readonly owner: string;
   private readonly leaseMs: number;
@@ -108,6 +106,7 @@ export class Scheduler {
   private stopped = false;
   private started = false;
   private drained: (() => void) | undefined;
+  private startedOn = 0;
 
   constructor(
     store: ForwarderStore,
@@ -124,23 +123,18 @@ export class Scheduler {
     // Held and in flight: what this instance starts in about a second, at least its slots plus
     // as many again. More would be a backlog no other instance may touch until the leases end;
     // less would send a steady load through the store's claims for nothing.
-    this.handOver = new HandOver(options.holdMs ?? 0, () => Math.max(2 * options.concurrency, this.starts.lastSecond(this.clock.now())));
-    this.outcomes = new Outcomes(store, clock, options.concurrency, {
-      inFlight: () => this.inFlight.size,
+    this.handOver = new HandOver(options.holdMs ?? 0, () => Math.max(2 * options.concurrency, this.inFlight.lastSecond(this.clock.now())));
+    const loop: LoopSignal = {
       stopping: () => this.stopped,
-      written: (batch, released) => this.written(batch, released),
-      handedBack: (deliveries) => {
-        // Due in the store now (or at its lease's end): claimed like any other.
-        for (const d of deliveries) this.claiming.notCaughtUp(d.source);
-        this.kick();
-      },
-      report: (report) => this.report(report),
       kick: () => {
-        if (this.inFlight.size === 0 && this.outcomes.size === 0 && this.drained !== undefined) this.drained();
+        if (this.inFlight.size === 0 && this.recording.size === 0 && this.drained !== undefined) this.drained();
         this.kick();
       },
       kickNextTurn: () => this.kickNextTurn(),
-    });
+    };
+    const told = { step: outcome, onError: (error: Error) => options.onError?.(error) };
+    this.recording = new Recording(store, clock, options.concurrency, this.claiming, this.inFlight, told, loop);
+    this.attempts = new Attempts(this.targets, clock, this.inFlight, this.recording);
   }
 
   private get sources(): readonly string[] {
@@ -157,9 +151,15 @@ export class Scheduler {
     return this.inFlight.size;
   }
 
+  /** When the loop started, epoch ms; 0 before. */
+  get startedAt(): number {
+    return this.startedOn;
+  }
+
   start(): void {
     if (this.started) return;
     this.started = true;
+    this.startedOn = this.clock.now();
     this.wake();
   }
 
@@ -185,7 +185,7 @@ export class Scheduler {
     if (deliveries.length === 0) return;
     const replaced = incarnation !== undefined && this.targets.incarnation?.(deliveries[0]!.source) !== incarnation;
     const rest = this.stopped || replaced ? deliveries : this.handOver.adopt(deliveries, lease, this.inFlight.size);
-    if (rest.length > 0) this.outcomes.handBack(rest);
+    if (rest.length > 0) this.recording.handBack(rest);
     this.kick();
   }
 
@@ -202,7 +202,7 @@ export class Scheduler {
    */
   forget(source: string): void {
     const held = this.handOver.drop(source);
-    if (held.length > 0) this.outcomes.handBack(held);
+    if (held.length > 0) this.recording.handBack(held);
   }
 
   /** New work in the store: look at it now. */
@@ -242,14 +242,14 @@ export class Scheduler {
     await this.pumping;
     // Not attempted here: back to the store, for the next start or another instance.
     const held = this.handOver.drain();
-    if (held.length > 0) this.outcomes.handBack(held);
-    this.outcomes.queueFlush();
-    if (this.inFlight.size > 0 || this.outcomes.size > 0) {
+    if (held.length > 0) this.recording.handBack(held);
+    this.recording.queueFlush();
+    if (this.inFlight.size > 0 || this.recording.size > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;
       });
     }
-    await this.outcomes.settled();
+    await this.recording.settled();
   }
 
   /**
@@ -259,11 +259,11 @@ export class Scheduler {
    */
   private get free(): number {
     const { concurrency } = this.options;
-    return Math.min(concurrency - this.inFlight.size, 2 * concurrency - this.inFlight.size - this.outcomes.size);
+    return Math.min(concurrency - this.inFlight.size, 2 * concurrency - this.inFlight.size - this.recording.size);
   }
 
   private room(source: string, free: number): number {
-    return Math.min(free, this.sourceCap - (this.perSource.get(source) ?? 0));
+    return Math.min(free, this.sourceCap - this.inFlight.of(source));
   }
 
   private async pump(): Promise<void> {
@@ -300,23 +300,23 @@ export class Scheduler {
           const mayHaveDue = this.claiming.mayHaveDue(source, now);
           if (this.handOver.has(source)) {
             const taken = this.handOver.take(source, mayHaveDue && share > 1 ? share - 1 : share, now);
-            if (taken.late.length > 0) this.outcomes.handBack(taken.late);
+            if (taken.late.length > 0) this.recording.handBack(taken.late);
             share -= this.launchDue(taken.start, now);
           }
           if (share <= 0 || !mayHaveDue) {
             if (this.handOver.has(source)) more = true;
             continue;
           }
-          this.outcomes.watch(true);
+          this.recording.watch(true);
           let claimed;
           try {
             const incarnation = this.targets.incarnation?.(source);
             claimed = await this.claiming.claim(source, now, share);
             // Claimed for a source deleted meanwhile (and perhaps made again): not for its successor.
             if (this.targets.incarnation?.(source) === incarnation) this.launchDue(claimed.due, now);
-            else if (claimed.due.length > 0) this.outcomes.handBack(claimed.due);
+            else if (claimed.due.length > 0) this.recording.handBack(claimed.due);
           } finally {
-            this.outcomes.watch(false);
+            this.recording.watch(false);
           }
           if (this.stopped) return;
           // More due, or work stored while the claim ran, which it may not have seen: claim again.
@@ -343,8 +343,8 @@ export class Scheduler {
   private launchDue(deliveries: readonly PendingDelivery[], now: number): number {
     let started = 0;
     for (const delivery of deliveries) {
-      if (this.inFlight.has(delivery.id) || this.outcomes.has(delivery.id)) continue;
-      this.launch(delivery, now);
+      if (this.inFlight.has(delivery.id) || this.recording.has(delivery.id)) continue;
+      this.attempts.start(delivery, now);
       started++;
     }
     return started;
@@ -389,90 +389,5 @@ export class Scheduler {
       this.timer = undefined;
       this.kick();
     }, ms);
-  }
-
-  private launch(delivery: PendingDelivery, now: number): void {
-    this.starts.count(now);
-    this.inFlight.add(delivery.id);
-    this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 0) + 1);
-    const target = this.targets.get(delivery.source);
-    // `id` is the Standard Webhooks webhook-id: the messageId, stable across retries (random per delete notice).
-    const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now, id: delivery.messageId };
-    // Switched off (or removed) between the claim and now: handed back due at once, not attempted,
-    // and it waits in the store until the destination is on again.
-    const attempt: Promise<AttemptResult> =
-      target === undefined ? Promise.resolve({ status: 'retry', attempt: state.attempt, nextAttemptAt: now, outcomes: [] }) : target.attempt(delivery.body, state);
-    // One reaction for either ending: no chained promise per attempt.
-    attempt.then(
-      (result) => this.attempted(delivery, state, result),
-      (error: unknown) => {
-        // attempt() never rejects; should it ever, look again later rather than lose the delivery.
-        log('delivery %d: attempt threw %s', delivery.id, (error as Error).message);
-        this.attempted(delivery, state, { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now() + BROKEN_ATTEMPT_DELAY, outcomes: [] });
-      },
-    );
-  }
-
-  private attempted(delivery: PendingDelivery, state: AttemptState, result: AttemptResult): void {
-    const report: AttemptReport = {
-      id: delivery.id,
-      source: delivery.source,
-      kind: delivery.kind,
-      messageId: delivery.messageId,
-      createdAt: delivery.createdAt,
-      orderKey: delivery.orderKey,
-      result,
-    };
-    // The request is over: its slot goes to the next attempt while the outcome is written.
-    this.inFlight.delete(delivery.id);
-    this.perSource.set(delivery.source, (this.perSource.get(delivery.source) ?? 1) - 1);
-    this.outcomes.add(outcomeOf(delivery, state, result, this.clock.now()), report);
-  }
-
-  /**
-   * A batch of outcomes was written: retries due before the store's last answer wake the loop for
-   * them, and an ordered delivery that finished with another of its user behind it lets that one
-   * go (claimed now: a follower another instance stored is claimed here).
-   */
-  private written(batch: readonly Written[], released: readonly string[]): void {
-    const now = this.clock.now();
-    for (const { outcome, report } of batch) {
-      if (outcome.status === 'retry') this.claiming.retryWritten(report.source, outcome.nextAttemptAt, now);
-    }
-    for (const source of released) this.claiming.notCaughtUp(source);
-  }
-
-  private report(report: AttemptReport): void {
-    try {
-      this.outcome.recorded(report);
-    } catch (error) {
-      this.options.onError?.(error instanceof Error ? error : new Error(String(error)));
-    }
-  }
-}
-
-/** Attempts started per whole second of the clock: how many this instance can start soon. */
-class StartCounter {
-  private second = 0;
-  private current = 0;
-  private previous = 0;
-
-  count(now: number): void {
-    this.roll(now);
-    this.current++;
-  }
-
-  /** Attempts started in the last whole second before `now` (0 after a second without any). */
-  lastSecond(now: number): number {
-    this.roll(now);
-    return this.previous;
-  }
-
-  private roll(now: number): void {
-    const second = Math.floor(now / 1000);
-    if (second === this.second) return;
-    this.previous = second === this.second + 1 ? this.current : 0;
-    this.current = 0;
-    this.second = second;
   }
 }
