@@ -11,11 +11,12 @@ import {
   checkBatchLimits,
   planBatches,
   splitBatch,
-} from '../../../src/delivery/batch-body';
-import type { Batch, BatchEntry, BatchLimits } from '../../../src/delivery/batch-body';
-import { signBody } from '../../../src/delivery/signing';
-import { serializeWebhookMessage, toWebhookMessage } from '../../../../eventrelay/src/messages/webhook';
-import { parseWebhookMessages } from '../../../../eventrelay/src/webhooks/parse';
+} from '../../src/batch-body';
+import type { Batch, BatchEntry, BatchLimits } from '../../src/batch-body';
+import { signBody } from '../../src/delivery/signing';
+import { serializeWebhookMessage, toWebhookMessage } from '../../../eventrelay/src/messages/webhook';
+import { parseWebhookMessages } from '../../../eventrelay/src/webhooks/parse';
+import { WEBHOOK_DEFAULTS } from '../../../eventrelay/src/webhooks/options';
 
 const TS = '2026-03-01T12:34:56.789Z';
 
@@ -49,6 +50,11 @@ describe('batch bodies (issue 45, the pure part of batched delivery)', () => {
     expect(body.length).to.equal(batch!.bytes);
     // What the receiver helper reads back: the same messages, in order.
     expect(parseWebhookMessages(body)).to.deep.equal(calls.map((text) => JSON.parse(text)));
+  });
+
+  it('the largest maxBytes is the receiver helper\'s default maxBodySize, 1 MiB (docs/receiving-webhooks.md#batches)', () => {
+    expect(BATCH_BOUNDS.maxBytes).to.equal(WEBHOOK_DEFAULTS.maxBodySize).and.equal(1048576);
+    expect(BATCH_DEFAULTS.maxBytes).to.equal(524288);
   });
 
   it('closes a batch at maxEvents calls', () => {
