@@ -53,3 +53,9 @@ createFetchHandler({ secret, timeout: 1000 });
 createWebhookHandler({ secret, batchHandler: (message: WebhookMessage) => void message });
 // @ts-expect-error: the Fetch adapter's context has no response
 createFetchHandler({ secret, batchHandler: (_messages, context) => void context.response });
+// @ts-expect-error: neither handler nor batchHandler
+webhookMiddleware({ secret });
+// @ts-expect-error: neither handler nor batchHandler
+void Fastify().register(fastifyWebhook, { secret, prefix: '/webhooks' });
+// @ts-expect-error: neither handler nor batchHandler
+createWebhookReceiver({ secret });

@@ -226,18 +226,20 @@ describe('createWebhookReceiver with a batch body (issue 45)', () => {
     ]);
   });
 
-  it('verifies a batch signed with Standard Webhooks over its exact bytes', async () => {
-    const clock = new FakeClock();
-    const handled: WebhookMessage[] = [];
-    const receiver = createWebhookReceiver({ secret: SECRET, scheme: 'standard-webhooks', handler: (m) => void handled.push(m) }, { clock });
-    const headers = signStandardWebhook(FIVE_BODY, SECRET, { id: 'msg_batch1', timestamp: new Date(clock.now()) });
-    expect((await receiver.receive({ body: FIVE_BODY, headers, context: {} })).status).to.equal(204);
-    expect(handled).to.deep.equal(FIVE);
-    handled.length = 0;
-    const tampered = await receiver.receive({ body: FIVE_BODY.replace('"u2"', '"u3"'), headers, context: {} });
-    expect(tampered.status).to.equal(401);
-    expect(handled).to.deep.equal([]);
-  });
+  for (const webCrypto of [false, true]) {
+    it(`verifies a batch signed with Standard Webhooks over its exact bytes (${webCrypto ? 'Web Crypto' : "Node's crypto"})`, async () => {
+      const clock = new FakeClock();
+      const handled: WebhookMessage[] = [];
+      const receiver = createWebhookReceiver({ secret: SECRET, scheme: 'standard-webhooks', handler: (m) => void handled.push(m) }, { clock, webCrypto });
+      const headers = signStandardWebhook(FIVE_BODY, SECRET, { id: 'msg_batch1', timestamp: new Date(clock.now()) });
+      expect((await receiver.receive({ body: FIVE_BODY, headers, context: {} })).status).to.equal(204);
+      expect(handled).to.deep.equal(FIVE);
+      handled.length = 0;
+      const tampered = await receiver.receive({ body: FIVE_BODY.replace('"u2"', '"u3"'), headers, context: {} });
+      expect(tampered.status).to.equal(401);
+      expect(handled).to.deep.equal([]);
+    });
+  }
 
   it('answers 400 naming the field for a signed batch with a bad element, calling no handler', async () => {
     const { receive, handled, errors } = setup();
