@@ -208,6 +208,10 @@ export function createWebhookReceiver<Context = Record<never, never>>(
       }
       return refuse(error, 500);
     }
+    if (signal.aborted) {
+      log('%s: the handler finished after the 503 was sent', what(parsed));
+      return LATE;
+    }
     log('handled %s (%d bytes)', what(parsed), size);
     return NO_CONTENT;
   }

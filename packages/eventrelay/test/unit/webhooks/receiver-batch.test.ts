@@ -86,6 +86,12 @@ describe('parseWebhookMessages (a batch body, issue 45)', () => {
     expect(batchError(batchOf([track(1), { ...track(2), version: 2 }])).field).to.equal('[1].version');
   });
 
+  it('refuses a deeply nested array (1 MB of brackets) as an element that is not an object', () => {
+    const error = batchError('['.repeat(500_000) + ']'.repeat(500_000));
+    expect(error.field).to.equal('[0]');
+    expect(error.message).to.include('got an array');
+  });
+
   it('refuses text that is not JSON and bytes that are not UTF-8, with the body-level errors', () => {
     expect(batchError('[{"type":"track"},').message).to.include('not valid JSON');
     expect(() => parseWebhookMessages(new Uint8Array([0x5b, 0xff, 0x5d]))).to.throw(WebhookMessageError, /not valid UTF-8/);
