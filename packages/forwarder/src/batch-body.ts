@@ -167,3 +167,11 @@ export function batchBody<Id>(batch: Batch<Id>): Buffer {
   if (offset !== body.length) throw new RangeError(`A batch's entry sizes do not match their texts (${offset} bytes written, ${body.length} counted)`);
   return body;
 }
+
+/**
+ * The body as text, for a sender that takes a string (`WebhookDestination#attempt`): its UTF-8
+ * encoding is `batchBody(batch)`, byte for byte.
+ */
+export function batchText<Id>(batch: Batch<Id>): string {
+  return `[${batch.entries.map((entry) => entry.text).join(',')}]`;
+}

@@ -8,6 +8,7 @@ import {
   BatchBuilder,
   batchEntry,
   batchOf,
+  batchText,
   checkBatchLimits,
   planBatches,
   splitBatch,
@@ -193,12 +194,13 @@ describe('batch bodies (issue 45, the pure part of batched delivery)', () => {
       );
     });
 
-    it('the body is the JSON array of the texts, its length is `bytes`, and it is the same every time', () => {
+    it('the body is the JSON array of the texts, its length is `bytes`, batchText encodes to it, and it is the same every time', () => {
       fc.assert(
         fc.property(texts, limits, (list, lim) => {
           for (const batch of planBatches(entries(list), lim)) {
             const body = batchBody(batch);
             expect(body.length).to.equal(batch.bytes);
+            expect(Buffer.from(batchText(batch), 'utf8').equals(body)).to.equal(true);
             expect(JSON.parse(body.toString('utf8'))).to.deep.equal(batch.entries.map((e) => JSON.parse(e.text)));
             expect(batchBody(batchOf(batch.entries.map((e) => batchEntry(e.id, e.text)))).equals(body)).to.equal(true);
           }
