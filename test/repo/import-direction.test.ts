@@ -118,6 +118,7 @@ const FORWARDER_LAYERS: readonly string[] = [
   'validation',
   'store',
   'schema-rules.ts',
+  'batch-body.ts', // batched delivery's bodies (issue 45): pure, imports nothing
   'transform',
   'delivery',
   'config',

@@ -19,7 +19,7 @@ export type { SignStandardWebhookOptions, StandardWebhookHeaders, VerifyStandard
 export type { SignatureHeader } from './schemes/signature-format';
 export type { WebhookBody } from './body';
 export type { WebhookSecret } from './secret';
-export { parseWebhookMessage } from './parse';
+export { parseWebhookMessage, parseWebhookMessages } from './parse';
 export { WEBHOOK_MESSAGE_TYPES } from './message-types';
 export type {
   WebhookAliasMessage,
@@ -39,7 +39,14 @@ export type {
 export { getHeader, SIGNATURE_HEADER } from './headers';
 export type { HeadersLike } from './headers';
 export { WEBHOOK_DEFAULTS } from './options';
-export type { WebhookHandler, WebhookHandlerContextBase, WebhookReceiverOptions, WebhookScheme } from './options';
+export type {
+  WebhookBatchHandler,
+  WebhookHandler,
+  WebhookHandlerContextBase,
+  WebhookHandlers,
+  WebhookReceiverOptions,
+  WebhookScheme,
+} from './options';
 export { createWebhookReceiver } from './receiver';
 export type { IncomingWebhook, WebhookReceiver, WebhookReceiverInternals, WebhookResponse } from './receiver';
 export { createWebhookHandler } from './adapters/node';

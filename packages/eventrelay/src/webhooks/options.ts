@@ -17,10 +17,21 @@ export interface WebhookHandlerContextBase {
 
 /**
  * Your code: called once per verified, valid message. Return (or resolve) to answer 204;
- * throw (or reject) to answer 500, so that the sender retries.
+ * throw (or reject) to answer 500, so that the sender retries. For a batch (a body that is a
+ * JSON array) it is called once per message, in order, each call awaited before the next.
  */
 export type WebhookHandler<Context> = (
   message: WebhookMessage,
+  context: Context & WebhookHandlerContextBase,
+) => unknown;
+
+/**
+ * Your code for a whole batch: called once with every message of a verified, valid batch, in
+ * the order sent (never empty). Return (or resolve) to answer 204; throw (or reject) to answer
+ * 500, and the sender retries the same batch, byte for byte.
+ */
+export type WebhookBatchHandler<Context> = (
+  messages: WebhookMessage[],
   context: Context & WebhookHandlerContextBase,
 ) => unknown;
 
@@ -30,8 +41,19 @@ export interface WebhookReceiverOptions<Context> {
    * with any one of them passes). Required, non-empty.
    */
   readonly secret: WebhookSecret;
-  /** Called with each verified, parsed message. */
-  readonly handler: WebhookHandler<Context>;
+  /**
+   * Called with each verified, parsed message; for a batch, once per message in order. If it
+   * throws on one, the rest are not called and the answer is 500: the sender then retries the
+   * whole batch, so the messages before it come again (deduplicate on `messageId`). Required
+   * unless `batchHandler` is given.
+   */
+  readonly handler?: WebhookHandler<Context>;
+  /**
+   * Called once per batch (a body that is a JSON array) with all its messages, instead of
+   * `handler`; a single-message body goes to `handler`, or here as an array of one when there
+   * is no `handler`. Default: none.
+   */
+  readonly batchHandler?: WebhookBatchHandler<Context>;
   /**
    * Which signature to require: `x-signature` (the spec's hex HMAC-SHA1 of the body, default),
    * `standard-webhooks` (`webhook-id`, `webhook-timestamp`, `webhook-signature`: replays outside
@@ -73,9 +95,18 @@ export const WEBHOOK_DEFAULTS = {
   timestampTolerance: 5 * 60 * 1000,
 } as const;
 
+/**
+ * `handler`, `batchHandler` or both: the adapters take `WebhookReceiverOptions & WebhookHandlers`,
+ * so that leaving both out is a compile error (and a `ConfigError` at run time).
+ */
+export type WebhookHandlers<Context> =
+  | { readonly handler: WebhookHandler<Context>; readonly batchHandler?: WebhookBatchHandler<Context> }
+  | { readonly handler?: WebhookHandler<Context>; readonly batchHandler: WebhookBatchHandler<Context> };
+
 export interface ResolvedReceiverOptions<Context> {
   readonly secret: WebhookSecret;
-  readonly handler: WebhookHandler<Context>;
+  readonly handler: WebhookHandler<Context> | undefined;
+  readonly batchHandler: WebhookBatchHandler<Context> | undefined;
   readonly timeout: number;
   readonly maxBodySize: number;
   readonly scheme: WebhookScheme;
@@ -89,13 +120,16 @@ export interface ResolvedReceiverOptions<Context> {
 export function resolveReceiverOptions<Context>(options: WebhookReceiverOptions<Context>): ResolvedReceiverOptions<Context> {
   objectOption('', options, 'an object with `secret` and `handler`');
   assertSecret(options.secret);
-  if (typeof options.handler !== 'function') {
-    throw new ConfigError(`Expected \`handler\` to be a function (message, context) => void, got ${describeValue(options.handler)}`, 'handler');
+  const batchHandler = functionOption('batchHandler', options.batchHandler, '(messages, context) => void');
+  if (typeof options.handler !== 'function' && (options.handler !== undefined || batchHandler === undefined)) {
+    const or = batchHandler === undefined && options.handler === undefined ? ' (or `batchHandler`, for batches)' : '';
+    throw new ConfigError(`Expected \`handler\`${or} to be a function (message, context) => void, got ${describeValue(options.handler)}`, 'handler');
   }
   const scheme = enumOption<WebhookScheme>('scheme', options.scheme ?? WEBHOOK_DEFAULTS.scheme, SCHEMES);
   return {
     secret: options.secret,
     handler: options.handler,
+    batchHandler,
     timeout: durationOption('timeout', options.timeout ?? WEBHOOK_DEFAULTS.timeout, 1),
     maxBodySize: integerOption('maxBodySize', options.maxBodySize ?? WEBHOOK_DEFAULTS.maxBodySize, 1),
     scheme,

@@ -29,6 +29,45 @@ const TYPES: ReadonlySet<string> = new Set(WEBHOOK_MESSAGE_TYPES);
  * message (400) makes the sender drop it for good.
  */
 export function parseWebhookMessage(rawBody: WebhookBody): WebhookMessage {
+  const value = parseJson(rawBody);
+  if (Array.isArray(value)) {
+    throw new WebhookMessageError('Expected the body to be a JSON object (a webhook message), got an array (a batch: read it with parseWebhookMessages).');
+  }
+  return checkMessage(value, undefined);
+}
+
+/**
+ * Parses a raw webhook body that holds one message or a batch of them (a JSON array, what a
+ * URL with `batch` set receives) into the messages, in the order sent; one message gives an
+ * array of one. Each element is checked as `parseWebhookMessage` checks a message. Throws
+ * `WebhookMessageError` for a body that is not JSON, an empty array, or an element that is not
+ * a valid message (`field` is then `[index]` or `[index].field`, the index counted from 0), and
+ * `InvalidArgumentError` when `rawBody` is not raw.
+ */
+export function parseWebhookMessages(rawBody: WebhookBody): WebhookMessage[] {
+  return parseWebhookBody(rawBody).messages;
+}
+
+/** What a body holds: one message, or a batch (the receiver calls the batch handler for those). */
+export interface ParsedWebhookBody {
+  readonly batch: boolean;
+  /** One message, or the batch's messages in order (never empty). */
+  readonly messages: WebhookMessage[];
+}
+
+/** `parseWebhookMessages`, telling a batch of one from a single message. */
+export function parseWebhookBody(rawBody: WebhookBody): ParsedWebhookBody {
+  const value = parseJson(rawBody);
+  if (!Array.isArray(value)) return { batch: false, messages: [checkMessage(value, undefined)] };
+  if (value.length === 0) {
+    throw new WebhookMessageError('Expected the batch (a JSON array) to hold at least one webhook message, got an empty array.');
+  }
+  const messages = new Array<WebhookMessage>(value.length);
+  for (let index = 0; index < value.length; index++) messages[index] = checkMessage(value[index], index);
+  return { batch: true, messages };
+}
+
+function parseJson(rawBody: WebhookBody): unknown {
   const input = toBodyInput(rawBody);
   let text: string;
   try {
@@ -36,26 +75,27 @@ export function parseWebhookMessage(rawBody: WebhookBody): WebhookMessage {
   } catch {
     throw new WebhookMessageError('Expected the body to be UTF-8 JSON, got bytes that are not valid UTF-8.');
   }
-  let value: unknown;
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
     // The SyntaxError is not attached: its message quotes part of the body.
-    throw new WebhookMessageError('Expected the body to be a JSON object (a webhook message), got text that is not valid JSON.');
+    throw new WebhookMessageError('Expected the body to be a JSON object (a webhook message) or an array of them, got text that is not valid JSON.');
   }
-  return checkMessage(value);
 }
 
-function checkMessage(value: unknown): WebhookMessage {
+/** Checks one message: the body, or the element at `index` of a batch. */
+function checkMessage(value: unknown, index: number | undefined): WebhookMessage {
   if (!isPlainObject(value)) {
-    throw new WebhookMessageError(`Expected the body to be a JSON object (a webhook message), got ${kind(value)}.`);
+    if (index === undefined) throw new WebhookMessageError(`Expected the body to be a JSON object (a webhook message), got ${kind(value)}.`);
+    throw new WebhookMessageError(`Expected element ${index} of the batch to be a JSON object (a webhook message), got ${kind(value)}.`, `[${index}]`);
   }
   const type = value.type;
   if (typeof type !== 'string' || !TYPES.has(type)) {
     const got = typeof type === 'string' && /^[\w-]{1,40}$/.test(type) ? `"${type}"` : kind(type);
-    throw new WebhookMessageError(`Expected \`type\` to be one of ${WEBHOOK_MESSAGE_TYPES.join(', ')}, got ${got}.`, 'type');
+    const where = index === undefined ? '' : ` in element ${index} of the batch`;
+    throw new WebhookMessageError(`Expected \`type\` to be one of ${WEBHOOK_MESSAGE_TYPES.join(', ')}${where}, got ${got}.`, fieldPath(index, 'type'));
   }
-  const check = new Checker(value, type as WebhookMessageType);
+  const check = new Checker(value, type as WebhookMessageType, index);
   if (type === 'delete') {
     check.string('userId');
     check.timestamp();
@@ -102,6 +142,8 @@ class Checker {
   constructor(
     private readonly message: Json,
     private readonly type: WebhookMessageType,
+    /** The element's index when the message is part of a batch. */
+    private readonly index: number | undefined,
   ) {}
 
   version(): void {
@@ -141,8 +183,14 @@ class Checker {
   }
 
   private error(field: string, expected: string, got: string): WebhookMessageError {
-    return new WebhookMessageError(`Expected \`${field}\` to be ${expected} in a ${this.type} message, got ${got}.`, field);
+    const where = this.index === undefined ? `a ${this.type} message` : `the ${this.type} message at element ${this.index} of the batch`;
+    return new WebhookMessageError(`Expected \`${field}\` to be ${expected} in ${where}, got ${got}.`, fieldPath(this.index, field));
   }
+}
+
+/** `field`, or `[index].field` for an element of a batch. */
+function fieldPath(index: number | undefined, field: string): string {
+  return index === undefined ? field : `[${index}].${field}`;
 }
 
 /** The kind of a value, never the value: bodies must not leak into error messages. */

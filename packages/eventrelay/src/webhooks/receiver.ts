@@ -3,11 +3,11 @@ import type { WebhookBody } from './body';
 import { getHeader, SIGNATURE_HEADER } from './headers';
 import type { HeadersLike } from './headers';
 import { log } from './log';
-import type { WebhookMessage } from './message-types';
 import { nodeCrypto } from '../internal/hmac';
 import { resolveReceiverOptions } from './options';
-import type { ResolvedReceiverOptions, WebhookReceiverOptions } from './options';
-import { parseWebhookMessage } from './parse';
+import type { ResolvedReceiverOptions, WebhookHandlerContextBase, WebhookHandlers, WebhookReceiverOptions } from './options';
+import { parseWebhookBody } from './parse';
+import type { ParsedWebhookBody } from './parse';
 import { checkWithKeys, checkWithKeysAsync, WEBHOOK_SIGNATURE_HEADER } from './schemes/standard-webhooks';
 import type { WebhookSecret } from './secret';
 import { verifySignature } from './schemes/signature';
@@ -52,11 +52,12 @@ export interface WebhookResponse {
 
 export interface WebhookReceiver<Context> {
   /**
-   * Reads the body, verifies the signature `scheme` asks for, parses the message and runs the
-   * handler, all within `timeout`. Resolves with the answer, never rejects: 204 when the handler
-   * finished, 401 bad or missing signature (or a Standard Webhooks timestamp outside the
-   * tolerance), 400 invalid message, 413 too large, 500 the handler threw, 503 it did not finish
-   * in time. After the 503, the handler is not called and `onError` is not called again.
+   * Reads the body, verifies the signature `scheme` asks for, parses the message (or the batch:
+   * a JSON array of them) and runs the handler, all within `timeout`. Resolves with the answer,
+   * never rejects: 204 when the handler finished (for every message of a batch), 401 bad or
+   * missing signature (or a Standard Webhooks timestamp outside the tolerance), 400 invalid
+   * message (or any element of a batch), 413 too large, 500 the handler threw, 503 it did not
+   * finish in time. After the 503, the handler is not called and `onError` is not called again.
    */
   receive(incoming: IncomingWebhook<Context>): Promise<WebhookResponse>;
   /** The resolved options, for adapters (body limit, timeout). */
@@ -91,7 +92,7 @@ const encoder = new TextEncoder();
  * back what it returns. Throws `ConfigError` at once for bad options.
  */
 export function createWebhookReceiver<Context = Record<never, never>>(
-  options: WebhookReceiverOptions<Context>,
+  options: WebhookReceiverOptions<Context> & WebhookHandlers<Context>,
   internals: WebhookReceiverInternals = {},
 ): WebhookReceiver<Context> {
   const resolved = resolveReceiverOptions(options);
@@ -186,22 +187,20 @@ export function createWebhookReceiver<Context = Record<never, never>>(
       return fail(error, 500);
     }
     if (failure !== undefined) return fail(failure, 401);
-    let message: WebhookMessage;
+    let parsed: ParsedWebhookBody;
     try {
-      message = parseWebhookMessage(body);
+      parsed = parseWebhookBody(body);
     } catch (error) {
       return fail(error, error instanceof WebhookMessageError ? 400 : 500);
     }
     // The 503 went out while reading or verifying: the sender retries, so handling it now would handle it twice.
     if (signal.aborted) {
-      log('a %s message came after the timeout; the handler was not called', message.type);
+      log('%s came after the timeout; the handler was not called', what(parsed));
       return LATE;
     }
     try {
       // In a span of the sender's trace when the request carries `traceparent` (and OpenTelemetry is there).
-      await handleInSpan(headers, message, async () => {
-        await resolved.handler(message, { ...context, signal });
-      });
+      await handleInSpan(headers, parsed, () => dispatch(parsed, { ...context, signal }));
     } catch (error) {
       if (signal.aborted) {
         log('handler failed after the 503 was sent: %s', describe(error));
@@ -209,8 +208,34 @@ export function createWebhookReceiver<Context = Record<never, never>>(
       }
       return refuse(error, 500);
     }
-    log('handled a %s message (%d bytes)', message.type, size);
+    if (signal.aborted) {
+      log('%s: the handler finished after the 503 was sent', what(parsed));
+      return LATE;
+    }
+    log('handled %s (%d bytes)', what(parsed), size);
     return NO_CONTENT;
+  }
+
+  /**
+   * Hands the messages to the user's code: a batch to `batchHandler` when there is one, else
+   * to `handler` one at a time, in order, each awaited. The first that throws ends the batch
+   * (the sender retries all of it, with the same bytes); so does the timeout.
+   */
+  async function dispatch({ batch, messages }: ParsedWebhookBody, context: Context & WebhookHandlerContextBase): Promise<void> {
+    const { handler, batchHandler } = resolved;
+    if (batchHandler !== undefined && (batch || handler === undefined)) {
+      await batchHandler(messages, context);
+      return;
+    }
+    for (let index = 0; index < messages.length; index++) {
+      if (context.signal.aborted) return; // answered 503 already: the rest comes again with the retry
+      try {
+        await handler!(messages[index]!, context);
+      } catch (error) {
+        if (batch) log('handler threw on message %d of a batch of %d; the rest were not handled', index, messages.length);
+        throw error;
+      }
+    }
   }
 
   return {
@@ -235,6 +260,11 @@ export function createWebhookReceiver<Context = Record<never, never>>(
       }
     },
   };
+}
+
+/** For log lines: what a body held, never its content. */
+function what({ batch, messages }: ParsedWebhookBody): string {
+  return batch ? `a batch of ${messages.length} messages` : `a ${messages[0]!.type} message`;
 }
 
 function hasNodeCrypto(): boolean {

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { readNodeBody } from './node-body';
 import { bodyTooLarge } from '../body';
-import type { WebhookReceiverOptions } from '../options';
+import type { WebhookHandlers, WebhookReceiverOptions } from '../options';
 import { createWebhookReceiver } from '../receiver';
 import { NetworkError, PayloadTooLargeError } from '../../errors';
 
@@ -57,7 +57,10 @@ class Unread {
  * The handler finds the body's bytes in `context.request.body` (a Buffer). Throws `ConfigError`
  * for bad options when the plugin loads.
  */
-export async function fastifyWebhook(instance: FastifyInstanceLike, options: FastifyWebhookOptions): Promise<void> {
+export async function fastifyWebhook(
+  instance: FastifyInstanceLike,
+  options: FastifyWebhookOptions & WebhookHandlers<FastifyWebhookContext>,
+): Promise<void> {
   const receiver = createWebhookReceiver(options);
   const limit = receiver.options.maxBodySize;
   instance.removeAllContentTypeParsers();

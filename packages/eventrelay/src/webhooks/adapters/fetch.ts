@@ -1,5 +1,5 @@
 import { bodyTooLarge } from '../body';
-import type { WebhookReceiverOptions } from '../options';
+import type { WebhookHandlers, WebhookReceiverOptions } from '../options';
 import { createWebhookReceiver, METHOD_NOT_ALLOWED } from '../receiver';
 import type { WebhookResponse } from '../receiver';
 import { verifySignatureAsync } from '../schemes/signature-async';
@@ -10,7 +10,8 @@ export interface FetchWebhookContext {
   readonly request: Request;
 }
 
-export type FetchWebhookOptions = WebhookReceiverOptions<FetchWebhookContext>;
+/** The receiver's options, with `handler` and/or `batchHandler` getting the Fetch context. */
+export type FetchWebhookOptions = WebhookReceiverOptions<FetchWebhookContext> & WebhookHandlers<FetchWebhookContext>;
 
 /**
  * A `(request: Request) => Promise<Response>` handler for Fetch-style runtimes: Next.js

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readNodeBody, writeNodeResponse } from './node-body';
-import type { WebhookReceiverOptions } from '../options';
+import type { WebhookHandlers, WebhookReceiverOptions } from '../options';
 import { log } from '../log';
 import { createWebhookReceiver, METHOD_NOT_ALLOWED } from '../receiver';
 
@@ -10,11 +10,13 @@ export interface NodeWebhookContext {
   readonly response: ServerResponse;
 }
 
-export type NodeWebhookOptions = WebhookReceiverOptions<NodeWebhookContext>;
+/** The receiver's options, with `handler` and/or `batchHandler` getting the Node context. */
+export type NodeWebhookOptions = WebhookReceiverOptions<NodeWebhookContext> & WebhookHandlers<NodeWebhookContext>;
 
 /**
  * A `(request, response)` listener for Node's `http`/`https` servers (or your own router):
- * reads the raw body, verifies, parses, calls `options.handler`, answers. Answers 405 to
+ * reads the raw body, verifies, parses, calls `options.handler` (per message) or
+ * `options.batchHandler` (per batch), answers. Answers 405 to
  * anything but POST. The returned promise never rejects. Throws `ConfigError` for bad options.
  */
 export function createWebhookHandler(
