@@ -39,6 +39,12 @@ const WALL_GRACE_MS = 1_000;
 const PRELUDE_MS = 5_000;
 /** Longest reason kept from a transform's own error message. */
 const REASON_CHARS = 300;
+/**
+ * A call that took this long (ms) makes the next one of the same transform wait for a turn of the
+ * event loop first, so that a transform that loops or crawls lets the process serve requests
+ * between its calls; a quick transform never waits.
+ */
+const SLOW_CALL_MS = 5;
 
 export interface TransformOptions {
   /**
@@ -292,6 +298,8 @@ class SandboxedTransform implements Transform {
   private realm: Realm | undefined;
   private rebuilding: Promise<void> | undefined;
   private disposed = false;
+  /** Whether the last call took SLOW_CALL_MS or more. */
+  private slow = false;
 
   constructor(
     private readonly code: string,
@@ -317,7 +325,14 @@ class SandboxedTransform implements Transform {
       }
       if (this.disposed || this.realm === undefined) throw new Error('This transform was disposed: compile it again to run it');
     }
-    return this.call(this.realm, json);
+    if (this.slow) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.disposed) throw new Error('This transform was disposed: compile it again to run it');
+      if (this.realm === undefined) return this.runJson(json);
+    }
+    const result = this.call(this.realm, json);
+    this.slow = result.durationMs >= SLOW_CALL_MS;
+    return result;
   }
 
   dispose(): void {
