@@ -300,6 +300,8 @@ class SandboxedTransform implements Transform {
   private disposed = false;
   /** Whether the last call took SLOW_CALL_MS or more. */
   private slow = false;
+  /** Settles when the last call queued by `inTurn` has ended. */
+  private turns: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly code: string,
@@ -325,14 +327,35 @@ class SandboxedTransform implements Transform {
       }
       if (this.disposed || this.realm === undefined) throw new Error('This transform was disposed: compile it again to run it');
     }
-    if (this.slow) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.disposed) throw new Error('This transform was disposed: compile it again to run it');
-      if (this.realm === undefined) return this.runJson(json);
-    }
+    if (this.slow) return this.inTurn(json);
     const result = this.call(this.realm, json);
     this.slow = result.durationMs >= SLOW_CALL_MS;
     return result;
+  }
+
+  /**
+   * A call after a slow one: calls of this transform then go one per turn of the event loop, each
+   * after the one before it has ended, so that the I/O that came meanwhile is served in between
+   * (calls queued at once would otherwise all run in the same turn).
+   */
+  private async inTurn(json: string): Promise<TransformResult> {
+    const before = this.turns;
+    let release!: () => void;
+    this.turns = new Promise<void>((resolve) => (release = resolve));
+    try {
+      await before;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.disposed) throw new Error('This transform was disposed: compile it again to run it');
+      if (this.realm === undefined) {
+        this.slow = false;
+        return await this.runJson(json);
+      }
+      const result = this.call(this.realm, json);
+      this.slow = result.durationMs >= SLOW_CALL_MS;
+      return result;
+    } finally {
+      release();
+    }
   }
 
   dispose(): void {

@@ -167,6 +167,69 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
   });
 }
 
+describe('hostile transforms, end to end (SQLite)', function () {
+  this.timeout(60_000);
+  const receiver = useReceiver();
+  let forwarder: Forwarder;
+  let url: string;
+  let dir: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'eventrelay-transform-hostile-'));
+    forwarder = createForwarder({ adminToken: TOKEN, storage: { type: 'sqlite', dataDir: dir }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } });
+    url = (await forwarder.listen({ port: 0 })).url;
+  });
+  after(async () => {
+    await forwarder.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const track = (writeKey: string, messageId: string) => post(`${url}/v1/track`, { userId: 'u1', event: 'E', messageId }, { Authorization: basic(writeKey) });
+
+  it('a looping transform on one URL costs its limit per call: meanwhile /health answers and another source keeps delivering', async () => {
+    const loops = await forwarder.createSource('loops');
+    const calm = await forwarder.createSource('calm');
+    await forwarder.setWebhooks('loops', { webhooks: [{ url: `${receiver.url}/loop`, transform: { code: 'function transform(m) { for (;;) {} }', timeoutMs: 300 } }] });
+    await forwarder.setWebhooks('calm', { webhooks: [{ url: `${receiver.url}/calm` }] });
+    // 12 calls of 300 ms of CPU each, accepted at once: several seconds of looping, one call at most per turn of the event loop.
+    const batch = Array.from({ length: 12 }, (_, i) => ({ type: 'track', userId: 'u1', event: 'E', messageId: `loop-${i}` }));
+    expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic(loops.writeKey) })).status).to.equal(200);
+    const open = async () => (await admin(url, 'GET', '/admin/messages?source=loops&status=pending')).json.items.length + (await admin(url, 'GET', '/admin/messages?source=loops&status=retrying')).json.items.length;
+    // While the looping calls are still open, the other source delivers and /health answers.
+    const health = await fetch(`${url}/health`);
+    expect(health.status).to.equal(200);
+    for (let i = 0; i < 3; i++) expect((await track(calm.writeKey, `calm-${i}`)).status).to.equal(200);
+    await waitFor(() => receiver.delivered.filter((r) => r.path === '/calm').length === 3, 'the calm source to deliver', 20_000);
+    expect(await open(), 'looping calls still open when the calm source had delivered').to.be.above(0);
+    // Each looping call fails for its URL with the time limit, final.
+    await waitFor(async () => (await open()) === 0, 'every looping call to end', 40_000);
+    const failed = (await admin(url, 'GET', '/admin/messages?source=loops&status=failed&limit=50')).json.items;
+    expect(failed).to.have.length(12);
+    expect(failed[0].reason).to.contain('transform_failed: timed out after 300 ms');
+    expect(receiver.requests.filter((r) => r.path === '/loop')).to.deep.equal([]);
+  });
+
+  it('prototype pollution does not leak between calls, nor between URLs', async () => {
+    const source = await forwarder.createSource('polluter');
+    const polluter = [
+      'function transform(m) {',
+      '  const before = typeof ({}).polluted + "," + typeof [].evil;',
+      '  try { Object.prototype.polluted = "yes"; } catch (e) {}',
+      '  try { Array.prototype.evil = function () {}; } catch (e) {}',
+      '  try { JSON.stringify = function () { return "hijacked"; }; } catch (e) {}',
+      '  try { Object.defineProperty(Object.prototype, "toJSON", { value: function () { return "owned"; } }); } catch (e) {}',
+      '  return { before: before, after: typeof ({}).polluted };',
+      '}',
+    ].join('\n');
+    const observer = 'function transform(m) { return { seen: typeof ({}).polluted + "," + typeof [].evil + "," + typeof ({}).toJSON, id: m.messageId }; }';
+    await forwarder.setWebhooks('polluter', { webhooks: [{ url: `${receiver.url}/polluter`, transform: { code: polluter } }, { url: `${receiver.url}/observer`, transform: { code: observer } }] });
+    for (let i = 0; i < 3; i++) expect((await track(source.writeKey, `pollute-${i}`)).status).to.equal(200);
+    await waitFor(() => receiver.requests.filter((r) => r.path === '/observer').length === 3 && receiver.requests.filter((r) => r.path === '/polluter').length === 3, 'three calls to both URLs', 20_000);
+    for (const r of receiver.requests.filter((x) => x.path === '/polluter')) expect(r.json).to.deep.equal({ before: 'undefined,undefined', after: 'undefined' });
+    for (const r of receiver.requests.filter((x) => x.path === '/observer')) expect(r.json.seen).to.equal('undefined,undefined,undefined');
+  });
+});
+
 describe('POST /admin/transform/test', function () {
   this.timeout(30_000);
   let forwarder: Forwarder;
