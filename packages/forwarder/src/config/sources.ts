@@ -100,7 +100,8 @@ function webhookEntry(entry: Record<string, unknown>, index: number, field: stri
   if (problems.take(() => resolveWebhook({ url, headers }, index, field)) === undefined) return undefined;
   const rateLimit = entry.rateLimit as { perSecond: number } | undefined;
   const transformField = join(field, 'transform');
-  const transform = entry.transform !== undefined && problems.clean(transformField) ? problems.take(() => transformEntry(entry.transform, transformField)) : undefined;
+  const given = entry.transform !== undefined && problems.clean(transformField);
+  const transform = given ? problems.take(() => transformEntry(entry.transform, transformField)) : undefined;
   if (entry.transform !== undefined && transform === undefined) return undefined;
   return {
     url,

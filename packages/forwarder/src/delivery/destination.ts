@@ -234,7 +234,7 @@ export class WebhookDestination {
         else if (this.#transforms === undefined) result = await this.#attemptInTurn(prepared, narrowed);
         else {
           // Transformed once for the whole delivery: a retry sends the same bytes to the URLs left.
-          prepared = prepared.transformed === undefined ? { ...prepared, transformed: await this.#transforms.run(prepared.text, this.#sendsTo(narrowed)) } : prepared;
+          if (prepared.transformed === undefined) prepared = { ...prepared, transformed: await this.#transforms.run(prepared.text, this.#sendsTo(narrowed)) };
           result = await this.#transformed(prepared, narrowed, this.#transforms, attempt === 1);
         }
       } catch (error) {
@@ -416,7 +416,13 @@ export class WebhookDestination {
   }
 
   /** One attempt in a slot taken for it; gives the slot to the next waiting attempt, or frees it, when done. */
-  async #run(prepared: PreparedBody, state: AttemptState, webhooks: readonly ResolvedWebhook[], deadline: number, extra?: readonly UrlOutcome[]): Promise<AttemptResult> {
+  async #run(
+    prepared: PreparedBody,
+    state: AttemptState,
+    webhooks: readonly ResolvedWebhook[],
+    deadline: number,
+    extra?: readonly UrlOutcome[],
+  ): Promise<AttemptResult> {
     try {
       // Every URL skipped, or the slots went stale while queued: nothing sent, due again now.
       if (webhooks.length === 0 || this.#clock.now() > deadline) return waiting(state.attempt, this.#clock.now());

@@ -71,7 +71,8 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
 
     const track = (url: string, writeKey: string, fields: object) => post(`${url}/v1/track`, { userId: 'u1', event: 'Order Completed', ...fields }, { Authorization: basic(writeKey) });
 
-    async function logged(source: string, messageId: string): Promise<{ status: string; reason: string | null; attemptLog: { url: string; error: string | null }[] }> {
+    type Logged = { status: string; reason: string | null; attemptLog: { url: string; error: string | null }[] };
+    async function logged(source: string, messageId: string): Promise<Logged> {
       let row: { id: number; status: string } | undefined;
       await waitFor(async () => {
         row = (await admin(urlA, 'GET', `/admin/messages?source=${source}&messageId=${messageId}`)).json.items?.[0];
@@ -98,7 +99,8 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
         '/chat',
       );
       expect((await track(urlB, writeKey, { messageId: 'order-1', properties: { total: 42 } })).status).to.equal(200);
-      await waitFor(() => ['/chat', '/crm', '/raw'].every((p) => receiver.requests.some((r) => r.path === p && r.body.includes('42') !== (p === '/chat') || (p === '/chat' && r.body.includes('Order Completed by u1')))), 'the three URLs');
+      const got = (path: string, text: string) => receiver.requests.some((r) => r.path === path && r.body.includes(text));
+      await waitFor(() => got('/chat', 'Order Completed by u1') && got('/crm', '42') && got('/raw', 'order-1'), 'the three URLs');
       expect(bodiesAt(receiver.requests, '/chat')).to.deep.include({ text: 'Order Completed by u1' });
       expect(bodiesAt(receiver.requests, '/crm')).to.deep.include({ user: 'u1', name: 'Order Completed', props: { total: 42 } });
       const raw = receiver.requests.find((r) => r.path === '/raw' && r.json.messageId === 'order-1')!;
