@@ -7,8 +7,7 @@ import { ENDPOINTS_ROUTES } from './endpoints';
 import { INGEST_ROUTES, SETTINGS_ROUTE } from './ingestion';
 import { DEBUGGER_ROUTES, OPERATIONS_ROUTES } from './operations';
 import { SCHEMA_ROUTES } from './schema';
-import { SOURCES_ROUTES } from './sources';
-import { TRANSFORM_ROUTES } from './transform';
+import { SOURCES_ROUTES, TRANSFORM_ROUTES } from './sources';
 import { compileChecks } from './validate';
 
 /** The routes the operations layer answers (admin/), with their literal types: each handler's input is typed from its route. */
