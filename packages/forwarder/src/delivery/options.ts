@@ -12,7 +12,7 @@ import { refuseControlCharacters } from './url-text';
 import { compileFilter, parseFilter } from '../schema-rules';
 import type { UrlFilter } from '../schema-rules';
 import type { WebhookFilter, WebhookTransform } from '../store/contract';
-import { transformOption } from '../transform/check';
+import { transformOption } from '../transform/options';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {

@@ -5,13 +5,11 @@
  * Both throw a `TransformCompileError` whose `field` is the code's path, with line and column.
  */
 import { Script } from 'node:vm';
-import { ConfigError, describeValue } from 'eventrelay/internal';
 import { TransformCompileError } from './errors';
-import { compileTransform, TRANSFORM_CODE_LIMIT } from './sandbox';
+import { compileTransform } from './sandbox';
 import type { WebhookTransform } from '../store/contract';
 
-/** Bounds of `transform.timeoutMs`, and its default. */
-export const TRANSFORM_TIMEOUT = { min: 1, max: 1000, default: 100 } as const;
+export { TRANSFORM_TIMEOUT, transformOption } from './options';
 
 /** A declaration of `transform` that a script's top level makes: a function, or a const/let/var. */
 const DECLARES = /(^|[^\w$.])(function\s*\*?\s*transform\s*\(|(const|let|var)\s+transform\s*=)/;
@@ -45,31 +43,6 @@ export async function checkTransformRuns(transform: WebhookTransform, field: str
     if (error instanceof TransformCompileError) throw withField(error, field);
     throw error;
   }
-}
-
-/**
- * `{ code, timeoutMs? }` as stored: `code` a string of at most 64 KB, `timeoutMs` an integer
- * from 1 to 1000. A ConfigError names the field (`field` + `.code`, `.timeoutMs`).
- */
-export function transformOption(value: unknown, field: string): WebhookTransform {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new ConfigError(`Expected \`${field}\` to be an object { code, timeoutMs? }, got ${describeValue(value)}`, field);
-  }
-  const { code, timeoutMs, ...rest } = value as Record<string, unknown>;
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new ConfigError(`Unknown field \`${field}.${unknown}\`; expected \`code\` and \`timeoutMs\``, `${field}.${unknown}`);
-  if (typeof code !== 'string' || code.trim() === '') {
-    throw new ConfigError(`Expected \`${field}.code\` to be the source of \`function transform(message)\`, got ${describeValue(code)}`, `${field}.code`);
-  }
-  const bytes = Buffer.byteLength(code);
-  if (bytes > TRANSFORM_CODE_LIMIT) throw new ConfigError(`Expected \`${field}.code\` to be at most ${TRANSFORM_CODE_LIMIT} bytes, got ${bytes}`, `${field}.code`);
-  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < TRANSFORM_TIMEOUT.min || timeoutMs > TRANSFORM_TIMEOUT.max)) {
-    throw new ConfigError(
-      `Expected \`${field}.timeoutMs\` to be a duration in milliseconds, an integer from ${TRANSFORM_TIMEOUT.min} to ${TRANSFORM_TIMEOUT.max}, got ${describeValue(timeoutMs)}`,
-      `${field}.timeoutMs`,
-    );
-  }
-  return timeoutMs === undefined ? { code } : { code, timeoutMs };
 }
 
 /** The same error with the code's path under `field` (`sources[0]...webhooks[1].transform.code`). */

@@ -23,12 +23,13 @@ import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from 'quickjs-emscripten-core';
 import { durationOption, integerOption, stringOption, ValidationError } from 'eventrelay/internal';
 import { TransformCompileError } from './errors';
+import { TRANSFORM_CODE_LIMIT } from './options';
+
+export { TRANSFORM_CODE_LIMIT };
 import { LOCKDOWN, RUNNER } from './prelude';
 
 /** Largest body a transform may return, in bytes of its JSON text (UTF-8): 512 KB. */
 export const TRANSFORM_OUTPUT_LIMIT = 512 * 1024;
-/** Largest code a transform may have, in bytes (UTF-8): 64 KB. */
-export const TRANSFORM_CODE_LIMIT = 64 * 1024;
 /** The file name the code has inside the sandbox, in its error positions. */
 const FILE_NAME = 'transform.js';
 /** QuickJS's own stack cap: deep recursion fails as a stack overflow well before the host's stack runs out. */
