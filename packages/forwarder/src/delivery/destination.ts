@@ -145,6 +145,8 @@ export class WebhookDestination {
   readonly #filtered: boolean;
   /** The URLs' transforms, compiled once; undefined when no URL has one (nothing more per call). */
   readonly #transforms: UrlTransforms | undefined;
+  /** True when every URL has a transform: the message's own bytes are sent nowhere, so not signed. */
+  readonly #everyUrlTransformed: boolean;
   #closing: Promise<void> | undefined;
 
   /** Throws `ConfigError` for a bad configuration (see docs/running-the-forwarder.md for the rules). */
@@ -167,6 +169,7 @@ export class WebhookDestination {
       this.#standardKeys.length === 0 ? [] : this.#options.previousSecrets.map((p, i) => ({ key: standardSigningKey(p.secret, `previousSecrets[${i}].secret`), until: p.until }));
     this.#filtered = this.#options.webhooks.some((w) => w.filter !== undefined);
     this.#transforms = this.#options.webhooks.some((w) => w.transform !== undefined) ? new UrlTransforms(this.#options.webhooks) : undefined;
+    this.#everyUrlTransformed = this.#options.webhooks.every((w) => w.transform !== undefined);
     const limits = this.#options.webhooks.flatMap((w) => (w.perSecond === undefined ? [] : [{ index: w.index, url: w.url.href, perSecond: w.perSecond }]));
     if (limits.length > 0) {
       const budget = internals.rateBudget ?? new MemoryRateBudget(this.#clock);
@@ -364,7 +367,7 @@ export class WebhookDestination {
   #prepare(body: string, id: string | undefined): PreparedBody {
     const bytes = Buffer.from(body, 'utf8');
     const length = String(bytes.length);
-    const signature = this.#key === undefined ? undefined : signBody(bytes, this.#key);
+    const signature = this.#key === undefined || this.#everyUrlTransformed ? undefined : signBody(bytes, this.#key);
     const webhookId = this.#standardKeys.length === 0 ? undefined : id !== undefined && HEADER_SAFE_ID.test(id) ? id : bodyId(bytes);
     const headers = this.#options.webhooks.map((webhook) => {
       // A copy by loop: an object spread of a record costs more, once per message and URL.
