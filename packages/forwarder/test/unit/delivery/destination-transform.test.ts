@@ -7,6 +7,8 @@ import { toWebhookMessage } from '../../../../eventrelay/src/messages/webhook';
 import { verifyStandardWebhook } from '../../../../eventrelay/src/webhooks/schemes/standard-webhooks';
 import { verifySignature } from '../../../../eventrelay/src/webhooks/schemes/signature';
 import type { HttpRequest } from '../../../../eventrelay/src/transport/transport';
+import { OperatorLog } from '../../../src/observability/logs';
+import type { OperatorLogger } from '../../../src/observability/logs';
 import { FakeClock } from '../../../../../test/helpers/fake-clock';
 import { FakeTransport } from '../../../../../test/helpers/fake-transport';
 import type { Answer } from '../../../../../test/helpers/fake-transport';
@@ -92,6 +94,18 @@ describe('WebhookDestination per-URL transforms', function () {
     expect(final.status).to.equal('failed');
     expect((final as { reason: string }).reason).to.contain('transform_failed: Error: no plan');
     expect(alone.transport.requests).to.have.length(0);
+  });
+
+  it('a failed transform is an endpoint.failing line of the operator log, with error ERR_TRANSFORM and nothing of the message', async () => {
+    const { clock, destination } = setup([{ url: CHAT, transform: { code: 'function transform(m) { throw new Error("bad " + typeof m); }' } }]);
+    const result = await destination.attempt(order, { attempt: 1, firstAttemptAt: clock.now() });
+    const lines: { fields: Record<string, unknown>; msg: string }[] = [];
+    const write = (fields: object, msg: string) => lines.push({ fields: fields as Record<string, unknown>, msg });
+    const logger: OperatorLogger = { info: write, warn: write, error: write };
+    new OperatorLog(logger, clock).attempt({ id: 1, source: 'shop', kind: 'message', messageId: 'm-order', createdAt: 0, orderKey: undefined, result });
+    const failing = lines.find((l) => l.fields.event === 'endpoint.failing');
+    expect(failing?.fields).to.deep.include({ source: 'shop', url: CHAT, error: 'ERR_TRANSFORM' });
+    expect(JSON.stringify(lines)).not.to.contain('a@example.com');
   });
 
   it('a timeout and an output that is not JSON fail the URL with a clear reason', async () => {
