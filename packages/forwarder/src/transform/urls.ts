@@ -1,7 +1,8 @@
 /**
- * The transforms of one destination's URLs: each compiled once, when the destination is made (a
- * change of the settings makes a new destination), and run on a call's webhook message for the
- * URLs that call goes to. What each made is the body that URL gets, or a skip, or a failure.
+ * The transforms of one destination's URLs: each compiled once, at its first call (a change of the
+ * settings makes a new destination; one made only to check settings compiles nothing), and run on
+ * a call's webhook message for the URLs that call goes to. What each made is the body that URL
+ * gets, or a skip, or a failure.
  */
 import { compileTransform } from './sandbox';
 import type { Transform } from './sandbox';
@@ -23,20 +24,27 @@ export interface TransformFailure {
   readonly durationMs: number;
 }
 
-/** One URL's transform: compiling, compiled, or failed to compile (its reason, for every call). */
-type Slot = { compiled: Transform | undefined; failure: string | undefined; ready: Promise<void> } | undefined;
+/** One URL's transform: its settings, then compiling, compiled, or failed to compile (its reason, for every call). */
+interface Slot {
+  readonly transform: WebhookTransform;
+  compiled: Transform | undefined;
+  failure: string | undefined;
+  ready: Promise<void> | undefined;
+}
 
 export class UrlTransforms {
-  readonly #slots: Slot[];
+  readonly #slots: (Slot | undefined)[];
   #disposed = false;
 
   constructor(webhooks: readonly { readonly index: number; readonly transform: WebhookTransform | undefined }[]) {
-    this.#slots = webhooks.map((w) => (w.transform === undefined ? undefined : this.#compile(w.transform)));
+    this.#slots = webhooks.map((w): Slot | undefined =>
+      w.transform === undefined ? undefined : { transform: w.transform, compiled: undefined, failure: undefined, ready: undefined },
+    );
   }
 
-  #compile(transform: WebhookTransform): NonNullable<Slot> {
-    const slot: NonNullable<Slot> = { compiled: undefined, failure: undefined, ready: Promise.resolve() };
-    slot.ready = compileTransform(transform.code, transform.timeoutMs === undefined ? {} : { timeoutMs: transform.timeoutMs }).then(
+  #compile(slot: Slot): Promise<void> {
+    const { transform } = slot;
+    return compileTransform(transform.code, transform.timeoutMs === undefined ? {} : { timeoutMs: transform.timeoutMs }).then(
       (compiled) => {
         if (this.#disposed) compiled.dispose();
         else slot.compiled = compiled;
@@ -46,7 +54,6 @@ export class UrlTransforms {
         slot.failure = error instanceof Error ? error.message : String(error);
       },
     );
-    return slot;
   }
 
   /** Runs the transforms of the URLs at `indexes` on `text` (the webhook message's JSON), one after another. */
@@ -57,7 +64,10 @@ export class UrlTransforms {
     for (const index of indexes) {
       const slot = this.#slots[index];
       if (slot === undefined) continue;
-      if (slot.compiled === undefined && slot.failure === undefined) await slot.ready;
+      if (slot.compiled === undefined && slot.failure === undefined) {
+        if (this.#disposed) slot.failure = 'the destination was closed';
+        else await (slot.ready ??= this.#compile(slot));
+      }
       if (slot.compiled === undefined) {
         failed.push({ index, reason: slot.failure ?? 'the destination was closed', durationMs: 0 });
         continue;
@@ -75,7 +85,7 @@ export class UrlTransforms {
     this.#disposed = true;
     for (const slot of this.#slots) {
       if (slot === undefined) continue;
-      await slot.ready;
+      if (slot.ready !== undefined) await slot.ready;
       slot.compiled?.dispose();
       slot.compiled = undefined;
       slot.failure ??= 'the destination was closed';
