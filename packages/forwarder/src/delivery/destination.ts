@@ -295,7 +295,9 @@ export class WebhookDestination {
    * no URL is left, nothing is sent: `failed` with the transforms' reasons, or a `Filtered:` one.
    */
   async #transformed(prepared: PreparedBody, state: AttemptState, transforms: UrlTransforms, failures: boolean): Promise<AttemptResult> {
-    const done = prepared.transformed ?? (await transforms.run(prepared.text, this.#sendsTo(state)));
+    const sendsTo = prepared.transformed === undefined ? this.#sendsTo(state) : [];
+    // At once when every transform can run now (the common case), without a promise per URL.
+    const done = prepared.transformed ?? transforms.runNow(prepared.text, sendsTo) ?? (await transforms.run(prepared.text, sendsTo));
     const ready = this.#withBodies(prepared, done);
     const failed = failures ? done.failed.map((f) => this.#transformOutcome(f.index, f.reason, f.durationMs)) : [];
     if (done.dropped.length === 0 && done.failed.length === 0) return this.#attemptInTurn(ready, state);

@@ -80,6 +80,11 @@ export interface Transform {
   run(message: unknown): Promise<TransformResult>;
   /** The same with the message's JSON text, when the caller has it already. */
   runJson(json: string): Promise<TransformResult>;
+  /**
+   * The same, at once, when the call can run now; undefined when it must wait (its realm being
+   * built again, or its turn after a slow call): then `runJson`.
+   */
+  runJsonNow(json: string): TransformResult | undefined;
   /** Frees the realm; a later `run` throws. Safe to call twice. */
   dispose(): void;
 }
@@ -330,6 +335,13 @@ class SandboxedTransform implements Transform {
 
   run(message: unknown): Promise<TransformResult> {
     return this.runJson(JSON.stringify(message));
+  }
+
+  runJsonNow(json: string): TransformResult | undefined {
+    if (this.disposed || this.realm === undefined || this.slow) return undefined;
+    const result = this.call(this.realm, json);
+    this.slow = result.durationMs >= SLOW_CALL_MS;
+    return result;
   }
 
   async runJson(json: string): Promise<TransformResult> {

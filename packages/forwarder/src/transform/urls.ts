@@ -5,7 +5,7 @@
  * gets, or a skip, or a failure.
  */
 import { compileTransform } from './sandbox';
-import type { Transform } from './sandbox';
+import type { Transform, TransformResult } from './sandbox';
 import type { WebhookTransform } from '../store/contract';
 
 /** What a call's transforms made, by the URLs' positions. */
@@ -56,11 +56,26 @@ export class UrlTransforms {
     );
   }
 
+  /**
+   * What `run` makes, at once, when every transform of those URLs is compiled and can run now;
+   * undefined otherwise (then `run`).
+   */
+  runNow(text: string, indexes: readonly number[]): Transformed | undefined {
+    const results: (TransformResult | undefined)[] = [];
+    for (const index of indexes) {
+      const slot = this.#slots[index];
+      if (slot === undefined) continue;
+      if (slot.compiled === undefined) return undefined;
+      const result = slot.compiled.runJsonNow(text);
+      if (result === undefined) return undefined;
+      results[index] = result;
+    }
+    return gather(results);
+  }
+
   /** Runs the transforms of the URLs at `indexes` on `text` (the webhook message's JSON), one after another. */
   async run(text: string, indexes: readonly number[]): Promise<Transformed> {
-    const bodies: (Buffer | undefined)[] = [];
-    const dropped: number[] = [];
-    const failed: TransformFailure[] = [];
+    const results: (TransformResult | undefined)[] = [];
     for (const index of indexes) {
       const slot = this.#slots[index];
       if (slot === undefined) continue;
@@ -68,16 +83,10 @@ export class UrlTransforms {
         if (this.#disposed) slot.failure = 'the destination was closed';
         else await (slot.ready ??= this.#compile(slot));
       }
-      if (slot.compiled === undefined) {
-        failed.push({ index, reason: slot.failure ?? 'the destination was closed', durationMs: 0 });
-        continue;
-      }
-      const result = await slot.compiled.runJson(text);
-      if (!result.ok) failed.push({ index, reason: result.reason, durationMs: Math.round(result.durationMs) });
-      else if (result.skip) dropped.push(index);
-      else bodies[index] = Buffer.from(result.body, 'utf8');
+      results[index] =
+        slot.compiled === undefined ? { ok: false, reason: slot.failure ?? 'the destination was closed', durationMs: 0 } : await slot.compiled.runJson(text);
     }
-    return { bodies, dropped, failed };
+    return gather(results);
   }
 
   /** Frees every realm, those still compiling once they are made. */
@@ -91,4 +100,18 @@ export class UrlTransforms {
       slot.failure ??= 'the destination was closed';
     }
   }
+}
+
+/** The results of a call's transforms, by the URLs' positions, as `Transformed`. */
+function gather(results: readonly (TransformResult | undefined)[]): Transformed {
+  const bodies: (Buffer | undefined)[] = [];
+  const dropped: number[] = [];
+  const failed: TransformFailure[] = [];
+  results.forEach((result, index) => {
+    if (result === undefined) return;
+    if (!result.ok) failed.push({ index, reason: result.reason, durationMs: Math.round(result.durationMs) });
+    else if (result.skip) dropped.push(index);
+    else bodies[index] = Buffer.from(result.body, 'utf8');
+  });
+  return { bodies, dropped, failed };
 }
