@@ -465,7 +465,8 @@ class SandboxedTransform implements Transform {
         }
       }
       const body = context.getString(value);
-      const bytes = Buffer.byteLength(body);
+      // A UTF-16 unit is at most 3 bytes of UTF-8: a short body is under the limit without counting.
+      const bytes = body.length * 3 <= TRANSFORM_OUTPUT_LIMIT ? 0 : Buffer.byteLength(body);
       if (bytes > TRANSFORM_OUTPUT_LIMIT) return { ok: false, reason: `output is ${bytes} bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`, durationMs: durationMs() };
       return success(body, durationMs());
     } finally {
