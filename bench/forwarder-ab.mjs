@@ -10,7 +10,8 @@
 // A and B: a build's dist/cli.js (`<path>:nolog` turns its delivery log off; `<path>:ordered`
 // sets the source's `ordering: "user"`, deliveries in order per user over the load's 1,000 users;
 // `<path>:traced` runs it with OpenTelemetry set up, tracing-setup.mjs; `<path>:schema` gives
-// the source schema controls, `<path>:filter` those and a per-URL filter: builds of issue 31 on), or `floor`
+// the source schema controls, `<path>:filter` those and a per-URL filter: builds of issue 31 on; `<path>:transform` a
+// transform renaming three fields on its URL: issue 44 on), or `floor`
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
 // messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_ANSWER: the body they answer with (default none); AB_CONCURRENCY:
 // delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_THREADS=1:
@@ -113,6 +114,8 @@ async function start(snap, rcv, db) {
   // load), and with `filter` a per-URL filter every attempt reads the body's type and event for.
   if (variant === 'schema' || variant === 'filter') source.schema = { blockedEvents: ['Never Sent'], allowedEvents: ['Bench Event', 'Other Event'], blockedTypes: ['alias'] };
   if (variant === 'filter') source.destinations.Webhooks.webhooks[0].filter = { types: ['track', 'identify'], events: ['Bench Event'] };
+  // A transform that renames three fields and keeps the rest (docs/transformations.md; builds of issue 44 on).
+  if (variant === 'transform') source.destinations.Webhooks.webhooks[0].transform = { code: 'function transform(m) { const { event, userId, timestamp, ...rest } = m; return { ...rest, name: event, user: userId, at: timestamp }; }' };
   writeFileSync(join(dir, 'config.json'), JSON.stringify({ storage, delivery: { concurrency: Number(process.env.AB_CONCURRENCY ?? 64) }, sources: [source] }));
   const preload = variant === 'traced' ? ['--import', join(here, 'tracing-setup.mjs')] : [];
   const f = await spawnListening([...preload, cli, 'serve', '--config', join(dir, 'config.json'), '--data', join(dir, 'data'), '--port', '0'], db ? { DATABASE_URL: db.url } : {});

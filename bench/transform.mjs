@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // What a transform costs per call: `node --import tsx --conditions=eventrelay-source bench/transform.mjs`
 // at the repository root (the sandbox is not yet exported by the built package, so this loads its
-// source through tsx). Records nothing: a diagnostic until transforms are wired into delivery.
+// source through tsx). Records nothing: a diagnostic of the sandbox alone; the whole path's cost is
+// measured by forwarder-ab.mjs with `<cli>:transform` (docs/benchmarks.md).
 //
 // One webhook message (a track call with properties and context, about 600 bytes of JSON) goes
 // through, per call:

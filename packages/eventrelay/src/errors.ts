@@ -42,6 +42,7 @@ export type ErrorCode =
   | 'ERR_NOT_REPLAYABLE'
   | 'ERR_SOURCE_DELETED'
   | 'ERR_NETWORK_POLICY'
+  | 'ERR_TRANSFORM'
   // eventrelay/segment
   | 'ERR_PLUGIN_CANCELLED'
   // The client's disk spool (SpoolError)

@@ -18,6 +18,7 @@ import { ENDPOINT_HANDLERS } from './endpoints';
 import type { EndpointRoutesOptions } from './endpoints';
 import { SECRET_HANDLERS } from './secrets';
 import { SCHEMA_HANDLERS } from './schema';
+import { TRANSFORM_HANDLERS } from './transform';
 import type { SchemaRoutesOptions } from './schema';
 import type { SecretRoutesOptions } from './secrets';
 import type { AdminHandler, AdminHandlers, AdminInput, SetupRoutesOptions } from './sources';
@@ -204,6 +205,7 @@ const HANDLERS = {
   ...ENDPOINT_HANDLERS,
   ...SECRET_HANDLERS,
   ...SCHEMA_HANDLERS,
+  ...TRANSFORM_HANDLERS,
 } satisfies AdminHandlers<OperationsRoutesOptions>;
 
 /** The operations layer, the store opened when needed. */

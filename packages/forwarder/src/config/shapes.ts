@@ -56,6 +56,15 @@ export const WebhookRateLimit = Type.Object(
   closed,
 );
 
+/** A URL's transformation (docs/transformations.md): the code of `function transform(message)`, and its time limit. */
+export const WebhookTransformInput = Type.Object(
+  {
+    code: Type.String({ minLength: 1, pattern: '\\S', description: 'JavaScript that defines `function transform(message)`; at most 64 KB.', [EXPECTED]: 'the source of `function transform(message)`' }),
+    timeoutMs: Type.Optional(Duration(1, 1000, 'CPU time one call may use; default 100.')),
+  },
+  closed,
+);
+
 /** One URL of a Webhooks destination. */
 export const WebhookEntryInput = Type.Object(
   {
@@ -63,6 +72,7 @@ export const WebhookEntryInput = Type.Object(
     headers: Type.Optional(Type.Object({}, { additionalProperties: SecretValue, description: 'Static headers sent to this URL.' })),
     rateLimit: Type.Optional(WebhookRateLimit),
     filter: Type.Optional(WebhookFilter),
+    transform: Type.Optional(WebhookTransformInput),
   },
   closed,
 );

@@ -4,7 +4,9 @@ import { resolveWebhook } from '../delivery/options';
 import { standardSigningKey } from '../delivery/signing';
 import { checkSourceName } from '../source-names';
 import { parseFilter, parseSchema } from '../schema-rules';
-import type { IngestRateLimit, ResolvedWebhookEntry, SourceSchema, SourceSettings, WebhookFilter } from '../store/contract';
+import type { IngestRateLimit, ResolvedWebhookEntry, SourceSchema, SourceSettings, WebhookFilter, WebhookTransform } from '../store/contract';
+import { checkTransformSyntax, transformOption } from '../transform/check';
+import { TransformCompileError } from '../transform/errors';
 import { SourceSettingsFields, SourcesInput, WebhooksDestinationInput } from './shapes';
 import { join, Problems, secret } from './problems';
 import type { Env, ResolvedSource, ResolvedWebhooks } from './types';
@@ -97,7 +99,29 @@ function webhookEntry(entry: Record<string, unknown>, index: number, field: stri
   const headers = Object.fromEntries(read) as Record<string, string>;
   if (problems.take(() => resolveWebhook({ url, headers }, index, field)) === undefined) return undefined;
   const rateLimit = entry.rateLimit as { perSecond: number } | undefined;
-  return { url, headers, ...(rateLimit === undefined ? {} : { rateLimit: { perSecond: rateLimit.perSecond } }), ...(filter === undefined ? {} : { filter }) };
+  const transformField = join(field, 'transform');
+  const given = entry.transform !== undefined && problems.clean(transformField);
+  const transform = given ? problems.take(() => transformEntry(entry.transform, transformField)) : undefined;
+  if (entry.transform !== undefined && transform === undefined) return undefined;
+  return {
+    url,
+    headers,
+    ...(rateLimit === undefined ? {} : { rateLimit: { perSecond: rateLimit.perSecond } }),
+    ...(filter === undefined ? {} : { filter }),
+    ...(transform === undefined ? {} : { transform }),
+  };
+}
+
+/** A URL's `transform`, its code's syntax checked (nothing of it run): a problem is a ConfigError naming `...transform.code`. */
+function transformEntry(value: unknown, field: string): WebhookTransform {
+  const transform = transformOption(value, field);
+  try {
+    checkTransformSyntax(transform.code, field);
+  } catch (error) {
+    if (error instanceof TransformCompileError) throw new ConfigError(error.message, error.field);
+    throw error;
+  }
+  return transform;
 }
 
 /** A source name, in the config file and the admin API: see `checkSourceName` for the rules. */

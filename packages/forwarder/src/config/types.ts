@@ -1,5 +1,5 @@
 import type { NetworkPolicy, NetworkPolicyOptions } from '../delivery/network-policy';
-import type { RateLimit, SigningScheme, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter } from '../store/contract';
+import type { RateLimit, SigningScheme, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WebhookTransform } from '../store/contract';
 
 /*
  * The config file's types as a program writes it (`createForwarder(config)`), and as the
@@ -22,6 +22,11 @@ export interface WebhookEntryConfig {
   readonly rateLimit?: RateLimit;
   /** Which calls this URL gets: `types` (call types, `delete`) and `events` (track event names). Default: every call. */
   readonly filter?: WebhookFilter;
+  /**
+   * `{ code, timeoutMs? }`: `code` defines `function transform(message)`, which returns the body
+   * this URL gets, or null to skip it (docs/transformations.md). Default: the message as it is.
+   */
+  readonly transform?: WebhookTransform;
 }
 
 /** A source's schema controls (docs/source-schema.md). Each list defaults to none. */

@@ -8,6 +8,7 @@
  * @typedef {[
  *   ...typeof import('../http/routes/delivery-log').DELIVERY_LOG_ROUTES,
  *   ...typeof import('../http/routes/sources').SOURCES_ROUTES,
+ *   ...typeof import('../http/routes/sources').TRANSFORM_ROUTES,
  *   ...typeof import('../http/routes/endpoints').ENDPOINTS_ROUTES,
  *   ...typeof import('../http/routes/schema').SCHEMA_ROUTES,
  *   ...typeof import('../http/routes/operations').OPERATIONS_ROUTES,
@@ -43,6 +44,7 @@
 /** @typedef {Body<'putWebhooks'>} WebhooksInput */
 /** @typedef {Body<'patchWebhooks'>} WebhooksChange */
 /** @typedef {Body<'putSourceSchema'>} SchemaInput */
+/** @typedef {Body<'testTransform'>} TransformTest */
 
 const TOKEN_KEY = 'eventrelay.adminToken';
 
@@ -257,3 +259,11 @@ export const putSchema = (name, body) => call(sourcePath(name, '/schema'), { met
 
 /** @returns {Promise<Answer<'usage'>>} */
 export const getUsage = () => call('/admin/usage');
+
+/**
+ * Runs a transform's code once on a message (nothing stored or sent): its output, or an error
+ * that says why it failed or where it does not compile.
+ * @param {TransformTest} body
+ * @returns {Promise<Answer<'testTransform'>>}
+ */
+export const testTransform = (body) => call('/admin/transform/test', { body });

@@ -25,6 +25,9 @@ import type { AttemptTracing } from '../tracing';
 import type { TraceFields } from 'eventrelay/internal';
 import { messageKind } from '../schema-rules';
 import type { MessageKind } from '../schema-rules';
+import { UrlTransforms } from '../transform/urls';
+import type { Transformed } from '../transform/urls';
+import { TransformFailedError } from '../transform/errors';
 
 export type { SigningScheme } from '../store/contract';
 export type { WebhookEntry, WebhookDestinationOptions } from './options';
@@ -103,6 +106,8 @@ interface PreparedBody {
   readonly id: string | undefined;
   /** The message's type and track event, read from the body when a URL has a `filter` (a body without a type goes to every URL). */
   readonly call: MessageKind | undefined;
+  /** What the URLs' transforms made of it, when a URL has one (transforms.ts). */
+  readonly transformed?: Transformed;
 }
 
 interface Sleeper {
@@ -138,6 +143,10 @@ export class WebhookDestination {
   readonly #gate: RateGate | undefined;
   /** True when a URL has a `filter`: each body's type (and track event) is read to apply it. */
   readonly #filtered: boolean;
+  /** The URLs' transforms, compiled once; undefined when no URL has one (nothing more per call). */
+  readonly #transforms: UrlTransforms | undefined;
+  /** True when every URL has a transform: the message's own bytes are sent nowhere, so not signed. */
+  readonly #everyUrlTransformed: boolean;
   #closing: Promise<void> | undefined;
 
   /** Throws `ConfigError` for a bad configuration (see docs/running-the-forwarder.md for the rules). */
@@ -159,6 +168,8 @@ export class WebhookDestination {
     this.#previousKeys =
       this.#standardKeys.length === 0 ? [] : this.#options.previousSecrets.map((p, i) => ({ key: standardSigningKey(p.secret, `previousSecrets[${i}].secret`), until: p.until }));
     this.#filtered = this.#options.webhooks.some((w) => w.filter !== undefined);
+    this.#transforms = this.#options.webhooks.some((w) => w.transform !== undefined) ? new UrlTransforms(this.#options.webhooks) : undefined;
+    this.#everyUrlTransformed = this.#options.webhooks.every((w) => w.transform !== undefined);
     const limits = this.#options.webhooks.flatMap((w) => (w.perSecond === undefined ? [] : [{ index: w.index, url: w.url.href, perSecond: w.perSecond }]));
     if (limits.length > 0) {
       const budget = internals.rateBudget ?? new MemoryRateBudget(this.#clock);
@@ -186,7 +197,9 @@ export class WebhookDestination {
     try {
       const prepared = this.#prepare(body, state.id);
       const narrowed = this.#narrow(prepared, state);
-      return 'status' in narrowed ? narrowed : await this.#attemptInTurn(prepared, narrowed);
+      if ('status' in narrowed) return narrowed;
+      if (this.#transforms === undefined) return await this.#attemptInTurn(prepared, narrowed);
+      return await this.#transformed(prepared, narrowed, this.#transforms, true);
     } catch (error) {
       // Not expected (each URL's failure is caught where it happens); keep the promise of never rejecting.
       return { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
@@ -220,7 +233,13 @@ export class WebhookDestination {
       let result: AttemptResult;
       try {
         const narrowed = this.#narrow(prepared, { attempt, firstAttemptAt: firstAttemptAt ?? this.#clock.now() });
-        result = 'status' in narrowed ? narrowed : await this.#attemptInTurn(prepared, narrowed);
+        if ('status' in narrowed) result = narrowed;
+        else if (this.#transforms === undefined) result = await this.#attemptInTurn(prepared, narrowed);
+        else {
+          // Transformed once for the whole delivery: a retry sends the same bytes to the URLs left.
+          if (prepared.transformed === undefined) prepared = { ...prepared, transformed: await this.#transforms.run(prepared.text, this.#sendsTo(narrowed)) };
+          result = await this.#transformed(prepared, narrowed, this.#transforms, attempt === 1);
+        }
       } catch (error) {
         return { status: 'failed', attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
       }
@@ -262,21 +281,67 @@ export class WebhookDestination {
     return { ...state, skip };
   }
 
+  /** The positions of the URLs an attempt in `state` goes to. */
+  #sendsTo(state: AttemptState): number[] {
+    const skip = state.skip;
+    const all = this.#options.webhooks.map((w) => w.index);
+    return skip === undefined || skip.length === 0 ? all : all.filter((i) => !skip.includes(i));
+  }
+
+  /**
+   * An attempt when URLs have transforms: each URL it goes to gets what its transform made, with
+   * its own length and signature; a URL whose transform skipped the call is left out, one whose
+   * transform failed is a final outcome of this attempt (`failures`: reported with it). When
+   * no URL is left, nothing is sent: `failed` with the transforms' reasons, or a `Filtered:` one.
+   */
+  async #transformed(prepared: PreparedBody, state: AttemptState, transforms: UrlTransforms, failures: boolean): Promise<AttemptResult> {
+    const sendsTo = prepared.transformed === undefined ? this.#sendsTo(state) : [];
+    // At once when every transform can run now (the common case), without a promise per URL.
+    const done = prepared.transformed ?? transforms.runNow(prepared.text, sendsTo) ?? (await transforms.run(prepared.text, sendsTo));
+    const ready = this.#withBodies(prepared, done);
+    const failed = failures ? done.failed.map((f) => this.#transformOutcome(f.index, f.reason, f.durationMs)) : [];
+    if (done.dropped.length === 0 && done.failed.length === 0) return this.#attemptInTurn(ready, state);
+    const skip = [...new Set([...(state.skip ?? []), ...done.dropped, ...done.failed.map((f) => f.index)])];
+    if (skip.length < this.#options.webhooks.length) return this.#attemptInTurn(ready, { ...state, skip }, failed);
+    if (failed.length > 0) return { status: 'failed', attempt: state.attempt, reason: `No webhook accepted the message and none may be retried: ${summary(failed)}`, outcomes: failed };
+    return { status: 'failed', attempt: state.attempt, reason: 'Filtered: the transform of every URL it would go to returned null for this call; nothing was sent', outcomes: [] };
+  }
+
+  /** The prepared body with each transformed URL's header set: its own Content-Length and X-Signature. */
+  #withBodies(prepared: PreparedBody, done: Transformed): PreparedBody {
+    if (prepared.transformed === done) return prepared;
+    const headers = prepared.headers.map((set, i) => {
+      const bytes = done.bodies[i];
+      if (bytes === undefined) return set;
+      const own: Record<string, string> = {};
+      for (const name in set) own[name] = set[name] as string;
+      own['Content-Length'] = String(bytes.length);
+      if (this.#key !== undefined) own['X-Signature'] = signBody(bytes, this.#key);
+      return own;
+    });
+    return { ...prepared, headers, transformed: done };
+  }
+
+  #transformOutcome(index: number, reason: string, durationMs: number): UrlOutcome {
+    const webhook = this.#options.webhooks[index]!;
+    return { url: webhook.display, index, error: new TransformFailedError(`${reason} (${webhook.display})`), retryable: false, durationMs };
+  }
+
   /**
    * One attempt once every rate-limited URL has a send slot for it. Waiting for a slot is not an
    * attempt: when the budget has none soon, or the destination closes meanwhile, nothing is sent
    * and the answer is `retry` without outcomes, due when slots may be had.
    */
-  #attemptInTurn(prepared: PreparedBody, state: AttemptState): Promise<AttemptResult> {
+  #attemptInTurn(prepared: PreparedBody, state: AttemptState, extra?: readonly UrlOutcome[]): Promise<AttemptResult> {
     const gate = this.#gate;
-    return gate === undefined ? this.#attempt(prepared, state) : this.#attemptWithSlot(prepared, state, gate);
+    return gate === undefined ? this.#attempt(prepared, state, Infinity, extra) : this.#attemptWithSlot(prepared, state, gate, extra);
   }
 
-  async #attemptWithSlot(prepared: PreparedBody, state: AttemptState, gate: RateGate): Promise<AttemptResult> {
+  async #attemptWithSlot(prepared: PreparedBody, state: AttemptState, gate: RateGate, extra: readonly UrlOutcome[] | undefined): Promise<AttemptResult> {
     const slot = gate.tryTake(this.#clock.now(), state.skip) ?? (await gate.take(state.skip));
     if ('blockedUntil' in slot) return waiting(state.attempt, slot.blockedUntil);
     if (slot.at > this.#clock.now() && !(await this.#sleepUntil(slot.at))) return waiting(state.attempt, this.#clock.now());
-    return this.#attempt(prepared, state, slot.deadline);
+    return this.#attempt(prepared, state, slot.deadline, extra);
   }
 
   /**
@@ -295,6 +360,7 @@ export class WebhookDestination {
     }
     this.#sleepers.clear();
     if (this.#active > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+    await this.#transforms?.dispose();
     this.#transport.close?.();
     log('closed');
   }
@@ -303,7 +369,7 @@ export class WebhookDestination {
   #prepare(body: string, id: string | undefined): PreparedBody {
     const bytes = Buffer.from(body, 'utf8');
     const length = String(bytes.length);
-    const signature = this.#key === undefined ? undefined : signBody(bytes, this.#key);
+    const signature = this.#key === undefined || this.#everyUrlTransformed ? undefined : signBody(bytes, this.#key);
     const webhookId = this.#standardKeys.length === 0 ? undefined : id !== undefined && HEADER_SAFE_ID.test(id) ? id : bodyId(bytes);
     const headers = this.#options.webhooks.map((webhook) => {
       // A copy by loop: an object spread of a record costs more, once per message and URL.
@@ -327,32 +393,41 @@ export class WebhookDestination {
     // Secrets in their grace sign too (after the current ones), until it ends.
     const keys =
       this.#previousKeys.length === 0 ? this.#standardKeys : [...this.#standardKeys, ...this.#previousKeys.filter((p) => p.until > now).map((p) => p.key)];
-    const signature = signStandard(prepared.bytes, prepared.id, timestamp, keys);
+    const bodies = prepared.transformed?.bodies;
+    // Each URL's own bytes are signed: the message's once, a transformed body once per URL.
+    let signature: string | undefined;
     const stamp = String(timestamp);
-    return prepared.headers.map((headers) => {
+    return prepared.headers.map((headers, i) => {
       const set: Record<string, string> = {};
       for (const name in headers) set[name] = headers[name] as string;
       set['webhook-id'] = prepared.id!;
       set['webhook-timestamp'] = stamp;
-      set['webhook-signature'] = signature;
+      const own = bodies?.[i];
+      set['webhook-signature'] = own === undefined ? (signature ??= signStandard(prepared.bytes, prepared.id!, timestamp, keys)) : signStandard(own, prepared.id!, timestamp, keys);
       return set;
     });
   }
 
   /** Sends to every URL not in `state.skip`; `deadline`: the latest start the rate limits allow. */
-  #attempt(prepared: PreparedBody, state: AttemptState, deadline = Infinity): Promise<AttemptResult> {
+  #attempt(prepared: PreparedBody, state: AttemptState, deadline = Infinity, extra?: readonly UrlOutcome[]): Promise<AttemptResult> {
     const skip = state.skip;
     const webhooks = skip === undefined || skip.length === 0 ? this.#options.webhooks : this.#options.webhooks.filter((w) => !skip.includes(w.index));
     // A free slot is taken at once; otherwise the attempt waits its turn (first come, first served).
     if (this.#active < this.#options.concurrency) {
       this.#active++;
-      return this.#run(prepared, state, webhooks, deadline);
+      return this.#run(prepared, state, webhooks, deadline, extra);
     }
-    return new Promise<void>((resolve) => this.#waiting.push(resolve)).then(() => this.#run(prepared, state, webhooks, deadline));
+    return new Promise<void>((resolve) => this.#waiting.push(resolve)).then(() => this.#run(prepared, state, webhooks, deadline, extra));
   }
 
   /** One attempt in a slot taken for it; gives the slot to the next waiting attempt, or frees it, when done. */
-  async #run(prepared: PreparedBody, state: AttemptState, webhooks: readonly ResolvedWebhook[], deadline: number): Promise<AttemptResult> {
+  async #run(
+    prepared: PreparedBody,
+    state: AttemptState,
+    webhooks: readonly ResolvedWebhook[],
+    deadline: number,
+    extra?: readonly UrlOutcome[],
+  ): Promise<AttemptResult> {
     try {
       // Every URL skipped, or the slots went stale while queued: nothing sent, due again now.
       if (webhooks.length === 0 || this.#clock.now() > deadline) return waiting(state.attempt, this.#clock.now());
@@ -360,10 +435,12 @@ export class WebhookDestination {
       const headers = this.#attemptHeaders(prepared);
       // The message's trace context and, when the operator traces, a span per request (tracing.ts).
       const trace = attemptTracing(prepared.text);
+      const bodies = prepared.transformed?.bodies;
       const outcomes =
         webhooks.length === 1
-          ? [await this.#send(webhooks[0]!, prepared.bytes, headers, state.attempt, trace)]
-          : await Promise.all(webhooks.map((webhook) => this.#send(webhook, prepared.bytes, headers, state.attempt, trace)));
+          ? [await this.#send(webhooks[0]!, bodies?.[webhooks[0]!.index] ?? prepared.bytes, headers, state.attempt, trace)]
+          : await Promise.all(webhooks.map((webhook) => this.#send(webhook, bodies?.[webhook.index] ?? prepared.bytes, headers, state.attempt, trace)));
+      if (extra !== undefined && extra.length > 0) outcomes.push(...extra);
       const result = this.#decide(outcomes, state);
       if (log.enabled) logResult(result);
       return result;

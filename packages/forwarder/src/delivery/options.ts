@@ -11,7 +11,8 @@ import { NetworkPolicy } from './network-policy';
 import { refuseControlCharacters } from './url-text';
 import { compileFilter, parseFilter } from '../schema-rules';
 import type { UrlFilter } from '../schema-rules';
-import type { WebhookFilter } from '../store/contract';
+import type { WebhookFilter, WebhookTransform } from '../store/contract';
+import { transformOption } from '../transform/options';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {
@@ -30,6 +31,13 @@ export interface WebhookEntry {
    * (`deliver()`), never sent. Default: every message.
    */
   readonly filter?: WebhookFilter;
+  /**
+   * Reshapes the body this URL gets: `code` defines `function transform(message)`, which returns
+   * the body to send (signed over the bytes sent) or null to skip the URL for that call; a throw, a
+   * timeout (`timeoutMs`, 1 to 1000, default 100) or running out of memory fails the URL for that
+   * call, final. Runs in a sandbox (docs/transformations.md). Default: the message as it is.
+   */
+  readonly transform?: WebhookTransform;
 }
 
 export interface WebhookDestinationOptions {
@@ -115,6 +123,8 @@ export interface ResolvedWebhook {
   readonly perSecond: number | undefined;
   /** Which messages it gets, when the entry has a `filter`. */
   readonly filter: UrlFilter | undefined;
+  /** Its transformation, checked (not compiled: the destination compiles it once). */
+  readonly transform: WebhookTransform | undefined;
 }
 
 export interface ResolvedDestinationOptions {
@@ -205,7 +215,7 @@ function resolvePreviousSecrets(value: unknown): PreviousSecret[] {
 
 /** One `webhooks` entry: its URL (http or https, with a host, allowed by `policy` when given) and static headers. */
 export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`, policy?: NetworkPolicy): ResolvedWebhook {
-  const { url: raw, headers, rateLimit, filter } = objectOption(field, entry, 'an object { url, headers }');
+  const { url: raw, headers, rateLimit, filter, transform } = objectOption(field, entry, 'an object { url, headers }');
   const url = urlOption(`${field}.url`, refuseControlCharacters(`${field}.url`, raw));
   policy?.checkUrl(url, `${field}.url`);
   return {
@@ -215,5 +225,6 @@ export function resolveWebhook(entry: unknown, index: number, field = `webhooks[
     headers: { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...staticHeaders(`${field}.headers`, headers) },
     perSecond: rateLimit === undefined ? undefined : rateLimitOption(`${field}.rateLimit`, rateLimit).perSecond,
     filter: filter === undefined ? undefined : compileFilter(parseFilter(filter, `${field}.filter`)),
+    transform: transform === undefined ? undefined : transformOption(transform, `${field}.transform`),
   };
 }

@@ -12,6 +12,7 @@ import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile
 import type { ReconcileLine, ReconcileMode } from './reconcile';
 import { shownSchema } from '../schema-rules';
 import { mergeWebhooksPatch, PATCH_FIELDS } from './webhooks-patch';
+import { checkTransformRuns, TRANSFORM_TIMEOUT } from '../transform/check';
 import type { IngestRateLimit, SetupOp, SetupSnapshot, SetupStore, SetupWriteResult, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WriteKeyRecord } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
@@ -71,6 +72,8 @@ export interface ShownWebhooks {
     readonly headerNames: readonly string[];
     readonly rateLimit: { readonly perSecond: number } | null;
     readonly filter: WebhookFilter | null;
+    /** Its transformation as set (the code is not a secret), or null. */
+    readonly transform: { readonly code: string; readonly timeoutMs: number } | null;
   }[];
 }
 
@@ -182,8 +185,14 @@ export function showWebhooks(enabled: boolean, webhooks: StoredWebhooks): ShownW
       headerNames: Object.keys(w.headers),
       rateLimit: w.rateLimit === undefined ? null : { perSecond: w.rateLimit.perSecond },
       filter: w.filter ?? null,
+      transform: w.transform === undefined ? null : { code: w.transform.code, timeoutMs: w.transform.timeoutMs ?? TRANSFORM_TIMEOUT.default },
     })),
   };
+}
+
+/** Each URL's transform compiled in its sandbox and run at its top level, before it is stored: a TransformCompileError names `webhooks[i].transform.code`. */
+async function checkTransforms(settings: ResolvedWebhooks): Promise<void> {
+  for (const [i, w] of settings.webhooks.entries()) if (w.transform !== undefined) await checkTransformRuns(w.transform, `webhooks[${i}].transform`);
 }
 
 export function showSettings(settings: SourceSettings | undefined): ShownSettings {
@@ -338,6 +347,7 @@ export class SourceManager {
   async putWebhooks(name: string, body: unknown): Promise<SetupResult<ShownWebhooks>> {
     const settings = webhooksDestination(body, '', null);
     this.host.checkSettings(settings);
+    await checkTransforms(settings);
     const stored = storedWebhooks(settings);
     const result = await this.write([{ op: 'update', name, at: this.host.now(), enabled: settings.enabled, webhooks: stored }]);
     if (!result.ok) return refusal(result);
@@ -396,6 +406,7 @@ export class SourceManager {
     const merged = mergeWebhooksPatch(record.enabled, record.webhooks, input);
     const settings = webhooksDestination(merged.body, '', null);
     this.host.checkSettings(settings);
+    await checkTransforms(settings);
     const previous = merged.sameSecret ? record.webhooks.previousSecrets : undefined;
     const stored: StoredWebhooks = previous === undefined ? storedWebhooks(settings) : { ...storedWebhooks(settings), previousSecrets: previous };
     const result = await this.write([{ op: 'update', name, at: this.host.now(), enabled: settings.enabled, webhooks: stored }]);

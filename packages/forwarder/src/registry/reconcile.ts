@@ -116,6 +116,9 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
       const limit = (e: typeof a) => (e.rateLimit === undefined ? 'none' : `${e.rateLimit.perSecond}/s`);
       if (limit(a) !== limit(b)) changes.push(`${at}.rateLimit: ${limit(a)} → ${limit(b)}`);
       if (filterText(a.filter) !== filterText(b.filter)) changes.push(`${at}.filter: ${filterText(a.filter)} → ${filterText(b.filter)}`);
+      if (a.transform?.code !== b.transform?.code || a.transform?.timeoutMs !== b.transform?.timeoutMs) {
+        changes.push(`${at}.transform ${a.transform === undefined ? 'set' : b.transform === undefined ? 'removed' : 'changed'}`);
+      }
     }
   }
   const beforeSecrets = secretsOf(before);

@@ -23,12 +23,13 @@ import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from 'quickjs-emscripten-core';
 import { durationOption, integerOption, stringOption, ValidationError } from 'eventrelay/internal';
 import { TransformCompileError } from './errors';
+import { TRANSFORM_CODE_LIMIT } from './options';
+
+export { TRANSFORM_CODE_LIMIT };
 import { LOCKDOWN, RUNNER } from './prelude';
 
 /** Largest body a transform may return, in bytes of its JSON text (UTF-8): 512 KB. */
 export const TRANSFORM_OUTPUT_LIMIT = 512 * 1024;
-/** Largest code a transform may have, in bytes (UTF-8): 64 KB. */
-export const TRANSFORM_CODE_LIMIT = 64 * 1024;
 /** The file name the code has inside the sandbox, in its error positions. */
 const FILE_NAME = 'transform.js';
 /** QuickJS's own stack cap: deep recursion fails as a stack overflow well before the host's stack runs out. */
@@ -39,6 +40,12 @@ const WALL_GRACE_MS = 1_000;
 const PRELUDE_MS = 5_000;
 /** Longest reason kept from a transform's own error message. */
 const REASON_CHARS = 300;
+/**
+ * A call that took this long (ms) makes the next one of the same transform wait for a turn of the
+ * event loop first, so that a transform that loops or crawls lets the process serve requests
+ * between its calls; a quick transform never waits.
+ */
+const SLOW_CALL_MS = 5;
 
 export interface TransformOptions {
   /**
@@ -73,6 +80,11 @@ export interface Transform {
   run(message: unknown): Promise<TransformResult>;
   /** The same with the message's JSON text, when the caller has it already. */
   runJson(json: string): Promise<TransformResult>;
+  /**
+   * The same, at once, when the call can run now; undefined when it must wait (its realm being
+   * built again, or its turn after a slow call): then `runJson`.
+   */
+  runJsonNow(json: string): TransformResult | undefined;
   /** Frees the realm; a later `run` throws. Safe to call twice. */
   dispose(): void;
 }
@@ -125,21 +137,36 @@ interface Realm {
  */
 class TimeLimit {
   timedOut = false;
+  private wallStart = 0;
   private wallDeadline = 0;
-  private cpuStart = process.cpuUsage();
   private budgetMicros = 0;
+  /** The process's CPU time at the first check of this call (undefined before it), and the clock's time then. */
+  private cpuStart: NodeJS.CpuUsage | undefined;
+  private checkedAt = 0;
 
+  /**
+   * A call starts: no system call here (a call of a quick transform never reaches a check). The
+   * CPU time is read from the first check on; the time before it counts as CPU time.
+   */
   start(ms: number): void {
     this.timedOut = false;
-    this.wallDeadline = performance.now() + ms + WALL_GRACE_MS;
+    this.wallStart = performance.now();
+    this.wallDeadline = this.wallStart + ms + WALL_GRACE_MS;
     this.budgetMicros = ms * 1000;
-    this.cpuStart = process.cpuUsage();
+    this.cpuStart = undefined;
   }
 
   readonly expired = (): boolean => {
-    if (performance.now() <= this.wallDeadline) {
+    const now = performance.now();
+    if (now <= this.wallDeadline) {
+      if (this.cpuStart === undefined) {
+        this.cpuStart = process.cpuUsage();
+        this.checkedAt = now;
+      }
+      // Less time on the clock than the budget: less CPU time too (one thread runs the call).
+      if ((now - this.wallStart) * 1000 < this.budgetMicros) return false;
       const used = process.cpuUsage(this.cpuStart);
-      if (used.user + used.system < this.budgetMicros) return false;
+      if (used.user + used.system + (this.checkedAt - this.wallStart) * 1000 < this.budgetMicros) return false;
     }
     this.timedOut = true;
     return true;
@@ -292,6 +319,10 @@ class SandboxedTransform implements Transform {
   private realm: Realm | undefined;
   private rebuilding: Promise<void> | undefined;
   private disposed = false;
+  /** Whether the last call took SLOW_CALL_MS or more. */
+  private slow = false;
+  /** Settles when the last call queued by `inTurn` has ended. */
+  private turns: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly code: string,
@@ -306,6 +337,13 @@ class SandboxedTransform implements Transform {
     return this.runJson(JSON.stringify(message));
   }
 
+  runJsonNow(json: string): TransformResult | undefined {
+    if (this.disposed || this.realm === undefined || this.slow) return undefined;
+    const result = this.call(this.realm, json);
+    this.slow = result.durationMs >= SLOW_CALL_MS;
+    return result;
+  }
+
   async runJson(json: string): Promise<TransformResult> {
     if (this.disposed) throw new Error('This transform was disposed: compile it again to run it');
     if (this.realm === undefined) {
@@ -317,7 +355,35 @@ class SandboxedTransform implements Transform {
       }
       if (this.disposed || this.realm === undefined) throw new Error('This transform was disposed: compile it again to run it');
     }
-    return this.call(this.realm, json);
+    if (this.slow) return this.inTurn(json);
+    const result = this.call(this.realm, json);
+    this.slow = result.durationMs >= SLOW_CALL_MS;
+    return result;
+  }
+
+  /**
+   * A call after a slow one: calls of this transform then go one per turn of the event loop, each
+   * after the one before it has ended, so that the I/O that came meanwhile is served in between
+   * (calls queued at once would otherwise all run in the same turn).
+   */
+  private async inTurn(json: string): Promise<TransformResult> {
+    const before = this.turns;
+    let release!: () => void;
+    this.turns = new Promise<void>((resolve) => (release = resolve));
+    try {
+      await before;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.disposed) throw new Error('This transform was disposed: compile it again to run it');
+      if (this.realm === undefined) {
+        this.slow = false;
+        return await this.runJson(json);
+      }
+      const result = this.call(this.realm, json);
+      this.slow = result.durationMs >= SLOW_CALL_MS;
+      return result;
+    } finally {
+      release();
+    }
   }
 
   dispose(): void {
@@ -399,7 +465,8 @@ class SandboxedTransform implements Transform {
         }
       }
       const body = context.getString(value);
-      const bytes = Buffer.byteLength(body);
+      // A UTF-16 unit is at most 3 bytes of UTF-8: a short body is under the limit without counting.
+      const bytes = body.length * 3 <= TRANSFORM_OUTPUT_LIMIT ? 0 : Buffer.byteLength(body);
       if (bytes > TRANSFORM_OUTPUT_LIMIT) return { ok: false, reason: `output is ${bytes} bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`, durationMs: durationMs() };
       return success(body, durationMs());
     } finally {

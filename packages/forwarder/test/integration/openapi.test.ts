@@ -491,6 +491,15 @@ describe('the real answers of every route, against the OpenAPI document (integra
     expect((await admin('GET', '/admin/usage?since=yesterday')).json.error.field).to.equal('since');
   });
 
+  it('admin: a transform tried on a message (200, 422, 400 with line and column)', async () => {
+    const message = { type: 'track', event: 'Tried', userId: 'u1' };
+    expect((await admin('POST', '/admin/transform/test', { code: 'function transform(m) { return { e: m.event }; }', message })).json).to.deep.include({ output: { e: 'Tried' } });
+    expect((await admin('POST', '/admin/transform/test', { code: 'function transform() { throw new Error("no"); }', message })).status).to.equal(422);
+    const broken = await admin('POST', '/admin/transform/test', { code: 'function transform( {', message });
+    expect(broken.json.error).to.include({ field: 'code', line: 1 });
+    expect((await admin('POST', '/admin/transform/test', { code: 'function transform(m) { return m; }', message, extra: 1 })).status).to.equal(400);
+  });
+
   it('got a 2xx answer from every documented operation', () => {
     const operations = Object.entries(check.doc.paths as Record<string, Record<string, Json>>).flatMap(([template, item]) =>
       METHODS.filter((m) => item[m.toLowerCase()] !== undefined).map((m) => `${m} ${template}`),

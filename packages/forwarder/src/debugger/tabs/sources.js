@@ -6,7 +6,7 @@ import * as api from '../api.js';
 import { isUnauthorized, messageOf } from '../api.js';
 import { $, button, clear, el, input, notice, row, select, textarea } from '../dom.js';
 import { fillSources } from '../views.js';
-import { fillWebhooksForm, filterText, webhooksSave } from './webhooks-form.js';
+import { fillWebhooksForm, filterText, transformCode, webhooksSave } from './webhooks-form.js';
 
 /** @typedef {import('../api.js').Source} Source */
 
@@ -167,6 +167,58 @@ async function saveWebhooks() {
   }
 }
 
+/**
+ * The webhook message of a recent call of the source, to try a transform on: the newest whose body
+ * the log still has, else one made from the newest line's type, event and user (a sample when the
+ * source has no call yet). `from` says which.
+ * @param {string} source
+ * @returns {Promise<{ message: Record<string, unknown>, from: string }>}
+ */
+async function recentMessage(source) {
+  const page = await api.listMessages(new URLSearchParams({ source, limit: '20' }));
+  const kept = page.items.find((item) => item.hasBody);
+  if (kept) {
+    const detail = await api.getDelivery(kept.id);
+    if (detail.body !== null) return { message: JSON.parse(detail.body), from: `call ${kept.messageId}` };
+  }
+  const newest = page.items[0];
+  if (newest) {
+    /** @type {Record<string, unknown>} */
+    const message = { type: newest.type ?? 'track', messageId: newest.messageId, userId: newest.userId, timestamp: newest.receivedAt };
+    if (newest.event !== null) message.event = newest.event;
+    return { message, from: `call ${newest.messageId} (its body is no longer kept: type, event and user only)` };
+  }
+  return { message: { type: 'track', event: 'Test Event', userId: 'test-user', messageId: 'sample', properties: {} }, from: 'a sample track call (the source has no call yet)' };
+}
+
+/** Runs the transform typed for the chosen URL on a recent call of the source, and shows what it returned or why it failed. */
+async function tryTransform() {
+  if (!selected) return;
+  const index = Number(select('tf-url').value);
+  const code = transformCode(index);
+  const output = $('tf-output');
+  output.hidden = true;
+  if (code.trim() === '') {
+    $('tf-summary').textContent = `URL ${index + 1} has no transform: it gets the message as it is`;
+    return;
+  }
+  $('tf-summary').textContent = 'running…';
+  try {
+    const { message, from } = await recentMessage(selected.name);
+    const answer = await api.testTransform({ code, message });
+    $('tf-summary').textContent = `${answer.output === null ? 'skipped (null): this call would not go to that URL' : 'output'}, on ${from}, in ${answer.durationMs} ms`;
+    output.textContent = JSON.stringify(answer.output, null, 2);
+    output.className = 'ok';
+    output.hidden = false;
+  } catch (error) {
+    if (isUnauthorized(error)) return;
+    $('tf-summary').textContent = 'failed';
+    output.textContent = messageOf(error);
+    output.className = 'failed';
+    output.hidden = false;
+  }
+}
+
 async function saveSettings() {
   if (!selected) return;
   try {
@@ -253,6 +305,7 @@ export function setUpSources() {
   });
   button('wh-toggle').addEventListener('click', toggleWebhooks);
   button('wh-test').addEventListener('click', testWebhooks);
+  button('tf-test').addEventListener('click', () => void tryTransform());
   button('key-rotate').addEventListener('click', rotateKey);
   $('settings-form').addEventListener('submit', (event) => {
     event.preventDefault();

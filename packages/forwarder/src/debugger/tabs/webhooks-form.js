@@ -20,6 +20,7 @@ import { $, input, select, textarea } from '../dom.js';
  * @property {string} rate
  * @property {string[]} types
  * @property {string[]} events
+ * @property {string} transform the code of its transform; '' for none
  */
 /**
  * The form, as typed.
@@ -60,6 +61,9 @@ export function fillWebhooksForm(webhooks) {
     input(`wh-rate-${i}`).value = w && w.rateLimit ? String(w.rateLimit.perSecond) : '';
     input(`wh-types-${i}`).value = w && w.filter && w.filter.types ? w.filter.types.join(', ') : '';
     textarea(`wh-events-${i}`).value = w && w.filter && w.filter.events ? w.filter.events.join('\n') : '';
+    textarea(`wh-transform-${i}`).value = w && w.transform ? w.transform.code : '';
+    textarea(`wh-transform-${i}`).rows = w && w.transform ? Math.min(12, w.transform.code.split('\n').length) : 1;
+    timeouts[i] = w && w.transform ? w.transform.timeoutMs : undefined;
   }
   const secretSet = webhooks !== null && webhooks.hasSharedSecret;
   input('wh-secret').value = '';
@@ -88,6 +92,7 @@ function readWebhooksForm() {
       rate: input(`wh-rate-${i}`).value.trim(),
       types: input(`wh-types-${i}`).value.split(/[\s,]+/).filter(Boolean),
       events: textarea(`wh-events-${i}`).value.split('\n').filter((line) => line !== ''),
+      transform: textarea(`wh-transform-${i}`).value,
     });
   }
   return {
@@ -152,15 +157,40 @@ function filterOf(row) {
   return filter;
 }
 
+/** Each URL's `timeoutMs` as the source has it, kept when its code is edited here. @type {(number | undefined)[]} */
+const timeouts = [];
+
+/**
+ * A URL's transform as the API takes it; undefined for none.
+ * @param {FormRow} row
+ * @param {number} index
+ */
+function transformOf(row, index) {
+  if (row.transform.trim() === '') return undefined;
+  const timeoutMs = timeouts[index];
+  return timeoutMs === undefined ? { code: row.transform } : { code: row.transform, timeoutMs };
+}
+
+/**
+ * The code in a URL's transform box, as typed ('' for none).
+ * @param {number} index
+ */
+export function transformCode(index) {
+  return textarea(`wh-transform-${index}`).value;
+}
+
 /**
  * A URL added: all of it.
  * @param {FormRow} row
  * @param {Record<string, string>} headers
+ * @param {number} index
  * @returns {NewUrl}
  */
-function newUrl(row, headers) {
+function newUrl(row, headers, index) {
   /** @type {NewUrl} */
   const entry = { url: row.url };
+  const transform = transformOf(row, index);
+  if (transform) entry.transform = transform;
   if (Object.keys(headers).length) entry.headers = headers;
   const rate = rateOf(row);
   if (rate) entry.rateLimit = rate;
@@ -180,7 +210,7 @@ function wholeWebhooks(form) {
   form.rows.forEach((row, i) => {
     const headers = parseHeaders(row.headers, i);
     if (!row.url) return;
-    webhooks.push(newUrl(row, headers));
+    webhooks.push(newUrl(row, headers, i));
   });
   /** @type {WebhooksInput} */
   const body = { enabled: form.enabled, signing: form.signing, ordering: form.ordering, webhooks };
@@ -212,7 +242,7 @@ function changedWebhooks(base, form) {
       for (const [name, value] of Object.entries(headers)) {
         if (value === HIDDEN_VALUE) throw new Error(`URL ${i + 1}: write the value of the header ${name}`);
       }
-      webhooks.push(newUrl(row, headers));
+      webhooks.push(newUrl(row, headers, i));
       return;
     }
     // A URL set now and emptied here: removed.
@@ -241,6 +271,7 @@ function changedWebhooks(base, form) {
     if (Object.keys(change).length) entry.headers = change;
     if (row.rate !== was.rate) entry.rateLimit = rateOf(row) || null;
     if (row.types.join() !== was.types.join() || row.events.join('\n') !== was.events.join('\n')) entry.filter = filterOf(row) || null;
+    if (row.transform !== was.transform) entry.transform = transformOf(row, i) || null;
     if (Object.keys(entry).length > 1) urlsChanged = true;
     webhooks.push(entry);
   });

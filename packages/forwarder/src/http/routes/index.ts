@@ -7,7 +7,7 @@ import { ENDPOINTS_ROUTES } from './endpoints';
 import { INGEST_ROUTES, SETTINGS_ROUTE } from './ingestion';
 import { DEBUGGER_ROUTES, OPERATIONS_ROUTES } from './operations';
 import { SCHEMA_ROUTES } from './schema';
-import { SOURCES_ROUTES } from './sources';
+import { SOURCES_ROUTES, TRANSFORM_ROUTES } from './sources';
 import { compileChecks } from './validate';
 
 /** The routes the operations layer answers (admin/), with their literal types: each handler's input is typed from its route. */
@@ -19,6 +19,7 @@ const OPERATIONS_LAYER_ROUTES = [
   ...SOURCES_ROUTES,
   ...ENDPOINTS_ROUTES,
   ...SCHEMA_ROUTES,
+  ...TRANSFORM_ROUTES,
 ];
 
 /** What each route's handler gets (`params`, `query`, `body`), by operationId, typed from the route's schemas (TypeBox `Static`). */

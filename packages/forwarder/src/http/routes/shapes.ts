@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf } from './define';
-import { IngestRateLimitInput, SourceSchemaInput, WebhookFilter, WebhooksDestinationInput } from '../../config/shapes';
+import { IngestRateLimitInput, SourceSchemaInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput } from '../../config/shapes';
 
 // The config file's shapes the admin API takes too: one schema for both (named components here).
-export { SourceSchemaInput, WebhookFilter, WebhooksDestinationInput };
+export { SourceSchemaInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput };
 
 /*
  * The shapes of the API's bodies, by name: each is a component of the OpenAPI document
@@ -269,7 +269,7 @@ export const WebhooksDestination = Type.Object(
     signing: Enum(['x-signature', 'standard-webhooks', 'both']),
     ordering: Enum(['none', 'user']),
     hasSharedSecret: Type.Boolean(),
-    webhooks: Type.Array(Type.Object({ url: Type.String({ description: 'No credentials, no query.' }), headerNames: Type.Array(Type.String()), rateLimit: OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })]), filter: OneOf([Type.Null(), WebhookFilter]) }, { additionalProperties: false })),
+    webhooks: Type.Array(Type.Object({ url: Type.String({ description: 'No credentials, no query.' }), headerNames: Type.Array(Type.String()), rateLimit: OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })]), filter: OneOf([Type.Null(), WebhookFilter]), transform: OneOf([Type.Null(), Type.Object({ code: Type.String(), timeoutMs: Type.Integer({ minimum: 1, maximum: 1000 }) }, { additionalProperties: false })]) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );

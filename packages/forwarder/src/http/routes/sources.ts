@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf, route } from './define';
 import { AdminDisabled, AdminUnauthorized, BodyTooLarge, Conflict, InvalidRequest, NotFound, Unavailable } from './answers';
-import { ApplyRequest, ApplyResult, CreateSourceRequest, CreatedSource, DeletedSource, IssuedWriteKey, RotateWriteKeyRequest, RotatedSecret, Source, SourceSettings, SourceSettingsInput, TestResult, WebhookFilter, WebhooksDestination, WebhooksDestinationInput, WriteKey } from './shapes';
+import { ApplyRequest, ApplyResult, CreateSourceRequest, CreatedSource, DeletedSource, IssuedWriteKey, RotateWriteKeyRequest, RotatedSecret, Source, SourceSettings, SourceSettingsInput, TestResult, WebhookFilter, WebhooksDestination, WebhooksDestinationInput, WebhookTransformInput, WriteKey } from './shapes';
 
 /**
  * Largest body of a setup request, in bytes: a destination with 5 URLs and their headers fits many
@@ -130,9 +130,9 @@ export const SOURCES_ROUTES = [
     operationId: 'patchWebhooks',
     tags: ['sources'],
     summary: 'Change part of the destination',
-    description: 'Only the fields given change; the others stay as they are (404 when the source has none). `sharedSecret: null` removes the secret; left out, the secret and the secrets a rotation still signs with stay. In `webhooks`, an entry with `from: i` is the URL now at index `i` (as `GET` lists them), with only what the entry gives changed: `url` replaces its address; `headers` sets each header named with a string and removes each named with null; `rateLimit` and `filter` replace, or remove with null. An entry without `from` is a new URL, as in `PUT`; a URL the list leaves out is removed. The result is checked as `PUT` checks it.',
+    description: 'Only the fields given change; the others stay as they are (404 when the source has none). `sharedSecret: null` removes the secret; left out, the secret and the secrets a rotation still signs with stay. In `webhooks`, an entry with `from: i` is the URL now at index `i` (as `GET` lists them), with only what the entry gives changed: `url` replaces its address; `headers` sets each header named with a string and removes each named with null; `rateLimit`, `filter` and `transform` replace, or remove with null. An entry without `from` is a new URL, as in `PUT`; a URL the list leaves out is removed. The result is checked as `PUT` checks it.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    body: { schema: Type.Object({ enabled: Type.Optional(Type.Boolean()), webhooks: Type.Optional(Type.Array(Type.Union([Type.Object({ from: Type.Integer({ description: 'Index of a URL set now.', minimum: 0 }), url: Type.Optional(Type.String()), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.Union([Type.String(), Type.Null()]) })), rateLimit: Type.Optional(OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })])), filter: Type.Optional(OneOf([Type.Null(), WebhookFilter])) }, { additionalProperties: false }), Type.Object({ url: Type.String(), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.String() })), rateLimit: Type.Optional(Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })), filter: Type.Optional(WebhookFilter) })]), { minItems: 1, maxItems: 5 })), sharedSecret: Type.Optional(OneOf([Type.Null(), Type.String(), Type.Array(Type.String())])), signing: Type.Optional(Enum(['x-signature', 'standard-webhooks', 'both'])), ordering: Type.Optional(Enum(['none', 'user'])) }, { additionalProperties: false }), required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
+    body: { schema: Type.Object({ enabled: Type.Optional(Type.Boolean()), webhooks: Type.Optional(Type.Array(Type.Union([Type.Object({ from: Type.Integer({ description: 'Index of a URL set now.', minimum: 0 }), url: Type.Optional(Type.String()), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.Union([Type.String(), Type.Null()]) })), rateLimit: Type.Optional(OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })])), filter: Type.Optional(OneOf([Type.Null(), WebhookFilter])), transform: Type.Optional(OneOf([Type.Null(), WebhookTransformInput])) }, { additionalProperties: false }), Type.Object({ url: Type.String(), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.String() })), rateLimit: Type.Optional(Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })), filter: Type.Optional(WebhookFilter), transform: Type.Optional(WebhookTransformInput) })]), { minItems: 1, maxItems: 5 })), sharedSecret: Type.Optional(OneOf([Type.Null(), Type.String(), Type.Array(Type.String())])), signing: Type.Optional(Enum(['x-signature', 'standard-webhooks', 'both'])), ordering: Type.Optional(Enum(['none', 'user'])) }, { additionalProperties: false }), required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
     responses: { 200: { description: 'The destination as shown.', schema: WebhooksDestination }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 413: BodyTooLarge, 503: Unavailable },
   }),
   route({
@@ -158,5 +158,62 @@ export const SOURCES_ROUTES = [
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
     body: { schema: Type.Object({ sharedSecret: Type.String({ minLength: 1 }), graceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 30 * 86_400, description: 'How long the replaced secret keeps signing (default 86400).' })) }, { additionalProperties: false }), required: true, limit: SETUP_BODY_LIMIT },
     responses: { 200: { description: 'Rotated (never a secret in the answer).', schema: RotatedSecret }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 413: BodyTooLarge, 503: Unavailable },
+  }),
+] as const;
+
+/** A refusal of the test route that may say where in the code: `line` and `column` (1-based) when the code does not compile. */
+const TransformRefusal = (description: string, code: string) => ({
+  description,
+  schema: Type.Object(
+    {
+      success: Type.Literal(false),
+      error: Type.Object(
+        {
+          code: Type.String({ description: code }),
+          message: Type.String({ description: 'What went wrong; never a part of the message.' }),
+          field: Type.Optional(Type.String({ description: 'The field at fault: `code` when it does not compile.' })),
+          line: Type.Optional(Type.Integer({ minimum: 1, description: 'Where in the code, when known.' })),
+          column: Type.Optional(Type.Integer({ minimum: 1 })),
+          problems: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }, { additionalProperties: false }))),
+          durationMs: Type.Optional(Type.Number({ minimum: 0, description: 'With `transform_failed`: how long the call ran.' })),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+});
+
+export const TRANSFORM_ROUTES = [
+  route({
+    method: 'POST',
+    path: '/admin/transform/test',
+    auth: 'admin',
+    operationId: 'testTransform',
+    tags: ['sources'],
+    summary: 'Run a transform on a message',
+    description:
+      'Compiles `code` in a sandbox of its own, runs `transform(message)` once and answers what a URL with that transform would get (`output`: null when it skips the call). Nothing is stored or sent.',
+    body: {
+      schema: Type.Object(
+        {
+          code: WebhookTransformInput.properties.code,
+          message: Type.Object({}, { description: 'The webhook message to run it on (as a URL would get it).' }),
+          timeoutMs: WebhookTransformInput.properties.timeoutMs,
+        },
+        { additionalProperties: false },
+      ),
+      required: true,
+      limit: 1024 * 1024,
+    },
+    responses: {
+      200: { description: 'What the transform returned, and how long the call took.', schema: Type.Object({ output: Type.Unknown({ description: 'The body a URL would get (any JSON value); null: the call is skipped.' }), durationMs: Type.Number({ minimum: 0 }) }, { additionalProperties: false }) },
+      400: TransformRefusal('`invalid_request`: a bad field, or `code` that does not compile (`field` "code", with `line` and `column`); `invalid_json`.', '`invalid_request` or `invalid_json`.'),
+      401: AdminUnauthorized,
+      403: AdminDisabled,
+      413: BodyTooLarge,
+      422: TransformRefusal('`transform_failed`: the call failed (a throw, a timeout, out of memory, an output that is not JSON or over 512 KB); the message says why.', '`transform_failed`.'),
+      503: Unavailable,
+    },
   }),
 ] as const;

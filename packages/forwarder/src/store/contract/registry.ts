@@ -23,6 +23,15 @@ export interface ResolvedWebhookEntry {
   readonly rateLimit?: RateLimit;
   /** Which calls this URL gets; present only when the entry sets one (absent: every call). */
   readonly filter?: WebhookFilter;
+  /** The body this URL gets, reshaped by code (docs/transformations.md); present only when set. */
+  readonly transform?: WebhookTransform;
+}
+
+/** A URL's transformation: `code` defines `function transform(message)`; `timeoutMs` (1 to 1000, default 100) caps each call. */
+export interface WebhookTransform {
+  readonly code: string;
+  /** Present only when set. */
+  readonly timeoutMs?: number;
 }
 
 /** Which calls a webhook URL gets (docs/source-schema.md). Each list is present only when set. */
