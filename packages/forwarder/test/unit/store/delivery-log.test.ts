@@ -54,7 +54,7 @@ describe('SqliteDeliveryLog in the SqliteStore\'s database', () => {
     const store = new SqliteStore({ dataDir: dir });
     try {
       const db = store.database;
-      const log = store.openLog({ keepDelivered: 0 });
+      const log = store.openLog({ keepDelivered: 0 }) as SqliteDeliveryLog;
       const pragmas: string[] = [];
       const pragma = db.pragma.bind(db);
       db.pragma = ((source: string, options?: { simple?: boolean }) => {
