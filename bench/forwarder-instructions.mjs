@@ -20,19 +20,23 @@
 //     have reached the receiver by then. No group commit, hand-over or batch of outcomes depends on
 //     how requests happened to overlap;
 //   - V8: `--single-threaded` (no background compilation or GC threads, whose timing varies),
-//     `--predictable-gc-schedule`, `--interrupt-budget=8192` (the path is optimized within the
-//     warm-up);
+//     `--predictable-gc-schedule`, `--interrupt-budget=8192` (most of the path is optimized
+//     within the warm-up);
 //   - what is counted: instrumentation off (`--instr-atstart=no`) through start-up and IR_WARM
 //     warm-up messages, then on (`callgrind_control --instr=on`, `--zero`) for IR_CALLS messages,
-//     then dumped. The figure is that dump's instructions over IR_CALLS.
+//     then dumped. The figure is the main thread's instructions of that dump over IR_CALLS, less
+//     V8's optimizing compiler (`Runtime_CompileOptimized`, inclusive, from callgrind_annotate),
+//     which is still compiling then, moves by a fifth from run to run, and is printed apart.
+//     One build counted twice: within 1%.
 // It measures the path one request at a time: no group commit gathers two requests, so the figure
 // is above what a message costs under load; compare builds and feature settings with it, not
 // figures of another script. System calls count one instruction each (the fsyncs are in the CPU
 // figures of forwarder-ab.mjs).
 //
 // IR_WARM (default 400), IR_CALLS (200), IR_STEP_MS (25), IR_STEPS (12), IR_V8_FLAGS (the V8 flags
-// above), IR_ANSWER: the receiver's answer body (default none), IR_KEEP=1: keep the dumps. BENCH_WRITE_RESULTS=1 records the
-// rows in bench/results.json (`forwarder-instructions`, or BENCH_RESULTS_KEY).
+// above), IR_ANSWER: the receiver's answer body (default none), IR_KEEP=1: keep the dumps.
+// BENCH_WRITE_RESULTS=1 records the rows in bench/results.json (`forwarder-instructions`, or
+// BENCH_RESULTS_KEY), named by IR_ROWS.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
