@@ -247,6 +247,8 @@ recordResult(
         bCpuUsPerMsg: Math.round(med(results.map((r) => tot(r.B)))),
         // What A costs more than B per message, µs: the median of the rounds' differences.
         aMinusBUsPerMsg: Number(med(results.map((r) => tot(r.A) - tot(r.B))).toFixed(1)),
+        // Each round's ratio, in the order they ran (A first in the odd ones).
+        roundTotals: results.map((r) => Number((tot(r.A) / tot(r.B)).toFixed(3))),
       },
     },
   },

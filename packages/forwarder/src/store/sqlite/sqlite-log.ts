@@ -97,6 +97,13 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     private readonly options: DeliveryLogOptions,
     /** Called after a commit that erased delivered bodies (the store then scrubs its WAL). */
     private readonly afterErase: () => void = () => {},
+    /**
+     * Makes the next commit skip its fsync (`PRAGMA synchronous = NORMAL`) through the store that
+     * owns the handle, which keeps the mode it set and sets it again before each of its own
+     * commits. Without it (a log on a handle of its own) each flush reads, sets and restores the
+     * pragma: three statements prepared per flush.
+     */
+    private readonly relaxed?: () => void,
   ) {
     super();
     db.exec(SCHEMA);
@@ -144,18 +151,35 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     const ops = this.take();
     if (ops.length === 0 || this.closed) return;
     // The queue's own commits choose their durability; the log's never pay for an fsync.
+    if (this.relaxed !== undefined) {
+      this.commit(ops, this.relaxed);
+      return;
+    }
     const previous = this.db.pragma('synchronous', { simple: true }) as number;
     try {
       if (previous !== 1) this.db.pragma('synchronous = NORMAL');
+      this.commit(ops);
+    } catch (error) {
+      this.lost(ops, error);
+    } finally {
+      if (previous !== 1) this.db.pragma(`synchronous = ${previous}`);
+    }
+  }
+
+  private commit(ops: readonly LogOp[], before?: () => void): void {
+    try {
+      before?.();
       this.erased = false;
       this.apply(ops);
       if (this.erased) this.afterErase();
     } catch (error) {
-      this.live.clear();
-      log('delivery log: could not write %d entries: %s', ops.length, (error as Error).message);
-    } finally {
-      if (previous !== 1) this.db.pragma(`synchronous = ${previous}`);
+      this.lost(ops, error);
     }
+  }
+
+  private lost(ops: readonly LogOp[], error: unknown): void {
+    this.live.clear();
+    log('delivery log: could not write %d entries: %s', ops.length, (error as Error).message);
   }
 
   private insertCalls(calls: readonly LogCall[], attemptsOf: ReadonlyMap<LogCall, readonly AttemptRecord[]>): void {

@@ -204,6 +204,11 @@ export class SqliteStore implements ForwarderStore {
       this.db.pragma('secure_delete = ON');
       this.syncFull = this.db.prepare(QUEUE.syncFull);
       this.syncNormal = this.db.prepare(QUEUE.syncNormal);
+      // SQLite applies `PRAGMA synchronous = ...` when it prepares the statement, and the first
+      // step of a statement so prepared does nothing: the last one prepared (NORMAL) was in force,
+      // and the first FULL run left it so, whatever `syncMode` said. One run of each first.
+      this.syncNormal.run();
+      this.syncFull.run();
       this.sync(this.durable ? 'FULL' : 'NORMAL');
       migrateSqlite(this.db);
       this.db.prepare(QUEUE.releaseLeases).run(Date.now());
@@ -493,7 +498,7 @@ export class SqliteStore implements ForwarderStore {
    */
   /** The delivery log in this database; erasing a delivered body schedules the WAL's scrub. */
   openLog(options: DeliveryLogOptions): DeliveryLog {
-    return new SqliteDeliveryLog(this.db, options, () => this.scrubSoon());
+    return new SqliteDeliveryLog(this.db, options, () => this.scrubSoon(), () => this.sync('NORMAL'));
   }
 
   scrubSoon(): void {

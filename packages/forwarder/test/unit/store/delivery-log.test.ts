@@ -1,6 +1,11 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteStore } from '../../../src/store/sqlite/sqlite';
+import { accepted } from './contract';
 import { MEMORY_LOG_LIMIT, MemoryDeliveryLog } from '../../../src/store/delivery-log';
 import { SqliteDeliveryLog } from '../../../src/store/sqlite/sqlite-log';
 import { attempt, call, deliveryLogContract, T0 } from './delivery-log-contract';
@@ -40,5 +45,39 @@ describe('SqliteDeliveryLog durability', () => {
     expect(pragmas).to.deep.equal(['synchronous', 'synchronous = NORMAL', 'synchronous = 2']);
     expect(pragma('synchronous', { simple: true })).to.equal(2);
     await log.close();
+  });
+});
+
+describe('SqliteDeliveryLog in the SqliteStore\'s database', () => {
+  it('commits without an fsync through the store\'s own setting: no pragma per flush, and the next accept is durable again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'eventrelay-log-sync-'));
+    const store = new SqliteStore({ dataDir: dir });
+    try {
+      const db = store.database;
+      const log = store.openLog({ keepDelivered: 0 }) as SqliteDeliveryLog;
+      const pragmas: string[] = [];
+      const pragma = db.pragma.bind(db);
+      db.pragma = ((source: string, options?: { simple?: boolean }) => {
+        pragmas.push(source);
+        return pragma(source, options);
+      }) as typeof db.pragma;
+      await store.accept([accepted('a')]);
+      expect(pragma('synchronous', { simple: true })).to.equal(2);
+      for (const id of ['l1', 'l2']) {
+        log.add([call(id)]);
+        log.flush();
+        // The log's commit ran with synchronous=NORMAL, set once through the store.
+        expect(pragma('synchronous', { simple: true })).to.equal(1);
+      }
+      expect((await log.list({ limit: 2 })).map((l) => l.messageId)).to.deep.equal(['l2', 'l1']);
+      expect(pragmas).to.deep.equal([]);
+      // The store knows the log left NORMAL behind: its next accept sets FULL again.
+      await store.accept([accepted('b')]);
+      expect(pragma('synchronous', { simple: true })).to.equal(2);
+      await log.close();
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
