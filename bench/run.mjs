@@ -13,6 +13,8 @@
 // --repeat N runs every client N times (interleaved) and reports the median of each figure.
 // --profile writes a V8 CPU profile per client run to bench/results/profiles/ and prints
 // the functions with the most self time (client/profile-summary.mjs).
+// --threads prints each run's CPU (Linux) of the main thread and of the others (V8's compiler
+// and GC helpers, libuv's pool).
 //
 // enqueue ms:  time the caller spent inside track() calls (the loop's blocked time)
 // total ms:    from the first track call until the sink had counted every message once
@@ -60,6 +62,7 @@ const { values: args } = parseArgs({
     quiet: { type: 'string', default: '5000' },
     repeat: { type: 'string', default: '1' },
     profile: { type: 'boolean', default: false },
+    threads: { type: 'boolean', default: false },
   },
 });
 
@@ -232,6 +235,7 @@ async function runOne(sink, client, scenario) {
     errors: figures?.errors,
     firstError: figures?.firstError,
     throws: figures?.throws,
+    threads: figures?.threads,
     closeError: got.settled?.closeError,
     closeMs: got.settled?.closeMs,
     output: status === 'ok' ? undefined : tail.slice(-5),
@@ -318,6 +322,7 @@ async function main() {
         runsOf.get(client).push(result);
         all.push(result);
         if (args.profile) console.error(await summarizeProfile(result.profileDir));
+        if (args.threads && result.threads) console.error(`    CPU ms (user + system): main thread ${result.threads.mainUser} + ${result.threads.mainSystem}, other threads ${result.threads.othersUser} + ${result.threads.othersSystem}`);
         await sleep(300);
       }
     }

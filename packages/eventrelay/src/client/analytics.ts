@@ -1,5 +1,4 @@
 import createDebug from 'debug';
-import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
 import { ClientClosedError, CloseTimeoutError, EventRelayError, HttpError, NetworkError, PayloadTooLargeError, QueueFullError, ValidationError, type SpoolError } from '../errors';
 import { activeTraceFields } from '../internal/opentelemetry';
@@ -75,7 +74,10 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   private readonly transport: Transport;
   private readonly clock: Clock;
   private readonly random: () => number;
-  private readonly queue: PQueue;
+  /** Sends under way (at most `concurrency`), and the batches waiting for one to end, first in first out. */
+  private sending = 0;
+  private waiting: Waiting[] = [];
+  private waitingHead = 0;
   private readonly headers: Record<string, string>;
   private readonly inFlight = new Set<Promise<void>>();
   /** Batches handed off and not settled yet. */
@@ -103,7 +105,6 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     this.transport = options.transport ?? defaultTransport();
     this.clock = internals.clock ?? systemClock;
     this.random = internals.random ?? Math.random;
-    this.queue = new PQueue({ concurrency: this.options.concurrency });
     this.batch = new Batch(MAX_BATCH_BYTES);
     this.headers = {
       authorization: basicAuthorization(`${this.options.writeKey}:`),
@@ -347,14 +348,49 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     this.hold(this.dispatch(batch));
   }
 
-  /** Queues a batch for sending; settles once it finished, and the halves it was split into, if it was. */
+  /**
+   * Queues a batch for sending: at once while fewer than `concurrency` sends are under way, else
+   * after the batches queued before it. Settles once it finished, and the halves it was split into, if it was.
+   */
   private dispatch(batch: Batch): Promise<void> {
+    batch.seal();
     this.active.add(batch);
-    // Two-argument then: `finish` runs once whichever way the send settles.
-    return this.queue.add(() => this.send(batch)).then(
-      (outcome) => this.finish(batch, outcome),
-      (error: unknown) => this.finish(batch, { ok: false, error: asEventRelayError(error) }),
+    return new Promise<void>((done) => {
+      if (this.sending < this.options.concurrency) this.start(batch, done);
+      else this.waiting.push({ batch, done });
+    });
+  }
+
+  private start(batch: Batch, done: () => void): void {
+    this.sending++;
+    // Two-argument then: `sent` runs once whichever way the send settles.
+    this.send(batch).then(
+      (outcome) => this.sent(batch, outcome, done),
+      (error: unknown) => this.sent(batch, { ok: false, error: asEventRelayError(error) }, done),
     );
+  }
+
+  /** A send ended: its slot goes to the next batch waiting, then the batch is finished. */
+  private sent(batch: Batch, outcome: SendOutcome, done: () => void): void {
+    this.sending--;
+    if (this.waitingHead < this.waiting.length) {
+      const next = this.waiting[this.waitingHead]!;
+      this.waiting[this.waitingHead++] = undefined as unknown as Waiting;
+      if (this.waitingHead === this.waiting.length) {
+        this.waiting = [];
+        this.waitingHead = 0;
+      }
+      this.start(next.batch, next.done);
+    }
+    let finished: void | Promise<void>;
+    try {
+      finished = this.finish(batch, outcome);
+    } catch (thrown) {
+      done();
+      throw thrown;
+    }
+    if (finished === undefined) done();
+    else void finished.then(done);
   }
 
   /** Counts a send as in flight until it settles (what `flush()` and `closeAndFlush()` wait for). */
@@ -521,6 +557,12 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     this.warned.add(error.code);
     emitWarning(warningText(error), error.code);
   }
+}
+
+/** A batch waiting for a free send, and what settles its `dispatch` promise. */
+interface Waiting {
+  readonly batch: Batch;
+  readonly done: () => void;
 }
 
 /** Whether every message of a batch has a callback to hear its error (a batch the spool sends again has none). */
