@@ -76,7 +76,7 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   private readonly random: () => number;
   /** Sends under way (at most `concurrency`), and the batches waiting for one to end, first in first out. */
   private sending = 0;
-  private waiting: Waiting[] = [];
+  private readonly waiting: Waiting[] = [];
   private waitingHead = 0;
   private readonly headers: Record<string, string>;
   private readonly inFlight = new Set<Promise<void>>();
@@ -363,8 +363,14 @@ export class Analytics extends Emitter<AnalyticsEvents> {
 
   private start(batch: Batch, done: () => void): void {
     this.sending++;
+    let sending: Promise<SendOutcome>;
+    try {
+      sending = this.send(batch);
+    } catch (thrown) {
+      sending = Promise.reject(thrown);
+    }
     // Two-argument then: `sent` runs once whichever way the send settles.
-    this.send(batch).then(
+    sending.then(
       (outcome) => this.sent(batch, outcome, done),
       (error: unknown) => this.sent(batch, { ok: false, error: asEventRelayError(error) }, done),
     );
@@ -377,7 +383,8 @@ export class Analytics extends Emitter<AnalyticsEvents> {
       const next = this.waiting[this.waitingHead]!;
       this.waiting[this.waitingHead++] = undefined as unknown as Waiting;
       if (this.waitingHead === this.waiting.length) {
-        this.waiting = [];
+        // Emptied in place: the field keeps one array, so V8's code that reads it stays valid.
+        this.waiting.length = 0;
         this.waitingHead = 0;
       }
       this.start(next.batch, next.done);
@@ -413,12 +420,17 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     if (batch.length > 0) this.hold(this.dispatch(batch));
   }
 
-  private async send(batch: Batch): Promise<SendOutcome> {
-    if (this.abandoned || batch.settled) return { ok: false, error: new CloseTimeoutError(0) };
+  private send(batch: Batch): Promise<SendOutcome> {
+    if (this.abandoned || batch.settled) return Promise.resolve({ ok: false, error: new CloseTimeoutError(0) });
     const started = this.clock.now();
     const text = batch.body(new Date(started));
-    const body = this.options.gzip ? await gzip(text) : text;
-    const outcome = await sendWithRetries(
+    if (this.options.gzip) return gzip(text).then((body) => this.post(batch, body, started));
+    return this.post(batch, text, started);
+  }
+
+  /** POSTs a batch's body, with the retries. */
+  private post(batch: Batch, body: Uint8Array | string, started: number): Promise<SendOutcome> {
+    const sent = sendWithRetries(
       { url: this.options.url, headers: this.headers, body, timeout: this.options.timeout, readBody: true },
       {
         transport: this.transport,
@@ -435,11 +447,12 @@ export class Analytics extends Emitter<AnalyticsEvents> {
         },
       },
     );
-    if (log.enabled) {
+    if (!log.enabled) return sent;
+    return sent.then((outcome) => {
       const result = outcome.ok ? 'delivered' : `failed: ${outcome.error.message}`;
       log('batch of %d messages %s in %d ms', batch.length, result, this.clock.now() - started);
-    }
-    return outcome;
+      return outcome;
+    });
   }
 
   private finish(batch: Batch, outcome: SendOutcome): void | Promise<void> {
