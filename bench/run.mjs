@@ -40,6 +40,7 @@ const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const ALL_CLIENTS = [
   'floor',
   'eventrelay',
+  'eventrelay-base',
   'eventrelay-spool',
   'eventrelay-spool-sync',
   'eventrelay-segment',
@@ -56,7 +57,8 @@ const CLIENT_SETTINGS = { flushAt: 20, flushInterval: 1000, maxQueueSize: 150_00
 const { values: args } = parseArgs({
   options: {
     scenario: { type: 'string', default: ALL_SCENARIOS.join(',') },
-    clients: { type: 'string', default: ALL_CLIENTS.join(',') },
+    // eventrelay-base only when asked for (it needs BENCH_BASE_DIST).
+    clients: { type: 'string', default: ALL_CLIENTS.filter((client) => client !== 'eventrelay-base').join(',') },
     quick: { type: 'boolean', default: false },
     timeout: { type: 'string' },
     quiet: { type: 'string', default: '5000' },

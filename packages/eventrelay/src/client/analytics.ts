@@ -345,20 +345,30 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     if (batch.length === 0) return;
     this.batch = new Batch(MAX_BATCH_BYTES);
     if (log.enabled) log('flush (%s): %d messages, %d bytes', reason, batch.length, batch.size);
-    this.hold(this.dispatch(batch));
+    this.dispatch(batch, true);
   }
 
   /**
    * Queues a batch for sending: at once while fewer than `concurrency` sends are under way, else
    * after the batches queued before it. Settles once it finished, and the halves it was split into, if it was.
    */
-  private dispatch(batch: Batch): Promise<void> {
+  private dispatch(batch: Batch, held = false): Promise<void> {
     batch.seal();
     this.active.add(batch);
-    return new Promise<void>((done) => {
+    // `done` runs once the send settled, a turn later at the earliest: `job` is set by then.
+    const job: Promise<void> = new Promise<void>((resolve) => {
+      // `held`: counted in flight until it settles (what `flush()` and `closeAndFlush()` wait for).
+      const done = held
+        ? () => {
+            this.inFlight.delete(job);
+            resolve();
+          }
+        : resolve;
       if (this.sending < this.options.concurrency) this.start(batch, done);
       else this.waiting.push({ batch, done });
     });
+    if (held) this.inFlight.add(job);
+    return job;
   }
 
   private start(batch: Batch, done: () => void): void {
@@ -400,12 +410,6 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     else void finished.then(done);
   }
 
-  /** Counts a send as in flight until it settles (what `flush()` and `closeAndFlush()` wait for). */
-  private hold(job: Promise<void>): void {
-    this.inFlight.add(job);
-    void job.finally(() => this.inFlight.delete(job));
-  }
-
   /** Sends again, without callbacks, what the spool holds: taken over from a process that is gone, or failed earlier. */
   private resend(records: readonly SpoolRecord[]): void {
     // While closing too: what was taken over goes within the close's timeout.
@@ -413,11 +417,11 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     let batch = new Batch(MAX_BATCH_BYTES, true);
     for (const record of records) {
       if (batch.tryAdd(record.json, record.bytes, '', undefined, record) === 'added') continue;
-      this.hold(this.dispatch(batch));
+      this.dispatch(batch, true);
       batch = new Batch(MAX_BATCH_BYTES, true);
       batch.tryAdd(record.json, record.bytes, '', undefined, record);
     }
-    if (batch.length > 0) this.hold(this.dispatch(batch));
+    if (batch.length > 0) this.dispatch(batch, true);
   }
 
   private send(batch: Batch): Promise<SendOutcome> {

@@ -50,10 +50,19 @@ function sleep(clock: Clock, ms: number): Promise<void> {
  * batch delivered or refused at once (nearly all of them) runs, and makes V8 compile, the least code.
  */
 export function sendWithRetries(request: HttpRequest, context: SendContext): Promise<SendOutcome> {
-  return attempt(request, context).then((first) => judge(request, context, first, 0));
+  let sent: Promise<HttpResponse>;
+  try {
+    sent = context.transport.send(request);
+  } catch (thrown) {
+    return Promise.resolve(judge(request, context, { thrown }, 0));
+  }
+  return sent.then(
+    (response) => judge(request, context, { response }, 0),
+    (thrown: unknown) => judge(request, context, { thrown }, 0),
+  );
 }
 
-/** One attempt: the transport's answer, or what it threw or rejected with. Never rejects. */
+/** One more attempt: the transport's answer, or what it threw or rejected with. Never rejects. */
 function attempt(request: HttpRequest, context: SendContext): Promise<Attempt> {
   let sent: Promise<HttpResponse>;
   try {

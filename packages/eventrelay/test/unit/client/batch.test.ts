@@ -32,7 +32,7 @@ describe('Batch', () => {
 
   it('sends the same body once sealed, and halves it into the same messages', () => {
     // Commas, brackets, braces, quotes and escapes inside strings: the halves must cut between messages only.
-    const messages = ['{"a":"x,y"}', '{"b":"}],{[\\\"","c":[1,{"d":","}]}', '{"e":"é,\\u2028"}', '"plain"', '{}'];
+    const messages = ['{"a":"x,y"}', '{"b":"}],{[\\"","c":[1,{"d":","}]}', '{"e":"é,\\u2028"}', '"plain"', '{}'];
     const cb = () => {};
     const open = new Batch(10_000);
     const sealed = new Batch(10_000);
