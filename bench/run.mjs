@@ -352,7 +352,7 @@ async function main() {
     if (!args.quick) {
       recordResult(`client/${scenario.name}`, {
         script: 'bench/run.mjs',
-        command: commandLine(['BENCH_RESULTS_KEY']),
+        command: commandLine(['BENCH_RESULTS_KEY', 'BENCH_BASE_DIST']),
         versions: JSON.parse(readFileSync(here('./package.json'), 'utf8')).dependencies,
         setup: {
           ...CLIENT_SETTINGS,
