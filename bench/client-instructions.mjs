@@ -32,9 +32,9 @@
 // adds requests, writes or timers shows in run.mjs's CPU figures (user + system) better than here.
 // With BENCH_WRITE_RESULTS=1 the figures go to results.json under `client-instructions`.
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { commandLine, recordResult, rounded } from './results.mjs';
@@ -205,8 +205,10 @@ async function measure(client, pattern) {
  */
 function threadSplit(prefix) {
   const split = { turbofan: 0, gc: 0 };
-  for (let thread = 1; existsSync(`${prefix}-${String(thread).padStart(2, '0')}`); thread++) {
-    const text = execFileSync('callgrind_annotate', ['--threshold=100', `${prefix}-${String(thread).padStart(2, '0')}`], {
+  // Thread numbers have gaps (threads that ran nothing while counting write no file).
+  const files = readdirSync(dirname(prefix)).filter((name) => name.startsWith(`${basename(prefix)}-`));
+  for (const file of files) {
+    const text = execFileSync('callgrind_annotate', ['--threshold=100', join(dirname(prefix), file)], {
       encoding: 'utf8',
       maxBuffer: 256 * 2 ** 20,
     });
