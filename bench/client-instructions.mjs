@@ -7,6 +7,13 @@
 //
 //   node bench/client-instructions.mjs [--scenario paced,burst] [--warm 20000] [--calls 4000]
 //                                      [--repeat 1] [--jobs 2] [--base <dir>] [--node-args "..."] [--keep]
+//   node bench/client-instructions.mjs --cold [--calls 10000] [--base <dir>]
+//
+// --cold: a process's start instead of its steady state: no warm-up, V8's own tiering (no
+// --interrupt-budget), 10,000 counted calls. What run.mjs pays beyond the steady count is there:
+// V8 compiling the client's code (TurboFan, on its helper threads) and the garbage collector's
+// helpers, so the figure to compare is "all threads"; the columns "TurboFan" and "GC" split it
+// (callgrind_annotate's function names, every thread).
 //
 // Each run is a process of its own under callgrind (client/instructions-runner.mjs) sending to a
 // sink (client/sink.mjs) in another, outside valgrind; `--jobs` runs that many at once. A run
@@ -25,9 +32,9 @@
 // adds requests, writes or timers shows in run.mjs's CPU figures (user + system) better than here.
 // With BENCH_WRITE_RESULTS=1 the figures go to results.json under `client-instructions`.
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { commandLine, recordResult, rounded } from './results.mjs';
@@ -44,8 +51,15 @@ const { values: args } = parseArgs({
     base: { type: 'string' },
     'node-args': { type: 'string', default: '--interrupt-budget=8192' },
     keep: { type: 'boolean', default: false },
+    cold: { type: 'boolean', default: false },
   },
 });
+if (args.cold) {
+  const given = (name) => process.argv.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
+  if (!given('warm')) args.warm = '0';
+  if (!given('calls')) args.calls = '10000';
+  if (!given('node-args')) args['node-args'] = '';
+}
 
 const scenarios = args.scenario.split(',').map((s) => s.trim()).filter(Boolean);
 for (const s of scenarios) if (!['paced', 'burst'].includes(s)) throw new Error(`Unknown scenario "${s}"; expected paced, burst`);
@@ -66,7 +80,8 @@ const clients = [
 if (args.base !== undefined) {
   const dist = resolve(args.base, 'packages/eventrelay/dist/index.js');
   if (!existsSync(dist)) throw new Error(`--base: ${dist} does not exist; run \`npm run build\` in ${args.base}`);
-  clients.push({ name: 'base', label: `eventrelay at ${args.base}`, adapter: 'eventrelay', dist });
+  // The label names no path: it goes to results.json, which the command line (with the path) goes to as well.
+  clients.push({ name: 'base', label: 'eventrelay, the --base build', adapter: 'eventrelay', dist });
 }
 if (!existsSync(here('../packages/eventrelay/dist/index.js'))) throw new Error('No packages/eventrelay/dist: run `npm run build` first');
 
@@ -169,7 +184,10 @@ async function measure(client, pattern) {
     throw new Error(`${client.name} ${pattern}: exit ${code}; ${err.trim().split('\n').slice(-3).join(' | ')}`);
   }
   const result = JSON.parse(out.last());
+  const split = args.cold ? threadSplit(join(workDir, `${run}.out`)) : undefined;
   return {
+    turbofan: split?.turbofan,
+    gc: split?.gc,
     instructions: Number(main[1]),
     allThreads: Number(collected[1]),
     lost: warm + calls - stats.unique,
@@ -179,6 +197,30 @@ async function measure(client, pattern) {
     firstError: result.firstError,
     file: `${join(workDir, `${run}.out`)}-01`,
   };
+}
+
+/**
+ * Instructions of every thread of a run (callgrind's files `<prefix>-01`, `-02`, ...) in V8's
+ * optimizing compiler and in the garbage collector, by the C++ function names callgrind_annotate prints.
+ */
+function threadSplit(prefix) {
+  const split = { turbofan: 0, gc: 0 };
+  // Thread numbers have gaps (threads that ran nothing while counting write no file).
+  const files = readdirSync(dirname(prefix)).filter((name) => name.startsWith(`${basename(prefix)}-`));
+  for (const file of files) {
+    const text = execFileSync('callgrind_annotate', ['--threshold=100', join(dirname(prefix), file)], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 2 ** 20,
+    });
+    for (const line of text.split('\n')) {
+      const match = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
+      if (!match || match[2].startsWith('PROGRAM TOTALS')) continue;
+      const count = Number(match[1].replaceAll(',', ''));
+      if (/v8::internal::compiler::/.test(match[2])) split.turbofan += count;
+      else if (/v8::internal::(Scaveng|ConcurrentMarking|Marking|MarkCompact|Sweeper|Heap::|Evacuat|MinorMarkCompact)|heap::base::/.test(match[2])) split.gc += count;
+    }
+  }
+  return split;
 }
 
 /** Runs `tasks` (functions returning promises) `jobs` at a time, in order. */
@@ -226,8 +268,8 @@ async function main() {
   const out = [
     `# Client instructions per message (callgrind): ${fmt(calls)} calls counted after ${fmt(warm)}`,
     '',
-    `| scenario | client | instructions per message | ratio to the floor${repeat > 1 ? ' (per repetition)' : ''} | all threads, per message | all threads, ratio |`,
-    '|---|---|---:|---|---:|---|',
+    `| scenario | client | instructions per message | ratio to the floor${repeat > 1 ? ' (per repetition)' : ''} | all threads, per message | all threads, ratio |${args.cold ? ' TurboFan, per message | GC, per message |' : ''}`,
+    `|---|---|---:|---|---:|---|${args.cold ? '---:|---:|' : ''}`,
   ];
   const rows = {};
   for (const scenario of scenarios) {
@@ -237,10 +279,15 @@ async function main() {
       const allValues = rounds.map((round) => find(round, client.name, scenario).allThreads / calls);
       const all = mean(allValues);
       const allRatios = rounds.map((round) => allValues[round] / (find(round, 'floor', scenario).allThreads / calls));
+      const turbofan = args.cold ? mean(rounds.map((round) => find(round, client.name, scenario).turbofan / calls)) : undefined;
+      const gc = args.cold ? mean(rounds.map((round) => find(round, client.name, scenario).gc / calls)) : undefined;
       out.push(
-        `| ${scenario} | ${client.label} | ${fmt(mean(values))} | ${ratios.map((r) => r.toFixed(3)).join(', ')} | ${fmt(all)} | ${allRatios.map((r) => r.toFixed(3)).join(', ')} |`,
+        `| ${scenario} | ${client.label} | ${fmt(mean(values))} | ${ratios.map((r) => r.toFixed(3)).join(', ')} | ${fmt(all)} | ${allRatios.map((r) => r.toFixed(3)).join(', ')} |` +
+        (args.cold ? ` ${fmt(turbofan)} | ${fmt(gc)} |` : ''),
       );
       rows[`${scenario}: ${client.label}`] = {
+        turbofanPerMessage: rounded(turbofan),
+        gcPerMessage: rounded(gc),
         instructionsPerMessage: rounded(mean(values)),
         ratioToFloor: rounded(mean(ratios), 3),
         ratios: ratios.map((r) => rounded(r, 3)),
@@ -250,7 +297,9 @@ async function main() {
     }
     if (args.base !== undefined) {
       const ab = rounds.map((round) => perMessage(round, 'eventrelay', scenario) / perMessage(round, 'base', scenario));
-      out.push(`| ${scenario} | this build / --base | | ${ab.map((r) => r.toFixed(3)).join(', ')} | | |`);
+      const allAb = rounds.map((round) => find(round, 'eventrelay', scenario).allThreads / find(round, 'base', scenario).allThreads);
+      out.push(`| ${scenario} | this build / --base | | ${ab.map((r) => r.toFixed(3)).join(', ')} | | ${allAb.map((r) => r.toFixed(3)).join(', ')} |${args.cold ? ' | |' : ''}`);
+      rows[`${scenario}: this build / the --base build`] = { ratio: rounded(mean(ab), 3), ratios: ab.map((r) => rounded(r, 3)), allThreadsRatios: allAb.map((r) => rounded(r, 3)) };
     }
   }
   out.push('', `${((Date.now() - started) / 1000).toFixed(0)} s; load average ${os.loadavg()[0].toFixed(1)}`);
@@ -260,7 +309,7 @@ async function main() {
   }
   if (failures.length > 0) process.exitCode = 1;
   else {
-    recordResult('client-instructions', {
+    recordResult(args.cold ? 'client-instructions/cold' : 'client-instructions', {
       script: 'bench/client-instructions.mjs',
       command: commandLine(),
       setup: {

@@ -13,6 +13,8 @@
 // --repeat N runs every client N times (interleaved) and reports the median of each figure.
 // --profile writes a V8 CPU profile per client run to bench/results/profiles/ and prints
 // the functions with the most self time (client/profile-summary.mjs).
+// --threads prints each run's CPU (Linux) of the main thread and of the others (V8's compiler
+// and GC helpers, libuv's pool).
 //
 // enqueue ms:  time the caller spent inside track() calls (the loop's blocked time)
 // total ms:    from the first track call until the sink had counted every message once
@@ -38,6 +40,7 @@ const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const ALL_CLIENTS = [
   'floor',
   'eventrelay',
+  'eventrelay-base',
   'eventrelay-spool',
   'eventrelay-spool-sync',
   'eventrelay-segment',
@@ -54,12 +57,14 @@ const CLIENT_SETTINGS = { flushAt: 20, flushInterval: 1000, maxQueueSize: 150_00
 const { values: args } = parseArgs({
   options: {
     scenario: { type: 'string', default: ALL_SCENARIOS.join(',') },
-    clients: { type: 'string', default: ALL_CLIENTS.join(',') },
+    // eventrelay-base only when asked for (it needs BENCH_BASE_DIST).
+    clients: { type: 'string', default: ALL_CLIENTS.filter((client) => client !== 'eventrelay-base').join(',') },
     quick: { type: 'boolean', default: false },
     timeout: { type: 'string' },
     quiet: { type: 'string', default: '5000' },
     repeat: { type: 'string', default: '1' },
     profile: { type: 'boolean', default: false },
+    threads: { type: 'boolean', default: false },
   },
 });
 
@@ -232,6 +237,7 @@ async function runOne(sink, client, scenario) {
     errors: figures?.errors,
     firstError: figures?.firstError,
     throws: figures?.throws,
+    threads: figures?.threads,
     closeError: got.settled?.closeError,
     closeMs: got.settled?.closeMs,
     output: status === 'ok' ? undefined : tail.slice(-5),
@@ -318,6 +324,7 @@ async function main() {
         runsOf.get(client).push(result);
         all.push(result);
         if (args.profile) console.error(await summarizeProfile(result.profileDir));
+        if (args.threads && result.threads) console.error(`    CPU ms (user + system): main thread ${result.threads.mainUser} + ${result.threads.mainSystem}, other threads ${result.threads.othersUser} + ${result.threads.othersSystem}`);
         await sleep(300);
       }
     }
@@ -345,7 +352,7 @@ async function main() {
     if (!args.quick) {
       recordResult(`client/${scenario.name}`, {
         script: 'bench/run.mjs',
-        command: commandLine(['BENCH_RESULTS_KEY']),
+        command: commandLine(['BENCH_RESULTS_KEY', 'BENCH_BASE_DIST']),
         versions: JSON.parse(readFileSync(here('./package.json'), 'utf8')).dependencies,
         setup: {
           ...CLIENT_SETTINGS,

@@ -5,7 +5,7 @@
 //   child  -> { type: 'settled', closeMs, closeError }      when the client's flush/close promise settled
 //   parent -> { type: 'stop' }                               when the sink has everything, or gave up
 //   child  -> { type: 'result', cpuUs, peakRssBytes, errors, firstError, throws }, then exits
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BURST_CHUNK, properties } from './scenarios.mjs';
@@ -33,6 +33,25 @@ if (kernelPeakRss() === undefined) {
   setInterval(() => {
     state.sampledPeak = Math.max(state.sampledPeak, process.memoryUsage.rss());
   }, 5).unref();
+}
+
+/**
+ * CPU ticks ([user, system], 1/100 s) of each of this process's threads: `main`, and the others
+ * by thread id (V8's compiler and GC helpers, libuv's pool, which Node 20 does not name): where
+ * run.mjs's CPU goes besides the main thread. Linux only; undefined elsewhere.
+ */
+function threadTicks() {
+  try {
+    const byThread = {};
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byThread[Number(tid) === process.pid ? 'main' : tid] = [Number(fields[11]), Number(fields[12])];
+    }
+    return byThread;
+  } catch {
+    return undefined;
+  }
 }
 
 function peakRssBytes() {
@@ -78,6 +97,7 @@ async function paced(client, run, count, rate) {
 async function go(message) {
   const { scenario, run } = message;
   const adapter = await import(`./adapters/${message.client}.mjs`);
+  state.threadsStart = threadTicks();
   state.cpuStart = process.cpuUsage();
   const client = await adapter.create({ ...message, onError });
   const startedAt = Date.now();
@@ -94,6 +114,19 @@ async function go(message) {
   process.send({ type: 'settled', closeMs: performance.now() - t0, closeError });
 }
 
+/** Milliseconds of CPU since `start` (threadTicks()), user and system: the main thread's, and the other threads' together. */
+function threadsSince(start) {
+  const now = threadTicks();
+  if (now === undefined || start === undefined) return undefined;
+  const ms = { mainUser: 0, mainSystem: 0, othersUser: 0, othersSystem: 0 };
+  for (const [name, [user, system]] of Object.entries(now)) {
+    const [user0, system0] = start[name] ?? [0, 0];
+    ms[name === 'main' ? 'mainUser' : 'othersUser'] += (user - user0) * 10;
+    ms[name === 'main' ? 'mainSystem' : 'othersSystem'] += (system - system0) * 10;
+  }
+  return ms;
+}
+
 function stop() {
   const cpu = process.cpuUsage(state.cpuStart);
   const result = {
@@ -103,6 +136,7 @@ function stop() {
     errors: state.errors,
     firstError: state.firstError,
     throws: state.throws,
+    threads: threadsSince(state.threadsStart),
   };
   process.send(result, () => process.exit(0));
 }

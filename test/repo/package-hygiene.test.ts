@@ -63,7 +63,7 @@ describe('package hygiene', () => {
 
       it('says how many runtime dependencies it has, and every peer dependency is optional', () => {
         const count = Object.keys(pkg.dependencies ?? {}).length;
-        expect(section(readme, '## Dependencies and why')).to.contain(`${NUMBERS[count]} runtime dependencies`);
+        expect(section(readme, '## Dependencies and why')).to.contain(`${NUMBERS[count]} runtime ${count === 1 ? 'dependency' : 'dependencies'}`);
         for (const name of Object.keys(pkg.peerDependencies ?? {})) expect(pkg.peerDependenciesMeta?.[name]?.optional, name).to.equal(true);
       });
 

@@ -1,5 +1,4 @@
 import createDebug from 'debug';
-import PQueue from 'p-queue';
 import { systemClock, type Clock } from '../clock';
 import { ClientClosedError, CloseTimeoutError, EventRelayError, HttpError, NetworkError, PayloadTooLargeError, QueueFullError, ValidationError, type SpoolError } from '../errors';
 import { activeTraceFields } from '../internal/opentelemetry';
@@ -75,7 +74,10 @@ export class Analytics extends Emitter<AnalyticsEvents> {
   private readonly transport: Transport;
   private readonly clock: Clock;
   private readonly random: () => number;
-  private readonly queue: PQueue;
+  /** Sends under way (at most `concurrency`), and the batches waiting for one to end, first in first out. */
+  private sending = 0;
+  private readonly waiting: Waiting[] = [];
+  private waitingHead = 0;
   private readonly headers: Record<string, string>;
   private readonly inFlight = new Set<Promise<void>>();
   /** Batches handed off and not settled yet. */
@@ -103,7 +105,6 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     this.transport = options.transport ?? defaultTransport();
     this.clock = internals.clock ?? systemClock;
     this.random = internals.random ?? Math.random;
-    this.queue = new PQueue({ concurrency: this.options.concurrency });
     this.batch = new Batch(MAX_BATCH_BYTES);
     this.headers = {
       authorization: basicAuthorization(`${this.options.writeKey}:`),
@@ -344,23 +345,69 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     if (batch.length === 0) return;
     this.batch = new Batch(MAX_BATCH_BYTES);
     if (log.enabled) log('flush (%s): %d messages, %d bytes', reason, batch.length, batch.size);
-    this.hold(this.dispatch(batch));
+    this.dispatch(batch, true);
   }
 
-  /** Queues a batch for sending; settles once it finished, and the halves it was split into, if it was. */
-  private dispatch(batch: Batch): Promise<void> {
+  /**
+   * Queues a batch for sending: at once while fewer than `concurrency` sends are under way, else
+   * after the batches queued before it. Settles once it finished, and the halves it was split into, if it was.
+   */
+  private dispatch(batch: Batch, held = false): Promise<void> {
+    batch.seal();
     this.active.add(batch);
-    // Two-argument then: `finish` runs once whichever way the send settles.
-    return this.queue.add(() => this.send(batch)).then(
-      (outcome) => this.finish(batch, outcome),
-      (error: unknown) => this.finish(batch, { ok: false, error: asEventRelayError(error) }),
+    // `done` runs once the send settled, a turn later at the earliest: `job` is set by then.
+    const job: Promise<void> = new Promise<void>((resolve) => {
+      // `held`: counted in flight until it settles (what `flush()` and `closeAndFlush()` wait for).
+      const done = held
+        ? () => {
+            this.inFlight.delete(job);
+            resolve();
+          }
+        : resolve;
+      if (this.sending < this.options.concurrency) this.start(batch, done);
+      else this.waiting.push({ batch, done });
+    });
+    if (held) this.inFlight.add(job);
+    return job;
+  }
+
+  private start(batch: Batch, done: () => void): void {
+    this.sending++;
+    let sending: Promise<SendOutcome>;
+    try {
+      sending = this.send(batch);
+    } catch (thrown) {
+      sending = Promise.reject(thrown);
+    }
+    // Two-argument then: `sent` runs once whichever way the send settles.
+    sending.then(
+      (outcome) => this.sent(batch, outcome, done),
+      (error: unknown) => this.sent(batch, { ok: false, error: asEventRelayError(error) }, done),
     );
   }
 
-  /** Counts a send as in flight until it settles (what `flush()` and `closeAndFlush()` wait for). */
-  private hold(job: Promise<void>): void {
-    this.inFlight.add(job);
-    void job.finally(() => this.inFlight.delete(job));
+  /** A send ended: its slot goes to the next batch waiting, then the batch is finished. */
+  private sent(batch: Batch, outcome: SendOutcome, done: () => void): void {
+    this.sending--;
+    if (this.waitingHead < this.waiting.length) {
+      const next = this.waiting[this.waitingHead]!;
+      this.waiting[this.waitingHead++] = undefined as unknown as Waiting;
+      if (this.waitingHead === this.waiting.length) {
+        // Emptied in place: the field keeps one array, so V8's code that reads it stays valid.
+        this.waiting.length = 0;
+        this.waitingHead = 0;
+      }
+      this.start(next.batch, next.done);
+    }
+    let finished: void | Promise<void>;
+    try {
+      finished = this.finish(batch, outcome);
+    } catch (thrown) {
+      done();
+      throw thrown;
+    }
+    if (finished === undefined) done();
+    else void finished.then(done);
   }
 
   /** Sends again, without callbacks, what the spool holds: taken over from a process that is gone, or failed earlier. */
@@ -370,19 +417,24 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     let batch = new Batch(MAX_BATCH_BYTES, true);
     for (const record of records) {
       if (batch.tryAdd(record.json, record.bytes, '', undefined, record) === 'added') continue;
-      this.hold(this.dispatch(batch));
+      this.dispatch(batch, true);
       batch = new Batch(MAX_BATCH_BYTES, true);
       batch.tryAdd(record.json, record.bytes, '', undefined, record);
     }
-    if (batch.length > 0) this.hold(this.dispatch(batch));
+    if (batch.length > 0) this.dispatch(batch, true);
   }
 
-  private async send(batch: Batch): Promise<SendOutcome> {
-    if (this.abandoned || batch.settled) return { ok: false, error: new CloseTimeoutError(0) };
+  private send(batch: Batch): Promise<SendOutcome> {
+    if (this.abandoned || batch.settled) return Promise.resolve({ ok: false, error: new CloseTimeoutError(0) });
     const started = this.clock.now();
     const text = batch.body(new Date(started));
-    const body = this.options.gzip ? await gzip(text) : text;
-    const outcome = await sendWithRetries(
+    if (this.options.gzip) return gzip(text).then((body) => this.post(batch, body, started));
+    return this.post(batch, text, started);
+  }
+
+  /** POSTs a batch's body, with the retries. */
+  private post(batch: Batch, body: Uint8Array | string, started: number): Promise<SendOutcome> {
+    const sent = sendWithRetries(
       { url: this.options.url, headers: this.headers, body, timeout: this.options.timeout, readBody: true },
       {
         transport: this.transport,
@@ -399,11 +451,12 @@ export class Analytics extends Emitter<AnalyticsEvents> {
         },
       },
     );
-    if (log.enabled) {
+    if (!log.enabled) return sent;
+    return sent.then((outcome) => {
       const result = outcome.ok ? 'delivered' : `failed: ${outcome.error.message}`;
       log('batch of %d messages %s in %d ms', batch.length, result, this.clock.now() - started);
-    }
-    return outcome;
+      return outcome;
+    });
   }
 
   private finish(batch: Batch, outcome: SendOutcome): void | Promise<void> {
@@ -521,6 +574,12 @@ export class Analytics extends Emitter<AnalyticsEvents> {
     this.warned.add(error.code);
     emitWarning(warningText(error), error.code);
   }
+}
+
+/** A batch waiting for a free send, and what settles its `dispatch` promise. */
+interface Waiting {
+  readonly batch: Batch;
+  readonly done: () => void;
 }
 
 /** Whether every message of a batch has a callback to hear its error (a batch the spool sends again has none). */

@@ -13,7 +13,12 @@ export type AddResult = 'added' | 'full';
  * as the JSON string made when it was accepted; the body is joined from those strings.
  */
 export class Batch {
-  readonly messages: string[] = [];
+  /** The messages' JSON strings, until `seal()` joins them. */
+  private readonly messages: string[] = [];
+  /** Set by `seal()`: the messages joined with commas, and each one's length in it. */
+  private joined: string | undefined;
+  private lengths: number[] | undefined;
+  private count = 0;
   /** Callbacks of the messages that have one, with the message's id and its index in the batch. */
   readonly callbacks: { readonly index: number; readonly id: string; readonly callback: Callback }[] = [];
   /** The spool's record of each message, in order, when the client has a spool. */
@@ -31,7 +36,7 @@ export class Batch {
   ) {}
 
   get length(): number {
-    return this.messages.length;
+    return this.count;
   }
 
   /** Size of the body this batch would make, in bytes. */
@@ -44,13 +49,42 @@ export class Batch {
    * `maxBytes`. An empty batch takes any message that fits a body on its own.
    */
   tryAdd(json: string, bytes: number, id: string, callback: Callback | undefined, record?: SpoolRecord): AddResult {
-    const next = this.bytes + bytes + (this.messages.length > 0 ? 1 : 0);
-    if (next > this.maxBytes && this.messages.length > 0) return 'full';
+    if (this.joined !== undefined) throw new Error('Batch.tryAdd after seal()');
+    const next = this.bytes + bytes + (this.count > 0 ? 1 : 0);
+    if (next > this.maxBytes && this.count > 0) return 'full';
     this.bytes = next;
-    if (callback) this.callbacks.push({ index: this.messages.length, id, callback });
+    if (callback) this.callbacks.push({ index: this.count, id, callback });
     if (record) this.records.push(record);
     this.messages.push(json);
+    this.count++;
     return 'added';
+  }
+
+  /**
+   * Joins the messages into the text of the body, once the batch is closed to new messages: a
+   * batch waiting for its turn to be sent then holds one string, not one per message, which
+   * the garbage collector copies and visits for as long as it waits.
+   */
+  seal(): void {
+    if (this.joined !== undefined) return;
+    const lengths: number[] = [];
+    for (const json of this.messages) lengths.push(json.length);
+    this.joined = this.messages.join(',');
+    this.lengths = lengths;
+    // Emptied in place: a field written twice would make V8 drop the code that read it as constant.
+    this.messages.length = 0;
+  }
+
+  /** The messages' JSON strings, in order. */
+  jsonStrings(): string[] {
+    if (this.joined === undefined || this.lengths === undefined) return this.messages.slice();
+    const strings: string[] = [];
+    let at = 0;
+    for (const length of this.lengths) {
+      strings.push(this.joined.slice(at, at + length));
+      at += length + 1;
+    }
+    return strings;
   }
 
   /**
@@ -58,10 +92,10 @@ export class Batch {
    * callbacks and spool records: what is sent instead of a batch answered 413. At least 2 messages.
    */
   halves(byteLength: (json: string) => number): [Batch, Batch] {
-    const middle = Math.ceil(this.messages.length / 2);
+    const middle = Math.ceil(this.count / 2);
     const halves: [Batch, Batch] = [new Batch(this.maxBytes, this.resent), new Batch(this.maxBytes, this.resent)];
     const callbacks = new Map(this.callbacks.map((entry) => [entry.index, entry]));
-    this.messages.forEach((json, index) => {
+    this.jsonStrings().forEach((json, index) => {
       const entry = callbacks.get(index);
       halves[index < middle ? 0 : 1].tryAdd(json, byteLength(json), entry?.id ?? '', entry?.callback, this.records[index]);
     });
@@ -70,6 +104,6 @@ export class Batch {
 
   /** The request body, `{ "batch": [...], "sentAt": ... }`, built from the stored strings. */
   body(sentAt: Date): string {
-    return `${PREFIX}${this.messages.join(',')}],"sentAt":"${sentAt.toISOString()}"}`;
+    return `${PREFIX}${this.joined ?? this.messages.join(',')}],"sentAt":"${sentAt.toISOString()}"}`;
   }
 }

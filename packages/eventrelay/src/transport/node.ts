@@ -223,7 +223,8 @@ function drain(res: Http.IncomingMessage, limit: number, done: () => void): void
 function collect(res: Http.IncomingMessage, limit: number, done: (body: string) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
-  const end = () => done(Buffer.concat(chunks).toString('utf8'));
+  // An ingestion answer is a few bytes, in one chunk: read as it is, without a copy.
+  const end = () => done(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
   res.on('data', (chunk: Buffer) => {
     received += chunk.length;
     if (received <= limit) chunks.push(chunk);

@@ -181,6 +181,37 @@ describe('Analytics', () => {
       expect(transport.batches.map((r) => r.body.batch.length)).to.deep.equal([1, 1]);
     });
 
+    it('sends at most `concurrency` batches at once, the others in the order they were cut', async () => {
+      const answers: ((status: number) => void)[] = [];
+      const { analytics, transport } = createTestClient({ flushAt: 1, concurrency: 2 });
+      transport.respondWith(() => new Promise<number>((resolve) => answers.push(resolve)));
+      const heard: string[] = [];
+      for (const event of ['a', 'b', 'c', 'd', 'e']) analytics.track({ userId: 'u', event }, (error) => heard.push(error ? `${event} failed` : event));
+      await flushMicrotasks();
+      expect(transport.messages.map((m) => m.event)).to.deep.equal(['a', 'b']);
+      let flushed = false;
+      const flush = analytics.flush().then(() => (flushed = true));
+      // The second answer frees a slot: the third batch goes, and only the second's callback ran.
+      answers[1]!(200);
+      await flushMicrotasks();
+      expect(transport.messages.map((m) => m.event)).to.deep.equal(['a', 'b', 'c']);
+      expect(heard).to.deep.equal(['b']);
+      expect(transport.inFlight).to.equal(2);
+      answers[0]!(200);
+      await flushMicrotasks();
+      expect(transport.messages.map((m) => m.event)).to.deep.equal(['a', 'b', 'c', 'd']);
+      answers[2]!(400);
+      answers[3]!(200);
+      await flushMicrotasks();
+      expect(flushed).to.equal(false);
+      answers[4]!(200);
+      await flush;
+      expect(transport.messages.map((m) => m.event)).to.deep.equal(['a', 'b', 'c', 'd', 'e']);
+      expect(transport.maxInFlight).to.equal(2);
+      expect(heard).to.deep.equal(['b', 'a', 'c failed', 'd', 'e']);
+      expect(analytics.pending).to.equal(0);
+    });
+
     it('splits a batch before it passes 500 KB', async () => {
       const { analytics, transport } = createTestClient({ flushAt: 1000 });
       const big = 'x'.repeat(30 * 1024);
