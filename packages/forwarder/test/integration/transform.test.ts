@@ -195,7 +195,7 @@ describe('a transform in the config file', function () {
 });
 
 describe('hostile transforms, end to end (SQLite)', function () {
-  this.timeout(60_000);
+  this.timeout(150_000);
   const receiver = useReceiver();
   let forwarder: Forwarder;
   let url: string;
@@ -216,10 +216,12 @@ describe('hostile transforms, end to end (SQLite)', function () {
   it('a looping transform on one URL costs its limit per call: meanwhile /health answers and another source keeps delivering', async () => {
     const loops = await forwarder.createSource('loops');
     const calm = await forwarder.createSource('calm');
-    await forwarder.setWebhooks('loops', { webhooks: [{ url: `${receiver.url}/loop`, transform: { code: 'function transform(m) { for (;;) {} }', timeoutMs: 300 } }] });
+    await forwarder.setWebhooks('loops', { webhooks: [{ url: `${receiver.url}/loop`, transform: { code: 'function transform(m) { for (;;) {} }', timeoutMs: 100 } }] });
     await forwarder.setWebhooks('calm', { webhooks: [{ url: `${receiver.url}/calm` }] });
-    // 12 calls of 300 ms of CPU each, accepted at once: several seconds of looping, one call at most per turn of the event loop.
-    const batch = Array.from({ length: 12 }, (_, i) => ({ type: 'track', userId: 'u1', event: 'E', messageId: `loop-${i}` }));
+    // 60 calls of 100 ms of CPU each, accepted at once: six seconds of looping, one call at most per
+    // turn of the event loop. What the calm source needs (three requests, three attempts) waits at
+    // most one call (100 ms) per step, so it is done long before the loops, however busy the machine.
+    const batch = Array.from({ length: 60 }, (_, i) => ({ type: 'track', userId: 'u1', event: 'E', messageId: `loop-${i}` }));
     expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic(loops.writeKey) })).status).to.equal(200);
     const open = async () => (await admin(url, 'GET', '/admin/messages?source=loops&status=pending')).json.items.length + (await admin(url, 'GET', '/admin/messages?source=loops&status=retrying')).json.items.length;
     // While the looping calls are still open, the other source delivers and /health answers.
@@ -229,10 +231,10 @@ describe('hostile transforms, end to end (SQLite)', function () {
     await waitFor(() => receiver.delivered.filter((r) => r.path === '/calm').length === 3, 'the calm source to deliver', 20_000);
     expect(await open(), 'looping calls still open when the calm source had delivered').to.be.above(0);
     // Each looping call fails for its URL with the time limit, final.
-    await waitFor(async () => (await open()) === 0, 'every looping call to end', 40_000);
-    const failed = (await admin(url, 'GET', '/admin/messages?source=loops&status=failed&limit=50')).json.items;
-    expect(failed).to.have.length(12);
-    expect(failed[0].reason).to.contain('transform_failed: timed out after 300 ms');
+    await waitFor(async () => (await open()) === 0, 'every looping call to end', 100_000);
+    const failed = (await admin(url, 'GET', '/admin/messages?source=loops&status=failed&limit=100')).json.items;
+    expect(failed).to.have.length(60);
+    expect(failed[0].reason).to.contain('transform_failed: timed out after 100 ms');
     expect(receiver.requests.filter((r) => r.path === '/loop')).to.deep.equal([]);
   });
 
