@@ -16,6 +16,17 @@ class CountingStore extends MemoryStore {
   }
 }
 
+/** A store whose claims answer what it held when they began, once the test lets them go (`hold`). */
+class HeldClaims extends CountingStore {
+  readonly gates: (() => void)[] = [];
+  hold = false;
+  override async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
+    const due = await super.claim(source, now, limit, lease);
+    if (this.hold) await new Promise<void>((resolve) => this.gates.push(resolve));
+    return due;
+  }
+}
+
 /** A destination whose attempts the test answers by hand. */
 class ManualTarget implements DeliveryTarget {
   readonly calls: { body: string; state: AttemptState; resolve: (result: AttemptResult) => void }[] = [];
@@ -119,16 +130,6 @@ describe('Scheduler: deliveries handed over at acceptance', () => {
   });
 
   it('a call accepted while a claim runs is handed over all the same, and waits behind what the claim takes: no second claim, none passes an older one', async () => {
-    /** A claim that answers once the test lets it go. */
-    class HeldClaims extends CountingStore {
-      readonly gates: (() => void)[] = [];
-      hold = false;
-      override async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
-        const due = await super.claim(source, now, limit, lease);
-        if (this.hold) await new Promise<void>((resolve) => this.gates.push(resolve));
-        return due;
-      }
-    }
     const held = new HeldClaims();
     store = held;
     create(8).start();
@@ -156,16 +157,6 @@ describe('Scheduler: deliveries handed over at acceptance', () => {
   });
 
   it('claims again at once what was stored while a claim ran that could not see it (no wait for the next second)', async () => {
-    /** A claim that answers what the store held when it began, once the test lets it go. */
-    class HeldClaims extends CountingStore {
-      readonly gates: (() => void)[] = [];
-      hold = false;
-      override async claim(source: string, now: number, limit: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
-        const due = await super.claim(source, now, limit, lease);
-        if (this.hold) await new Promise<void>((resolve) => this.gates.push(resolve));
-        return due;
-      }
-    }
     const held = new HeldClaims();
     store = held;
     create(8).start();
