@@ -185,7 +185,7 @@ describe('the OpenAPI document (generated from src/http/routes/)', () => {
         if (operation === undefined) continue;
         if (path.startsWith('/admin/')) {
           expect(operation.security, `${method} ${path}`).to.equal(undefined);
-          expect(Object.keys(operation.responses), `${method} ${path}`).to.include.members(['401', '403']);
+          expect(Object.keys(operation.responses), `${method} ${path}`).to.include.members(['401', '403', '503']);
         } else {
           expect(operation.security, `${method} ${path}`).to.not.equal(undefined);
         }

@@ -107,6 +107,17 @@ function preflightOperation(r: RouteSpec, components: Components): Json {
 }
 
 /** The OpenAPI 3.1 document of the routes: paths in declaration order, components as used. */
+/**
+ * The refusals every admin route gives before its handler runs (the Bearer check, admin off, shutting
+ * down): derived from `auth`, so no declaration repeats them.
+ */
+const ADMIN_REFUSALS: Readonly<Record<number, Answer>> = { 401: ANSWERS.AdminUnauthorized, 403: ANSWERS.AdminDisabled, 503: ANSWERS.Unavailable };
+
+/** A route's documented answers: its own, and the admin refusals when it takes the admin token. */
+function answersOf(r: RouteSpec): Readonly<Record<number, Answer>> {
+  return r.auth === 'admin' ? { ...r.responses, ...ADMIN_REFUSALS } : r.responses;
+}
+
 export function buildDocument(routes: readonly RouteSpec[], version: string): Json {
   const components = new Components();
   const paths: Record<string, Record<string, Json>> = {};
@@ -129,7 +140,7 @@ export function buildDocument(routes: readonly RouteSpec[], version: string): Js
               content: Object.fromEntries((r.body.contentType ?? ['application/json']).map((t) => [t, { schema: components.schema(r.body!.schema) }])),
             },
           }),
-      responses: Object.fromEntries(Object.entries(r.responses).map(([status, answer]) => [status, components.answer(answer)])),
+      responses: Object.fromEntries(Object.entries(answersOf(r)).map(([status, answer]) => [status, components.answer(answer)])),
     };
     if (r.preflight !== undefined) {
       item.options = preflightOperation(r, components);

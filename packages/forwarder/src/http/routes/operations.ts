@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { route } from './define';
-import { AdminDisabled, AdminUnauthorized, InvalidRequest, NotFound, Unavailable } from './answers';
+import { InvalidRequest, NotFound, Unavailable } from './answers';
 import { Overview, Stats } from './shapes';
 
 /** No parameters: an unknown one is a 400 that names it. */
@@ -58,7 +58,7 @@ export const OPERATIONS_ROUTES = [
     tags: ['operations'],
     summary: 'What the debugger page draws',
     description: "Sources, instances, this instance's stats with the endpoint health of every instance, the per-minute chart of the last hour, and disabled URLs.",
-    responses: { 200: { description: 'The overview.', schema: Overview }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 503: Unavailable },
+    responses: { 200: { description: 'The overview.', schema: Overview }, 400: InvalidRequest },
   }),
 ] as const;
 

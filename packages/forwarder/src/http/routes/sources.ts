@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf, route } from './define';
-import { AdminDisabled, AdminUnauthorized, BodyTooLarge, Conflict, InvalidRequest, NotFound, Unavailable } from './answers';
+import { BodyTooLarge, Conflict, InvalidRequest, NotFound } from './answers';
 import { ApplyRequest, ApplyResult, CreateSourceRequest, CreatedSource, DeletedSource, IssuedWriteKey, RotateWriteKeyRequest, RotatedSecret, Source, SourceSettings, SourceSettingsInput, TestResult, WebhookFilter, WebhooksDestination, WebhooksDestinationInput, WebhookTransformInput, WriteKey } from './shapes';
 
 /**
@@ -19,7 +19,7 @@ export const SOURCES_ROUTES = [
     tags: ['sources'],
     summary: 'List sources',
     description: 'Never cached (`Cache-Control: no-store`).',
-    responses: { 200: { description: 'Every source.', schema: Type.Object({ sources: Type.Array(Source) }, { additionalProperties: false }) }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 503: Unavailable },
+    responses: { 200: { description: 'Every source.', schema: Type.Object({ sources: Type.Array(Source) }, { additionalProperties: false }) }, 400: InvalidRequest },
   }),
   route({
     method: 'POST',
@@ -30,7 +30,7 @@ export const SOURCES_ROUTES = [
     summary: 'Create a source',
     description: 'A new source without a destination, and a generated write key, shown this once.',
     body: { schema: CreateSourceRequest, required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
-    responses: { 201: { description: 'Created.', schema: CreatedSource }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 409: Conflict, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 201: { description: 'Created.', schema: CreatedSource }, 400: InvalidRequest, 409: Conflict, 413: BodyTooLarge },
   }),
   route({
     method: 'POST',
@@ -41,7 +41,7 @@ export const SOURCES_ROUTES = [
     summary: "Apply a config file's sources",
     description: "What `eventrelay apply --url` sends: the file's sources (secrets read), reconciled with the store; `dryRun` only plans.",
     body: { schema: ApplyRequest, required: true, checkedBy: 'handler', limit: 1024 * 1024 },
-    responses: { 200: { description: 'The plan, applied unless a dry run.', schema: ApplyResult }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 200: { description: 'The plan, applied unless a dry run.', schema: ApplyResult }, 400: InvalidRequest, 413: BodyTooLarge },
   }),
   route({
     method: 'GET',
@@ -52,7 +52,7 @@ export const SOURCES_ROUTES = [
     summary: 'One source',
     description: 'Never cached (`Cache-Control: no-store`).',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    responses: { 200: { description: 'The source.', schema: Source }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 503: Unavailable },
+    responses: { 200: { description: 'The source.', schema: Source }, 400: InvalidRequest, 404: NotFound },
   }),
   route({
     method: 'DELETE',
@@ -63,7 +63,7 @@ export const SOURCES_ROUTES = [
     summary: 'Delete a source',
     description: "The source, its keys and audiences go; its pending deliveries fail with the deletion's reason.",
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    responses: { 200: { description: 'Deleted.', schema: DeletedSource }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 503: Unavailable },
+    responses: { 200: { description: 'Deleted.', schema: DeletedSource }, 400: InvalidRequest, 404: NotFound },
   }),
   route({
     method: 'GET',
@@ -74,7 +74,7 @@ export const SOURCES_ROUTES = [
     summary: "The source's valid write keys",
     description: 'Never a key: its id and last four characters.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    responses: { 200: { description: 'The keys.', schema: Type.Object({ keys: Type.Array(WriteKey) }, { additionalProperties: false }) }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 503: Unavailable },
+    responses: { 200: { description: 'The keys.', schema: Type.Object({ keys: Type.Array(WriteKey) }, { additionalProperties: false }) }, 400: InvalidRequest, 404: NotFound },
   }),
   route({
     method: 'POST',
@@ -86,7 +86,7 @@ export const SOURCES_ROUTES = [
     description: "The source's other keys stop working after `graceSeconds` (default 86400). An empty body is `{}`.",
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
     body: { schema: RotateWriteKeyRequest, required: false, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
-    responses: { 201: { description: 'The new key, shown this once.', schema: IssuedWriteKey }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 201: { description: 'The new key, shown this once.', schema: IssuedWriteKey }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
   route({
     method: 'GET',
@@ -97,7 +97,7 @@ export const SOURCES_ROUTES = [
     summary: "The source's browser settings",
     description: 'Never cached (`Cache-Control: no-store`).',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    responses: { 200: { description: 'The settings.', schema: SourceSettings }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 503: Unavailable },
+    responses: { 200: { description: 'The settings.', schema: SourceSettings }, 400: InvalidRequest, 404: NotFound },
   }),
   route({
     method: 'PUT',
@@ -109,7 +109,7 @@ export const SOURCES_ROUTES = [
     description: 'A field left out (or null) is not set afterwards.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
     body: { schema: SourceSettingsInput, required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
-    responses: { 200: { description: 'The settings now.', schema: SourceSettings }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 200: { description: 'The settings now.', schema: SourceSettings }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
   route({
     method: 'PUT',
@@ -121,7 +121,7 @@ export const SOURCES_ROUTES = [
     description: "The whole destination, checked like the config file's.",
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
     body: { schema: WebhooksDestinationInput, required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
-    responses: { 200: { description: 'The destination as shown (no secret, header names only).', schema: WebhooksDestination }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 200: { description: 'The destination as shown (no secret, header names only).', schema: WebhooksDestination }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
   route({
     method: 'PATCH',
@@ -133,7 +133,7 @@ export const SOURCES_ROUTES = [
     description: 'Only the fields given change; the others stay as they are (404 when the source has none). `sharedSecret: null` removes the secret; left out, the secret and the secrets a rotation still signs with stay. In `webhooks`, an entry with `from: i` is the URL now at index `i` (as `GET` lists them), with only what the entry gives changed: `url` replaces its address; `headers` sets each header named with a string and removes each named with null; `rateLimit`, `filter` and `transform` replace, or remove with null. An entry without `from` is a new URL, as in `PUT`; a URL the list leaves out is removed. The result is checked as `PUT` checks it.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
     body: { schema: Type.Object({ enabled: Type.Optional(Type.Boolean()), webhooks: Type.Optional(Type.Array(Type.Union([Type.Object({ from: Type.Integer({ description: 'Index of a URL set now.', minimum: 0 }), url: Type.Optional(Type.String()), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.Union([Type.String(), Type.Null()]) })), rateLimit: Type.Optional(OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })])), filter: Type.Optional(OneOf([Type.Null(), WebhookFilter])), transform: Type.Optional(OneOf([Type.Null(), WebhookTransformInput])) }, { additionalProperties: false }), Type.Object({ url: Type.String(), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.String() })), rateLimit: Type.Optional(Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })), filter: Type.Optional(WebhookFilter), transform: Type.Optional(WebhookTransformInput) })]), { minItems: 1, maxItems: 5 })), sharedSecret: Type.Optional(OneOf([Type.Null(), Type.String(), Type.Array(Type.String())])), signing: Type.Optional(Enum(['x-signature', 'standard-webhooks', 'both'])), ordering: Type.Optional(Enum(['none', 'user'])) }, { additionalProperties: false }), required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
-    responses: { 200: { description: 'The destination as shown.', schema: WebhooksDestination }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 200: { description: 'The destination as shown.', schema: WebhooksDestination }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
   route({
     method: 'POST',
@@ -145,7 +145,7 @@ export const SOURCES_ROUTES = [
     description: 'One signed sample to every URL, on or off; nothing is queued. An empty body sends a track.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
     body: { schema: Type.Object({ type: Type.Optional(Enum(['track', 'identify', 'page', 'screen', 'group', 'alias', 'delete'], { default: 'track' })) }, { additionalProperties: false }), required: false, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
-    responses: { 200: { description: 'What each URL answered.', schema: TestResult }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 409: Conflict, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 200: { description: 'What each URL answered.', schema: TestResult }, 400: InvalidRequest, 404: NotFound, 409: Conflict, 413: BodyTooLarge },
   }),
   route({
     method: 'POST',
@@ -157,7 +157,7 @@ export const SOURCES_ROUTES = [
     description: 'The new secret signs from now on; the one it replaces keeps signing Standard Webhooks requests beside it for `graceSeconds` (default 86400).',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
     body: { schema: Type.Object({ sharedSecret: Type.String({ minLength: 1 }), graceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 30 * 86_400, description: 'How long the replaced secret keeps signing (default 86400).' })) }, { additionalProperties: false }), required: true, limit: SETUP_BODY_LIMIT },
-    responses: { 200: { description: 'Rotated (never a secret in the answer).', schema: RotatedSecret }, 400: InvalidRequest, 401: AdminUnauthorized, 403: AdminDisabled, 404: NotFound, 413: BodyTooLarge, 503: Unavailable },
+    responses: { 200: { description: 'Rotated (never a secret in the answer).', schema: RotatedSecret }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
 ] as const;
 
@@ -209,11 +209,8 @@ export const TRANSFORM_ROUTES = [
     responses: {
       200: { description: 'What the transform returned, and how long the call took.', schema: Type.Object({ output: Type.Unknown({ description: 'The body a URL would get (any JSON value); null: the call is skipped.' }), durationMs: Type.Number({ minimum: 0 }) }, { additionalProperties: false }) },
       400: TransformRefusal('`invalid_request`: a bad field, or `code` that does not compile (`field` "code", with `line` and `column`); `invalid_json`.', '`invalid_request` or `invalid_json`.'),
-      401: AdminUnauthorized,
-      403: AdminDisabled,
       413: BodyTooLarge,
       422: TransformRefusal('`transform_failed`: the call failed (a throw, a timeout, out of memory, an output that is not JSON or over 512 KB); the message says why.', '`transform_failed`.'),
-      503: Unavailable,
     },
   }),
 ] as const;
