@@ -50,29 +50,20 @@ function sleep(clock: Clock, ms: number): Promise<void> {
  * batch delivered or refused at once (nearly all of them) runs, and makes V8 compile, the least code.
  */
 export function sendWithRetries(request: HttpRequest, context: SendContext): Promise<SendOutcome> {
-  let sent: Promise<HttpResponse>;
-  try {
-    sent = context.transport.send(request);
-  } catch (thrown) {
-    return Promise.resolve(judge(request, context, { thrown }, 0));
-  }
-  return sent.then(
-    (response) => judge(request, context, { response }, 0),
-    (thrown: unknown) => judge(request, context, { thrown }, 0),
-  );
+  return attempt(request, context, 0);
 }
 
-/** One more attempt: the transport's answer, or what it threw or rejected with. Never rejects. */
-function attempt(request: HttpRequest, context: SendContext): Promise<Attempt> {
+/** Attempt number `done` + 1, judged in the turn its answer comes. Never rejects. */
+function attempt(request: HttpRequest, context: SendContext, done: number): Promise<SendOutcome> {
   let sent: Promise<HttpResponse>;
   try {
     sent = context.transport.send(request);
   } catch (thrown) {
-    return Promise.resolve({ thrown });
+    return Promise.resolve(judge(request, context, { thrown }, done));
   }
   return sent.then(
-    (response) => ({ response }),
-    (thrown: unknown) => ({ thrown }),
+    (response) => judge(request, context, { response }, done),
+    (thrown: unknown) => judge(request, context, { thrown }, done),
   );
 }
 
@@ -112,5 +103,5 @@ async function retryLater(
   context.onRetry?.(retry, delay, error);
   await sleep(context.clock, delay);
   if (context.stopped?.() === true) return { ok: false, error };
-  return judge(request, context, await attempt(request, context), retry);
+  return attempt(request, context, retry);
 }

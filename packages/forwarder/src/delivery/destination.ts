@@ -281,11 +281,15 @@ export class WebhookDestination {
     return { ...state, skip };
   }
 
+  /** The URLs an attempt in `state` goes to: those not in its `skip`. */
+  #webhooksFor(state: AttemptState): readonly ResolvedWebhook[] {
+    const skip = state.skip;
+    return skip === undefined || skip.length === 0 ? this.#options.webhooks : this.#options.webhooks.filter((w) => !skip.includes(w.index));
+  }
+
   /** The positions of the URLs an attempt in `state` goes to. */
   #sendsTo(state: AttemptState): number[] {
-    const skip = state.skip;
-    const all = this.#options.webhooks.map((w) => w.index);
-    return skip === undefined || skip.length === 0 ? all : all.filter((i) => !skip.includes(i));
+    return this.#webhooksFor(state).map((w) => w.index);
   }
 
   /**
@@ -410,8 +414,7 @@ export class WebhookDestination {
 
   /** Sends to every URL not in `state.skip`; `deadline`: the latest start the rate limits allow. */
   #attempt(prepared: PreparedBody, state: AttemptState, deadline = Infinity, extra?: readonly UrlOutcome[]): Promise<AttemptResult> {
-    const skip = state.skip;
-    const webhooks = skip === undefined || skip.length === 0 ? this.#options.webhooks : this.#options.webhooks.filter((w) => !skip.includes(w.index));
+    const webhooks = this.#webhooksFor(state);
     // A free slot is taken at once; otherwise the attempt waits its turn (first come, first served).
     if (this.#active < this.#options.concurrency) {
       this.#active++;
