@@ -41,12 +41,12 @@ const RECORD_WAIT_MS = 5;
  * The recording step of a batch's path: each attempt's outcome written with its lease's token, in
  * batches (those that end in the same turn of the event loop, or within `RECORD_WAIT_MS` while
  * attempts are in flight, go to the store in one transaction, one write after another), then told
- * to the outcome step (`outcome.ts`). A delivery whose outcome is being written is `recording`: its request is
- * over, so its slot is free, but it is not claimed or started again meanwhile.
+ * to the outcome step (`outcome.ts`). A delivery whose outcome is being written is `unwritten`:
+ * its request is over, so its slot is free, but it is not claimed or started again meanwhile.
  */
 export class Recording {
   /** Deliveries whose attempt ended, with their outcome not written yet. */
-  readonly recording = new Set<number>();
+  private readonly unwritten = new Set<number>();
   /**
    * Deliveries whose outcome was written while a claim ran (`watch`): the claim may have read
    * them before the write (a lease that ran out meanwhile), and must not start them again.
@@ -72,7 +72,7 @@ export class Recording {
 
   /** Whether `id`'s attempt ended here and its outcome is still being written, or was while the claim being watched ran. */
   has(id: number): boolean {
-    return this.recording.has(id) || (this.watching && this.writtenDuringClaim.has(id));
+    return this.unwritten.has(id) || (this.watching && this.writtenDuringClaim.has(id));
   }
 
   /** A claim starts (`true`) or its deliveries were started (`false`): see `writtenDuringClaim`. */
@@ -82,13 +82,13 @@ export class Recording {
   }
 
   get size(): number {
-    return this.recording.size;
+    return this.unwritten.size;
   }
 
   /** An attempt ended: its outcome joins the next write. */
   add(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, report: AttemptReport): void {
     const outcome = outcomeOf(delivery, state, result, this.clock.now());
-    this.recording.add(outcome.id);
+    this.unwritten.add(outcome.id);
     this.pending.push({ outcome, report });
     if (this.flushQueued) return;
     // More outcomes come soon while attempts are in flight: wait for them, briefly. The slot is
@@ -170,7 +170,7 @@ export class Recording {
       log('could not record %d outcomes: %s', batch.length, (error as Error).message);
     }
     for (const { outcome } of batch) {
-      this.recording.delete(outcome.id);
+      this.unwritten.delete(outcome.id);
       if (this.watching) this.writtenDuringClaim.add(outcome.id);
     }
     this.written(batch, released);
