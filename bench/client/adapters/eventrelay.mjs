@@ -4,13 +4,20 @@ const { Analytics } = await import(process.env.BENCH_EVENTRELAY_DIST ?? '../../.
 
 export const label = 'eventrelay';
 
-/** `timeout`: the request timeout, when the default 10 s does not fit (client-instructions.mjs, under valgrind). */
-export function create({ endpoint, writeKey, flushAt, flushInterval, maxQueueSize, closeTimeout, timeout, onError }) {
-  const client = new Analytics({ writeKey, endpoint, flushAt, flushInterval, maxQueueSize, maxRetries: 20, timeout });
-  client.on('error', onError);
-  return {
-    track: (userId, event, properties) => client.track({ userId, event, properties }),
-    flush: () => client.flush(),
-    close: () => client.closeAndFlush({ timeout: closeTimeout }),
+/**
+ * The adapter's `create` for a build's `Analytics` class (eventrelay-base.mjs makes one of another
+ * build). `timeout`: the request timeout, when the default 10 s does not fit (client-instructions.mjs, under valgrind).
+ */
+export function creator(AnalyticsClass) {
+  return ({ endpoint, writeKey, flushAt, flushInterval, maxQueueSize, closeTimeout, timeout, onError }) => {
+    const client = new AnalyticsClass({ writeKey, endpoint, flushAt, flushInterval, maxQueueSize, maxRetries: 20, timeout });
+    client.on('error', onError);
+    return {
+      track: (userId, event, properties) => client.track({ userId, event, properties }),
+      flush: () => client.flush(),
+      close: () => client.closeAndFlush({ timeout: closeTimeout }),
+    };
   };
 }
+
+export const create = creator(Analytics);
