@@ -29,17 +29,23 @@ describe('MemoryDeliveryLog limit', () => {
   });
 });
 
+/** Records the PRAGMA statements run through `db.pragma`; `pragma` runs one unrecorded. */
+function spyOnPragmas(db: Database.Database): { pragmas: string[]; pragma: Database.Database['pragma'] } {
+  const pragmas: string[] = [];
+  const pragma = db.pragma.bind(db);
+  db.pragma = ((source: string, options?: { simple?: boolean }) => {
+    pragmas.push(source);
+    return pragma(source, options);
+  }) as typeof db.pragma;
+  return { pragmas, pragma };
+}
+
 describe('SqliteDeliveryLog durability', () => {
   it('commits with synchronous=NORMAL (no fsync of its own) and gives the queue its setting back', async () => {
     const db = new Database(':memory:');
     db.pragma('synchronous = FULL');
     const log = new SqliteDeliveryLog(db, { keepDelivered: 0 });
-    const pragmas: string[] = [];
-    const pragma = db.pragma.bind(db);
-    db.pragma = ((source: string, options?: { simple?: boolean }) => {
-      pragmas.push(source);
-      return pragma(source, options);
-    }) as typeof db.pragma;
+    const { pragmas, pragma } = spyOnPragmas(db);
     log.add([call('s1')]);
     expect((await log.list({ limit: 1 }))[0]!.messageId).to.equal('s1');
     expect(pragmas).to.deep.equal(['synchronous', 'synchronous = NORMAL', 'synchronous = 2']);
@@ -55,12 +61,7 @@ describe('SqliteDeliveryLog in the SqliteStore\'s database', () => {
     try {
       const db = store.database;
       const log = store.openLog({ keepDelivered: 0 }) as SqliteDeliveryLog;
-      const pragmas: string[] = [];
-      const pragma = db.pragma.bind(db);
-      db.pragma = ((source: string, options?: { simple?: boolean }) => {
-        pragmas.push(source);
-        return pragma(source, options);
-      }) as typeof db.pragma;
+      const { pragmas, pragma } = spyOnPragmas(db);
       await store.accept([accepted('a')]);
       expect(pragma('synchronous', { simple: true })).to.equal(2);
       for (const id of ['l1', 'l2']) {
