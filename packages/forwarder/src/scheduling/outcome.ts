@@ -2,7 +2,7 @@ import createDebug from 'debug';
 import type { Clock } from 'eventrelay/internal';
 import { exhaustedNotice, NOTIFY_SOURCE } from '../delivery/notify';
 import type { Notice } from '../delivery/notify';
-import type { AttemptReport } from './attempt';
+import type { AttemptReport } from './report';
 
 const log = createDebug('eventrelay:forwarder');
 

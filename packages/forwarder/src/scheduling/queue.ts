@@ -3,14 +3,15 @@ import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import type { AcceptLease, ForwarderStore, PendingDelivery } from '../store/contract';
-import { Attempts, InFlight } from './attempt';
+import { Attempts } from './attempt';
 import { Claiming } from './claiming';
 import { HandOver } from './hand-over';
+import { InFlight } from './in-flight';
 import type { OutcomeStep } from './outcome';
 import { Recording } from './recording';
 import type { LoopSignal } from './recording';
 
-export type { AttemptReport } from './attempt';
+export type { AttemptReport } from './report';
 
 export type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 

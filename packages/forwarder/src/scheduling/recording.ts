@@ -2,9 +2,10 @@ import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState } from '../delivery/destination';
 import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/contract';
-import type { AttemptReport, InFlight } from './attempt';
+import type { InFlight } from './in-flight';
 import type { Claiming } from './claiming';
 import type { OutcomeStep } from './outcome';
+import type { AttemptReport } from './report';
 
 const log = createDebug('eventrelay:forwarder');
 
