@@ -150,6 +150,27 @@ describe('the layering of the forwarder (packages/forwarder/src)', () => {
     expect(wrong).to.deep.equal([]);
   });
 
+  it('no file imports itself back through others, type-only imports included (no import circle inside an area either)', () => {
+    const graph = new Map<string, string[]>();
+    for (const file of files(forwarder)) {
+      graph.set(file, specifiers(file).filter((s) => s.startsWith('.')).map((s) => existsAsFile(join(dirname(file), s))));
+    }
+    const circles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (file: string, path: string[]): void => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'open') {
+        circles.push([...path.slice(path.indexOf(file)), file].map((f) => relative(forwarder, f)).join(' -> '));
+        return;
+      }
+      state.set(file, 'open');
+      for (const next of graph.get(file) ?? []) visit(next, [...path, file]);
+      state.set(file, 'done');
+    };
+    for (const file of graph.keys()) visit(file, []);
+    expect(circles).to.deep.equal([]);
+  });
+
   it('names no concrete store outside store/: the contract is what the rest uses', () => {
     const concrete = /\b(?:instanceof\s+(?:MemoryStore|SqliteStore|PostgresStore))\b/;
     const found = files(forwarder).filter((file) => !relative(forwarder, file).startsWith('store/') && concrete.test(readFileSync(file, 'utf8')));
