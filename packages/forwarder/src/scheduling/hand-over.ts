@@ -20,10 +20,6 @@ export class Fifo<T> {
     this.items.push(item);
   }
 
-  peek(): T | undefined {
-    return this.head < this.items.length ? this.items[this.head] : undefined;
-  }
-
   shift(): T | undefined {
     if (this.head >= this.items.length) return undefined;
     const item = this.items[this.head]!;
@@ -41,16 +37,6 @@ export class Fifo<T> {
     this.head = 0;
     return rest;
   }
-}
-
-/**
- * A delivery held here: until when it may start, and whether it waits behind a claim (`parked`:
- * handed over while the store had due deliveries of its source that no claim had taken yet).
- */
-interface Held {
-  readonly delivery: PendingDelivery;
-  readonly until: number;
-  readonly parked: boolean;
 }
 
 /** What `take` found: deliveries to start now, and those that waited too long, to give back. */
@@ -72,7 +58,7 @@ export interface Taken {
  * instance to claim.
  */
 export class HandOver {
-  private readonly held = new Map<string, Fifo<Held>>();
+  private readonly held = new Map<string, Fifo<{ delivery: PendingDelivery; until: number }>>();
   /** Held deliveries, over all sources. */
   private count = 0;
   /** Body characters of the held deliveries. */
@@ -101,10 +87,9 @@ export class HandOver {
 
   /**
    * Holds what fits of `deliveries` (leased under `lease`) and returns the rest, to give back
-   * to the store. `parked`: the store may have older due deliveries of their source that no claim
-   * took yet; these wait until a claim has taken those (see `take`).
+   * to the store.
    */
-  adopt(deliveries: readonly PendingDelivery[], lease: AcceptLease, inFlight: number, parked: boolean): PendingDelivery[] {
+  adopt(deliveries: readonly PendingDelivery[], lease: AcceptLease, inFlight: number): PendingDelivery[] {
     const until = lease.now + this.holdMs;
     const room = this.room(inFlight);
     const rest: PendingDelivery[] = [];
@@ -116,28 +101,22 @@ export class HandOver {
       }
       let queue = this.held.get(delivery.source);
       if (queue === undefined) this.held.set(delivery.source, (queue = new Fifo()));
-      queue.push({ delivery, until, parked });
+      queue.push({ delivery, until });
       this.count++;
       this.chars += delivery.body.length;
     }
     return rest;
   }
 
-  /**
-   * Up to `count` held deliveries of `source` to start now, oldest first, past those that waited
-   * too long. `caughtUp`: a claim has taken every due delivery of the source the store had; until
-   * then, the parked ones wait (none passes an older one still in the store).
-   */
-  take(source: string, count: number, now: number, caughtUp: boolean): Taken {
+  /** Up to `count` held deliveries of `source` to start now, oldest first, past those that waited too long. */
+  take(source: string, count: number, now: number): Taken {
     const queue = this.held.get(source);
     const start: PendingDelivery[] = [];
     const late: PendingDelivery[] = [];
     if (queue === undefined) return { start, late };
     while (start.length < count) {
-      const head = queue.peek();
-      if (head === undefined) break;
-      if (head.parked && !caughtUp && now <= head.until) break;
-      const next = queue.shift()!;
+      const next = queue.shift();
+      if (next === undefined) break;
       this.count--;
       this.chars -= next.delivery.body.length;
       if (now > next.until) late.push(next.delivery);

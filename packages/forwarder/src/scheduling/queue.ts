@@ -167,14 +167,12 @@ export class Scheduler {
   /**
    * The lease under which a commit storing deliveries of `source` accepted at `now` should hand
    * them over to this instance (`AcceptLease`), or undefined to store them unleased, to be
-   * claimed: while the loop runs and has room to start them soon (see `HandOver`). When the store
-   * may have due deliveries of the source that no claim took yet, those handed over wait here
-   * behind the claim that takes them (see `adopt`): stored unleased instead, each would call for
-   * another claim, and while calls come faster than a claim answers the loop would never catch up.
+   * claimed: while the loop runs, has room to start them soon (see `HandOver`), and the store has
+   * nothing of the source due that it has not claimed.
    */
   handOff(source: string, now: number): AcceptLease | undefined {
     if (!this.started || this.stopped || this.handOver.room(this.inFlight.size) <= 0) return undefined;
-    if (!this.sources.includes(source)) return undefined;
+    if (!this.claiming.caughtUpWith(source, now) || !this.sources.includes(source)) return undefined;
     return { owner: this.owner, ms: this.leaseMs, now };
   }
 
@@ -187,8 +185,7 @@ export class Scheduler {
   adopt(deliveries: readonly PendingDelivery[], lease: AcceptLease, incarnation?: string): void {
     if (deliveries.length === 0) return;
     const replaced = incarnation !== undefined && this.targets.incarnation?.(deliveries[0]!.source) !== incarnation;
-    const parked = !this.claiming.caughtUpWith(deliveries[0]!.source, lease.now);
-    const rest = this.stopped || replaced ? deliveries : this.handOver.adopt(deliveries, lease, this.inFlight.size, parked);
+    const rest = this.stopped || replaced ? deliveries : this.handOver.adopt(deliveries, lease, this.inFlight.size);
     if (rest.length > 0) this.recording.handBack(rest);
     this.kick();
   }
@@ -299,11 +296,11 @@ export class Scheduler {
             }
             share = allowed.count;
           }
-          // Handed-over deliveries first, but none before a claim took what the store had older
-          // (see HandOver.take). A claim is due at least once a second (see Claiming): it keeps a slot for it.
+          // Handed-over deliveries first: the store has nothing older of the source (see handOff).
+          // A claim is due at least once a second, though (see Claiming): it keeps a slot for it.
           const mayHaveDue = this.claiming.mayHaveDue(source, now);
           if (this.handOver.has(source)) {
-            const taken = this.handOver.take(source, mayHaveDue && share > 1 ? share - 1 : share, now, this.claiming.caughtUpWith(source, now));
+            const taken = this.handOver.take(source, mayHaveDue && share > 1 ? share - 1 : share, now);
             if (taken.late.length > 0) this.recording.handBack(taken.late);
             share -= this.launchDue(taken.start, now);
           }
@@ -324,8 +321,7 @@ export class Scheduler {
           }
           if (this.stopped) return;
           // More due, or work stored while the claim ran, which it may not have seen: claim again.
-          // Caught up: what waited here behind the claim goes next round.
-          if (claimed.more || this.handOver.has(source)) more = true;
+          if (claimed.more) more = true;
         }
         if (this.again) more = true;
         if (this.free <= 0) more = false;
