@@ -153,6 +153,8 @@ async function saveWebhooks() {
   if (!selected) return;
   try {
     const name = selected.name;
+    // Cleared first: a "saved" left from the save before must not stand for this one.
+    $('wh-result').textContent = 'saving…';
     const save = webhooksSave();
     if (save === null) {
       $('wh-result').textContent = 'nothing changed';
@@ -231,9 +233,10 @@ async function saveSettings() {
     // Sent as typed: the API checks them and names the field when one is wrong. Without a burst, the
     // API takes one second's worth.
     if (rate) body.ingestRateLimit = burst ? { perSecond: Number(rate), burst: Number(burst) } : { perSecond: Number(rate) };
+    $('settings-result').textContent = 'saving…';
     await api.putSettings(selected.name, body);
-    $('settings-result').textContent = 'saved';
     await loadSources(true);
+    $('settings-result').textContent = 'saved';
   } catch (error) {
     if (!isUnauthorized(error)) $('settings-result').textContent = messageOf(error);
   }
