@@ -1,3 +1,4 @@
+import type { BatchStore } from './contract/batches';
 import type { ClusterStore } from './contract/cluster';
 import type { DeliveryLog, DeliveryLogOptions } from './contract/delivery-log';
 import type { EndpointStore } from './contract/endpoints';
@@ -25,6 +26,7 @@ export * from './contract/rate-budget';
 export * from './contract/usage';
 export * from './contract/delivery-log';
 export * from './contract/cluster';
+export * from './contract/batches';
 
 export interface ForwarderStore {
   /**
@@ -32,6 +34,8 @@ export interface ForwarderStore {
    * the store serves the same ones (contract/registry.ts).
    */
   readonly setup: SetupStore;
+  /** The queue's batches, for URLs with `batch` set (contract/batches.ts). */
+  readonly batches: BatchStore;
   /** The send slots of rate-limited URLs (contract/rate-budget.ts): shared when the store is. */
   readonly rateBudget: RateBudget;
   /** The state of each webhook URL, for automatic disable (contract/endpoints.ts). */

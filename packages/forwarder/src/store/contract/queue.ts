@@ -12,9 +12,10 @@
 
 /**
  * What produced a delivery: an ingested call, a deletion request, an audience sync, or a notice
- * to the operator's `notify` URL.
+ * to the operator's `notify` URL; or `batch`: one body of calls to one URL with `batch` set,
+ * stored by the delivery loop (contract/batches.ts).
  */
-export type DeliveryKind = 'message' | 'delete' | 'audience' | 'notice';
+export type DeliveryKind = 'message' | 'delete' | 'audience' | 'notice' | 'batch';
 
 /** A delivery to create: one webhook body for one destination of one source. */
 export interface NewDelivery {
