@@ -27,6 +27,12 @@ export interface BatchLimits {
   readonly maxBytes: number;
 }
 
+/** A URL's `batch` settings, defaults filled. */
+export interface BatchSettings extends BatchLimits {
+  /** How long the first call of a batch waits for others, in ms (0 to 60,000). */
+  readonly maxWaitMs: number;
+}
+
 /** One call's part of a batch. */
 export interface BatchEntry<Id> {
   /** Whatever the delivery loop tracks the call by (its delivery id, say). */
@@ -174,4 +180,37 @@ export function batchBody<Id>(batch: Batch<Id>): Buffer {
  */
 export function batchText<Id>(batch: Batch<Id>): string {
   return `[${batch.entries.map((entry) => entry.text).join(',')}]`;
+}
+
+/**
+ * The texts of a stored batch body's elements, exactly as they were joined (`batchText`'s
+ * inverse): cut at the commas between top-level values, strings and nesting skipped. Undefined
+ * for a body that is not a JSON array (a call sent alone to a URL without `batch`).
+ */
+export function batchTexts(body: string): string[] | undefined {
+  if (body.charCodeAt(0) !== 0x5b || body.charCodeAt(body.length - 1) !== 0x5d) return undefined;
+  const texts: string[] = [];
+  let depth = 0;
+  let inString = false;
+  let start = 1;
+  for (let i = 1; i < body.length - 1; i++) {
+    const c = body.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // \\: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    } else if (c === 0x2c && depth === 0) {
+      texts.push(body.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (inString || depth !== 0) return undefined;
+  const last = body.slice(start, body.length - 1);
+  if (last.length > 0) texts.push(last);
+  return texts;
 }

@@ -28,6 +28,7 @@ import type { MessageKind } from '../schema-rules';
 import { UrlTransforms } from '../transform/urls';
 import type { Transformed } from '../transform/urls';
 import { TransformFailedError } from '../transform/errors';
+import type { BatchSettings } from '../batch-body';
 
 export type { SigningScheme } from '../store/contract';
 export type { WebhookEntry, WebhookDestinationOptions } from './options';
@@ -110,6 +111,23 @@ interface PreparedBody {
   readonly transformed?: Transformed;
 }
 
+/** One URL's part of a call in batched delivery: the URL's position and the message text it gets. */
+export interface CallPart {
+  readonly index: number;
+  /** The message as this URL would get it alone (after its transform): JSON text. */
+  readonly text: string;
+}
+
+/**
+ * What a call sends in batched delivery (`WebhookDestination#parts`): its part per URL it goes to,
+ * with the transforms that failed for it (final for their URLs); or, when it goes to no URL, the
+ * result to record for it at once (failed: filtered or every transform failed; retry: every URL
+ * that takes it is disabled).
+ */
+export type CallParts =
+  | { readonly parts: readonly CallPart[]; readonly failed: readonly UrlOutcome[] }
+  | { readonly result: AttemptResult };
+
 interface Sleeper {
   readonly timer: TimerHandle;
   readonly wake: (woken: boolean) => void;
@@ -147,6 +165,8 @@ export class WebhookDestination {
   readonly #transforms: UrlTransforms | undefined;
   /** True when every URL has a transform: the message's own bytes are sent nowhere, so not signed. */
   readonly #everyUrlTransformed: boolean;
+  /** See `batches`. */
+  readonly #batches: readonly (BatchSettings | undefined)[] | undefined;
   #closing: Promise<void> | undefined;
 
   /** Throws `ConfigError` for a bad configuration (see docs/running-the-forwarder.md for the rules). */
@@ -170,10 +190,79 @@ export class WebhookDestination {
     this.#filtered = this.#options.webhooks.some((w) => w.filter !== undefined);
     this.#transforms = this.#options.webhooks.some((w) => w.transform !== undefined) ? new UrlTransforms(this.#options.webhooks) : undefined;
     this.#everyUrlTransformed = this.#options.webhooks.every((w) => w.transform !== undefined);
+    this.#batches = this.#options.webhooks.some((w) => w.batch !== undefined) ? this.#options.webhooks.map((w) => w.batch) : undefined;
     const limits = this.#options.webhooks.flatMap((w) => (w.perSecond === undefined ? [] : [{ index: w.index, url: w.url.href, perSecond: w.perSecond }]));
     if (limits.length > 0) {
       const budget = internals.rateBudget ?? new MemoryRateBudget(this.#clock);
       this.#gate = new RateGate(limits, () => budget, this.#clock, internals.rateScope ?? '', internals.onRateSlots);
+    }
+  }
+
+  /**
+   * Each URL's `batch` settings by position (undefined for a URL without one); undefined when no
+   * URL of the destination has `batch`: then every call is attempted on its own.
+   */
+  get batches(): readonly (BatchSettings | undefined)[] | undefined {
+    return this.#batches;
+  }
+
+  /**
+   * Batched delivery, for a call: what each URL it goes to gets (its filter and transform
+   * applied, the URLs in `state.skip` left out). Never rejects.
+   */
+  async parts(body: string, state: AttemptState): Promise<CallParts> {
+    if (this.#closing !== undefined) return { result: waiting(state.attempt, this.#clock.now()) };
+    try {
+      const narrowed = this.#narrow(this.#filtered ? messageKind(body) : undefined, state);
+      if ('status' in narrowed) return { result: narrowed };
+      const sendsTo = this.#sendsTo(narrowed);
+      if (sendsTo.length === 0) return { result: waiting(state.attempt, this.#clock.now()) };
+      const transforms = this.#transforms;
+      if (transforms === undefined) return { parts: sendsTo.map((index) => ({ index, text: body })), failed: [] };
+      const done = transforms.runNow(body, sendsTo) ?? (await transforms.run(body, sendsTo));
+      const failed = done.failed.map((f) => this.#transformOutcome(f.index, f.reason, f.durationMs));
+      const out = new Set([...done.dropped, ...done.failed.map((f) => f.index)]);
+      const parts = sendsTo.filter((index) => !out.has(index)).map((index) => ({ index, text: done.bodies[index]?.toString('utf8') ?? body }));
+      if (parts.length > 0) return { parts, failed };
+      if (failed.length > 0) return { result: { status: 'failed', attempt: state.attempt, reason: `No webhook accepted the message and none may be retried: ${summary(failed)}`, outcomes: failed } };
+      return { result: { status: 'failed', attempt: state.attempt, reason: 'Filtered: the transform of every URL it would go to returned null for this call; nothing was sent', outcomes: [] } };
+    } catch (error) {
+      return { result: { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] } };
+    }
+  }
+
+  /**
+   * ONE attempt of a stored batch: `body` (exactly these bytes, signed over the whole of them)
+   * to the URL at `index` alone, under its rate limit; `state.id` is the batch's `webhook-id`.
+   * A URL in `state.skip` (disabled) gets nothing: `retry` in 5 s, not an attempt. Never rejects.
+   */
+  async attemptBatch(index: number, body: string, state: AttemptState): Promise<AttemptResult> {
+    if (this.#closing !== undefined) return waiting(state.attempt, this.#clock.now());
+    // Its URL is disabled: looked at again in a while, as a call whose every URL is disabled.
+    if (state.skip?.includes(index) === true) return waiting(state.attempt, this.#clock.now() + FILTERED_WAIT);
+    const webhooks = this.#options.webhooks;
+    if (webhooks[index] === undefined) {
+      return { status: 'failed', attempt: state.attempt, reason: `The webhook URL this batch was made for (position ${index + 1}) is no longer set`, outcomes: [] };
+    }
+    try {
+      const bytes = Buffer.from(body, 'utf8');
+      const length = String(bytes.length);
+      const signature = this.#key === undefined ? undefined : signBody(bytes, this.#key);
+      const webhookId = this.#standardKeys.length === 0 ? undefined : state.id !== undefined && HEADER_SAFE_ID.test(state.id) ? state.id : bodyId(bytes);
+      const headers = webhooks.map((webhook) => {
+        if (webhook.index !== index) return webhook.headers;
+        const set: Record<string, string> = {};
+        for (const name in webhook.headers) set[name] = webhook.headers[name] as string;
+        set['Content-Length'] = length;
+        if (signature !== undefined) set['X-Signature'] = signature;
+        return set;
+      });
+      // A batch carries no one trace context: its request's span (when the operator traces) has no parent from a body.
+      const prepared: PreparedBody = { text: '', bytes, headers, id: webhookId, call: undefined };
+      const others = webhooks.filter((w) => w.index !== index).map((w) => w.index);
+      return await this.#attemptInTurn(prepared, { ...state, skip: others });
+    } catch (error) {
+      return { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] };
     }
   }
 
@@ -196,7 +285,7 @@ export class WebhookDestination {
     }
     try {
       const prepared = this.#prepare(body, state.id);
-      const narrowed = this.#narrow(prepared, state);
+      const narrowed = this.#narrow(prepared.call, state);
       if ('status' in narrowed) return narrowed;
       if (this.#transforms === undefined) return await this.#attemptInTurn(prepared, narrowed);
       return await this.#transformed(prepared, narrowed, this.#transforms, true);
@@ -232,7 +321,7 @@ export class WebhookDestination {
     for (let attempt = 1; ;) {
       let result: AttemptResult;
       try {
-        const narrowed = this.#narrow(prepared, { attempt, firstAttemptAt: firstAttemptAt ?? this.#clock.now() });
+        const narrowed = this.#narrow(prepared.call, { attempt, firstAttemptAt: firstAttemptAt ?? this.#clock.now() });
         if ('status' in narrowed) result = narrowed;
         else if (this.#transforms === undefined) result = await this.#attemptInTurn(prepared, narrowed);
         else {
@@ -265,8 +354,7 @@ export class WebhookDestination {
    * after the forwarder routed it (which routes a message only when some URL takes it). When the
    * URLs that take it are all disabled, nothing is sent and it is due again in FILTERED_WAIT.
    */
-  #narrow(prepared: PreparedBody, state: AttemptState): AttemptState | AttemptResult {
-    const call = prepared.call;
+  #narrow(call: MessageKind | undefined, state: AttemptState): AttemptState | AttemptResult {
     if (call === undefined || state.everyUrl === true) return state;
     const webhooks = this.#options.webhooks;
     const excluded: number[] = [];

@@ -2,7 +2,8 @@ import createDebug from 'debug';
 import { redactUrl } from 'eventrelay/internal';
 import type { Clock } from 'eventrelay/internal';
 import { GONE } from './destination';
-import type { AttemptResult, AttemptState } from './destination';
+import type { AttemptResult, AttemptState, CallParts } from './destination';
+import type { BatchSettings } from '../batch-body';
 import type { DeliveryTarget, DeliveryTargets } from './target';
 import { rateKey } from './rate-limit';
 import type { DisableRule, EndpointReport, EndpointState, EndpointStore } from '../store/contract';
@@ -247,6 +248,25 @@ class GuardedTarget implements DeliveryTarget {
     // Every URL disabled since the claim: nothing sent, not an attempt; it waits as when switched off.
     if (skip.length > 0 && skip.length >= urls.length) return { status: 'retry', attempt: state.attempt, nextAttemptAt: this.clock.now(), outcomes: [] };
     const result = await this.target.attempt(body, skip.length === 0 ? state : { ...state, skip });
+    this.guard.record(this.source, urls, result);
+    return result;
+  }
+
+  get batches(): readonly (BatchSettings | undefined)[] | undefined {
+    return this.target.batches;
+  }
+
+  /** A call's parts, its disabled URLs left out (each part goes to a URL that is on). */
+  parts(body: string, state: AttemptState): Promise<CallParts> {
+    const skip = this.guard.disabledIndexes(this.source, this.urls());
+    return this.target.parts!(body, skip.length === 0 ? state : { ...state, skip });
+  }
+
+  /** A batch's attempt: nothing sent while its URL is disabled (it waits); its answer feeds the guard. */
+  async attemptBatch(index: number, body: string, state: AttemptState): Promise<AttemptResult> {
+    const urls = this.urls();
+    const skip = this.guard.disabledIndexes(this.source, urls);
+    const result = await this.target.attemptBatch!(index, body, skip.length === 0 ? state : { ...state, skip });
     this.guard.record(this.source, urls, result);
     return result;
   }

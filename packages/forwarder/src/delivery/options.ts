@@ -13,6 +13,7 @@ import { compileFilter, parseFilter } from '../schema-rules';
 import type { UrlFilter } from '../schema-rules';
 import type { WebhookFilter, WebhookTransform } from '../store/contract';
 import { transformOption } from '../transform/options';
+import type { BatchSettings } from '../batch-body';
 
 /** One configured webhook (spec 2.1). */
 export interface WebhookEntry {
@@ -125,6 +126,8 @@ export interface ResolvedWebhook {
   readonly filter: UrlFilter | undefined;
   /** Its transformation, checked (not compiled: the destination compiles it once). */
   readonly transform: WebhookTransform | undefined;
+  /** Its batches (docs/batched-delivery.md), when the entry has `batch`. */
+  readonly batch: BatchSettings | undefined;
 }
 
 export interface ResolvedDestinationOptions {
@@ -226,5 +229,6 @@ export function resolveWebhook(entry: unknown, index: number, field = `webhooks[
     perSecond: rateLimit === undefined ? undefined : rateLimitOption(`${field}.rateLimit`, rateLimit).perSecond,
     filter: filter === undefined ? undefined : compileFilter(parseFilter(filter, `${field}.filter`)),
     transform: transform === undefined ? undefined : transformOption(transform, `${field}.transform`),
+    batch: undefined,
   };
 }

@@ -1,4 +1,5 @@
-import type { AttemptResult, AttemptState } from './destination';
+import type { AttemptResult, AttemptState, CallParts } from './destination';
+import type { BatchSettings } from '../batch-body';
 
 /** What the scheduler needs of a destination: one attempt, no timers (WebhookDestination#attempt). */
 export interface DeliveryTarget {
@@ -8,6 +9,15 @@ export interface DeliveryTarget {
    * none may, when to look again. Absent: no limit.
    */
   room?(now: number, wanted: number, skip?: readonly number[]): { readonly count: number; readonly readyAt?: number };
+  /**
+   * Batched delivery (WebhookDestination#batches): each URL's `batch` settings by position, or
+   * undefined (or absent) when no URL has one: then every call is attempted on its own.
+   */
+  readonly batches?: readonly (BatchSettings | undefined)[] | undefined;
+  /** What each URL a call goes to gets (WebhookDestination#parts); present with `batches`. */
+  parts?(body: string, state: AttemptState): Promise<CallParts>;
+  /** One attempt of a stored batch to the URL at `index` (WebhookDestination#attemptBatch); present with `batches`. */
+  attemptBatch?(index: number, body: string, state: AttemptState): Promise<AttemptResult>;
 }
 
 /**

@@ -212,8 +212,10 @@ export class OperatorLog {
    * only cut and escaped, in `endpoint.failing`).
    */
   attempt(report: AttemptReport): void {
-    if (this.endpoints !== undefined) for (const o of report.result.outcomes) this.endpoints.outcome(report.source, o);
-    if (this.throttle === undefined || report.result.status !== 'failed' || report.stale === true) return;
+    // A call sent in a batch: its URL's answer was told once, with the batch's own report.
+    if (this.endpoints !== undefined && report.batch === undefined) for (const o of report.result.outcomes) this.endpoints.outcome(report.source, o);
+    // A batch that failed is told by each call in it that it failed.
+    if (this.throttle === undefined || report.result.status !== 'failed' || report.stale === true || report.kind === 'batch') return;
     const { result } = report;
     this.throttle.write(
       `failed\u0000${report.source}`,

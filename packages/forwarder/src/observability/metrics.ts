@@ -172,6 +172,11 @@ export class ForwarderMetrics {
     }
   }
 
+  /** Requests of a batch (batched delivery): their durations; its calls count in `attempt`. */
+  requests(source: string, urls: readonly { readonly durationMs: number }[]): void {
+    for (const u of urls) this.attemptDuration.observe(source, u.durationMs / 1000);
+  }
+
   /** The Prometheus text exposition and its content type. */
   async render(): Promise<{ contentType: string; text: string }> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };

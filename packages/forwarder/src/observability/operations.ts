@@ -295,6 +295,15 @@ export class Operations {
     // delivery given up without a request (no URL's filter takes it any more) is its last one.
     if (result.outcomes.length === 0 && result.status !== 'failed') return;
     const at = this.parts.clock.now();
+    if (report.kind === 'batch') {
+      // A batch's request: its URL's answer counts here, once; each call in it has a report of its own.
+      for (const o of result.outcomes) {
+        const status = o.status ?? null;
+        this.health.record(report.source, o.url, at, status !== null && status >= 200 && status < 300, status, status === null ? (o.error?.code ?? 'error') : null, o.durationMs);
+      }
+      this.metrics?.requests(report.source, result.outcomes);
+      return;
+    }
     if (result.status !== 'retry' && report.kind === 'message' && report.stale !== true) {
       this.usage.finished(this.parts.sources.incarnation(report.source), report.source, result.status, at);
     }
@@ -318,10 +327,14 @@ export class Operations {
     // through another claim) must not reopen or rewrite a line that is already finished. One it
     // wrote for a deleted source (delivered by an attempt in flight at the deletion) is logged.
     if (report.stale !== true) this.log?.attempt(record);
-    for (const u of urls) {
-      this.health.record(report.source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
+    // A call sent in a batch: its batch's report counted the request (see above).
+    const inBatch = report.batch !== undefined;
+    if (!inBatch) {
+      for (const u of urls) {
+        this.health.record(report.source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
+      }
     }
-    this.metrics?.attempt(report.source, result.status, urls, report.createdAt, at);
+    this.metrics?.attempt(report.source, result.status, inBatch ? [] : urls, report.createdAt, at);
     if (result.status !== 'retry') this.timeline.finished(at, result.status);
     if (this.live.active) {
       this.live.publish('attempt', report.source, {

@@ -47,6 +47,13 @@ export class Outcome implements OutcomeStep {
       log('notice %s: attempt %d %s', report.messageId, report.result.attempt, report.result.status);
       return;
     }
+    if (report.kind === 'batch') {
+      // A batch's request: its URL's answer (health, metrics, endpoint states), once. Each call in
+      // it comes with a report of its own: the log lines, the events and the notices are theirs.
+      this.deliveryLog.attempt(report);
+      if (report.result.outcomes.length > 0) this.operatorLog.attempt(report);
+      return;
+    }
     this.deliveryLog.attempt(report);
     // Nothing sent (waiting for a rate limit's slot, closing): not an attempt.
     if (report.result.outcomes.length === 0) return;

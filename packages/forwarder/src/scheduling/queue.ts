@@ -4,6 +4,7 @@ import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import type { AcceptLease, ForwarderStore, PendingDelivery } from '../store/contract';
 import { Attempts } from './attempt';
+import { Batching } from './batching';
 import { Claiming } from './claiming';
 import { HandOver } from './hand-over';
 import { InFlight } from './in-flight';
@@ -96,6 +97,7 @@ export class Scheduler {
   private readonly handOver: HandOver;
   private readonly recording: Recording;
   private readonly attempts: Attempts;
+  private readonly batching: Batching;
   private readonly idleWait: number;
   private readonly owner: string;
   private readonly leaseMs: number;
@@ -135,7 +137,13 @@ export class Scheduler {
     };
     const told = { step: outcome, onError: (error: Error) => options.onError?.(error) };
     this.recording = new Recording(store, clock, options.concurrency, this.claiming, this.inFlight, told, loop);
-    this.attempts = new Attempts(this.targets, clock, this.inFlight, this.recording);
+    this.batching = new Batching(store, this.targets, clock, { owner: this.owner, ms: this.leaseMs }, this.recording, {
+      launch: (batches, now) => {
+        for (const batch of batches) this.attempts.start(batch, now);
+      },
+      kick: () => this.kick(),
+    });
+    this.attempts = new Attempts(this.targets, clock, this.inFlight, this.recording, this.batching);
   }
 
   private get sources(): readonly string[] {
@@ -202,7 +210,7 @@ export class Scheduler {
    * returns (see `pump`); attempts in flight finish, and the store records a delivered one.
    */
   forget(source: string): void {
-    const held = this.handOver.drop(source);
+    const held = [...this.handOver.drop(source), ...this.batching.drop(source)];
     if (held.length > 0) this.recording.handBack(held);
   }
 
@@ -242,7 +250,7 @@ export class Scheduler {
     this.timer = undefined;
     await this.pumping;
     // Not attempted here: back to the store, for the next start or another instance.
-    const held = this.handOver.drain();
+    const held = [...this.handOver.drain(), ...this.batching.drop()];
     if (held.length > 0) this.recording.handBack(held);
     this.recording.queueFlush();
     if (this.inFlight.size > 0 || this.recording.size > 0) {
@@ -279,8 +287,15 @@ export class Scheduler {
         const start = this.turn++ % Math.max(1, sources.length);
         for (let k = 0; k < sources.length; k++) {
           const source = sources[(start + k) % sources.length]!;
+          // A source that batches claims for its open batch, not for slots (its batches take those).
+          const batchRoom = this.batching.room(source);
+          if (batchRoom !== undefined) {
+            if (batchRoom > 0 && (await this.claimFor(source, batchRoom))) more = true;
+            if (this.stopped) return;
+            continue;
+          }
           const free = this.free;
-          if (free <= 0) break;
+          if (free <= 0) continue;
           const room = this.room(source, free);
           if (room <= 0) continue;
           // A fair share per round when several sources wait; the next round hands out the rest.
@@ -324,13 +339,39 @@ export class Scheduler {
           if (claimed.more) more = true;
         }
         if (this.again) more = true;
-        if (this.free <= 0) more = false;
+        if (this.free <= 0 && !sources.some((source) => (this.batching.room(source) ?? 0) > 0)) more = false;
       }
       if (!this.stopped) await this.sleepUntilNextDue();
     } catch (error) {
       log('delivery loop: store error %s; trying again in %d ms', (error as Error).message, this.idleWait);
       this.options.onStoreError?.(error instanceof Error ? error : new Error(String(error)));
       this.arm(this.idleWait);
+    }
+  }
+
+  /**
+   * Claims up to `count` due deliveries of `source` (handed-over ones first) and starts them;
+   * resolves whether there may be more due.
+   */
+  private async claimFor(source: string, count: number): Promise<boolean> {
+    const now = this.clock.now();
+    const mayHaveDue = this.claiming.mayHaveDue(source, now);
+    let share = count;
+    if (this.handOver.has(source)) {
+      const taken = this.handOver.take(source, mayHaveDue && share > 1 ? share - 1 : share, now);
+      if (taken.late.length > 0) this.recording.handBack(taken.late);
+      share -= this.launchDue(taken.start, now);
+    }
+    if (share <= 0 || !mayHaveDue) return this.handOver.has(source);
+    this.recording.watch(true);
+    try {
+      const incarnation = this.targets.incarnation?.(source);
+      const claimed = await this.claiming.claim(source, now, share);
+      if (this.targets.incarnation?.(source) === incarnation) this.launchDue(claimed.due, now);
+      else if (claimed.due.length > 0) this.recording.handBack(claimed.due);
+      return claimed.more;
+    } finally {
+      this.recording.watch(false);
     }
   }
 
@@ -344,7 +385,7 @@ export class Scheduler {
   private launchDue(deliveries: readonly PendingDelivery[], now: number): number {
     let started = 0;
     for (const delivery of deliveries) {
-      if (this.inFlight.has(delivery.id) || this.recording.has(delivery.id)) continue;
+      if (this.inFlight.has(delivery.id) || this.recording.has(delivery.id) || this.batching.has(delivery.id)) continue;
       this.attempts.start(delivery, now);
       started++;
     }
@@ -370,7 +411,8 @@ export class Scheduler {
     const busy = this.inFlight.size > 0;
     if (free > 0) {
       for (const source of this.sources) {
-        if (this.room(source, free) <= 0) continue;
+        const batchRoom = this.batching.room(source);
+        if (batchRoom !== undefined ? batchRoom <= 0 : this.room(source, free) <= 0) continue;
         wait = await this.claiming.sleepFor(source, now, wait, busy, this.idleWait);
       }
     }

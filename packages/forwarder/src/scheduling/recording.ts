@@ -55,6 +55,8 @@ export class Recording {
   private readonly writtenDuringClaim = new Set<number>();
   private watching = false;
   private readonly pending: Written[] = [];
+  /** Outcomes of batch deliveries (batching.ts), written apart: they end their calls too. */
+  private readonly pendingBatches: Written[] = [];
   private flushing: Promise<void> | undefined;
   private flushQueued = false;
   /** An outcome's wait for others (RECORD_WAIT_MS). */
@@ -86,6 +88,14 @@ export class Recording {
     return this.unwritten.size;
   }
 
+  /** A batch delivery's attempt ended: its outcome is written in the next turn, with the calls it ends. */
+  addBatch(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, report: AttemptReport): void {
+    const outcome = outcomeOf(delivery, state, result, this.clock.now());
+    this.unwritten.add(outcome.id);
+    this.pendingBatches.push({ outcome, report });
+    this.queueFlush();
+  }
+
   /** An attempt ended: its outcome joins the next write. */
   add(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, report: AttemptReport): void {
     const outcome = outcomeOf(delivery, state, result, this.clock.now());
@@ -109,7 +119,7 @@ export class Recording {
   queueFlush(): void {
     if (this.recordTimer !== undefined) this.clock.clearTimeout(this.recordTimer);
     this.recordTimer = undefined;
-    if (this.flushQueued || this.pending.length === 0) return;
+    if (this.flushQueued || (this.pending.length === 0 && this.pendingBatches.length === 0)) return;
     this.flushQueued = true;
     // Outcomes that arrive in the same turn share one transaction.
     setImmediate(() => {
@@ -146,13 +156,15 @@ export class Recording {
   }
 
   /** Writes run one after another: an outcome never overtakes an earlier one of the same delivery. */
-  private after(write: () => Promise<void>): void {
+  after(write: () => Promise<void>): void {
     const previous = this.flushing ?? Promise.resolve();
     this.flushing = previous.then(write);
   }
 
   /** Never rejects: a failure here must not stop the loop or leave slots taken. */
   private async flush(): Promise<void> {
+    const batches = this.pendingBatches.splice(0);
+    if (batches.length > 0) await this.flushBatches(batches);
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
     let stale: ReadonlySet<number> = new Set();
@@ -183,6 +195,53 @@ export class Recording {
   }
 
   /**
+   * Writes outcomes of batch deliveries (`BatchStore#recordBatches`), then tells each: the batch's
+   * own report (its URL's answer, once), and one per call in it, with the batch's attempt: a call
+   * the outcome ended as delivered or failed, any other as waiting (its batch retries, or another
+   * URL's batch still holds it). Never rejects.
+   */
+  private async flushBatches(batch: readonly Written[]): Promise<void> {
+    let stale: ReadonlySet<number> = new Set();
+    let released: readonly string[] = [];
+    const ended = new Map<number, 'delivered' | 'failed'>();
+    try {
+      const recorded = await this.store.batches.recordBatches(batch.map((b) => b.outcome));
+      if (recorded.stale.length > 0) log('%d batch outcomes not written: finished already, or the lease went to another claim', recorded.stale.length);
+      stale = new Set(recorded.stale);
+      released = recorded.released;
+      for (const m of recorded.members) ended.set(m.id, m.status);
+    } catch (error) {
+      // Left pending in the store: attempted again once the lease ends (at-least-once), never lost.
+      log('could not record %d batch outcomes: %s', batch.length, (error as Error).message);
+    }
+    for (const { outcome } of batch) {
+      this.unwritten.delete(outcome.id);
+      if (this.watching) this.writtenDuringClaim.add(outcome.id);
+    }
+    this.written(batch, released);
+    for (const { report } of batch) {
+      const isStale = stale.has(report.id);
+      this.tell(isStale ? { ...report, stale: true } : report);
+      // Nothing sent (its URL disabled, the destination closing): not an attempt of its calls.
+      if (isStale || report.result.outcomes.length === 0) continue;
+      let members;
+      try {
+        members = await this.store.batches.members(report.id);
+      } catch (error) {
+        log('could not read the calls of batch %d: %s', report.id, (error as Error).message);
+        continue;
+      }
+      for (const m of members) {
+        const status = ended.get(m.id);
+        // Ended before, by another URL's batch: its line is final already.
+        if (status === undefined && !m.pending) continue;
+        const result = memberResult(report.result, status, this.clock.now());
+        this.tell({ id: m.id, source: m.source, kind: 'message', messageId: m.messageId, createdAt: m.createdAt, orderKey: m.orderKey, result, batch: report.id });
+      }
+    }
+  }
+
+  /**
    * A batch of outcomes was written: retries due before the store's last answer are claimed on
    * time, and an ordered delivery that finished with another of its user behind it lets that one
    * go (claimed now: a follower another instance stored is claimed here).
@@ -202,6 +261,17 @@ export class Recording {
       this.told.onError(error instanceof Error ? error : new Error(String(error)));
     }
   }
+}
+
+/**
+ * A call's view of its batch's attempt: delivered or failed when the outcome ended the call;
+ * otherwise a retry (due when its batch is, or now when another URL's batch still holds it).
+ */
+function memberResult(result: AttemptResult, ended: 'delivered' | 'failed' | undefined, now: number): AttemptResult {
+  const { attempt, outcomes } = result;
+  if (ended === 'delivered') return result.status === 'delivered' ? result : { status: 'delivered', url: outcomes.find((o) => o.error === undefined)?.url ?? '', attempt, outcomes };
+  if (ended === 'failed') return result.status === 'failed' ? result : { status: 'failed', attempt, reason: 'Every batch holding the call failed', outcomes };
+  return { status: 'retry', attempt, nextAttemptAt: result.status === 'retry' ? result.nextAttemptAt : now, outcomes };
 }
 
 export function outcomeOf(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, now: number): DeliveryOutcome {

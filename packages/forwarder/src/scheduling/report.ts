@@ -18,4 +18,9 @@ export interface AttemptReport {
    * what it says about the delivery is out of date.
    */
   readonly stale?: boolean;
+  /**
+   * For a call sent in a batch (batching.ts): the batch delivery whose attempt this is. Its URLs'
+   * answers count once, on the batch's own report (kind `batch`), not on each call's.
+   */
+  readonly batch?: number;
 }

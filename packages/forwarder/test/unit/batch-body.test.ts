@@ -9,6 +9,7 @@ import {
   batchEntry,
   batchOf,
   batchText,
+  batchTexts,
   checkBatchLimits,
   planBatches,
   splitBatch,
@@ -251,5 +252,25 @@ describe('batch bodies (issue 45, the pure part of batched delivery)', () => {
         }),
       );
     });
+  });
+});
+
+describe('batchTexts: a stored batch body cut back into its calls (for a 413 split)', () => {
+  it('gives back exactly the texts joined, whatever they hold (commas, brackets, quotes, escapes in strings)', () => {
+    fc.assert(
+      fc.property(texts, (list) => {
+        if (list.length === 0) return;
+        expect(batchTexts(batchText(batchOf(entries(list))))).to.deep.equal(list);
+      }),
+    );
+    const tricky = [JSON.stringify({ a: '],[{"x":1}', b: ['\\"', { c: ',' }] }), JSON.stringify('\\'), '[1,[2,3]]', '{}'];
+    expect(batchTexts(batchText(batchOf(entries(tricky))))).to.deep.equal(tricky);
+  });
+
+  it('gives undefined for a body that is not one array (a call sent alone), and none for []', () => {
+    expect(batchTexts(trackText(1))).to.equal(undefined);
+    expect(batchTexts('[{"a":1}')).to.equal(undefined);
+    expect(batchTexts('["open]')).to.equal(undefined);
+    expect(batchTexts('[]')).to.deep.equal([]);
   });
 });

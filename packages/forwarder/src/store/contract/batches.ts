@@ -42,6 +42,8 @@ export interface BatchMember {
   readonly messageId: string;
   readonly orderKey: string | undefined;
   readonly createdAt: number;
+  /** Whether it is still pending (no batch holding it has ended it yet). */
+  readonly pending: boolean;
 }
 
 /** A member its batches ended, as `recordBatches` wrote it. */

@@ -1,0 +1,265 @@
+import { randomUUID } from 'node:crypto';
+import createDebug from 'debug';
+import type { Clock, TimerHandle } from 'eventrelay/internal';
+import { batchEntry, batchText, batchTexts, planBatches } from '../batch-body';
+import type { BatchSettings } from '../batch-body';
+import type { AttemptState, UrlOutcome } from '../delivery/destination';
+import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
+import type { ForwarderStore, LeaseRequest, MemberLease, NewBatch, PendingDelivery } from '../store/contract';
+import type { Recording } from './recording';
+
+const log = createDebug('eventrelay:forwarder');
+
+/** What the batching step asks of the loop: start the batch deliveries it stored, and run again when it has room. */
+export interface BatchLoop {
+  /** Starts attempts of batch deliveries leased to this instance. */
+  launch(batches: readonly PendingDelivery[], now: number): void;
+  /** Room was made (a batch closed): run the loop. */
+  kick(): void;
+}
+
+/** A claimed call waiting in its source's open batch: its parts per URL, known once its transforms ran. */
+interface Held {
+  readonly delivery: PendingDelivery;
+  /** Its text per URL position; undefined while its parts are being made. */
+  texts: (string | undefined)[] | undefined;
+  /** Transforms that failed for it (final for their URLs), told with its outcome. */
+  failed: readonly UrlOutcome[];
+}
+
+/** A source's open batch: its calls in the order claimed, and the timer that closes it. */
+interface Open {
+  readonly target: DeliveryTarget;
+  readonly settings: readonly (BatchSettings | undefined)[];
+  readonly held: Held[];
+  /** Per URL with `batch`: calls and body bytes so far, to close the batch once one of them is full. */
+  readonly counts: number[];
+  readonly bytes: number[];
+  timer: TimerHandle | undefined;
+  /** Closed: its calls were sealed (or moved on); a late timer or a full URL does nothing more. */
+  closed: boolean;
+  /** The parts being made, in claim order: a batch closes once they are all known. */
+  made: Promise<void>;
+}
+
+/**
+ * The batching step of a batch's path (issue 45, docs/batched-delivery.md), for a source with a URL
+ * whose `batch` is set: its claimed calls are not attempted one by one. They wait here, in the
+ * order claimed, in the source's open batch, until one of its URLs' batches is full or the first
+ * call waited `maxWaitMs` (at most half the lease); then every URL's body is made of them (a URL
+ * with `batch` gets arrays of at most `maxEvents` calls and `maxBytes` bytes; a URL without gets
+ * each call alone) and stored as batch deliveries in one transaction that parks the calls
+ * (`BatchStore#seal`). Those deliveries are attempted, retried and recorded like any other, with
+ * exactly their stored bytes; a 413 splits one in halves (`split`).
+ */
+export class Batching {
+  private readonly open = new Map<string, Open>();
+  /** Calls held here, by delivery id: not claimed or started again while they wait. */
+  private readonly ids = new Map<number, Held>();
+
+  constructor(
+    private readonly store: ForwarderStore,
+    private readonly targets: DeliveryTargets,
+    private readonly clock: Clock,
+    private readonly lease: LeaseRequest,
+    private readonly recording: Recording,
+    private readonly loop: BatchLoop,
+  ) {}
+
+  /** Whether `id` waits here in an open batch. */
+  has(id: number): boolean {
+    return this.ids.has(id);
+  }
+
+  /** Calls held for `source`. */
+  held(source: string): number {
+    return this.open.get(source)?.held.length ?? 0;
+  }
+
+  /**
+   * For a source whose destination batches: how many more claimed calls its open batch takes now
+   * (up to the largest `maxEvents` of its URLs); undefined for a source that does not batch.
+   */
+  room(source: string): number | undefined {
+    const settings = this.targets.get(source)?.batches;
+    if (settings === undefined) return undefined;
+    let most = 1;
+    for (const s of settings) if (s !== undefined && s.maxEvents > most) most = s.maxEvents;
+    return Math.max(0, most - this.held(source));
+  }
+
+  /** Whether calls of `delivery`'s kind and source go through this step (messages of a source that batches). */
+  takes(delivery: PendingDelivery, target: DeliveryTarget | undefined): boolean {
+    return delivery.kind === 'message' && target?.batches !== undefined && target.parts !== undefined;
+  }
+
+  /** A claimed call of a source that batches: it joins the source's open batch. */
+  add(delivery: PendingDelivery, target: DeliveryTarget, now: number): void {
+    const settings = target.batches!;
+    let open = this.open.get(delivery.source);
+    if (open === undefined || open.target !== target) {
+      // A new destination (settings changed): the batch open for the old one closes first.
+      if (open !== undefined) this.close(delivery.source, open);
+      open = { target, settings, held: [], counts: settings.map(() => 0), bytes: settings.map(() => 2), timer: undefined, closed: false, made: Promise.resolve() };
+      this.open.set(delivery.source, open);
+    }
+    const held: Held = { delivery, texts: undefined, failed: [] };
+    open.held.push(held);
+    this.ids.set(delivery.id, held);
+    const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now, id: delivery.messageId };
+    const source = delivery.source;
+    const theOpen = open;
+    // Parts in claim order: each waits for the one before, so a batch closes on a known prefix.
+    open.made = open.made.then(async () => {
+      const parts = await target.parts!(delivery.body, state);
+      // Handed back meanwhile (stopping, its source deleted), or moved to the next batch: not ours now.
+      if (this.ids.get(delivery.id) !== held) return;
+      if ('result' in parts) {
+        // It goes to no URL (filtered, every transform failed, every URL disabled): recorded at once.
+        this.release(theOpen, held);
+        this.recording.add(delivery, state, parts.result, { id: delivery.id, source, kind: delivery.kind, messageId: delivery.messageId, createdAt: delivery.createdAt, orderKey: delivery.orderKey, result: parts.result });
+        return;
+      }
+      const texts: (string | undefined)[] = theOpen.settings.map(() => undefined);
+      let full = false;
+      for (const part of parts.parts) {
+        texts[part.index] = part.text;
+        const s = theOpen.settings[part.index];
+        if (s === undefined) continue;
+        theOpen.counts[part.index]! += 1;
+        theOpen.bytes[part.index]! += Buffer.byteLength(part.text, 'utf8') + 1;
+        if (theOpen.counts[part.index]! >= s.maxEvents || theOpen.bytes[part.index]! >= s.maxBytes) full = true;
+      }
+      held.texts = texts;
+      held.failed = parts.failed;
+      if (full) this.close(source, theOpen);
+    });
+    if (open.timer === undefined) {
+      let wait = Infinity;
+      for (const s of settings) if (s !== undefined && s.maxWaitMs < wait) wait = s.maxWaitMs;
+      // Within the lease: the calls are sealed before another instance may claim them.
+      wait = Math.min(wait === Infinity ? 0 : wait, Math.floor(this.lease.ms / 2));
+      open.timer = this.clock.setTimeout(() => {
+        theOpen.timer = undefined;
+        void theOpen.made.then(() => this.close(source, theOpen));
+      }, wait);
+    }
+  }
+
+  /** A call leaves its open batch without being sealed. */
+  private release(open: Open, held: Held): void {
+    const at = open.held.indexOf(held);
+    if (at >= 0) open.held.splice(at, 1);
+    if (this.ids.get(held.delivery.id) === held) this.ids.delete(held.delivery.id);
+  }
+
+  /**
+   * Closes `open`: the calls whose parts are known are sealed into batch deliveries, in one
+   * transaction, and those are started. The rest (parts still being made) stay for the next batch.
+   */
+  private close(source: string, open: Open): void {
+    if (open.closed) return;
+    open.closed = true;
+    if (this.open.get(source) === open) this.open.delete(source);
+    if (open.timer !== undefined) this.clock.clearTimeout(open.timer);
+    open.timer = undefined;
+    const held = open.held.splice(0);
+    const ready = held.filter((h) => h.texts !== undefined);
+    const later = held.filter((h) => h.texts === undefined);
+    if (later.length > 0) {
+      // Rare (a transform still compiling): those go into the next batch of the source.
+      void open.made.then(() => {
+        for (const h of later) {
+          if (this.ids.get(h.delivery.id) !== h) continue;
+          this.ids.delete(h.delivery.id);
+          if (h.texts !== undefined) this.add(h.delivery, open.target, this.clock.now());
+        }
+      });
+    }
+    if (ready.length === 0) return;
+    const batches = this.plan(source, open.settings, ready);
+    const members: MemberLease[] = ready.map((h) => ({ id: h.delivery.id, lease: h.delivery.lease }));
+    const now = this.clock.now();
+    this.recording.after(async () => {
+      let stored: PendingDelivery[] | null = null;
+      try {
+        stored = await this.store.batches.seal(members, batches, now, this.lease);
+        if (stored === null) log('source %s: a batch of %d calls was not stored: a lease ended first; they are claimed again', source, members.length);
+      } catch (error) {
+        // Still leased: claimed again once the leases end, never lost.
+        log('source %s: could not store a batch of %d calls: %s', source, members.length, (error as Error).message);
+      }
+      for (const h of ready) if (this.ids.get(h.delivery.id) === h) this.ids.delete(h.delivery.id);
+      if (stored !== null) this.loop.launch(stored, this.clock.now());
+      this.loop.kick();
+    });
+  }
+
+  /** The bodies of the calls `ready`, per URL, in claim order. */
+  private plan(source: string, settings: readonly (BatchSettings | undefined)[], ready: readonly Held[]): NewBatch[] {
+    const batches: NewBatch[] = [];
+    settings.forEach((s, index) => {
+      const destination = `Webhooks#${index}`;
+      if (s === undefined) {
+        // A URL without `batch` gets each call alone, as it would have: its body, its messageId.
+        for (const h of ready) {
+          const text = h.texts![index];
+          if (text !== undefined) batches.push({ source, destination, messageId: h.delivery.messageId, body: text, members: [h.delivery.id] });
+        }
+        return;
+      }
+      const entries = [];
+      for (const h of ready) {
+        const text = h.texts![index];
+        if (text !== undefined) entries.push(batchEntry(h.delivery.id, text));
+      }
+      for (const batch of planBatches(entries, s)) {
+        batches.push({ source, destination, messageId: `batch_${randomUUID()}`, body: batchText(batch), members: batch.entries.map((e) => e.id) });
+      }
+    });
+    return batches;
+  }
+
+  /**
+   * A batch delivery answered 413: stored again as its two halves (same calls, same order), which
+   * are started. Resolves false when it cannot be split (one call; the lease ended): it is then
+   * recorded as the retry it is.
+   */
+  async split(batch: PendingDelivery, now: number): Promise<boolean> {
+    const texts = batchTexts(batch.body);
+    if (texts === undefined || texts.length < 2) return false;
+    const members = await this.store.batches.members(batch.id);
+    if (members.length !== texts.length) return false;
+    const middle = Math.ceil(texts.length / 2);
+    const half = (from: number, to: number): NewBatch => ({
+      source: batch.source,
+      destination: batch.destination,
+      messageId: `batch_${randomUUID()}`,
+      body: `[${texts.slice(from, to).join(',')}]`,
+      members: members.slice(from, to).map((m) => m.id),
+    });
+    const parts = await this.store.batches.split({ id: batch.id, lease: batch.lease }, [half(0, middle), half(middle, texts.length)], now, this.lease);
+    if (parts === null) return false;
+    log('batch %d of source %s answered 413: sent again as %d and %d calls', batch.id, batch.source, middle, texts.length - middle);
+    this.loop.launch(parts, this.clock.now());
+    return true;
+  }
+
+  /** The calls held for `source` (deleted), or for every source (stopping): back to the store. */
+  drop(source?: string): PendingDelivery[] {
+    const dropped: PendingDelivery[] = [];
+    for (const [name, open] of this.open) {
+      if (source !== undefined && name !== source) continue;
+      if (open.timer !== undefined) this.clock.clearTimeout(open.timer);
+      open.timer = undefined;
+      open.closed = true;
+      this.open.delete(name);
+      for (const h of open.held) {
+        this.ids.delete(h.delivery.id);
+        dropped.push(h.delivery);
+      }
+      open.held.length = 0;
+    }
+    return dropped;
+  }
+}

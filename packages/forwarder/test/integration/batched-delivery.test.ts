@@ -1,0 +1,211 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, it } from 'mocha';
+import { expect } from 'chai';
+import { verifySignature, verifyStandardWebhook } from '../../../eventrelay/src/webhooks';
+import { createForwarder } from '../../src/service';
+import type { Forwarder } from '../../src/service';
+import type { ForwarderConfig } from '../../src/config';
+import { adminAs, basic, freshStorage, post, startTwo, useReceiver, waitFor } from './helpers';
+import type { ReceivedRequest, StoreKind } from './helpers';
+
+const TOKEN = 'batch-admin-token';
+const SECRET = 'batch-shared-secret';
+const admin = adminAs(TOKEN);
+
+/** The calls of a request to a batched URL: its body's array (a request whose body is not one gives none). */
+function callsOf(request: ReceivedRequest): { messageId: string; userId?: string; event?: string }[] {
+  const value = JSON.parse(request.body) as unknown;
+  return Array.isArray(value) ? (value as { messageId: string }[]) : [];
+}
+
+for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[]) {
+  describe(`batched delivery, end to end (${kind}${kind === 'postgres' ? ', two instances' : ''})`, function () {
+    this.timeout(60_000);
+    const receiver = useReceiver();
+    const cleanups: (() => Promise<void>)[] = [];
+    const dirs: string[] = [];
+    let a: Forwarder;
+    let b: Forwarder;
+    let urlA: string;
+    let urlB: string;
+
+    afterEach(async () => {
+      await Promise.all([a?.close(), b !== a ? b?.close() : undefined]);
+      for (const cleanup of cleanups.splice(0)) await cleanup();
+      for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+    });
+
+    async function start(context: Mocha.Context): Promise<void> {
+      const storage = await freshStorage(kind, () => {
+        const dir = mkdtempSync(join(tmpdir(), 'eventrelay-batch-'));
+        dirs.push(dir);
+        return dir;
+      }, cleanups, () => context.skip());
+      const config = { adminToken: TOKEN, storage, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } } as ForwarderConfig;
+      if (kind === 'postgres') {
+        ({ a, b, urlA, urlB } = await startTwo(config));
+      } else {
+        a = b = createForwarder(config);
+        urlA = urlB = (await a.listen({ port: 0 })).url;
+      }
+    }
+
+    const send = (url: string, writeKey: string, batch: object[]) => post(`${url}/v1/batch`, { batch }, { Authorization: basic(writeKey) });
+    const tracks = (prefix: string, n: number, userId = (i: number) => `u${i}`) =>
+      Array.from({ length: n }, (_, i) => ({ type: 'track', userId: userId(i), event: `E${i}`, messageId: `${prefix}-${i}` }));
+
+    /** Sets the destination on A and waits until B sends with it (a probe call reaches `probe`). */
+    async function setWebhooks(source: string, writeKey: string, destination: object, probe: string): Promise<void> {
+      const put = await admin(urlA, 'PUT', `/admin/sources/${source}/destinations/Webhooks`, destination);
+      expect(put.status, JSON.stringify(put.json)).to.equal(200);
+      let n = 0;
+      await waitFor(async () => {
+        await send(urlB, writeKey, [{ type: 'track', userId: 'probe', event: 'Probe', messageId: `probe-${source}-${n++}` }]);
+        return receiver.delivered.some((r) => r.path === probe && r.body.includes('"Probe"'));
+      }, `instance B to send with the settings of ${source}`, 15_000);
+      // Every probe finished: none is left to take an answer a test sets up next.
+      await waitFor(async () => {
+        const rows = (await admin(urlA, 'GET', `/admin/messages?source=${source}&limit=100`)).json.items as { status: string }[];
+        return rows.length > 0 && rows.every((row) => row.status !== 'pending' && row.status !== 'retrying');
+      }, `the probes of ${source} to finish`, 15_000);
+    }
+
+    /** Requests to `path` holding any call whose messageId starts with `prefix`. */
+    const requestsOf = (path: string, prefix: string) => receiver.requests.filter((r) => r.path === path && callsOf(r).some((c) => c.messageId.startsWith(prefix)));
+    const deliveredIds = (path: string, prefix: string) =>
+      receiver.delivered.filter((r) => r.path === path).flatMap((r) => callsOf(r).map((c) => c.messageId)).filter((id) => id.startsWith(prefix));
+
+    it('sends a URL\'s calls as JSON arrays in the order accepted, each signed over the whole body with both schemes; every call is logged delivered', async function () {
+      await start(this);
+      const { writeKey } = await a.createSource('shop');
+      await setWebhooks('shop', writeKey, { sharedSecret: SECRET, signing: 'both', webhooks: [{ url: `${receiver.url}/batch`, batch: { maxEvents: 10, maxWaitMs: 300 } }] }, '/batch');
+      expect((await send(urlB, writeKey, tracks('shape', 25))).status).to.equal(200);
+      await waitFor(() => deliveredIds('/batch', 'shape-').length === 25, 'the 25 calls');
+      const requests = requestsOf('/batch', 'shape-');
+      // Fewer requests than calls, none over maxEvents, and the calls in the order they were accepted.
+      expect(requests.length).to.be.at.most(13);
+      for (const r of requests) expect(callsOf(r).length).to.be.within(1, 10);
+      expect(deliveredIds('/batch', 'shape-')).to.deep.equal(tracks('shape', 25).map((t) => t.messageId));
+      for (const r of requests) {
+        const headers = r.headers as Record<string, string>;
+        expect(headers['content-type']).to.equal('application/json');
+        expect(verifySignature(r.body, headers['x-signature']!, SECRET), 'X-Signature over the whole array').to.equal(true);
+        expect(verifyStandardWebhook(r.body, headers, SECRET), 'Standard Webhooks over the whole array').to.equal(true);
+        expect(headers['webhook-id']).to.match(/^batch_/);
+        // Each element is the webhook message the URL would have got alone.
+        for (const call of callsOf(r)) expect(call).to.include({ type: 'track', version: 1 });
+      }
+      await waitFor(async () => {
+        const rows = (await admin(urlA, 'GET', '/admin/messages?source=shop&limit=100')).json.items as { messageId: string; status: string }[];
+        return rows.filter((row) => row.messageId.startsWith('shape-') && row.status === 'delivered').length === 25;
+      }, 'the 25 log lines delivered');
+      const row = ((await admin(urlA, 'GET', '/admin/messages?source=shop&messageId=shape-3')).json.items as { id: number }[])[0]!;
+      const detail = (await admin(urlA, 'GET', `/admin/deliveries/${row.id}`)).json;
+      expect(detail.attemptLog.map((t: { url: string; status: number; outcome: string }) => [t.url, t.status, t.outcome])).to.deep.equal([[`${receiver.url}/batch`, 200, 'delivered']]);
+      const counts = (await admin(urlA, 'GET', '/admin/overview')).json;
+      expect(JSON.stringify(counts)).to.not.contain('"pending":-');
+    });
+
+    it('retries a failed batch with exactly the same bytes and webhook-id', async function () {
+      await start(this);
+      const { writeKey } = await a.createSource('retry');
+      await setWebhooks('retry', writeKey, { sharedSecret: SECRET, signing: 'both', webhooks: [{ url: `${receiver.url}/retry`, batch: { maxEvents: 50, maxWaitMs: 200 } }] }, '/retry');
+      receiver.failFirst('/retry', 2, 503);
+      expect((await send(urlB, writeKey, tracks('same', 6))).status).to.equal(200);
+      await waitFor(() => deliveredIds('/retry', 'same-').length === 6, 'the 6 calls');
+      const first = requestsOf('/retry', 'same-')[0]!;
+      const again = requestsOf('/retry', 'same-').filter((r) => r.headers['webhook-id'] === first.headers['webhook-id']);
+      expect(again.length).to.equal(3);
+      for (const r of again) {
+        expect(r.body).to.equal(first.body);
+        expect(r.headers['x-signature']).to.equal(first.headers['x-signature']);
+      }
+      expect(receiver.delivered).to.include(again[2]);
+      // No call reached the receiver twice in a request that was answered 2xx.
+      expect(new Set(deliveredIds('/retry', 'same-')).size).to.equal(deliveredIds('/retry', 'same-').length);
+    });
+
+    it('splits a batch answered 413 into its two halves, same calls in the same order, until it fits', async function () {
+      await start(this);
+      const { writeKey } = await a.createSource('big');
+      await setWebhooks('big', writeKey, { sharedSecret: SECRET, webhooks: [{ url: `${receiver.url}/big`, batch: { maxEvents: 8, maxWaitMs: 2000 } }] }, '/big');
+      receiver.failFirst('/big', 2, 413);
+      expect((await send(urlB, writeKey, tracks('split', 8))).status).to.equal(200);
+      await waitFor(() => deliveredIds('/big', 'split-').length === 8, 'the 8 calls');
+      const refused = requestsOf('/big', 'split-').filter((r) => !receiver.delivered.includes(r));
+      expect(refused.length).to.equal(2);
+      // Each refused body of n calls came back as its first ceil(n/2) calls and the rest, byte for byte.
+      const bodies = requestsOf('/big', 'split-').map((r) => r.body);
+      for (const r of refused) {
+        const calls = JSON.parse(r.body) as unknown[];
+        if (calls.length < 2) continue;
+        const middle = Math.ceil(calls.length / 2);
+        const texts = calls.map((c) => JSON.stringify(c));
+        expect(bodies).to.include(`[${texts.slice(0, middle).join(',')}]`);
+        expect(bodies).to.include(`[${texts.slice(middle).join(',')}]`);
+      }
+      expect([...deliveredIds('/big', 'split-')].sort()).to.deep.equal(tracks('split', 8).map((t) => t.messageId).sort());
+    });
+
+    it('with ordering "user", a user\'s next call waits for the batch holding the earlier one, through a retry', async function () {
+      await start(this);
+      const { writeKey } = await a.createSource('line');
+      await setWebhooks('line', writeKey, { ordering: 'user', webhooks: [{ url: `${receiver.url}/line`, batch: { maxEvents: 20, maxWaitMs: 50 } }] }, '/line');
+      receiver.failFirst('/line', 1, 503);
+      // Three users, four calls each, in one request: each user's calls in order.
+      const calls = Array.from({ length: 12 }, (_, i) => ({ type: 'track', userId: `user-${i % 3}`, event: `Step ${Math.floor(i / 3)}`, messageId: `line-${i}` }));
+      expect((await send(urlB, writeKey, calls)).status).to.equal(200);
+      await waitFor(() => deliveredIds('/line', 'line-').length === 12, 'the 12 calls');
+      for (let user = 0; user < 3; user++) {
+        const seen = receiver.delivered.filter((r) => r.path === '/line').flatMap((r) => callsOf(r)).filter((c) => c.userId === `user-${user}` && c.messageId.startsWith('line-'));
+        expect(seen.map((c) => c.event), `user-${user}`).to.deep.equal(['Step 0', 'Step 1', 'Step 2', 'Step 3']);
+      }
+      // Never two calls of one user in one body: the next waits for the batch of the one before.
+      for (const r of requestsOf('/line', 'line-')) {
+        const users = callsOf(r).map((c) => c.userId);
+        expect(new Set(users).size).to.equal(users.length);
+      }
+    });
+
+    it('mixed with a URL without batch: that URL gets each call alone; a call delivered by either is delivered (any one 2xx)', async function () {
+      await start(this);
+      const { writeKey } = await a.createSource('mixed');
+      await setWebhooks('mixed', writeKey, { webhooks: [{ url: `${receiver.url}/arrays`, batch: { maxEvents: 5, maxWaitMs: 100 } }, { url: `${receiver.url}/single` }] }, '/single');
+      receiver.failFirst('/arrays', 1_000, 500);
+      expect((await send(urlB, writeKey, tracks('mix', 5))).status).to.equal(200);
+      await waitFor(() => receiver.delivered.filter((r) => r.path === '/single' && String(r.json.messageId).startsWith('mix-')).length === 5, 'the 5 single calls');
+      for (const r of receiver.requests.filter((q) => q.path === '/single' && String(q.json.messageId).startsWith('mix-'))) expect(r.body.startsWith('{')).to.equal(true);
+      await waitFor(async () => {
+        const rows = (await admin(urlA, 'GET', '/admin/messages?source=mixed&limit=100')).json.items as { messageId: string; status: string }[];
+        return rows.filter((row) => row.messageId.startsWith('mix-') && row.status === 'delivered').length === 5;
+      }, 'the 5 calls logged delivered though /arrays fails');
+      expect(requestsOf('/arrays', 'mix-').length).to.be.at.least(1);
+    });
+  });
+}
+
+describe('batched delivery from the config file', function () {
+  this.timeout(30_000);
+  const receiver = useReceiver();
+
+  it('takes `batch` per URL and refuses one out of range, naming the field', async () => {
+    const forwarder = createForwarder({
+      storage: { type: 'memory' },
+      sources: [{ name: 'cfg', writeKey: 'cfg-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/cfg`, batch: { maxEvents: 3, maxWaitMs: 100 } }] } } }],
+    } as ForwarderConfig);
+    try {
+      const { url } = await forwarder.listen({ port: 0 });
+      const batch = Array.from({ length: 3 }, (_, i) => ({ type: 'track', userId: 'u', event: 'Configured', messageId: `cfg-${i}` }));
+      expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic('cfg-key') })).status).to.equal(200);
+      await waitFor(() => receiver.delivered.filter((r) => r.path === '/cfg').flatMap(callsOf).length === 3, 'the 3 calls');
+      expect(receiver.delivered.filter((r) => r.path === '/cfg').map((r) => callsOf(r).length)).to.deep.equal([3]);
+    } finally {
+      await forwarder.close();
+    }
+    expect(() =>
+      createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'bad', writeKey: 'bad-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/bad`, batch: { maxEvents: 4001 } }] } } }] } as ForwarderConfig),
+    ).to.throw(/webhooks\[0\]\.batch\.maxEvents/);
+  });
+});
