@@ -4,6 +4,8 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { parseConfig } from '../../src/config';
 import { ConfigError } from '../../../eventrelay/src/errors';
+import { usePostgres } from '../../../../test/helpers/postgres';
+import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 const TOKEN = 'admin-token-for-batch-7c2d';
 const DEFAULTS = { maxBytes: 524_288, maxWaitMs: 1000 };
@@ -171,3 +173,51 @@ describe('the admin API: a webhook URL\'s batch setting', function () {
     expect((await call('GET', '/admin/sources/applied')).json.destinations.Webhooks.webhooks[0].batch).to.equal(null);
   });
 });
+
+for (const kind of ['sqlite', 'postgres'] as const) {
+  describe(`a URL's batch kept by the ${kind} store: shown the same after a restart, removed by PATCH`, function () {
+    this.timeout(60_000);
+    const db = kind === 'postgres' ? usePostgres() : undefined;
+    const tempDir = useTempDirs('eventrelay-batch-');
+
+    it('PUT, restart, GET, PATCH null, restart, GET', async () => {
+      const dataDir = tempDir();
+      const storage = kind === 'postgres' ? { type: 'postgres' as const, url: db!.url, poolSize: 2 } : { type: kind };
+      const open = async () => {
+        const forwarder = createForwarder({ adminToken: TOKEN, storage }, { dataDir });
+        const { url } = await forwarder.listen({ port: 0 });
+        const call = async (method: string, path: string, body?: unknown): Promise<Answer> => {
+          const response = await fetch(`${url}${path}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+          return { status: response.status, json: await response.json() };
+        };
+        return { forwarder, call };
+      };
+      const batches = async (call: (method: string, path: string) => Promise<Answer>) =>
+        (await call('GET', '/admin/sources/kept')).json.destinations.Webhooks.webhooks.map((w: { batch: unknown }) => w.batch);
+
+      const first = await open();
+      try {
+        expect((await first.call('POST', '/admin/sources', { name: 'kept' })).status).to.equal(201);
+        const put = await first.call('PUT', '/admin/sources/kept/destinations/Webhooks', {
+          webhooks: [{ url: 'https://hooks.example.test/a', batch: { maxEvents: 40, maxWaitMs: 200 } }, { url: 'https://hooks.example.test/b' }],
+        });
+        expect(put.status, JSON.stringify(put.json)).to.equal(200);
+      } finally {
+        await first.forwarder.close();
+      }
+      const second = await open();
+      try {
+        expect(await batches(second.call)).to.deep.equal([{ maxEvents: 40, maxBytes: DEFAULTS.maxBytes, maxWaitMs: 200 }, null]);
+        expect((await second.call('PATCH', '/admin/sources/kept/destinations/Webhooks', { webhooks: [{ from: 0, batch: null }, { from: 1, batch: { maxEvents: 2 } }] })).status).to.equal(200);
+      } finally {
+        await second.forwarder.close();
+      }
+      const third = await open();
+      try {
+        expect(await batches(third.call)).to.deep.equal([null, { maxEvents: 2, ...DEFAULTS }]);
+      } finally {
+        await third.forwarder.close();
+      }
+    });
+  });
+}
