@@ -4,7 +4,7 @@ import { parseConfig } from '../../src/config';
 import { batchOption, resolveWebhook } from '../../src/delivery/options';
 import { describeChange } from '../../src/registry/reconcile';
 import { showWebhooks } from '../../src/registry/manager';
-import type { StoredWebhooks } from '../../src/store/contract';
+import type { StoredWebhooks, WebhookBatch } from '../../src/store/contract';
 import { configErrorOf, refused } from './config-refusal';
 
 const FIELD = 'sources[0].destinations.Webhooks.webhooks[1].batch';
@@ -127,7 +127,7 @@ describe('parseConfig: a URL\'s batch', () => {
 });
 
 describe('a URL\'s batch as shown and as a change', () => {
-  const stored = (batch?: object): StoredWebhooks => ({
+  const stored = (batch?: WebhookBatch): StoredWebhooks => ({
     webhooks: [{ url: 'https://example.test/a?token=t', headers: {}, ...(batch === undefined ? {} : { batch }) }],
     sharedSecret: undefined,
     signing: 'x-signature',
@@ -141,7 +141,7 @@ describe('a URL\'s batch as shown and as a change', () => {
   });
 
   it('lists a batch set, changed or removed; a default written out is no change', () => {
-    const record = (batch?: object) => ({ enabled: true, webhooks: stored(batch) });
+    const record = (batch?: WebhookBatch) => ({ enabled: true, webhooks: stored(batch) });
     expect(describeChange(record(), true, stored({ maxEvents: 5 }))).to.deep.equal(['Webhooks.webhooks[0].batch: none → 5 calls, 524288 bytes, 1000 ms']);
     expect(describeChange(record({ maxEvents: 5 }), true, stored({ maxEvents: 5, maxWaitMs: 0 }))).to.deep.equal([
       'Webhooks.webhooks[0].batch: 5 calls, 524288 bytes, 1000 ms → 5 calls, 524288 bytes, 0 ms',
