@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf } from './define';
+import { BATCH_SETTING_RANGES } from '../../batch-body';
 import { IngestRateLimitInput, SourceSchemaInput, WebhookBatchInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput } from '../../config/shapes';
 
 // The config file's shapes the admin API takes too: one schema for both (named components here).
@@ -266,9 +267,9 @@ export const SourceSettingsInput = Type.Object(
 /** A URL's batching as shown: every field, the defaults filled. */
 export const WebhookBatch = Type.Object(
   {
-    maxEvents: Type.Integer({ minimum: 1, maximum: 4000 }),
-    maxBytes: Type.Integer({ minimum: 1024, maximum: 1_048_576 }),
-    maxWaitMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    maxEvents: Type.Integer({ minimum: BATCH_SETTING_RANGES.maxEvents[0], maximum: BATCH_SETTING_RANGES.maxEvents[1] }),
+    maxBytes: Type.Integer({ minimum: BATCH_SETTING_RANGES.maxBytes[0], maximum: BATCH_SETTING_RANGES.maxBytes[1] }),
+    maxWaitMs: Type.Integer({ minimum: BATCH_SETTING_RANGES.maxWaitMs[0], maximum: BATCH_SETTING_RANGES.maxWaitMs[1] }),
   },
   { additionalProperties: false },
 );
