@@ -41,10 +41,11 @@ export interface WebhookEntry {
    */
   readonly transform?: WebhookTransform;
   /**
-   * Sends this URL's calls together, as one POST whose body is a JSON array of the messages it
+   * This URL's calls to go together, as one POST whose body is a JSON array of the messages it
    * would have got one by one: at most `maxEvents` (1 to 4000) and `maxBytes` (1024 to 1 MB,
    * default 524288) in one body, sent `maxWaitMs` (0 to 60 000, default 1000) after its first call
-   * at the latest. Default: one call a request.
+   * at the latest. Checked and resolved here (`ResolvedWebhook.batch`); the batching itself is the
+   * forwarder's delivery loop's, not `deliver()`'s. Default: one call a request.
    */
   readonly batch?: WebhookBatch;
 }
