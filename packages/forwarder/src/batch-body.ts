@@ -27,9 +27,19 @@ export interface BatchLimits {
   readonly maxBytes: number;
 }
 
-/** A URL's `batch` settings, defaults filled. */
+/**
+ * The ranges a URL's `batch` setting takes in the config file and the admin API, `[min, max]`:
+ * `maxEvents` 1 to 4000, `maxBytes` 1 KB to 1 MB, `maxWaitMs` 0 to 60 000 (one minute).
+ */
+export const BATCH_SETTING_RANGES = {
+  maxEvents: [1, BATCH_BOUNDS.maxEvents],
+  maxBytes: [1024, BATCH_BOUNDS.maxBytes],
+  maxWaitMs: [0, 60_000],
+} as const;
+
+/** A URL's `batch` setting with its defaults filled: the limits of each body, and how long its first call waits for others. */
 export interface BatchSettings extends BatchLimits {
-  /** How long the first call of a batch waits for others, in ms (0 to 60,000). */
+  /** Longest wait after a batch's first call before it is sent, full or not, in ms (default 1000; 0: send what is there at once). */
   readonly maxWaitMs: number;
 }
 

@@ -4,6 +4,7 @@ import { EXPECTED } from '../validation/check';
 import { Enum } from '../validation/kinds';
 import { MAX_WEBHOOKS, SIGNING_SCHEMES } from '../delivery/options';
 import { MAX_PER_SECOND, MIN_PER_SECOND } from '../delivery/rate-limit';
+import { BATCH_DEFAULTS, BATCH_SETTING_RANGES } from '../batch-body';
 import { SourceSchemaInput, WebhookFilterSchema as WebhookFilter } from '../schema-rules';
 
 // The schema controls' and URL filters' shapes live with their rules (schema-rules.ts), below delivery.
@@ -65,6 +66,22 @@ export const WebhookTransformInput = Type.Object(
   closed,
 );
 
+/** A URL's batching (issue 45): its calls go as one POST whose body is a JSON array of their messages. */
+export const WebhookBatchInput = Type.Object(
+  {
+    maxEvents: Type.Integer({ minimum: BATCH_SETTING_RANGES.maxEvents[0], maximum: BATCH_SETTING_RANGES.maxEvents[1], description: 'Most calls in one body.' }),
+    maxBytes: Type.Optional(
+      Type.Integer({
+        minimum: BATCH_SETTING_RANGES.maxBytes[0],
+        maximum: BATCH_SETTING_RANGES.maxBytes[1],
+        description: `Most bytes in one body (a larger call goes alone); default ${BATCH_DEFAULTS.maxBytes}.`,
+      }),
+    ),
+    maxWaitMs: Type.Optional(Duration(BATCH_SETTING_RANGES.maxWaitMs[0], BATCH_SETTING_RANGES.maxWaitMs[1], `Longest wait after a body's first call; default ${BATCH_DEFAULTS.maxWaitMs}.`)),
+  },
+  closed,
+);
+
 /** One URL of a Webhooks destination. */
 export const WebhookEntryInput = Type.Object(
   {
@@ -73,6 +90,7 @@ export const WebhookEntryInput = Type.Object(
     rateLimit: Type.Optional(WebhookRateLimit),
     filter: Type.Optional(WebhookFilter),
     transform: Type.Optional(WebhookTransformInput),
+    batch: Type.Optional(WebhookBatchInput),
   },
   closed,
 );

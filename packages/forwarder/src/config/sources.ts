@@ -4,7 +4,7 @@ import { resolveWebhook } from '../delivery/options';
 import { standardSigningKey } from '../delivery/signing';
 import { checkSourceName } from '../source-names';
 import { parseFilter, parseSchema } from '../schema-rules';
-import type { IngestRateLimit, ResolvedWebhookEntry, SourceSchema, SourceSettings, WebhookFilter, WebhookTransform } from '../store/contract';
+import type { IngestRateLimit, ResolvedWebhookEntry, SourceSchema, SourceSettings, WebhookBatch, WebhookFilter, WebhookTransform } from '../store/contract';
 import { checkTransformSyntax, transformOption } from '../transform/check';
 import { TransformCompileError } from '../transform/errors';
 import { SourceSettingsFields, SourcesInput, WebhooksDestinationInput } from './shapes';
@@ -98,7 +98,9 @@ function webhookEntry(entry: Record<string, unknown>, index: number, field: stri
   }
   const headers = Object.fromEntries(read) as Record<string, string>;
   if (problems.take(() => resolveWebhook({ url, headers }, index, field)) === undefined) return undefined;
-  const rateLimit = entry.rateLimit as { perSecond: number } | undefined;
+  // Read only where the schema found nothing wrong (its problem is noted): `null` is not an object to read.
+  const rateLimit = problems.clean(join(field, 'rateLimit')) ? (entry.rateLimit as { perSecond: number } | undefined) : undefined;
+  const batch = problems.clean(join(field, 'batch')) ? (entry.batch as WebhookBatch | undefined) : undefined;
   const transformField = join(field, 'transform');
   const given = entry.transform !== undefined && problems.clean(transformField);
   const transform = given ? problems.take(() => transformEntry(entry.transform, transformField)) : undefined;
@@ -109,6 +111,17 @@ function webhookEntry(entry: Record<string, unknown>, index: number, field: stri
     ...(rateLimit === undefined ? {} : { rateLimit: { perSecond: rateLimit.perSecond } }),
     ...(filter === undefined ? {} : { filter }),
     ...(transform === undefined ? {} : { transform }),
+    // Kept as written (the schema checked it): a default is filled where it is used.
+    ...(batch === undefined ? {} : { batch: storedBatch(batch) }),
+  };
+}
+
+/** A URL's `batch` the schema took, with only the fields it sets. */
+function storedBatch(batch: WebhookBatch): WebhookBatch {
+  return {
+    maxEvents: batch.maxEvents,
+    ...(batch.maxBytes === undefined ? {} : { maxBytes: batch.maxBytes }),
+    ...(batch.maxWaitMs === undefined ? {} : { maxWaitMs: batch.maxWaitMs }),
   };
 }
 

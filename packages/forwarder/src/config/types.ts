@@ -1,5 +1,5 @@
 import type { NetworkPolicy, NetworkPolicyOptions } from '../delivery/network-policy';
-import type { RateLimit, SigningScheme, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WebhookTransform } from '../store/contract';
+import type { RateLimit, SigningScheme, SourceSchema, SourceSettings, StoredWebhooks, WebhookBatch, WebhookFilter, WebhookTransform } from '../store/contract';
 
 /*
  * The config file's types as a program writes it (`createForwarder(config)`), and as the
@@ -27,6 +27,12 @@ export interface WebhookEntryConfig {
    * this URL gets, or null to skip it (docs/transformations.md). Default: the message as it is.
    */
   readonly transform?: WebhookTransform;
+  /**
+   * `{ maxEvents, maxBytes?, maxWaitMs? }`: this URL's calls go together, as one POST of a JSON
+   * array: at most `maxEvents` (1 to 4000) and `maxBytes` (1024 to 1048576, default 524288) in one
+   * body, sent `maxWaitMs` (0 to 60000, default 1000) after its first call. Default: one call a request.
+   */
+  readonly batch?: WebhookBatch;
 }
 
 /** A source's schema controls (docs/source-schema.md). Each list defaults to none. */

@@ -11,8 +11,9 @@ import { NetworkPolicy } from './network-policy';
 import { refuseControlCharacters } from './url-text';
 import { compileFilter, parseFilter } from '../schema-rules';
 import type { UrlFilter } from '../schema-rules';
-import type { WebhookFilter, WebhookTransform } from '../store/contract';
+import type { WebhookBatch, WebhookFilter, WebhookTransform } from '../store/contract';
 import { transformOption } from '../transform/options';
+import { BATCH_DEFAULTS, BATCH_SETTING_RANGES } from '../batch-body';
 import type { BatchSettings } from '../batch-body';
 
 /** One configured webhook (spec 2.1). */
@@ -39,6 +40,14 @@ export interface WebhookEntry {
    * call, final. Runs in a sandbox (docs/transformations.md). Default: the message as it is.
    */
   readonly transform?: WebhookTransform;
+  /**
+   * This URL's calls to go together, as one POST whose body is a JSON array of the messages it
+   * would have got one by one: at most `maxEvents` (1 to 4000) and `maxBytes` (1024 to 1 MB,
+   * default 524288) in one body, sent `maxWaitMs` (0 to 60 000, default 1000) after its first call
+   * at the latest. Checked and resolved here (`ResolvedWebhook.batch`); the batching itself is the
+   * forwarder's delivery loop's, not `deliver()`'s. Default: one call a request.
+   */
+  readonly batch?: WebhookBatch;
 }
 
 export interface WebhookDestinationOptions {
@@ -126,7 +135,7 @@ export interface ResolvedWebhook {
   readonly filter: UrlFilter | undefined;
   /** Its transformation, checked (not compiled: the destination compiles it once). */
   readonly transform: WebhookTransform | undefined;
-  /** Its batches (docs/batched-delivery.md), when the entry has `batch`. */
+  /** How its calls go together, defaults filled, when the entry has a `batch`. */
   readonly batch: BatchSettings | undefined;
 }
 
@@ -218,7 +227,7 @@ function resolvePreviousSecrets(value: unknown): PreviousSecret[] {
 
 /** One `webhooks` entry: its URL (http or https, with a host, allowed by `policy` when given) and static headers. */
 export function resolveWebhook(entry: unknown, index: number, field = `webhooks[${index}]`, policy?: NetworkPolicy): ResolvedWebhook {
-  const { url: raw, headers, rateLimit, filter, transform } = objectOption(field, entry, 'an object { url, headers }');
+  const { url: raw, headers, rateLimit, filter, transform, batch } = objectOption(field, entry, 'an object { url, headers }');
   const url = urlOption(`${field}.url`, refuseControlCharacters(`${field}.url`, raw));
   policy?.checkUrl(url, `${field}.url`);
   return {
@@ -229,6 +238,24 @@ export function resolveWebhook(entry: unknown, index: number, field = `webhooks[
     perSecond: rateLimit === undefined ? undefined : rateLimitOption(`${field}.rateLimit`, rateLimit).perSecond,
     filter: filter === undefined ? undefined : compileFilter(parseFilter(filter, `${field}.filter`)),
     transform: transform === undefined ? undefined : transformOption(transform, `${field}.transform`),
-    batch: undefined,
+    batch: batch === undefined ? undefined : batchOption(`${field}.batch`, batch),
+  };
+}
+
+/**
+ * Checks a `batch` object and fills its defaults; `field` is its path (`webhooks[1].batch`). A
+ * problem is a ConfigError naming the field (`webhooks[1].batch.maxEvents`) and its range; a
+ * field left out takes its default, a null is refused.
+ */
+export function batchOption(field: string, value: unknown): BatchSettings {
+  const raw = objectOption(field, value, 'an object { "maxEvents": number, "maxBytes"?: number, "maxWaitMs"?: number }');
+  for (const key of Object.keys(raw)) {
+    if (!Object.hasOwn(BATCH_SETTING_RANGES, key)) throw new ConfigError(`Unknown field \`${field}.${key}\`; expected \`maxEvents\`, \`maxBytes\` or \`maxWaitMs\``, `${field}.${key}`);
+  }
+  const { maxEvents, maxBytes, maxWaitMs } = BATCH_SETTING_RANGES;
+  return {
+    maxEvents: integerOption(`${field}.maxEvents`, raw.maxEvents, maxEvents[0], maxEvents[1]),
+    maxBytes: integerOption(`${field}.maxBytes`, raw.maxBytes === undefined ? BATCH_DEFAULTS.maxBytes : raw.maxBytes, maxBytes[0], maxBytes[1]),
+    maxWaitMs: durationOption(`${field}.maxWaitMs`, raw.maxWaitMs === undefined ? BATCH_DEFAULTS.maxWaitMs : raw.maxWaitMs, maxWaitMs[0], maxWaitMs[1]),
   };
 }

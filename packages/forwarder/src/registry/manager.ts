@@ -8,7 +8,7 @@ import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import type { AttemptResult, WebhookDestination } from '../delivery/destination';
 import { generateWriteKey, keyRecord, keyValid, newSourceId } from './keys';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from './keys';
-import { formatPlan, planReconcile, shownUrl, storedWebhooks } from './reconcile';
+import { formatPlan, planReconcile, shownBatch, shownUrl, storedWebhooks } from './reconcile';
 import type { ReconcileLine, ReconcileMode } from './reconcile';
 import { shownSchema } from '../schema-rules';
 import { mergeWebhooksPatch, PATCH_FIELDS } from './webhooks-patch';
@@ -66,7 +66,7 @@ export interface ShownWebhooks {
   readonly ordering: 'none' | 'user';
   /** Whether a shared secret is set (it is never shown). */
   readonly hasSharedSecret: boolean;
-  /** Each URL with its header names, its rate limit and its filter (`null`: none). */
+  /** Each URL with its header names, its rate limit, filter, transform and batching (`null`: none). */
   readonly webhooks: readonly {
     readonly url: string;
     readonly headerNames: readonly string[];
@@ -74,6 +74,8 @@ export interface ShownWebhooks {
     readonly filter: WebhookFilter | null;
     /** Its transformation as set (the code is not a secret), or null. */
     readonly transform: { readonly code: string; readonly timeoutMs: number } | null;
+    /** How its calls go together, every field shown (the defaults filled), or null: one call a request. */
+    readonly batch: { readonly maxEvents: number; readonly maxBytes: number; readonly maxWaitMs: number } | null;
   }[];
 }
 
@@ -186,6 +188,7 @@ export function showWebhooks(enabled: boolean, webhooks: StoredWebhooks): ShownW
       rateLimit: w.rateLimit === undefined ? null : { perSecond: w.rateLimit.perSecond },
       filter: w.filter ?? null,
       transform: w.transform === undefined ? null : { code: w.transform.code, timeoutMs: w.transform.timeoutMs ?? TRANSFORM_TIMEOUT.default },
+      batch: w.batch === undefined ? null : shownBatch(w.batch),
     })),
   };
 }

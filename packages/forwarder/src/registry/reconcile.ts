@@ -3,7 +3,9 @@ import { ConfigError, redactUrl } from 'eventrelay/internal';
 import { emptySettings } from '../config';
 import type { ResolvedSource, ResolvedWebhooks } from '../config';
 import { keyRecord, keyValid, newSourceId, writeKeyDigest } from './keys';
-import type { SetupOp, SetupSnapshot, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WebhookFilter, WriteKeyRecord } from '../store/contract';
+import { BATCH_DEFAULTS } from '../batch-body';
+import type { BatchSettings } from '../batch-body';
+import type { SetupOp, SetupSnapshot, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WebhookBatch, WebhookFilter, WriteKeyRecord } from '../store/contract';
 
 /**
  * The config file's `sources` against the store: what to write, and the difference in words.
@@ -69,6 +71,17 @@ export function storedWebhooks(webhooks: ResolvedWebhooks): StoredWebhooks {
   return rest;
 }
 
+/** A URL's `batch` as the difference and the admin API show it: every field, the defaults filled. */
+export function shownBatch(batch: WebhookBatch): BatchSettings {
+  return { maxEvents: batch.maxEvents, maxBytes: batch.maxBytes ?? BATCH_DEFAULTS.maxBytes, maxWaitMs: batch.maxWaitMs ?? BATCH_DEFAULTS.maxWaitMs };
+}
+
+function batchText(batch: WebhookBatch | undefined): string {
+  if (batch === undefined) return 'none';
+  const { maxEvents, maxBytes, maxWaitMs } = shownBatch(batch);
+  return `${maxEvents} calls, ${maxBytes} bytes, ${maxWaitMs} ms`;
+}
+
 /** A URL as the difference and the admin API show it: no credentials, no query. */
 export function shownUrl(url: string): string {
   try {
@@ -119,6 +132,7 @@ export function describeChange(record: Pick<SourceRecord, 'enabled' | 'webhooks'
       if (a.transform?.code !== b.transform?.code || a.transform?.timeoutMs !== b.transform?.timeoutMs) {
         changes.push(`${at}.transform ${a.transform === undefined ? 'set' : b.transform === undefined ? 'removed' : 'changed'}`);
       }
+      if (batchText(a.batch) !== batchText(b.batch)) changes.push(`${at}.batch: ${batchText(a.batch)} → ${batchText(b.batch)}`);
     }
   }
   const beforeSecrets = secretsOf(before);

@@ -5,7 +5,7 @@ import type { StoredWebhooks } from '../store/contract';
 export const PATCH_FIELDS = ['enabled', 'webhooks', 'sharedSecret', 'signing', 'ordering'] as const;
 
 /** The fields of a `webhooks[]` entry of a patch that starts from a URL set now (`from`). */
-const FROM_FIELDS = ['from', 'url', 'headers', 'rateLimit', 'filter', 'transform'] as const;
+const FROM_FIELDS = ['from', 'url', 'headers', 'rateLimit', 'filter', 'transform', 'batch'] as const;
 
 export interface MergedPatch {
   /** The whole destination in the shape `PUT` takes, to be checked by the same rules. */
@@ -20,8 +20,8 @@ export interface MergedPatch {
  * `webhooks`, an entry with `from: i` is the URL now at index i (as `GET` lists them) with only
  * what the entry gives changed: `url` replaces its address; `headers` sets each header named with
  * a string and removes each named with null (names in any case), the others stay; `rateLimit`,
- * `filter` and `transform` replace, or remove with null. An entry without `from` is a new URL, as in `PUT`; a URL
- * the list leaves out is removed. Pure: checking the result is the caller's.
+ * `filter`, `transform` and `batch` replace, or remove with null. An entry without `from` is a new
+ * URL, as in `PUT`; a URL the list leaves out is removed. Pure: checking the result is the caller's.
  */
 export function mergeWebhooksPatch(enabled: boolean, current: StoredWebhooks, patch: Record<string, unknown>): MergedPatch {
   for (const key of Object.keys(patch)) {
@@ -56,7 +56,7 @@ function mergeEntry(current: StoredWebhooks, entry: unknown, field: string): unk
   }
   const before = current.webhooks[from]!;
   const merged: Record<string, unknown> = { url: entry.url ?? before.url, headers: mergeHeaders(before.headers, entry.headers, `${field}.headers`) };
-  for (const key of ['rateLimit', 'filter', 'transform'] as const) {
+  for (const key of ['rateLimit', 'filter', 'transform', 'batch'] as const) {
     const value = key in entry ? entry[key] : before[key];
     if (value !== undefined && value !== null) merged[key] = value;
   }

@@ -49,6 +49,12 @@ describe('eventrelay check and serve refuse every kind of bad config naming its 
     { kind: 'an admin token of spaces only', command: 'check', config: () => file('token.json', { adminToken: ' ', sources: [WEB] }), field: 'at adminToken' },
     { kind: 'a host that is no host', command: 'check', config: () => file('host.json', { host: 'not a host!', sources: [WEB] }), field: 'at host' },
     { kind: 'a source name of 10,000 characters', command: 'check', config: () => file('long.json', { sources: [{ name: 'n'.repeat(10_000), writeKey: 'k' }] }), field: 'at sources[0].name' },
+    {
+      kind: 'a batch of 5000 calls on a URL',
+      command: 'check',
+      config: () => file('batch.json', { sources: [{ ...WEB, destinations: { Webhooks: { webhooks: [{ url: 'https://hooks.example.com/', batch: { maxEvents: 5000 } }] } } }] }),
+      field: 'at sources[0].destinations.Webhooks.webhooks[0].batch.maxEvents',
+    },
     { kind: 'an unknown field', command: 'check', config: () => file('unknown.json', { sources: [{ ...WEB, destination: {} }] }), field: 'at sources[0].destination' },
     { kind: 'an unset variable', command: 'check', config: () => file('unset.json', { adminToken: { env: 'NOT_SET_ANYWHERE' }, sources: [WEB] }), field: 'at adminToken' },
     { kind: 'a host that is not this machine', command: 'serve', config: () => file('far.json', { host: '203.0.113.7', storage: { type: 'memory' } }), field: 'at host' },
@@ -82,6 +88,13 @@ describe('eventrelay check and serve refuse every kind of bad config naming its 
       expect(result.stderr).not.to.match(/\n\s+at /);
     });
   }
+
+  it('takes a batch per URL within its ranges', async () => {
+    const batch = { maxEvents: 4000, maxBytes: 1024, maxWaitMs: 0 };
+    const result = await runCli(['check', '--config', file('batch-ok.json', { sources: [{ ...WEB, destinations: { Webhooks: { webhooks: [{ url: 'https://hooks.example.com/', batch }] } } }] })]);
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stdout).to.contain('OK (1 sources: web)');
+  });
 
   it('reads a file that starts with a byte order mark', async () => {
     const result = await runCli(['check', '--config', file('bom.json', `\ufeff${JSON.stringify({ sources: [WEB] })}`)]);

@@ -90,8 +90,8 @@ describe('the debugger page: what it opens with, the Sources editor, its icon (C
     const shown = (await admin('GET', '/admin/sources/shop')).destinations.Webhooks;
     expect(shown).to.deep.include({ enabled: true, signing: 'x-signature', hasSharedSecret: true });
     expect(shown.webhooks).to.deep.equal([
-      { url: `${s.receiver.url}/one?[redacted]`, headerNames: ['Authorization', 'X-Team'], rateLimit: null, filter: null, transform: null },
-      { url: `${s.receiver.url}/two`, headerNames: [], rateLimit: { perSecond: 40 }, filter: null, transform: null },
+      { url: `${s.receiver.url}/one?[redacted]`, headerNames: ['Authorization', 'X-Team'], rateLimit: null, filter: null, transform: null, batch: null },
+      { url: `${s.receiver.url}/two`, headerNames: [], rateLimit: { perSecond: 40 }, filter: null, transform: null, batch: null },
     ]);
     // The form shows the settings as saved, ready for the next change.
     expect(await s.page.inputValue('#wh-rate-1')).to.equal('40');

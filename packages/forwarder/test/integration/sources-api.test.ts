@@ -172,7 +172,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
         signing: 'x-signature',
         ordering: 'none',
         hasSharedSecret: true,
-        webhooks: [{ url: `${receiver.url}/put?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null }],
+        webhooks: [{ url: `${receiver.url}/put?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null, batch: null }],
       });
       expect((await ingest(key, [track('p1')])).status).to.equal(200);
       await waitFor(() => at('/put?token=q').length === 1, 'the delivery');
@@ -206,9 +206,9 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
         ordering: 'user',
         hasSharedSecret: true,
         webhooks: [
-          { url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: { perSecond: 100 }, filter: { types: ['track'] }, transform: null },
-          { url: `${receiver.url}/pa?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null },
-          { url: `${receiver.url}/pc`, headerNames: [], rateLimit: null, filter: null, transform: null },
+          { url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: { perSecond: 100 }, filter: { types: ['track'] }, transform: null, batch: null },
+          { url: `${receiver.url}/pa?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null, batch: null },
+          { url: `${receiver.url}/pc`, headerNames: [], rateLimit: null, filter: null, transform: null, batch: null },
         ],
       });
       expect((await call(`${url}/admin/sources/partial`, 'GET')).json.destinations.Webhooks).to.deep.equal(patched.json);
@@ -222,11 +222,11 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       expect(at('/pb?token=q')[0]!.headers['x-new']).to.equal('new');
 
       // A URL's limit and filter removed with null; the secret removed with null.
-      const cleared = await call(webhooks, 'PATCH', { sharedSecret: null, webhooks: [{ from: 0, rateLimit: null, filter: null, transform: null }] });
+      const cleared = await call(webhooks, 'PATCH', { sharedSecret: null, webhooks: [{ from: 0, rateLimit: null, filter: null, transform: null, batch: null }] });
       expect(cleared.status, cleared.text).to.equal(200);
       expect(cleared.json.hasSharedSecret).to.equal(false);
       expect(cleared.json.ordering).to.equal('user');
-      expect(cleared.json.webhooks).to.deep.equal([{ url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: null, filter: null, transform: null }]);
+      expect(cleared.json.webhooks).to.deep.equal([{ url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: null, filter: null, transform: null, batch: null }]);
 
       // Refused as a PUT of the whole would be, naming the field; nothing changes.
       const refusedWith = async (answer: Promise<Answer>, status: number, field: string) => {
@@ -446,7 +446,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       // Nothing was lost: the source, its key and its destination work as before.
       const list = await call(`${url}/admin/sources`, 'GET');
       expect(list.json.sources.map((s: { name: string }) => s.name)).to.deep.equal(['keep']);
-      expect(list.json.sources[0].destinations.Webhooks.webhooks).to.deep.equal([{ url: `${receiver.url}/keep?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null }]);
+      expect(list.json.sources[0].destinations.Webhooks.webhooks).to.deep.equal([{ url: `${receiver.url}/keep?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null, batch: null }]);
       expect((await ingest(key, [track('k1')])).status).to.equal(200);
       await waitFor(() => at('/keep?token=q').length === 1, 'the delivery after bad input');
     });

@@ -104,7 +104,8 @@ function openSource(source, keepForm) {
     webhooks.webhooks.forEach((w, i) => {
       const headers = w.headerNames.length ? ` (headers: ${w.headerNames.join(', ')})` : '';
       const limit = w.rateLimit ? `, at most ${w.rateLimit.perSecond} a second` : '';
-      rows.push([`URL ${i + 1}`, `${w.url}${headers}${limit}${filterText(w.filter)}`]);
+      const batch = w.batch ? `; batched: up to ${w.batch.maxEvents} calls, ${w.batch.maxBytes} bytes, ${w.batch.maxWaitMs} ms` : '';
+      rows.push([`URL ${i + 1}`, `${w.url}${headers}${limit}${filterText(w.filter)}${batch}`]);
     });
     rows.push(['signing', `${webhooks.signing}${webhooks.hasSharedSecret ? ', with a shared secret' : ', unsigned'}`]);
     rows.push(['order', webhooks.ordering === 'user' ? 'per user' : 'none']);

@@ -11,6 +11,7 @@ import { $, input, select, textarea } from '../dom.js';
 /** @typedef {NonNullable<WebhooksInput['signing']>} Signing */
 /** @typedef {NonNullable<WebhooksInput['ordering']>} Ordering */
 /** @typedef {NonNullable<Webhooks['webhooks'][number]['filter']>} Filter */
+/** @typedef {NonNullable<NewUrl['batch']>} Batch */
 
 /**
  * A URL's line of the form, as typed.
@@ -21,6 +22,7 @@ import { $, input, select, textarea } from '../dom.js';
  * @property {string[]} types
  * @property {string[]} events
  * @property {string} transform the code of its transform; '' for none
+ * @property {[string, string, string]} batch its batch's max events, max bytes and max wait (ms); all '' for none
  */
 /**
  * The form, as typed.
@@ -64,6 +66,10 @@ export function fillWebhooksForm(webhooks) {
     textarea(`wh-transform-${i}`).value = w && w.transform ? w.transform.code : '';
     textarea(`wh-transform-${i}`).rows = w && w.transform ? Math.min(12, w.transform.code.split('\n').length) : 1;
     timeouts[i] = w && w.transform ? w.transform.timeoutMs : undefined;
+    const batch = w ? w.batch : null;
+    input(`wh-batch-events-${i}`).value = batch ? String(batch.maxEvents) : '';
+    input(`wh-batch-bytes-${i}`).value = batch ? String(batch.maxBytes) : '';
+    input(`wh-batch-wait-${i}`).value = batch ? String(batch.maxWaitMs) : '';
   }
   const secretSet = webhooks !== null && webhooks.hasSharedSecret;
   input('wh-secret').value = '';
@@ -93,6 +99,7 @@ function readWebhooksForm() {
       types: input(`wh-types-${i}`).value.split(/[\s,]+/).filter(Boolean),
       events: textarea(`wh-events-${i}`).value.split('\n').filter((line) => line !== ''),
       transform: textarea(`wh-transform-${i}`).value,
+      batch: [input(`wh-batch-events-${i}`).value.trim(), input(`wh-batch-bytes-${i}`).value.trim(), input(`wh-batch-wait-${i}`).value.trim()],
     });
   }
   return {
@@ -157,6 +164,23 @@ function filterOf(row) {
   return filter;
 }
 
+/**
+ * A URL's batch as the API takes it; undefined for none (all three boxes empty). A box left empty
+ * is left out: the API fills `maxBytes` and `maxWaitMs`, and names `maxEvents` when it is missing.
+ * @param {FormRow} row
+ */
+function batchOf(row) {
+  const [events, bytes, wait] = row.batch;
+  if (!events && !bytes && !wait) return undefined;
+  // Sent as typed: the API checks the ranges and names the field when one is wrong.
+  /** @type {Partial<Batch>} */
+  const batch = {};
+  if (events) batch.maxEvents = Number(events);
+  if (bytes) batch.maxBytes = Number(bytes);
+  if (wait) batch.maxWaitMs = Number(wait);
+  return /** @type {Batch} */ (batch);
+}
+
 /** Each URL's `timeoutMs` as the source has it, kept when its code is edited here. @type {(number | undefined)[]} */
 const timeouts = [];
 
@@ -196,6 +220,8 @@ function newUrl(row, headers, index) {
   if (rate) entry.rateLimit = rate;
   const filter = filterOf(row);
   if (filter) entry.filter = filter;
+  const batch = batchOf(row);
+  if (batch) entry.batch = batch;
   return entry;
 }
 
@@ -272,6 +298,7 @@ function changedWebhooks(base, form) {
     if (row.rate !== was.rate) entry.rateLimit = rateOf(row) || null;
     if (row.types.join() !== was.types.join() || row.events.join('\n') !== was.events.join('\n')) entry.filter = filterOf(row) || null;
     if (row.transform !== was.transform) entry.transform = transformOf(row, i) || null;
+    if (row.batch.join() !== was.batch.join()) entry.batch = batchOf(row) || null;
     if (Object.keys(entry).length > 1) urlsChanged = true;
     webhooks.push(entry);
   });

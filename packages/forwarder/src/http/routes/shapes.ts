@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf } from './define';
-import { IngestRateLimitInput, SourceSchemaInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput } from '../../config/shapes';
+import { BATCH_SETTING_RANGES } from '../../batch-body';
+import { IngestRateLimitInput, SourceSchemaInput, WebhookBatchInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput } from '../../config/shapes';
 
 // The config file's shapes the admin API takes too: one schema for both (named components here).
-export { SourceSchemaInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput };
+export { SourceSchemaInput, WebhookBatchInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput };
 
 /*
  * The shapes of the API's bodies, by name: each is a component of the OpenAPI document
@@ -263,13 +264,23 @@ export const SourceSettingsInput = Type.Object(
   { additionalProperties: false },
 );
 
+/** A URL's batching as shown: every field, the defaults filled. */
+export const WebhookBatch = Type.Object(
+  {
+    maxEvents: Type.Integer({ minimum: BATCH_SETTING_RANGES.maxEvents[0], maximum: BATCH_SETTING_RANGES.maxEvents[1] }),
+    maxBytes: Type.Integer({ minimum: BATCH_SETTING_RANGES.maxBytes[0], maximum: BATCH_SETTING_RANGES.maxBytes[1] }),
+    maxWaitMs: Type.Integer({ minimum: BATCH_SETTING_RANGES.maxWaitMs[0], maximum: BATCH_SETTING_RANGES.maxWaitMs[1] }),
+  },
+  { additionalProperties: false },
+);
+
 export const WebhooksDestination = Type.Object(
   {
     enabled: Type.Boolean(),
     signing: Enum(['x-signature', 'standard-webhooks', 'both']),
     ordering: Enum(['none', 'user']),
     hasSharedSecret: Type.Boolean(),
-    webhooks: Type.Array(Type.Object({ url: Type.String({ description: 'No credentials, no query.' }), headerNames: Type.Array(Type.String()), rateLimit: OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })]), filter: OneOf([Type.Null(), WebhookFilter]), transform: OneOf([Type.Null(), Type.Object({ code: Type.String(), timeoutMs: Type.Integer({ minimum: 1, maximum: 1000 }) }, { additionalProperties: false })]) }, { additionalProperties: false })),
+    webhooks: Type.Array(Type.Object({ url: Type.String({ description: 'No credentials, no query.' }), headerNames: Type.Array(Type.String()), rateLimit: OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })]), filter: OneOf([Type.Null(), WebhookFilter]), transform: OneOf([Type.Null(), Type.Object({ code: Type.String(), timeoutMs: Type.Integer({ minimum: 1, maximum: 1000 }) }, { additionalProperties: false })]), batch: OneOf([Type.Null(), WebhookBatch]) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );

@@ -25,6 +25,19 @@ export interface ResolvedWebhookEntry {
   readonly filter?: WebhookFilter;
   /** The body this URL gets, reshaped by code (docs/transformations.md); present only when set. */
   readonly transform?: WebhookTransform;
+  /** Its calls go together, as one POST of a JSON array (issue 45); present only when set. */
+  readonly batch?: WebhookBatch;
+}
+
+/**
+ * A URL's batching as written (issue 45): at most `maxEvents` calls (1 to 4000) and `maxBytes`
+ * bytes (1024 to 1 MB, default 512 KB) in one body, sent `maxWaitMs` (0 to 60 000, default 1000)
+ * after its first call at the latest. The optional fields are present only when set.
+ */
+export interface WebhookBatch {
+  readonly maxEvents: number;
+  readonly maxBytes?: number;
+  readonly maxWaitMs?: number;
 }
 
 /** A URL's transformation: `code` defines `function transform(message)`; `timeoutMs` (1 to 1000, default 100) caps each call. */

@@ -32,6 +32,17 @@ describe('mergeWebhooksPatch', () => {
     ]);
   });
 
+  it('keeps a URL\'s batch as stored unless the entry names it: replaced whole, or removed with null', () => {
+    const batched: StoredWebhooks = { ...current, webhooks: [{ url: 'https://a.test/', headers: {}, batch: { maxEvents: 50, maxWaitMs: 0 } }, { url: 'https://b.test/', headers: {} }] };
+    const merged = mergeWebhooksPatch(true, batched, { webhooks: [{ from: 0, headers: { 'X-New': 'n' } }, { from: 1, batch: { maxEvents: 3 } }] });
+    expect(merged.body.webhooks).to.deep.equal([
+      { url: 'https://a.test/', headers: { 'X-New': 'n' }, batch: { maxEvents: 50, maxWaitMs: 0 } },
+      { url: 'https://b.test/', headers: {}, batch: { maxEvents: 3 } },
+    ]);
+    const removed = mergeWebhooksPatch(true, batched, { webhooks: [{ from: 0, batch: null }] });
+    expect(removed.body.webhooks).to.deep.equal([{ url: 'https://a.test/', headers: {} }]);
+  });
+
   it('replaces or removes the secret when named; then the rotated ones do not stay', () => {
     expect(mergeWebhooksPatch(true, current, { sharedSecret: 'next' })).to.deep.include({ sameSecret: false });
     expect(mergeWebhooksPatch(true, current, { sharedSecret: 'next' }).body.sharedSecret).to.equal('next');
