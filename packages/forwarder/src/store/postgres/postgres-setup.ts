@@ -1,4 +1,4 @@
-import { checkout } from './pg-checkout';
+import { checkout } from './pg-driver';
 import type { Pool, PoolClient } from 'pg';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';

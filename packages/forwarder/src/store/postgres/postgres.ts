@@ -1,6 +1,5 @@
-import { checkout } from './pg-checkout';
+import { booleanArray, checkout, numberArray, pgText, storedKey, textArray } from './pg-driver';
 import { createRequire } from 'node:module';
-import { booleanArray, numberArray, pgText, storedKey, textArray } from './pg-values';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
 import type { Client, Pool, PoolClient, PoolConfig } from 'pg';
