@@ -74,6 +74,14 @@ export function numberArray(values: readonly (number | null | undefined)[]): str
   return `${out}}`;
 }
 
+/** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
+const COUNTER_SHARDS = 16;
+
+/** The counter row (shard) a commit adds to. */
+export function shard(): number {
+  return Math.floor(Math.random() * COUNTER_SHARDS);
+}
+
 /** The query in flight fails with the same error, and its caller handles it. */
 const ignore = (): void => {};
 

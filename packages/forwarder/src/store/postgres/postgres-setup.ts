@@ -118,7 +118,7 @@ export class PostgresSetup implements SetupStore {
           SETUP.failDeliveries,
           [op.at, op.reason, op.name],
         );
-        const count = failed.rowCount ?? 0;
+        const count = (failed.rows[0] as { n: number }).n;
         if (count > 0) {
           await client.query(
             SETUP.addFailed,
