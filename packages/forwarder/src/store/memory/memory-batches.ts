@@ -54,7 +54,7 @@ export class MemoryBatches implements BatchStore {
       if (d === undefined || d.lease !== m.lease) return null;
       known.set(m.id, { id: d.id, source: d.source, messageId: d.messageId, orderKey: d.orderKey, createdAt: d.createdAt });
     }
-    const stored = this.insert(batches, now, lease, known);
+    const stored = this.insert(batches, heldBy(batches, known), now, lease);
     for (const id of new Set(batches.flatMap((b) => b.members))) this.queue.park(id);
     return stored;
   }
@@ -68,9 +68,10 @@ export class MemoryBatches implements BatchStore {
     const current = this.queue.pendingDelivery(batch.id);
     if (record === undefined || current === undefined || current.lease !== batch.lease) return null;
     const known = new Map(record.members.map((m) => [m.id, m]));
+    const held = heldBy(parts, known);
     this.queue.removeBatch(batch.id);
     this.forget(batch.id, record);
-    return this.insert(parts, now, lease, known);
+    return this.insert(parts, held, now, lease);
   }
 
   async recordBatches(outcomes: readonly DeliveryOutcome[]): Promise<BatchRecordResult> {
@@ -114,15 +115,8 @@ export class MemoryBatches implements BatchStore {
     return (this.holders.get(id) ?? []).some((b) => b !== batchId && (this.queue.pendingDelivery(b) !== undefined || this.records.get(b)?.ended === 'delivered'));
   }
 
-  /** Stores batch deliveries and their members; every member checked before anything is stored. */
-  private insert(batches: readonly NewBatch[], now: number, lease: LeaseRequest, known: ReadonlyMap<number, BatchMember>): PendingDelivery[] {
-    const held = batches.map((b) =>
-      b.members.map((id) => {
-        const member = known.get(id);
-        if (member === undefined) throw new TypeError(`Batch member ${id} is not one of the calls the batch was made for`);
-        return member;
-      }),
-    );
+  /** Stores batch deliveries with their members (`held`, by batch). */
+  private insert(batches: readonly NewBatch[], held: readonly (readonly BatchMember[])[], now: number, lease: LeaseRequest): PendingDelivery[] {
     return batches.map((b, i) => {
       const members = held[i]!;
       const d = this.queue.insertBatch(b, now, lease);
@@ -140,4 +134,15 @@ export class MemoryBatches implements BatchStore {
       else this.holders.set(m.id, rest);
     }
   }
+}
+
+/** The members of each batch, every one checked before anything is stored (a caller's mistake throws). */
+function heldBy(batches: readonly NewBatch[], known: ReadonlyMap<number, BatchMember>): BatchMember[][] {
+  return batches.map((b) =>
+    b.members.map((id) => {
+      const member = known.get(id);
+      if (member === undefined) throw new TypeError(`Batch member ${id} is not one of the calls the batch was made for`);
+      return member;
+    }),
+  );
 }

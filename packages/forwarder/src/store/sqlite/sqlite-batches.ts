@@ -143,6 +143,8 @@ export class SqliteBatches implements BatchStore {
     const stale: number[] = [];
     const released: string[] = [];
     const ended: FinishedMember[] = [];
+    /** Whether a delivered body (a batch's, its members') was erased: the WAL still holds it. */
+    let erased = false;
     const end = (rows: readonly MemberRow[], status: FinishedMember['status'], batchId: number): void => {
       for (const row of rows.slice().sort((a, b) => a.id - b.id)) ended.push({ ...toMember(row), status, batchId });
       // After the whole statement: members of one key ended together release nothing among themselves.
@@ -165,6 +167,7 @@ export class SqliteBatches implements BatchStore {
           from = ABANDONED;
         }
         recorded++;
+        erased = true;
         const rows = s.deliverMembers.all(o.attempts, o.firstAttemptAt, o.at, from, o.id) as MemberRow[];
         delivered += rows.length;
         if (from === ABANDONED) revived += rows.length;
@@ -182,7 +185,7 @@ export class SqliteBatches implements BatchStore {
     }
     if (delivered > 0) s.addCounter.run(delivered, 'delivered');
     if (failed - revived !== 0) s.addCounter.run(failed - revived, 'failed');
-    if (delivered > 0 || outcomes.some((o) => o.status === 'delivered')) this.scrubSoon();
+    if (erased) this.scrubSoon();
     return { recorded, stale, released, members: ended };
   }
 }

@@ -107,6 +107,25 @@ export function batchContract(name: string, create: () => Promise<ForwarderStore
       expect(await store.batches.seal(leases(again), [batchOf(byId(again))], T0 + 5 + B.ms, A)).to.have.length(1);
     });
 
+    it('refuses a batch holding a call it was not made for, storing nothing', async () => {
+      const [a, b] = await claimed('a', 'b');
+      const refused = await store.batches.seal(leases([a!]), [batchOf([a!]), batchOf([a!, b!], 1)], SEALED, A).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).to.be.instanceOf(TypeError);
+      // Nothing parked: both are due again at the end of their claim.
+      expect((await store.claim('web', T0 + A.ms, 10, B)).map((d) => d.kind)).to.deep.equal(['message', 'message']);
+      const [batch] = (await store.batches.seal(leases([a!, b!]).map((m) => ({ ...m, lease: m.lease + 1 })), [batchOf([a!, b!])], T0 + A.ms, B))!;
+      const parts = [batchOf([a!]), { ...batchOf([b!]), members: [b!.id + 100] }];
+      const wrong = await store.batches.split({ id: batch!.id, lease: batch!.lease }, parts, T0 + A.ms + 1, B).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(wrong).to.be.instanceOf(TypeError);
+      expect((await store.batches.members(batch!.id)).map((m) => m.messageId)).to.deep.equal(['a', 'b']);
+    });
+
     it('hands a batch delivery out again once its lease lapses, and never a parked call', async () => {
       const members = await claimed('a', 'b');
       const [batch] = (await store.batches.seal(leases(members), [batchOf(members)], SEALED, A))!;
