@@ -9,7 +9,6 @@ import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { SourceDeletedError } from '../contract';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
 import { PARKED_AT } from '../contract';
-import type { NewBatch } from '../contract';
 import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
 import { MemoryBatches } from './memory-batches';
 import type { MemoryQueue } from './memory-batches';
@@ -31,7 +30,7 @@ function publicView(item: Pending): PendingDelivery {
  * what durability costs. Finished deliveries are counted and dropped at once (there is nothing
  * to look at after a restart anyway).
  */
-export class MemoryStore implements ForwarderStore, MemoryQueue {
+export class MemoryStore implements ForwarderStore {
   private nextId = 1;
   /** Pending deliveries by id; a heap per source orders them by due time (lease end while claimed). */
   private readonly pending = new Map<number, Pending>();
@@ -60,7 +59,7 @@ export class MemoryStore implements ForwarderStore, MemoryQueue {
   readonly usage = new MemoryUsageStore(() => this.setup.ids());
   readonly rateBudget: MemoryRateBudget;
   /** The queue's batches: their deliveries are in this queue, their members kept beside it. */
-  readonly batches = new MemoryBatches(this);
+  readonly batches = new MemoryBatches(this.batchQueue());
   readonly shared = false;
   readonly cluster = null;
 
@@ -320,84 +319,78 @@ export class MemoryStore implements ForwarderStore, MemoryQueue {
 
   async close(): Promise<void> {}
 
-  // The queue as the batches reach it (MemoryQueue, memory-batches.ts).
-
-  pendingDelivery(id: number): PendingDelivery | undefined {
-    return this.pending.get(id);
-  }
-
-  isAbandoned(id: number): boolean {
-    return this.abandoned.has(id);
-  }
-
-  insertBatch(batch: NewBatch, now: number, lease: LeaseRequest): PendingDelivery {
-    const until = now + lease.ms;
-    const { members: _members, ...fields } = batch;
-    // Due at the lease's end, as the SQL stores have it.
-    const item: Pending = {
-      ...fields,
-      kind: 'batch',
-      createdAt: now,
-      orderKey: undefined,
-      id: this.nextId++,
-      lease: 1,
-      attempts: 0,
-      firstAttemptAt: undefined,
-      nextAttemptAt: until,
-      dueAt: until,
-      owner: lease.owner,
+  /**
+   * The queue as its batches reach it (MemoryQueue, memory-batches.ts): an object of its own, so
+   * that these steps are no part of the store's public interface.
+   */
+  private batchQueue(): MemoryQueue {
+    return {
+      pendingDelivery: (id) => this.pending.get(id),
+      isAbandoned: (id) => this.abandoned.has(id),
+      insertBatch: (batch, now, lease) => {
+        const until = now + lease.ms;
+        const { members: _members, ...fields } = batch;
+        // Due at the lease's end, as the SQL stores have it.
+        const item: Pending = {
+          ...fields,
+          kind: 'batch',
+          createdAt: now,
+          orderKey: undefined,
+          id: this.nextId++,
+          lease: 1,
+          attempts: 0,
+          firstAttemptAt: undefined,
+          nextAttemptAt: until,
+          dueAt: until,
+          owner: lease.owner,
+        };
+        this.pending.set(item.id, item);
+        this.heap(item.source).push(item);
+        return publicView(item);
+      },
+      park: (id) => {
+        const d = this.pending.get(id);
+        // Out of the heap for good (its entry is stale now); still first in its key's line.
+        if (d !== undefined) this.pending.set(id, { ...d, lease: d.lease + 1, owner: undefined, nextAttemptAt: PARKED_AT, dueAt: PARKED_AT });
+      },
+      removeBatch: (id) => {
+        if (this.pending.get(id)?.kind === 'batch') this.pending.delete(id);
+      },
+      retryBatch: (o) => {
+        const current = this.pending.get(o.id);
+        if (current?.kind !== 'batch' || current.lease !== o.lease) return false;
+        const { attempts, firstAttemptAt, nextAttemptAt } = o;
+        const next: Pending = { ...current, attempts, firstAttemptAt, nextAttemptAt, dueAt: nextAttemptAt, owner: undefined };
+        this.pending.set(next.id, next);
+        this.heap(next.source).push(next);
+        return true;
+      },
+      endBatch: (o) => {
+        const current = this.pending.get(o.id);
+        if (current === undefined) {
+          if (o.status !== 'delivered' || this.abandoned.get(o.id)?.lease !== o.lease) return undefined;
+          this.abandoned.delete(o.id);
+          return 'revived';
+        }
+        if (current.kind !== 'batch' || (o.status !== 'delivered' && current.lease !== o.lease)) return undefined;
+        this.pending.delete(o.id);
+        return 'ended';
+      },
+      endMember: (id, status) => {
+        const current = this.pending.get(id);
+        if (current === undefined) return undefined;
+        this.pending.delete(id);
+        if (current.attempts > 0) this.retrying--;
+        this.totals[status]++;
+        return { released: this.finished(current) };
+      },
+      reviveMember: (id) => {
+        if (!this.abandoned.delete(id)) return false;
+        this.totals.failed--;
+        this.totals.delivered++;
+        return true;
+      },
     };
-    this.pending.set(item.id, item);
-    this.heap(item.source).push(item);
-    return publicView(item);
-  }
-
-  park(id: number): void {
-    const d = this.pending.get(id);
-    // Out of the heap for good (its entry is stale now); still first in its key's line.
-    if (d !== undefined) this.pending.set(id, { ...d, lease: d.lease + 1, owner: undefined, nextAttemptAt: PARKED_AT, dueAt: PARKED_AT });
-  }
-
-  removeBatch(id: number): void {
-    if (this.pending.get(id)?.kind === 'batch') this.pending.delete(id);
-  }
-
-  retryBatch(o: Extract<DeliveryOutcome, { status: 'retry' }>): boolean {
-    const current = this.pending.get(o.id);
-    if (current?.kind !== 'batch' || current.lease !== o.lease) return false;
-    const { attempts, firstAttemptAt, nextAttemptAt } = o;
-    const next: Pending = { ...current, attempts, firstAttemptAt, nextAttemptAt, dueAt: nextAttemptAt, owner: undefined };
-    this.pending.set(next.id, next);
-    this.heap(next.source).push(next);
-    return true;
-  }
-
-  endBatch(o: Extract<DeliveryOutcome, { status: 'delivered' | 'failed' }>): 'ended' | 'revived' | undefined {
-    const current = this.pending.get(o.id);
-    if (current === undefined) {
-      if (o.status !== 'delivered' || this.abandoned.get(o.id)?.lease !== o.lease) return undefined;
-      this.abandoned.delete(o.id);
-      return 'revived';
-    }
-    if (current.kind !== 'batch' || (o.status !== 'delivered' && current.lease !== o.lease)) return undefined;
-    this.pending.delete(o.id);
-    return 'ended';
-  }
-
-  endMember(id: number, status: 'delivered' | 'failed'): { readonly released: boolean } | undefined {
-    const current = this.pending.get(id);
-    if (current === undefined) return undefined;
-    this.pending.delete(id);
-    if (current.attempts > 0) this.retrying--;
-    this.totals[status]++;
-    return { released: this.finished(current) };
-  }
-
-  reviveMember(id: number): boolean {
-    if (!this.abandoned.delete(id)) return false;
-    this.totals.failed--;
-    this.totals.delivered++;
-    return true;
   }
 }
 
