@@ -46,6 +46,7 @@ const CAPABILITIES: ReadonlyArray<readonly [keyof ForwarderStore, 'function' | '
   ['rateBudget', 'object', 'rate budgets'],
   ['endpoints', 'object', 'endpoint states'],
   ['usage', 'object', 'what each source sends and its usage'],
+  ['batches', 'object', 'batched delivery'],
   ['shared', 'boolean', 'whether other processes share it'],
   ['cluster', 'object-or-null', 'the instances\' views, null for a store one process uses'],
   ['openLog', 'function', 'the delivery log'],

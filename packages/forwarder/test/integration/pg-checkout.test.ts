@@ -1,7 +1,7 @@
 import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import { checkout } from '../../src/store/postgres/pg-checkout';
+import { checkout } from '../../src/store/postgres/pg-driver';
 import { usePostgres } from '../../../../test/helpers/postgres';
 import { waitFor } from '../../../../test/helpers/wait';
 

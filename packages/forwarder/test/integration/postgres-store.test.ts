@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'mocha';
 import { orderingContract } from '../unit/store/ordering-contract';
+import { batchContract } from '../unit/store/batch-contract';
 import { expect } from 'chai';
 import pg from 'pg';
 import { loadDriver, PostgresStore } from '../../src/store/postgres/postgres';
@@ -21,7 +22,7 @@ describe('PostgresStore (real server)', function () {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters, sources, source_keys, source_events, source_usage RESTART IDENTITY');
+      await client.query('TRUNCATE messages, deliveries, batch_members, audiences, audience_members, counters, sources, source_keys, source_events, source_usage RESTART IDENTITY');
     } finally {
       await client.end();
     }
@@ -30,6 +31,7 @@ describe('PostgresStore (real server)', function () {
 
   storeContract('PostgresStore', emptyStore, { claimLeaseEnds: false });
   orderingContract('PostgresStore', emptyStore);
+  batchContract('PostgresStore', emptyStore);
   setupContract('PostgresStore', emptyStore);
   usageContract('PostgresStore', emptyStore);
 
@@ -110,6 +112,28 @@ describe('PostgresStore (real server)', function () {
       }
     });
 
+    it('fails a call held by two batches once both failed, when two instances record the failures at once', async () => {
+      for (let round = 0; round < 10; round++) {
+        const messageIds = [`two-${round}-a`, `two-${round}-b`];
+        await a.accept(messageIds.map((id) => accepted(id, true, 'two')));
+        const members = await a.claim('two', T0, 10, { owner: 'a', ms: 30_000 });
+        const batch = (url: number) => ({
+          source: 'two',
+          destination: `Webhooks#${url}`,
+          messageId: `batch-${round}-${url}`,
+          body: `[${members.map((m) => m.body).join(',')}]`,
+          members: members.map((m) => m.id),
+        });
+        const [one, other] = (await a.batches.seal(members.map((m) => ({ id: m.id, lease: m.lease })), [batch(0), batch(1)], T0 + 1, { owner: 'a', ms: 30_000 }))!;
+        const failed = (d: PendingDelivery) => ({ id: d.id, lease: d.lease, status: 'failed' as const, attempts: 1, firstAttemptAt: T0 + 2, at: T0 + 3, reason: 'HTTP 410' });
+        const [fromA, fromB] = await Promise.all([a.batches.recordBatches([failed(one!)]), b.batches.recordBatches([failed(other!)])]);
+        // Whichever wrote second saw the other's failure: each call failed once, by one of them.
+        const ended = [...fromA.members, ...fromB.members].map((m) => m.messageId).sort();
+        expect(ended, `round ${round}`).to.deep.equal(messageIds);
+      }
+      expect(await a.claim('two', T0 + 60_000, 10, { owner: 'a', ms: 30_000 })).to.deep.equal([]);
+    });
+
     it('leases a user\'s call at acceptance on one instance at a time, however their commits interleave, and delivers each user\'s calls in order', async () => {
       const lease = (owner: string, now: number) => ({ owner, ms: 60_000, now });
       /** The call of each user out now (leased at acceptance or claimed), by user. */
@@ -183,6 +207,42 @@ describe('PostgresStore (real server)', function () {
       await PostgresStore.open({ url: db.url }).catch((e: unknown) => (error = e));
       expect(error).to.be.instanceOf(StoreError).with.property('code', 'ERR_STORE_SCHEMA');
       await client.query('DELETE FROM schema_migrations WHERE version = 999');
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('upgrades a database of schema step 15 to batches: a call stored before is sealed, delivered and pruned with its links', async () => {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      // The database as the release before batches left it.
+      await client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
+      await client.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+      for (const step of POSTGRES_MIGRATIONS.filter((m) => m.version <= 15)) {
+        await client.query(step.up);
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)', [step.version, step.name]);
+      }
+      await client.query(
+        `INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at) VALUES ('old', 'Webhooks', 'message', 'old-1', '{}', $1, $1)`,
+        [T0],
+      );
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      try {
+        const { rows } = await client.query('SELECT version FROM schema_migrations ORDER BY version');
+        expect(rows.map((r: { version: number }) => r.version)).to.deep.equal(POSTGRES_MIGRATIONS.map((m) => m.version));
+        const [due] = await store.claim('old', T0, 10, { owner: 'x', ms: 1000 });
+        const [batch] = (await store.batches.seal([{ id: due!.id, lease: due!.lease }], [{ source: 'old', destination: 'Webhooks#0', messageId: 'b1', body: '[{}]', members: [due!.id] }], T0 + 1, { owner: 'x', ms: 1000 }))!;
+        expect((await store.batches.members(batch!.id)).map((m) => m.messageId)).to.deep.equal(['old-1']);
+        const result = await store.batches.recordBatches([{ id: batch!.id, lease: batch!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0 + 2, at: T0 + 3 }]);
+        expect(result.members.map((m) => m.messageId)).to.deep.equal(['old-1']);
+        expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0 });
+        expect(await store.prune(T0 + 4)).to.be.at.least(2);
+        expect((await client.query('SELECT count(*)::int AS n FROM batch_members')).rows).to.deep.equal([{ n: 0 }]);
+        expect((await client.query("SELECT count(*)::int AS n FROM deliveries WHERE source = 'old'")).rows).to.deep.equal([{ n: 0 }]);
+      } finally {
+        await store.close();
+      }
     } finally {
       await client.end();
     }

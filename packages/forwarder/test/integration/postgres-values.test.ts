@@ -2,7 +2,7 @@ import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import fc from 'fast-check';
-import { numberArray, pgText, textArray } from '../../src/store/postgres/pg-values';
+import { numberArray, pgText, textArray } from '../../src/store/postgres/pg-driver';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 describe('PostgreSQL array literals (real server)', function () {

@@ -166,7 +166,7 @@ describe('Forwarder (in process)', () => {
       error = caught;
     }
     expect(error).to.be.instanceOf(ConfigError);
-    for (const member of ['setup', 'rateBudget', 'endpoints', 'usage', 'shared', 'cluster', 'openLog']) expect((error as Error).message).to.contain(`\`${member}\``);
+    for (const member of ['setup', 'rateBudget', 'endpoints', 'usage', 'batches', 'shared', 'cluster', 'openLog']) expect((error as Error).message).to.contain(`\`${member}\``);
     // Every capability present: accepted.
     expect(() => createForwarder(config, { store: new MemoryStore() })).not.to.throw();
   });

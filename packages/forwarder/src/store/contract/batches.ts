@@ -71,10 +71,15 @@ export interface BatchStore {
    * `PARKED_AT`, its token bumped so that an outcome of the old claim is stale). Resolves with the
    * batch deliveries in the order given. When a member's lease no longer holds, stores nothing and
    * resolves with null: the caller drops the bodies, and the members are claimed again (by
-   * anyone) once their leases end. A member with no batch in `batches` is not touched.
+   * anyone) once their leases end. A member with no batch in `batches` is checked but not
+   * touched; a batch holding an id that is not in `members` is a caller's mistake: it rejects
+   * with a TypeError, storing nothing.
    */
   seal(members: readonly MemberLease[], batches: readonly NewBatch[], now: number, lease: LeaseRequest): Promise<PendingDelivery[] | null>;
-  /** The members of a batch delivery, in the order of its body; empty for an unknown id. */
+  /**
+   * The members of a batch delivery, in the order of its body; empty for an unknown id, and for a
+   * batch delivery pruned or split (a member pruned before its batch is left out).
+   */
   members(batchId: number): Promise<BatchMember[]>;
   /**
    * Writes outcomes of batch deliveries like `record` (leases checked the same way), in one
@@ -82,14 +87,17 @@ export interface BatchStore {
    * pending; a `failed` one fails each member still pending none of whose batches is pending or
    * delivered. An ended member counts in the store's `delivered` or `failed` totals (a batch
    * delivery counts in none), and an ordered one releases its source as `record` does. A `retry`
-   * touches no member.
+   * touches no member. A `delivered` outcome of a batch its source's deletion gave up while that
+   * lease was out is written as `record` writes one: its members given up with it count delivered,
+   * no longer failed.
    */
   recordBatches(outcomes: readonly DeliveryOutcome[]): Promise<BatchRecordResult>;
   /**
    * Replaces a leased batch delivery (answered 413) by `parts` over the same members, in one
    * transaction: when the lease (`batch.lease`) still holds, the batch delivery is removed, and
    * each part is stored and linked as `seal` does (leased to `lease.owner` from `now`). Resolves
-   * with the parts' deliveries, or null (nothing changed) when the lease no longer holds.
+   * with the parts' deliveries, or null (nothing changed) when the lease no longer holds. The
+   * members stay parked as they are. A part holding an id the batch does not is refused as in `seal`.
    */
   split(batch: MemberLease, parts: readonly NewBatch[], now: number, lease: LeaseRequest): Promise<PendingDelivery[] | null>;
 }

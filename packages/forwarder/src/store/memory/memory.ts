@@ -8,7 +8,10 @@ import { dayOf, MemoryUsageStore, USAGE_DAYS_KEPT } from '../usage';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { SourceDeletedError } from '../contract';
 import type { AcceptedMessage, AcceptLease, AcceptResult, AudienceChange, DeliveryOutcome, ForwarderStore, LeaseRequest, NewDelivery, PendingDelivery, RecordResult, StoreCounts } from '../contract';
+import { PARKED_AT } from '../contract';
 import { audienceChange, audienceChunks, KeyedTurns, yieldToEventLoop } from '../audience-change';
+import { MemoryBatches } from './memory-batches';
+import type { MemoryQueue } from './memory-batches';
 
 /** A pending delivery as kept here: `nextAttemptAt` is the lease's end while claimed, `dueAt` the time it was due. */
 interface Pending extends PendingDelivery {
@@ -55,6 +58,8 @@ export class MemoryStore implements ForwarderStore {
   /** What each source sends and its usage, kept by source id; a deleted source's rows go at the next prune. */
   readonly usage = new MemoryUsageStore(() => this.setup.ids());
   readonly rateBudget: MemoryRateBudget;
+  /** The queue's batches: their deliveries are in this queue, their members kept beside it. */
+  readonly batches = new MemoryBatches(this.batchQueue());
   readonly shared = false;
   readonly cluster = null;
 
@@ -78,6 +83,8 @@ export class MemoryStore implements ForwarderStore {
       if (delivery.source !== source) continue;
       this.pending.delete(id);
       this.abandoned.set(id, { lease: delivery.lease, at });
+      // A batch delivery is no call: its members count.
+      if (delivery.kind === 'batch') continue;
       if (delivery.attempts > 0) this.retrying--;
       failed++;
     }
@@ -287,16 +294,21 @@ export class MemoryStore implements ForwarderStore {
 
   async counts(): Promise<StoreCounts> {
     let oldestPendingAt: number | undefined;
+    let pending = 0;
     for (const d of this.pending.values()) {
+      // Calls not yet delivered: a batch delivery is not one (its members, parked, are).
+      if (d.kind === 'batch') continue;
+      pending++;
       if (oldestPendingAt === undefined || d.createdAt < oldestPendingAt) oldestPendingAt = d.createdAt;
     }
-    return { ...this.totals, pending: this.pending.size, retrying: this.retrying, oldestPendingAt };
+    return { ...this.totals, pending, retrying: this.retrying, oldestPendingAt };
   }
 
   async prune(before: number): Promise<number> {
     let removed = this.setup.prune(before);
     removed += await this.usage.prune(dayOf(before) - USAGE_DAYS_KEPT);
     for (const [id, given] of this.abandoned) if (given.at < before) this.abandoned.delete(id);
+    this.batches.prune();
     for (const [key, at] of this.seen) {
       if (at >= before) break;
       this.seen.delete(key);
@@ -306,6 +318,80 @@ export class MemoryStore implements ForwarderStore {
   }
 
   async close(): Promise<void> {}
+
+  /**
+   * The queue as its batches reach it (MemoryQueue, memory-batches.ts): an object of its own, so
+   * that these steps are no part of the store's public interface.
+   */
+  private batchQueue(): MemoryQueue {
+    return {
+      pendingDelivery: (id) => this.pending.get(id),
+      isAbandoned: (id) => this.abandoned.has(id),
+      insertBatch: (batch, now, lease) => {
+        const until = now + lease.ms;
+        const { members: _members, ...fields } = batch;
+        // Due at the lease's end, as the SQL stores have it.
+        const item: Pending = {
+          ...fields,
+          kind: 'batch',
+          createdAt: now,
+          orderKey: undefined,
+          id: this.nextId++,
+          lease: 1,
+          attempts: 0,
+          firstAttemptAt: undefined,
+          nextAttemptAt: until,
+          dueAt: until,
+          owner: lease.owner,
+        };
+        this.pending.set(item.id, item);
+        this.heap(item.source).push(item);
+        return publicView(item);
+      },
+      park: (id) => {
+        const d = this.pending.get(id);
+        // Out of the heap for good (its entry is stale now); still first in its key's line.
+        if (d !== undefined) this.pending.set(id, { ...d, lease: d.lease + 1, owner: undefined, nextAttemptAt: PARKED_AT, dueAt: PARKED_AT });
+      },
+      removeBatch: (id) => {
+        if (this.pending.get(id)?.kind === 'batch') this.pending.delete(id);
+      },
+      retryBatch: (o) => {
+        const current = this.pending.get(o.id);
+        if (current?.kind !== 'batch' || current.lease !== o.lease) return false;
+        const { attempts, firstAttemptAt, nextAttemptAt } = o;
+        const next: Pending = { ...current, attempts, firstAttemptAt, nextAttemptAt, dueAt: nextAttemptAt, owner: undefined };
+        this.pending.set(next.id, next);
+        this.heap(next.source).push(next);
+        return true;
+      },
+      endBatch: (o) => {
+        const current = this.pending.get(o.id);
+        if (current === undefined) {
+          if (o.status !== 'delivered' || this.abandoned.get(o.id)?.lease !== o.lease) return undefined;
+          this.abandoned.delete(o.id);
+          return 'revived';
+        }
+        if (current.kind !== 'batch' || (o.status !== 'delivered' && current.lease !== o.lease)) return undefined;
+        this.pending.delete(o.id);
+        return 'ended';
+      },
+      endMember: (id, status) => {
+        const current = this.pending.get(id);
+        if (current === undefined) return undefined;
+        this.pending.delete(id);
+        if (current.attempts > 0) this.retrying--;
+        this.totals[status]++;
+        return { released: this.finished(current) };
+      },
+      reviveMember: (id) => {
+        if (!this.abandoned.delete(id)) return false;
+        this.totals.failed--;
+        this.totals.delivered++;
+        return true;
+      },
+    };
+  }
 }
 
 /** Binary min-heap of pending deliveries by (nextAttemptAt, id). */

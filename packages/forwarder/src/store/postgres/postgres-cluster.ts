@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { numberArray, textArray } from './pg-values';
+import { numberArray, textArray } from './pg-driver';
 import type { PostgresListener } from './postgres-listen';
 import type { ClusterStore, StoredView, ViewWrite } from '../contract';
 import { CLUSTER, WATCHERS } from './sql';

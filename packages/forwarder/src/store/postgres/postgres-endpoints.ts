@@ -1,9 +1,8 @@
-import { checkout } from './pg-checkout';
+import { checkout, numberArray, pgText, textArray } from './pg-driver';
 import type { Pool } from 'pg';
 import { applyReport } from '../endpoint-state';
 import { toEndpointState } from '../endpoint-rows';
 import type { EndpointRow } from '../endpoint-rows';
-import { numberArray, pgText, textArray } from './pg-values';
 import type { DisableRule, EndpointReport, EndpointReportResult, EndpointState, EndpointStore } from '../contract';
 import { ENDPOINTS } from './sql';
 

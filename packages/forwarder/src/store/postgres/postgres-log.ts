@@ -1,10 +1,9 @@
-import { checkout } from './pg-checkout';
+import { checkout, numberArray, pgText, storedKey, textArray } from './pg-driver';
 import type { Pool, PoolClient } from 'pg';
 import createDebug from 'debug';
 import { applyAttempt, FINAL_STATES } from '../delivery-log';
 import { BufferedDeliveryLog, HOLD_MS } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
-import { numberArray, pgText, storedKey, textArray } from './pg-values';
 import { LOCK_CLASS, LOCKS } from './postgres-schema';
 import { attemptEntries, responseEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';

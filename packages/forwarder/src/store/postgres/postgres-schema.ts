@@ -338,6 +338,22 @@ ALTER TABLE log_messages ADD COLUMN IF NOT EXISTS responses text;
 CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL;
 `,
   },
+  {
+    version: 16,
+    name: 'batched delivery: the calls each batch delivery holds, in the order of its body',
+    // A batch is a row of deliveries (kind 'batch'); its members are the calls it holds, by
+    // position. The index finds a member's batches (a failed batch fails a member only when none
+    // of them is pending or delivered). A batch's links go with its row (split, prune).
+    up: `
+CREATE TABLE IF NOT EXISTS batch_members (
+  batch_id bigint NOT NULL,
+  delivery_id bigint NOT NULL,
+  position integer NOT NULL,
+  PRIMARY KEY (batch_id, position)
+);
+CREATE INDEX IF NOT EXISTS batch_members_by_delivery ON batch_members (delivery_id);
+`,
+  },
 ];
 
 /** The version the database is at (0: empty). */

@@ -1,4 +1,4 @@
-import { checkout } from './pg-checkout';
+import { checkout } from './pg-driver';
 import type { Pool, PoolClient } from 'pg';
 import { toKeyRecord, toSourceRecord } from '../sql-rows';
 import type { KeyRow, SourceRow } from '../sql-rows';
@@ -118,7 +118,7 @@ export class PostgresSetup implements SetupStore {
           SETUP.failDeliveries,
           [op.at, op.reason, op.name],
         );
-        const count = failed.rowCount ?? 0;
+        const count = (failed.rows[0] as { n: number }).n;
         if (count > 0) {
           await client.query(
             SETUP.addFailed,

@@ -1,6 +1,5 @@
-import { checkout } from './pg-checkout';
+import { checkout, numberArray, pgText, textArray } from './pg-driver';
 import type { Pool } from 'pg';
-import { numberArray, pgText, textArray } from './pg-values';
 import { capEvents, mergeDay } from '../usage';
 import { toSchemaCount, toUsageDay } from '../sql-rows';
 import type { DayRow, EventRow } from '../sql-rows';

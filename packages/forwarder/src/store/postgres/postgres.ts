@@ -1,6 +1,5 @@
-import { checkout } from './pg-checkout';
+import { booleanArray, checkout, numberArray, pgText, shard, storedKey, textArray } from './pg-driver';
 import { createRequire } from 'node:module';
-import { booleanArray, numberArray, pgText, storedKey, textArray } from './pg-values';
 import { leasedDelivery, toPendingDelivery } from '../sql-rows';
 import type { ClaimedRow } from '../sql-rows';
 import type { Client, Pool, PoolClient, PoolConfig } from 'pg';
@@ -14,6 +13,7 @@ import { PostgresRateBudget } from './postgres-rate';
 import { PostgresDeliveryLog } from './postgres-log';
 import { PostgresEndpointStore } from './postgres-endpoints';
 import { PostgresUsageStore } from './postgres-usage';
+import { PostgresBatches } from './postgres-batches';
 import { dayOf, USAGE_DAYS_KEPT } from '../usage';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
 import { SourceDeletedError } from '../contract';
@@ -43,9 +43,6 @@ const DEFAULTS = { poolSize: 10, connectTimeout: 5000 } as const;
 
 /** Most messages in one group commit. */
 const GROUP_MESSAGES = 5000;
-/** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
-const COUNTER_SHARDS = 16;
-
 type PgModule = typeof import('pg');
 
 /** `pg` is an optional peer dependency, required only when a forwarder opens this store. */
@@ -124,6 +121,8 @@ export class PostgresStore implements ForwarderStore {
   readonly endpoints: PostgresEndpointStore;
   /** What each source sends and its usage, added to by every instance. */
   readonly usage: PostgresUsageStore;
+  /** The queue's batches, shared by every instance (rows locked per transaction). */
+  readonly batches: PostgresBatches;
   readonly shared = true;
   /** This instance's one LISTEN connection, for every channel it follows. */
   private readonly listener: PostgresListener;
@@ -138,6 +137,7 @@ export class PostgresStore implements ForwarderStore {
     this.endpoints = new PostgresEndpointStore(fast);
     // Counts may lose their last second in a server crash (synchronous_commit off), never a message.
     this.usage = new PostgresUsageStore(fast, () => this.assertOpen());
+    this.batches = new PostgresBatches(fast, () => this.assertOpen());
   }
 
   /** The delivery log's tables come with the store's schema, migrated when it opened. */
@@ -715,10 +715,6 @@ function settleGroup(group: readonly AcceptRequest[], plan: AcceptPlan, rows: re
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function shard(): number {
-  return Math.floor(Math.random() * COUNTER_SHARDS);
 }
 
 function deliveryArrays(deliveries: readonly NewDelivery[]): unknown[] {

@@ -1,5 +1,6 @@
 import { AUDIENCE_CHUNK } from '../audience-change';
-import { ABANDONED, DELIVERED, PENDING } from '../statuses';
+import { PARKED_AT } from '../contract';
+import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
 
 /**
  * Every statement the PostgreSQL store runs, as text (as pg-boss keeps its in `plans`): the
@@ -171,6 +172,108 @@ export const RECORD_DELIVERED = `WITH w AS (
    ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
  SELECT id, source, ${NEXT_OF_KEY} AS next FROM w`;
 
+/**
+ * The queue's batches (`PostgresBatches`, contract/batches.ts): batch deliveries are rows of
+ * `deliveries` (kind 'batch'), linked to their members in `batch_members`. Every statement that
+ * writes a member or a batch row runs after BATCHES.lockMembers / lockBatches locked the rows in
+ * id order, in the same transaction: two instances recording batches that share members take
+ * their locks in one order, and the second sees what the first wrote.
+ */
+export const BATCHES = {
+  // `status + 0`: see RECORD.
+  lockMembers: `SELECT id, lease FROM deliveries WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING} ORDER BY id FOR UPDATE`,
+  lockBatches: `SELECT id, status, lease FROM deliveries WHERE id = ANY($1::bigint[]) AND kind = 'batch' ORDER BY id FOR UPDATE`,
+  // The members of batches `$1` still pending (or given up by their source's deletion), locked.
+  lockLinked: `SELECT id FROM deliveries WHERE id IN (SELECT delivery_id FROM batch_members WHERE batch_id = ANY($1::bigint[]))
+       AND status + 0 IN (${PENDING}, ${ABANDONED}) ORDER BY id FOR UPDATE`,
+  linked: 'SELECT delivery_id FROM batch_members WHERE batch_id = $1',
+  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
+       WHERE m.batch_id = $1 ORDER BY m.position`,
+  /**
+   * Parks members `$1` (never due, token bumped, no holder) and stores batch deliveries (`$2`-`$5`:
+   * source, destination, messageId, body), created at `$6`, leased to `$8` until `$7` as a claim
+   * leases, with their links (`$9`-`$11`: the batch's place in `$2`, the member, its position). The
+   * batches' ids follow the order given (`n`), as ACCEPT's deliveries do.
+   */
+  insert: `WITH p AS (
+       UPDATE deliveries SET next_attempt_at = ${PARKED_AT}, lease = lease + 1, lease_owner = NULL, leased_until = 0
+       WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING}),
+     b AS (
+       INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until)
+       SELECT x.s, x.d, 'batch', x.m, x.b, $6, $7, 1, $8, $7 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS x(s, d, m, b, n)
+       ORDER BY x.n
+       RETURNING id),
+     r AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM b),
+     l AS (
+       INSERT INTO batch_members (batch_id, delivery_id, position)
+       SELECT r.id, y.member, y.position FROM r JOIN unnest($9::bigint[], $10::bigint[], $11::int[]) AS y(n, member, position) ON y.n = r.n)
+   SELECT id FROM r ORDER BY id`,
+  // A batch delivery answered 413, while its lease holds: removed with its links, for its parts.
+  remove: `WITH g AS (DELETE FROM deliveries WHERE id = $1 AND kind = 'batch' AND status + 0 = ${PENDING} AND lease = $2 RETURNING id),
+     l AS (DELETE FROM batch_members WHERE batch_id IN (SELECT id FROM g))
+   SELECT id FROM g`,
+  /** The outcomes decided on the locked batch rows: retries (status 0), deliveries (the body goes), failures. */
+  write: `UPDATE deliveries d SET
+       status = o.status,
+       attempts = o.attempts,
+       first_attempt_at = o.first_at,
+       next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
+       finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
+       last_error = o.error,
+       body = CASE WHEN o.status = ${DELIVERED} THEN '' ELSE d.body END,
+       leased_until = 0,
+       lease_owner = NULL
+     FROM unnest($1::bigint[], $2::smallint[], $3::int[], $4::bigint[], $5::bigint[], $6::text[]) AS o(id, status, attempts, first_at, at, error)
+     WHERE d.id = o.id`,
+  /**
+   * The members of delivered batches `$1` still in `$2` (pending, or ABANDONED for a batch
+   * delivered under the lease out at its source's deletion), delivered with the batch's attempts;
+   * counted delivered (and no longer failed, given up ones), on counter shard `$6`.
+   */
+  deliverMembers: `WITH m AS (
+       SELECT DISTINCT ON (k.delivery_id) k.delivery_id, o.batch_id, o.from_status, o.attempts, o.first_at, o.at
+       FROM batch_members k JOIN unnest($1::bigint[], $2::smallint[], $3::int[], $4::bigint[], $5::bigint[]) AS o(batch_id, from_status, attempts, first_at, at)
+         ON k.batch_id = o.batch_id
+       ORDER BY k.delivery_id, o.batch_id),
+     x AS (
+       UPDATE deliveries d SET status = ${DELIVERED}, attempts = m.attempts, first_attempt_at = m.first_at, finished_at = m.at, body = '',
+         last_error = CASE WHEN d.status = ${ABANDONED} THEN NULL ELSE d.last_error END, leased_until = 0, lease_owner = NULL
+       FROM m WHERE d.id = m.delivery_id AND d.status + 0 = m.from_status
+       RETURNING d.id, d.source, d.message_id, d.order_key, d.created_at, m.batch_id, m.from_status),
+     c AS (
+       INSERT INTO counters (name, shard, value)
+       SELECT v.name, $6, v.value FROM (SELECT count(*) AS n, count(*) FILTER (WHERE from_status = ${ABANDONED}) AS r FROM x) k,
+         LATERAL (VALUES ('delivered', k.n), ('failed', -k.r)) AS v(name, value)
+       WHERE v.value <> 0
+       ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+   SELECT id, source, message_id, order_key, created_at, batch_id FROM x`,
+  /**
+   * The members of failed batches `$1` still pending none of whose batches is pending or
+   * delivered, failed with the batch's reason; counted failed on shard `$6`.
+   */
+  failMembers: `WITH m AS (
+       SELECT DISTINCT ON (k.delivery_id) k.delivery_id, o.batch_id, o.attempts, o.first_at, o.at, o.reason
+       FROM batch_members k JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::text[]) AS o(batch_id, attempts, first_at, at, reason)
+         ON k.batch_id = o.batch_id
+       ORDER BY k.delivery_id, o.batch_id),
+     x AS (
+       UPDATE deliveries d SET status = ${FAILED}, attempts = m.attempts, first_attempt_at = m.first_at, finished_at = m.at, last_error = m.reason,
+         leased_until = 0, lease_owner = NULL
+       FROM m WHERE d.id = m.delivery_id AND d.status + 0 = ${PENDING}
+         AND NOT EXISTS (SELECT 1 FROM batch_members h JOIN deliveries b ON b.id = h.batch_id
+           WHERE h.delivery_id = d.id AND b.status IN (${PENDING}, ${DELIVERED}))
+       RETURNING d.id, d.source, d.message_id, d.order_key, d.created_at, m.batch_id),
+     c AS (
+       INSERT INTO counters (name, shard, value)
+       SELECT 'failed', $6, count(*) FROM x HAVING count(*) > 0
+       ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
+   SELECT id, source, message_id, order_key, created_at, batch_id FROM x`,
+  // For each ended ordered member (`$1` source, `$2` key): whether another of its key is pending.
+  nextOfKey: `SELECT x.s AS source, EXISTS (
+       SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.order_key IS NOT NULL AND e.source = x.s AND e.order_key = x.k) AS next
+     FROM unnest($1::text[], $2::text[]) AS x(s, k)`,
+} as const;
+
 /** The other instances with a live-stream subscriber, and until when. */
 export const WATCHERS = 'SELECT owner, watching_until FROM instance_views WHERE owner <> $1 AND watching_until > $2';
 
@@ -216,7 +319,8 @@ export const QUEUE = {
   waitingFor: `SELECT b.message_id FROM deliveries d JOIN deliveries b
          ON b.status = ${PENDING} AND b.order_key IS NOT NULL AND b.source = d.source AND b.order_key = d.order_key AND b.id < d.id
        WHERE d.status = ${PENDING} AND d.order_key IS NOT NULL AND d.source = $1 AND d.message_id = $2 ORDER BY b.id LIMIT 1`,
-  nextDue: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2`,
+  // A parked batch member is never due: not a time to wake for.
+  nextDue: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = $1 AND next_attempt_at > $2 AND next_attempt_at < ${PARKED_AT}`,
   audienceLock: 'SELECT pg_advisory_lock($1, hashtext($2))',
   audienceSynced: 'SELECT 1 FROM audiences WHERE source = $1 AND audience = $2',
   audienceMembers: `SELECT user_id FROM audience_members WHERE source = $1 AND audience = $2 AND user_id > $3 ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`,
@@ -225,8 +329,9 @@ export const QUEUE = {
   audienceMark: 'INSERT INTO audiences (source, audience, synced_at) VALUES ($1, $2, $3) ON CONFLICT (source, audience) DO UPDATE SET synced_at = EXCLUDED.synced_at',
   audienceUnlock: 'SELECT pg_advisory_unlock($1, hashtext($2))',
   counters: 'SELECT name, sum(value)::bigint AS value FROM counters GROUP BY name',
+  // Calls not yet delivered: a batch delivery is not one (its members, parked, are).
   queue: `SELECT count(*)::int AS pending, count(*) FILTER (WHERE attempts > 0)::int AS retrying, min(created_at) AS oldest
-         FROM deliveries WHERE status = ${PENDING}`,
+         FROM deliveries WHERE status = ${PENDING} AND kind <> 'batch'`,
 } as const;
 
 /** Advisory locks: one pruner at a time over all instances (the queue's and the log's). */
@@ -350,8 +455,11 @@ export const SETUP = {
   deleteKeys: 'DELETE FROM source_keys WHERE source = $1',
   deleteMembers: 'DELETE FROM audience_members WHERE source = $1',
   deleteAudiences: 'DELETE FROM audiences WHERE source = $1',
-  failDeliveries: `UPDATE deliveries SET status = ${ABANDONED}, finished_at = $1, last_error = $2, leased_until = 0, lease_owner = NULL
-           WHERE source = $3 AND status = ${PENDING}`,
+  // `n`: the calls given up, which count failed; a batch delivery is none (its members are).
+  failDeliveries: `WITH f AS (
+             UPDATE deliveries SET status = ${ABANDONED}, finished_at = $1, last_error = $2, leased_until = 0, lease_owner = NULL
+             WHERE source = $3 AND status = ${PENDING} RETURNING kind)
+           SELECT (count(*) FILTER (WHERE kind <> 'batch'))::int AS n FROM f`,
   addFailed: "INSERT INTO counters (name, shard, value) VALUES ('failed', 0, $1) ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value",
   keyByDigest: 'SELECT id, source FROM source_keys WHERE digest = $1',
   reviveKey: 'UPDATE source_keys SET expires_at = NULL, origin = $2 WHERE id = $1',
@@ -371,7 +479,10 @@ export const USAGE = {
 } as const;
 /** What `prune` removes, a chunk at a time, in this order. */
 export const PRUNE = [
-  `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE status <> ${PENDING} AND finished_at < $1 LIMIT ${PRUNE_CHUNK})`,
+  // A batch delivery's links go with it; the count is of deliveries.
+  `WITH p AS (SELECT id, kind FROM deliveries WHERE status <> ${PENDING} AND finished_at < $1 LIMIT ${PRUNE_CHUNK}),
+     l AS (DELETE FROM batch_members WHERE batch_id IN (SELECT id FROM p WHERE kind = 'batch'))
+   DELETE FROM deliveries WHERE id IN (SELECT id FROM p)`,
   `DELETE FROM messages WHERE (source, message_id) IN (SELECT source, message_id FROM messages WHERE received_at < $1 LIMIT ${PRUNE_CHUNK})`,
   // Write keys whose grace ended before the retention window: refused long since, forgotten now.
   'DELETE FROM source_keys WHERE expires_at IS NOT NULL AND expires_at < $1',

@@ -1,4 +1,5 @@
 import { AUDIENCE_CHUNK } from '../audience-change';
+import { PARKED_AT } from '../contract';
 import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
 
 /**
@@ -45,7 +46,8 @@ export const QUEUE = {
            WHERE d.status = ${PENDING} AND d.order_key IS NOT NULL AND d.source = ? AND d.message_id = ? ORDER BY b.id LIMIT 1`,
   // While leased, next_attempt_at is the end of the lease: the delivery is due again then.
   lease: `UPDATE deliveries SET lease = lease + 1, lease_owner = ?, next_attempt_at = ? WHERE id = ?`,
-  nextDue: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ?`,
+  // A parked batch member is never due: not a time to wake for.
+  nextDue: `SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = ${PENDING} AND source = ? AND next_attempt_at > ? AND next_attempt_at < ${PARKED_AT}`,
   retry: `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ?, lease_owner = NULL
          WHERE id = ? AND status = ${PENDING} AND lease = ?`,
   // A delivered body is dropped at once: it is not needed any more, and user data should not
@@ -60,7 +62,8 @@ export const QUEUE = {
   failed: `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
          WHERE id = ? AND status = ${PENDING} AND lease = ? RETURNING source, order_key`,
   counters: 'SELECT name, value FROM counters',
-  queue: `SELECT count(*) AS pending, coalesce(sum(attempts > 0), 0) AS retrying, min(created_at) AS oldest FROM deliveries WHERE status = ${PENDING}`,
+  // Calls not yet delivered: a batch delivery is not one (its members, parked, are).
+  queue: `SELECT count(*) AS pending, coalesce(sum(attempts > 0), 0) AS retrying, min(created_at) AS oldest FROM deliveries WHERE status = ${PENDING} AND kind != 'batch'`,
   audienceSynced: 'SELECT 1 FROM audiences WHERE source = ? AND audience = ?',
   audienceMembers: `SELECT user_id FROM audience_members WHERE source = ? AND audience = ? AND user_id > ? ORDER BY user_id LIMIT ${AUDIENCE_CHUNK}`,
   audienceMark: 'INSERT OR REPLACE INTO audiences (source, audience, synced_at) VALUES (?, ?, ?)',
@@ -70,6 +73,47 @@ export const QUEUE = {
   pruneMessages: `DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE received_at < ? ORDER BY id LIMIT ${PRUNE_CHUNK})`,
   syncFull: 'PRAGMA synchronous = FULL',
   syncNormal: 'PRAGMA synchronous = NORMAL',
+} as const;
+
+/**
+ * The queue's batches (`SqliteBatches`, contract/batches.ts): batch deliveries are rows of
+ * `deliveries` (kind 'batch'), linked to their members in `batch_members`.
+ */
+export const BATCHES = {
+  leaseOf: `SELECT lease FROM deliveries WHERE id = ? AND status = ${PENDING}`,
+  // Leased as a claim at `now` leases (token 1, due again at the lease's end).
+  insert: `INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner)
+         VALUES (?, ?, 'batch', ?, ?, ?, ?, 1, ?)`,
+  link: 'INSERT INTO batch_members (batch_id, delivery_id, position) VALUES (?, ?, ?)',
+  // Never due, and the claim that handed it out holds it no more (its token is old).
+  park: `UPDATE deliveries SET next_attempt_at = ${PARKED_AT}, lease = lease + 1, lease_owner = NULL WHERE id = ? AND status = ${PENDING}`,
+  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
+         WHERE m.batch_id = ? ORDER BY m.position`,
+  linked: 'SELECT delivery_id FROM batch_members WHERE batch_id = ?',
+  held: `SELECT 1 FROM deliveries WHERE id = ? AND kind = 'batch' AND status = ${PENDING} AND lease = ?`,
+  // The trigger of schema step 10 drops its links.
+  remove: 'DELETE FROM deliveries WHERE id = ?',
+  retry: `UPDATE deliveries SET attempts = ?, first_attempt_at = ?, next_attempt_at = ?, last_error = ?, lease_owner = NULL
+         WHERE id = ? AND kind = 'batch' AND status = ${PENDING} AND lease = ?`,
+  // As QUEUE.delivered: from any lease while pending; the body goes at once.
+  delivered: `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
+         WHERE id = ? AND kind = 'batch' AND status = ${PENDING}`,
+  // Given up by its source's deletion while this lease was out (see QUEUE.deliveredAbandoned).
+  deliveredAbandoned: `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', last_error = NULL
+         WHERE id = ? AND kind = 'batch' AND status = ${ABANDONED} AND lease = ?`,
+  failed: `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
+         WHERE id = ? AND kind = 'batch' AND status = ${PENDING} AND lease = ?`,
+  // The members of a delivered batch still pending (or, `?` = ABANDONED, given up by their source's deletion).
+  deliverMembers: `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL,
+           last_error = CASE WHEN status = ${ABANDONED} THEN NULL ELSE last_error END
+         WHERE status = ? AND id IN (SELECT delivery_id FROM batch_members WHERE batch_id = ?)
+         RETURNING id, source, message_id, order_key, created_at`,
+  // The members of a failed batch still pending none of whose batches is pending or delivered.
+  failMembers: `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
+         WHERE status = ${PENDING} AND id IN (SELECT delivery_id FROM batch_members WHERE batch_id = ?)
+         AND NOT EXISTS (SELECT 1 FROM batch_members o JOIN deliveries b ON b.id = o.batch_id
+           WHERE o.delivery_id = deliveries.id AND b.status IN (${PENDING}, ${DELIVERED}))
+         RETURNING id, source, message_id, order_key, created_at`,
 } as const;
 
 /** The registry of sources (`SqliteSetup`): sources, write keys and the setup revision. */
@@ -85,7 +129,9 @@ export const SETUP = {
   deleteKeys: 'DELETE FROM source_keys WHERE source = ?',
   deleteAudiences: 'DELETE FROM audiences WHERE source = ?',
   deleteMembers: 'DELETE FROM audience_members WHERE source = ?',
-  failDeliveries: `UPDATE deliveries SET status = ${ABANDONED}, finished_at = ?, last_error = ?, lease_owner = NULL WHERE source = ? AND status = ${PENDING}`,
+  // The calls given up count failed; a batch delivery is none (its members are).
+  failDeliveries: `UPDATE deliveries SET status = ${ABANDONED}, finished_at = ?, last_error = ?, lease_owner = NULL WHERE source = ? AND status = ${PENDING}
+         RETURNING kind = 'batch' AS batch`,
   addFailed: "UPDATE counters SET value = value + ? WHERE name = 'failed'",
   keyByDigest: 'SELECT id, source FROM source_keys WHERE digest = ?',
   reviveKey: 'UPDATE source_keys SET expires_at = NULL, origin = ? WHERE id = ?',

@@ -198,6 +198,27 @@ ALTER TABLE log_messages ADD COLUMN responses TEXT;
 CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL;
 `,
   },
+  {
+    version: 10,
+    name: 'batched delivery: the calls each batch delivery holds, in the order of its body',
+    // A batch is a row of deliveries (kind 'batch'); its members are the calls it holds, by
+    // position. The index finds a member's batches (a failed batch fails a member only when none
+    // of them is pending or delivered). The trigger drops a batch's links with its row (prune,
+    // split): no statement has to remember them.
+    up: `
+CREATE TABLE batch_members (
+  batch_id INTEGER NOT NULL,
+  delivery_id INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (batch_id, position)
+) WITHOUT ROWID;
+CREATE INDEX batch_members_by_delivery ON batch_members (delivery_id);
+CREATE TRIGGER batch_members_go_with_batch AFTER DELETE ON deliveries FOR EACH ROW WHEN OLD.kind = 'batch'
+BEGIN
+  DELETE FROM batch_members WHERE batch_id = OLD.id;
+END;
+`,
+  },
 ];
 
 /** The version a data directory is at (0: created before versioning, or empty). */

@@ -77,7 +77,7 @@ export class SqliteSetup implements SetupStore {
             s.deleteKeys.run(op.name);
             s.deleteAudiences.run(op.name);
             s.deleteMembers.run(op.name);
-            const failed = s.failDeliveries.run(op.at, op.reason, op.name).changes;
+            const failed = (s.failDeliveries.all(op.at, op.reason, op.name) as { batch: number }[]).filter((r) => r.batch === 0).length;
             if (failed > 0) s.addFailed.run(failed);
             failedDeliveries += failed;
             break;

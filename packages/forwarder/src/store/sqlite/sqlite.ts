@@ -11,6 +11,7 @@ import { SqliteSetup } from './sqlite-setup';
 import { SqliteDeliveryLog } from './sqlite-log';
 import { SqliteEndpointStore } from './sqlite-endpoints';
 import { SqliteUsageStore } from './sqlite-usage';
+import { SqliteBatches } from './sqlite-batches';
 import { dayOf, USAGE_DAYS_KEPT } from '../usage';
 import { MemoryRateBudget } from '../rate-budget';
 import type { DeliveryLog, DeliveryLogOptions } from '../contract';
@@ -162,6 +163,8 @@ export class SqliteStore implements ForwarderStore {
   readonly endpoints: SqliteEndpointStore;
   /** What each source sends and its usage, in this database. */
   readonly usage: SqliteUsageStore;
+  /** The queue's batches, in the queue's table (`deliveries`) and `batch_members`. */
+  readonly batches: SqliteBatches;
   /** One process uses the file (exclusive mode): its rate budgets are exact in memory. */
   readonly rateBudget: MemoryRateBudget;
   readonly shared = false;
@@ -185,6 +188,11 @@ export class SqliteStore implements ForwarderStore {
       this.assertOpen();
       this.sync('NORMAL');
     });
+    // Batches are written as outcomes are (no fsync of their own): a lost seal means the calls are claimed again.
+    this.batches = new SqliteBatches(db, () => {
+      this.assertOpen();
+      this.sync('NORMAL');
+    }, () => this.scrubSoon());
     this.acceptTx = db.transaction(this.acceptAll.bind(this));
     this.enqueueTx = db.transaction(this.insertAll.bind(this));
     this.claimTx = db.transaction(this.claimRows.bind(this));

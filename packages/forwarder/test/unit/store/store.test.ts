@@ -1,5 +1,6 @@
 import { describe, it, after, afterEach } from 'mocha';
 import { orderingContract } from './ordering-contract';
+import { batchContract } from './batch-contract';
 import { expect } from 'chai';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,8 @@ function tempDir(): string {
 storeContract('MemoryStore', async () => new MemoryStore());
 orderingContract('MemoryStore', async () => new MemoryStore());
 orderingContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
+batchContract('MemoryStore', async () => new MemoryStore());
+batchContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 storeContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
 setupContract('MemoryStore', async () => new MemoryStore());
 setupContract('SqliteStore', async () => new SqliteStore({ dataDir: tempDir() }));
@@ -146,6 +149,44 @@ describe('SqliteStore on disk', () => {
       expect(sqliteSchemaVersion(db)).to.equal(SQLITE_MIGRATIONS.length);
       const steps = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>;
       expect(steps.map((s) => s.version)).to.deep.equal(SQLITE_MIGRATIONS.map((m) => m.version));
+    } finally {
+      db.close();
+    }
+  });
+
+  it('upgrades a data directory of schema step 9 to batches: its queue is sealed, delivered and pruned with their links', async () => {
+    const dataDir = tempDir();
+    const old = new Database(join(dataDir, 'eventrelay.db'));
+    old.pragma('journal_mode = WAL');
+    old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    for (const step of SQLITE_MIGRATIONS.filter((m) => m.version <= 9)) {
+      old.exec(step.up);
+      old.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(step.version, step.name, T0);
+    }
+    old.prepare('INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run('web', 'Webhooks', 'message', 'old-1', '{"messageId":"old-1"}', T0, T0);
+    expect(sqliteSchemaVersion(old)).to.equal(9);
+    old.close();
+
+    const store = new SqliteStore({ dataDir });
+    try {
+      const [due] = await store.claim('web', T0, 10, LEASE);
+      const body = `[${due!.body}]`;
+      const [batch] = (await store.batches.seal([{ id: due!.id, lease: due!.lease }], [{ source: 'web', destination: 'Webhooks#0', messageId: 'b1', body, members: [due!.id] }], T0 + 1, LEASE))!;
+      expect((await store.batches.members(batch!.id)).map((m) => m.messageId)).to.deep.equal(['old-1']);
+      const result = await store.batches.recordBatches([{ id: batch!.id, lease: batch!.lease, status: 'delivered', attempts: 1, firstAttemptAt: T0 + 2, at: T0 + 3 }]);
+      expect(result.members.map((m) => m.messageId)).to.deep.equal(['old-1']);
+      expect(await store.counts()).to.deep.include({ delivered: 1, pending: 0 });
+      // The batch's row and the call's went at the prune, and the links with them.
+      expect(await store.prune(T0 + 4)).to.equal(2);
+    } finally {
+      await store.close();
+    }
+    const db = new Database(join(dataDir, 'eventrelay.db'), { readonly: true });
+    try {
+      expect(sqliteSchemaVersion(db)).to.equal(10);
+      expect(db.prepare('SELECT count(*) AS n FROM batch_members').get()).to.deep.equal({ n: 0 });
+      expect(db.prepare('SELECT count(*) AS n FROM deliveries').get()).to.deep.equal({ n: 0 });
     } finally {
       db.close();
     }

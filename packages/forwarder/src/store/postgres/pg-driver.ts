@@ -1,4 +1,9 @@
+import type { Pool, PoolClient } from 'pg';
+
 /**
+ * What the forwarder adds to the `pg` driver: values for statements, and connections checked out
+ * of a pool (`checkout`, at the end).
+ *
  * Values for PostgreSQL statements. Rows go to the server as arrays (`unnest($1::text[], ...)`),
  * written here as array literals: `pg` would escape each element in JavaScript, one call after
  * another, which cost the forwarder more than a native `JSON.stringify` of the whole list.
@@ -67,4 +72,33 @@ export function numberArray(values: readonly (number | null | undefined)[]): str
     out += value === null || value === undefined ? 'NULL' : String(value);
   }
   return `${out}}`;
+}
+
+/** Counter rows per name: each commit adds to a random one, so instances rarely wait on each other. */
+const COUNTER_SHARDS = 16;
+
+/** The counter row (shard) a commit adds to. */
+export function shard(): number {
+  return Math.floor(Math.random() * COUNTER_SHARDS);
+}
+
+/** The query in flight fails with the same error, and its caller handles it. */
+const ignore = (): void => {};
+
+/**
+ * A connection of the pool for several statements (a transaction, a session lock), listened to
+ * while it is out. pg's pool listens only to its idle connections: one that ends while checked out
+ * (a server restart, a terminated backend) emits `error`, and with no listener that error would end
+ * the process. The statement running then fails with it, as does any later one on this connection;
+ * `release()` stops listening, and the pool drops a connection that ended.
+ */
+export async function checkout(pool: Pool): Promise<PoolClient> {
+  const client = await pool.connect();
+  client.on('error', ignore);
+  const release = client.release.bind(client);
+  client.release = (error?: Error | boolean) => {
+    client.removeListener('error', ignore);
+    release(error);
+  };
+  return client;
 }
