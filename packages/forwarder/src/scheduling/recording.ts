@@ -239,6 +239,8 @@ export class Recording {
         this.tell({ id: m.id, source: m.source, kind: 'message', messageId: m.messageId, createdAt: m.createdAt, orderKey: m.orderKey, result, batch: report.id });
       }
     }
+    // Slots freed, retries due, calls of a user let go: the loop looks now.
+    this.loop.kick();
   }
 
   /**

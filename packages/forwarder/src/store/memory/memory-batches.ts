@@ -52,7 +52,7 @@ export class MemoryBatches implements BatchStore {
     for (const m of members) {
       const d = this.queue.pendingDelivery(m.id);
       if (d === undefined || d.lease !== m.lease) return null;
-      known.set(m.id, { id: d.id, source: d.source, messageId: d.messageId, orderKey: d.orderKey, createdAt: d.createdAt });
+      known.set(m.id, { id: d.id, source: d.source, messageId: d.messageId, orderKey: d.orderKey, createdAt: d.createdAt, pending: true });
     }
     const stored = this.insert(batches, heldBy(batches, known), now, lease);
     for (const id of new Set(batches.flatMap((b) => b.members))) this.queue.park(id);
@@ -60,7 +60,7 @@ export class MemoryBatches implements BatchStore {
   }
 
   async members(batchId: number): Promise<BatchMember[]> {
-    return [...(this.records.get(batchId)?.members ?? [])];
+    return (this.records.get(batchId)?.members ?? []).map((m) => ({ ...m, pending: this.queue.pendingDelivery(m.id) !== undefined }));
   }
 
   async split(batch: MemberLease, parts: readonly NewBatch[], now: number, lease: LeaseRequest): Promise<PendingDelivery[] | null> {
@@ -94,7 +94,7 @@ export class MemoryBatches implements BatchStore {
         if (done === 'revived') outcome = this.queue.reviveMember(member.id) ? { released: false } : undefined;
         else if (o.status === 'delivered' || !this.heldElsewhere(member.id, o.id)) outcome = this.queue.endMember(member.id, o.status);
         if (outcome === undefined) continue;
-        ended.push({ ...member, status: o.status, batchId: o.id });
+        ended.push({ ...member, pending: false, status: o.status, batchId: o.id });
         if (outcome.released) released.push(member.source);
       }
     }

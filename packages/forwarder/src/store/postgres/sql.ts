@@ -187,7 +187,7 @@ export const BATCHES = {
   lockLinked: `SELECT id FROM deliveries WHERE id IN (SELECT delivery_id FROM batch_members WHERE batch_id = ANY($1::bigint[]))
        AND status + 0 IN (${PENDING}, ${ABANDONED}) ORDER BY id FOR UPDATE`,
   linked: 'SELECT delivery_id FROM batch_members WHERE batch_id = $1',
-  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
+  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at, d.status FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
        WHERE m.batch_id = $1 ORDER BY m.position`,
   /**
    * Parks members `$1` (never due, token bumped, no holder) and stores batch deliveries (`$2`-`$5`:

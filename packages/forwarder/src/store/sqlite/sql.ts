@@ -87,7 +87,7 @@ export const BATCHES = {
   link: 'INSERT INTO batch_members (batch_id, delivery_id, position) VALUES (?, ?, ?)',
   // Never due, and the claim that handed it out holds it no more (its token is old).
   park: `UPDATE deliveries SET next_attempt_at = ${PARKED_AT}, lease = lease + 1, lease_owner = NULL WHERE id = ? AND status = ${PENDING}`,
-  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
+  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at, d.status FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
          WHERE m.batch_id = ? ORDER BY m.position`,
   linked: 'SELECT delivery_id FROM batch_members WHERE batch_id = ?',
   held: `SELECT 1 FROM deliveries WHERE id = ? AND kind = 'batch' AND status = ${PENDING} AND lease = ?`,

@@ -10,10 +10,12 @@ interface MemberRow {
   message_id: string;
   order_key: string | null;
   created_at: number;
+  /** Read by `members` only: whether it is pending. */
+  status?: number;
 }
 
 function toMember(row: MemberRow): BatchMember {
-  return { id: row.id, source: row.source, messageId: row.message_id, orderKey: row.order_key ?? undefined, createdAt: row.created_at };
+  return { id: row.id, source: row.source, messageId: row.message_id, orderKey: row.order_key ?? undefined, createdAt: row.created_at, pending: row.status !== undefined && row.status === PENDING };
 }
 
 /** A batch delivery as `seal` and `split` hand it out: leased from `now` as a claim leases (token 1). */

@@ -147,7 +147,7 @@ export function batchContract(name: string, create: () => Promise<ForwarderStore
       const [batch] = (await store.batches.seal(leases([a!, b!, c!]), [batchOf([c!, a!, b!])], SEALED, A))!;
       const members = await store.batches.members(batch!.id);
       expect(members.map((m) => m.messageId)).to.deep.equal(['c', 'a', 'b']);
-      expect(members[0]).to.deep.equal({ id: c!.id, source: 'web', messageId: 'c', orderKey: undefined, createdAt: T0 });
+      expect(members[0]).to.deep.equal({ id: c!.id, source: 'web', messageId: 'c', orderKey: undefined, createdAt: T0, pending: true });
       expect(await store.batches.members(batch!.id + 1000)).to.deep.equal([]);
     });
 
@@ -158,8 +158,10 @@ export function batchContract(name: string, create: () => Promise<ForwarderStore
       const [batch] = (await store.batches.seal(leases(members), [batchOf(byId(members))], SEALED, A))!;
       const result = await store.batches.recordBatches([delivered(batch!)]);
       expect(result).to.deep.include({ recorded: 1, stale: [], released: ['web'] });
-      expect(byId(result.members)).to.deep.equal(byId(members).map((m) => ({ id: m.id, source: 'web', messageId: m.messageId, orderKey: m.orderKey, createdAt: T0, status: 'delivered', batchId: batch!.id })));
+      expect(byId(result.members)).to.deep.equal(byId(members).map((m) => ({ id: m.id, source: 'web', messageId: m.messageId, orderKey: m.orderKey, createdAt: T0, pending: false, status: 'delivered', batchId: batch!.id })));
       expect(await store.counts()).to.deep.include({ delivered: 2, failed: 0, pending: 1 });
+      // members() tells the loop which calls its outcome finished: none is pending now.
+      expect((await store.batches.members(batch!.id)).map((m) => m.pending)).to.deep.equal([false, false]);
       expect(ids(await store.claim('web', SEALED + 6, 10, A))).to.deep.equal(['a2']);
       // Written once.
       expect((await store.batches.recordBatches([delivered(batch!)])).stale).to.deep.equal([batch!.id]);
