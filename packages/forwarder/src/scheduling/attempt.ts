@@ -7,6 +7,7 @@ import type { Batching } from './batching';
 import type { InFlight } from './in-flight';
 import type { Recording } from './recording';
 import type { AttemptReport } from './report';
+import { reportOf } from './report';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -105,15 +106,7 @@ export class Attempts {
   }
 
   private ended(delivery: PendingDelivery, state: AttemptState, result: AttemptResult): void {
-    const report: AttemptReport = {
-      id: delivery.id,
-      source: delivery.source,
-      kind: delivery.kind,
-      messageId: delivery.messageId,
-      createdAt: delivery.createdAt,
-      orderKey: delivery.orderKey,
-      result,
-    };
+    const report = reportOf(delivery, result);
     // The request is over: its slot goes to the next attempt while the outcome is written.
     this.inFlight.remove(delivery);
     this.recording.add(delivery, state, result, report);

@@ -7,6 +7,7 @@ import type { AttemptState, UrlOutcome } from '../delivery/destination';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import type { ForwarderStore, LeaseRequest, MemberLease, NewBatch, PendingDelivery } from '../store/contract';
 import type { Recording } from './recording';
+import { reportOf } from './report';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -21,6 +22,8 @@ export interface BatchLoop {
 /** A claimed call waiting in its source's open batch: its parts per URL, known once its transforms ran. */
 interface Held {
   readonly delivery: PendingDelivery;
+  /** The open batch it is in (it moves to the next when one closes before its parts are known). */
+  open: Open;
   /** Its text per URL position; undefined while its parts are being made. */
   texts: (string | undefined)[] | undefined;
   /** Transforms that failed for it (final for their URLs), told with its outcome. */
@@ -56,6 +59,8 @@ export class Batching {
   private readonly open = new Map<string, Open>();
   /** Calls held here, by delivery id: not claimed or started again while they wait. */
   private readonly ids = new Map<number, Held>();
+  /** Per source, calls in batches being stored (`seal`). */
+  private readonly sealing = new Map<string, number>();
 
   constructor(
     private readonly store: ForwarderStore,
@@ -71,21 +76,22 @@ export class Batching {
     return this.ids.has(id);
   }
 
-  /** Calls held for `source`. */
+  /** Calls of `source` held here: in its open batch, or in batches being stored. */
   held(source: string): number {
-    return this.open.get(source)?.held.length ?? 0;
+    return (this.open.get(source)?.held.length ?? 0) + (this.sealing.get(source) ?? 0);
   }
 
   /**
-   * For a source whose destination batches: how many more claimed calls its open batch takes now
-   * (up to the largest `maxEvents` of its URLs); undefined for a source that does not batch.
+   * For a source whose destination batches: how many more claimed calls it takes now (up to
+   * twice the largest `maxEvents` of its URLs, counting those in batches being stored: one batch
+   * fills while the one before is stored); undefined for a source that does not batch.
    */
   room(source: string): number | undefined {
     const settings = this.targets.get(source)?.batches;
     if (settings === undefined) return undefined;
     let most = 1;
     for (const s of settings) if (s !== undefined && s.maxEvents > most) most = s.maxEvents;
-    return Math.max(0, most - this.held(source));
+    return Math.max(0, 2 * most - this.held(source));
   }
 
   /** Whether calls of `delivery`'s kind and source go through this step (messages of a source that batches). */
@@ -95,55 +101,61 @@ export class Batching {
 
   /** A claimed call of a source that batches: it joins the source's open batch. */
   add(delivery: PendingDelivery, target: DeliveryTarget, now: number): void {
-    const settings = target.batches!;
-    let open = this.open.get(delivery.source);
+    const source = delivery.source;
+    let open = this.open.get(source);
     if (open === undefined || open.target !== target) {
       // A new destination (settings changed): the batch open for the old one closes first.
-      if (open !== undefined) this.close(delivery.source, open);
-      open = { target, settings, held: [], counts: settings.map(() => 0), bytes: settings.map(() => 2), timer: undefined, closed: false, made: Promise.resolve() };
-      this.open.set(delivery.source, open);
+      if (open !== undefined) this.close(source, open);
+      open = this.opened(source, target, Promise.resolve());
     }
-    const held: Held = { delivery, texts: undefined, failed: [] };
+    const held: Held = { delivery, open, texts: undefined, failed: [] };
     open.held.push(held);
     this.ids.set(delivery.id, held);
     const state: AttemptState = { attempt: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? now, id: delivery.messageId };
-    const source = delivery.source;
-    const theOpen = open;
     // Parts in claim order: each waits for the one before, so a batch closes on a known prefix.
     open.made = open.made.then(async () => {
       const parts = await target.parts!(delivery.body, state);
-      // Handed back meanwhile (stopping, its source deleted), or moved to the next batch: not ours now.
+      // Handed back meanwhile (stopping, its source deleted): not ours now.
       if (this.ids.get(delivery.id) !== held) return;
+      // The batch it is in now: the one it joined, or the next, if that closed before its parts were known.
+      const at = held.open;
       if ('result' in parts) {
         // It goes to no URL (filtered, every transform failed, every URL disabled): recorded at once.
-        this.release(theOpen, held);
-        this.recording.add(delivery, state, parts.result, { id: delivery.id, source, kind: delivery.kind, messageId: delivery.messageId, createdAt: delivery.createdAt, orderKey: delivery.orderKey, result: parts.result });
+        this.release(at, held);
+        this.recording.add(delivery, state, parts.result, reportOf(delivery, parts.result));
         return;
       }
-      const texts: (string | undefined)[] = theOpen.settings.map(() => undefined);
+      const texts: (string | undefined)[] = at.settings.map(() => undefined);
       let full = false;
       for (const part of parts.parts) {
         texts[part.index] = part.text;
-        const s = theOpen.settings[part.index];
+        const s = at.settings[part.index];
         if (s === undefined) continue;
-        theOpen.counts[part.index]! += 1;
-        theOpen.bytes[part.index]! += Buffer.byteLength(part.text, 'utf8') + 1;
-        if (theOpen.counts[part.index]! >= s.maxEvents || theOpen.bytes[part.index]! >= s.maxBytes) full = true;
+        at.counts[part.index]! += 1;
+        at.bytes[part.index]! += Buffer.byteLength(part.text, 'utf8') + 1;
+        if (at.counts[part.index]! >= s.maxEvents || at.bytes[part.index]! >= s.maxBytes) full = true;
       }
       held.texts = texts;
       held.failed = parts.failed;
-      if (full) this.close(source, theOpen);
+      if (full) this.close(source, at);
     });
-    if (open.timer === undefined) {
-      let wait = Infinity;
-      for (const s of settings) if (s !== undefined && s.maxWaitMs < wait) wait = s.maxWaitMs;
-      // Within the lease: the calls are sealed before another instance may claim them.
-      wait = Math.min(wait === Infinity ? 0 : wait, Math.floor(this.lease.ms / 2));
-      open.timer = this.clock.setTimeout(() => {
-        theOpen.timer = undefined;
-        void theOpen.made.then(() => this.close(source, theOpen));
-      }, wait);
-    }
+  }
+
+  /** A new open batch for `source`, closed by its timer (`maxWaitMs`, within half the lease) if not full first. */
+  private opened(source: string, target: DeliveryTarget, made: Promise<void>): Open {
+    const settings = target.batches!;
+    const none = settings.map(() => 0);
+    const open: Open = { target, settings, held: [], counts: none, bytes: none.map(() => 2), timer: undefined, closed: false, made };
+    this.open.set(source, open);
+    let wait = Infinity;
+    for (const s of settings) if (s !== undefined && s.maxWaitMs < wait) wait = s.maxWaitMs;
+    // Within the lease: the calls are sealed before another instance may claim them.
+    wait = Math.min(wait === Infinity ? 0 : wait, Math.floor(this.lease.ms / 2));
+    open.timer = this.clock.setTimeout(() => {
+      open.timer = undefined;
+      void open.made.then(() => this.close(source, open));
+    }, wait);
+    return open;
   }
 
   /** A call leaves its open batch without being sealed. */
@@ -155,7 +167,8 @@ export class Batching {
 
   /**
    * Closes `open`: the calls whose parts are known are sealed into batch deliveries, in one
-   * transaction, and those are started. The rest (parts still being made) stay for the next batch.
+   * transaction, and those are started. The rest (parts still being made: claimed after the call
+   * that filled it) open the source's next batch, first in it, in their order.
    */
   private close(source: string, open: Open): void {
     if (open.closed) return;
@@ -167,19 +180,18 @@ export class Batching {
     const ready = held.filter((h) => h.texts !== undefined);
     const later = held.filter((h) => h.texts === undefined);
     if (later.length > 0) {
-      // Rare (a transform still compiling): those go into the next batch of the source.
-      void open.made.then(() => {
-        for (const h of later) {
-          if (this.ids.get(h.delivery.id) !== h) continue;
-          this.ids.delete(h.delivery.id);
-          if (h.texts !== undefined) this.add(h.delivery, open.target, this.clock.now());
-        }
-      });
+      // Ahead of any call claimed from now on: the next batch waits for their parts.
+      const next = this.opened(source, open.target, open.made);
+      for (const h of later) {
+        h.open = next;
+        next.held.push(h);
+      }
     }
     if (ready.length === 0) return;
     const batches = this.plan(source, open.settings, ready);
     const members: MemberLease[] = ready.map((h) => ({ id: h.delivery.id, lease: h.delivery.lease }));
     const now = this.clock.now();
+    this.sealing.set(source, (this.sealing.get(source) ?? 0) + ready.length);
     this.recording.after(async () => {
       let stored: PendingDelivery[] | null = null;
       try {
@@ -190,7 +202,14 @@ export class Batching {
         log('source %s: could not store a batch of %d calls: %s', source, members.length, (error as Error).message);
       }
       for (const h of ready) if (this.ids.get(h.delivery.id) === h) this.ids.delete(h.delivery.id);
-      if (stored !== null) this.loop.launch(stored, this.clock.now());
+      const left = (this.sealing.get(source) ?? 0) - ready.length;
+      if (left > 0) this.sealing.set(source, left);
+      else this.sealing.delete(source);
+      if (stored !== null) {
+        // A transform that failed for a call is final for its URL: told now, as an attempt of the call.
+        for (const h of ready) if (h.failed.length > 0) this.recording.tellTransformFailures(h.delivery, h.failed, now);
+        this.loop.launch(stored, this.clock.now());
+      }
       this.loop.kick();
     });
   }

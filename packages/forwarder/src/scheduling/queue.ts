@@ -138,8 +138,14 @@ export class Scheduler {
     const told = { step: outcome, onError: (error: Error) => options.onError?.(error) };
     this.recording = new Recording(store, clock, options.concurrency, this.claiming, this.inFlight, told, loop);
     this.batching = new Batching(store, this.targets, clock, { owner: this.owner, ms: this.leaseMs }, this.recording, {
+      // A batch stored while its source's slots are taken (or while stopping) waits in the store, due.
       launch: (batches, now) => {
-        for (const batch of batches) this.attempts.start(batch, now);
+        const back: PendingDelivery[] = [];
+        for (const batch of batches) {
+          if (!this.stopped && this.room(batch.source, this.free) > 0) this.attempts.start(batch, now);
+          else back.push(batch);
+        }
+        if (back.length > 0) this.recording.handBack(back, true);
       },
       kick: () => this.kick(),
     });
@@ -288,14 +294,19 @@ export class Scheduler {
         for (let k = 0; k < sources.length; k++) {
           const source = sources[(start + k) % sources.length]!;
           // A source that batches claims for its open batch, not for slots (its batches take those).
-          const batchRoom = this.batching.room(source);
+          // Its calls wait in memory for nothing while its slots are taken: claimed once one is free.
+          let batchRoom = this.batching.room(source);
+          if (batchRoom !== undefined && this.room(source, this.free) <= 0) batchRoom = 0;
           if (batchRoom !== undefined) {
-            if (batchRoom > 0 && (await this.claimFor(source, batchRoom))) more = true;
+            if (batchRoom <= 0) continue;
+            let again = this.claimFor(source, batchRoom, this.clock.now());
+            if (typeof again !== 'boolean') again = await again;
             if (this.stopped) return;
+            if (again) more = true;
             continue;
           }
           const free = this.free;
-          if (free <= 0) continue;
+          if (free <= 0) break;
           const room = this.room(source, free);
           if (room <= 0) continue;
           // A fair share per round when several sources wait; the next round hands out the rest.
@@ -311,35 +322,14 @@ export class Scheduler {
             }
             share = allowed.count;
           }
-          // Handed-over deliveries first: the store has nothing older of the source (see handOff).
-          // A claim is due at least once a second, though (see Claiming): it keeps a slot for it.
-          const mayHaveDue = this.claiming.mayHaveDue(source, now);
-          if (this.handOver.has(source)) {
-            const taken = this.handOver.take(source, mayHaveDue && share > 1 ? share - 1 : share, now);
-            if (taken.late.length > 0) this.recording.handBack(taken.late);
-            share -= this.launchDue(taken.start, now);
-          }
-          if (share <= 0 || !mayHaveDue) {
-            if (this.handOver.has(source)) more = true;
-            continue;
-          }
-          this.recording.watch(true);
-          let claimed;
-          try {
-            const incarnation = this.targets.incarnation?.(source);
-            claimed = await this.claiming.claim(source, now, share);
-            // Claimed for a source deleted meanwhile (and perhaps made again): not for its successor.
-            if (this.targets.incarnation?.(source) === incarnation) this.launchDue(claimed.due, now);
-            else if (claimed.due.length > 0) this.recording.handBack(claimed.due);
-          } finally {
-            this.recording.watch(false);
-          }
-          if (this.stopped) return;
           // More due, or work stored while the claim ran, which it may not have seen: claim again.
-          if (claimed.more) more = true;
+          let again = this.claimFor(source, share, now);
+          if (typeof again !== 'boolean') again = await again;
+          if (this.stopped) return;
+          if (again) more = true;
         }
         if (this.again) more = true;
-        if (this.free <= 0 && !sources.some((source) => (this.batching.room(source) ?? 0) > 0)) more = false;
+        if (this.free <= 0) more = false;
       }
       if (!this.stopped) await this.sleepUntilNextDue();
     } catch (error) {
@@ -350,11 +340,12 @@ export class Scheduler {
   }
 
   /**
-   * Claims up to `count` due deliveries of `source` (handed-over ones first) and starts them;
-   * resolves whether there may be more due.
+   * Takes up to `count` deliveries of `source` due at `now` and starts them: handed-over ones
+   * first (the store has nothing older of the source, see handOff), then a claim, which is due at
+   * least once a second (see Claiming) and keeps a slot for itself. Answers whether there may be
+   * more; a promise only when it claims.
    */
-  private async claimFor(source: string, count: number): Promise<boolean> {
-    const now = this.clock.now();
+  private claimFor(source: string, count: number, now: number): boolean | Promise<boolean> {
     const mayHaveDue = this.claiming.mayHaveDue(source, now);
     let share = count;
     if (this.handOver.has(source)) {
@@ -363,10 +354,15 @@ export class Scheduler {
       share -= this.launchDue(taken.start, now);
     }
     if (share <= 0 || !mayHaveDue) return this.handOver.has(source);
+    return this.claimNow(source, share, now);
+  }
+
+  private async claimNow(source: string, share: number, now: number): Promise<boolean> {
     this.recording.watch(true);
     try {
       const incarnation = this.targets.incarnation?.(source);
       const claimed = await this.claiming.claim(source, now, share);
+      // Claimed for a source deleted meanwhile (and perhaps made again): not for its successor.
       if (this.targets.incarnation?.(source) === incarnation) this.launchDue(claimed.due, now);
       else if (claimed.due.length > 0) this.recording.handBack(claimed.due);
       return claimed.more;
@@ -411,8 +407,7 @@ export class Scheduler {
     const busy = this.inFlight.size > 0;
     if (free > 0) {
       for (const source of this.sources) {
-        const batchRoom = this.batching.room(source);
-        if (batchRoom !== undefined ? batchRoom <= 0 : this.room(source, free) <= 0) continue;
+        if (this.room(source, free) <= 0 || this.batching.room(source) === 0) continue;
         wait = await this.claiming.sleepFor(source, now, wait, busy, this.idleWait);
       }
     }

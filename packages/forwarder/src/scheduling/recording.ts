@@ -1,11 +1,12 @@
 import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
-import type { AttemptResult, AttemptState } from '../delivery/destination';
+import type { AttemptResult, AttemptState, UrlOutcome } from '../delivery/destination';
 import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/contract';
 import type { InFlight } from './in-flight';
 import type { Claiming } from './claiming';
 import type { OutcomeStep } from './outcome';
 import type { AttemptReport } from './report';
+import { reportOf } from './report';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -137,14 +138,16 @@ export class Recording {
   /**
    * Gives leased deliveries back to the store as they were (due at their time, unleased, no
    * attempt counted), for any instance to claim; this loop claims them as it claims any other.
+   * `batches`: they are batch deliveries (`BatchStore`), due now.
    */
-  handBack(deliveries: readonly PendingDelivery[]): void {
+  handBack(deliveries: readonly PendingDelivery[], batches = false): void {
     const outcomes = deliveries.map(
-      (d): DeliveryOutcome => ({ id: d.id, lease: d.lease, status: 'retry', attempts: d.attempts, firstAttemptAt: d.firstAttemptAt, nextAttemptAt: d.nextAttemptAt }),
+      (d): DeliveryOutcome => ({ id: d.id, lease: d.lease, status: 'retry', attempts: d.attempts, firstAttemptAt: d.firstAttemptAt, nextAttemptAt: batches ? this.clock.now() : d.nextAttemptAt }),
     );
     this.after(async () => {
       try {
-        await this.store.record(outcomes);
+        if (batches) await this.store.batches.recordBatches(outcomes);
+        else await this.store.record(outcomes);
       } catch (error) {
         // Still leased: due again when the lease ends, never lost.
         log('could not hand back %d deliveries: %s', outcomes.length, (error as Error).message);
@@ -254,6 +257,15 @@ export class Recording {
       if (outcome.status === 'retry') this.claiming.retryWritten(report.source, outcome.nextAttemptAt, now);
     }
     for (const source of released) this.claiming.notCaughtUp(source);
+  }
+
+  /**
+   * The transforms that failed for a call sent in batches to its other URLs (final for theirs):
+   * told as an attempt of the call that it goes on from (its batches decide how it ends).
+   */
+  tellTransformFailures(delivery: PendingDelivery, failed: readonly UrlOutcome[], now: number): void {
+    const result: AttemptResult = { status: 'retry', attempt: delivery.attempts + 1, nextAttemptAt: now, outcomes: failed };
+    this.tell(reportOf(delivery, result));
   }
 
   private tell(report: AttemptReport): void {

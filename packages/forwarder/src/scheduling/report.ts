@@ -24,3 +24,9 @@ export interface AttemptReport {
    */
   readonly batch?: number;
 }
+
+/** The report of an attempt of `delivery` that ended with `result`. */
+export function reportOf(delivery: PendingDelivery, result: AttemptResult): AttemptReport {
+  const { id, source, kind, messageId, createdAt, orderKey } = delivery;
+  return { id, source, kind, messageId, createdAt, orderKey, result };
+}

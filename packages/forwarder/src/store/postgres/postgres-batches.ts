@@ -16,7 +16,9 @@ interface MemberRow {
 }
 
 function toMember(row: MemberRow): BatchMember {
-  return { id: Number(row.id), source: row.source, messageId: row.message_id, orderKey: row.order_key ?? undefined, createdAt: Number(row.created_at), pending: row.status !== undefined && Number(row.status) === PENDING };
+  const pending = row.status !== undefined && Number(row.status) === PENDING;
+  const orderKey = row.order_key ?? undefined;
+  return { id: Number(row.id), source: row.source, messageId: row.message_id, orderKey, createdAt: Number(row.created_at), pending };
 }
 
 /** A batch delivery as `seal` and `split` hand it out: leased from `now` as a claim leases (token 1). */

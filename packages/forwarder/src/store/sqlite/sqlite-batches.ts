@@ -15,7 +15,8 @@ interface MemberRow {
 }
 
 function toMember(row: MemberRow): BatchMember {
-  return { id: row.id, source: row.source, messageId: row.message_id, orderKey: row.order_key ?? undefined, createdAt: row.created_at, pending: row.status !== undefined && row.status === PENDING };
+  const pending = row.status !== undefined && row.status === PENDING;
+  return { id: row.id, source: row.source, messageId: row.message_id, orderKey: row.order_key ?? undefined, createdAt: row.created_at, pending };
 }
 
 /** A batch delivery as `seal` and `split` hand it out: leased from `now` as a claim leases (token 1). */
