@@ -5,7 +5,7 @@ import { batchEntry, batchText, batchTexts, planBatches } from '../batch-body';
 import type { BatchSettings } from '../batch-body';
 import type { AttemptState, UrlOutcome } from '../delivery/destination';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
-import type { ForwarderStore, LeaseRequest, MemberLease, NewBatch, PendingDelivery } from '../store/contract';
+import type { BatchMember, ForwarderStore, LeaseRequest, MemberLease, NewBatch, PendingDelivery } from '../store/contract';
 import type { Recording } from './recording';
 import { reportOf } from './report';
 
@@ -206,6 +206,8 @@ export class Batching {
       if (left > 0) this.sealing.set(source, left);
       else this.sealing.delete(source);
       if (stored !== null) {
+        const calls = new Map(ready.map((h) => [h.delivery.id, memberOf(h.delivery)]));
+        this.recording.storedBatches(stored, calls, batches.map((b) => b.members));
         // A transform that failed for a call is final for its URL: told now, as an attempt of the call.
         for (const h of ready) if (h.failed.length > 0) this.recording.tellTransformFailures(h.delivery, h.failed, now);
         this.loop.launch(stored, this.clock.now());
@@ -281,4 +283,9 @@ export class Batching {
     }
     return dropped;
   }
+}
+
+/** A call as a batch holds it. */
+function memberOf(d: PendingDelivery): BatchMember {
+  return { id: d.id, source: d.source, messageId: d.messageId, orderKey: d.orderKey, createdAt: d.createdAt, pending: true };
 }

@@ -1,7 +1,7 @@
 import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
 import type { AttemptResult, AttemptState, UrlOutcome } from '../delivery/destination';
-import type { DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/contract';
+import type { BatchMember, DeliveryOutcome, ForwarderStore, PendingDelivery } from '../store/contract';
 import type { InFlight } from './in-flight';
 import type { Claiming } from './claiming';
 import type { OutcomeStep } from './outcome';
@@ -58,6 +58,8 @@ export class Recording {
   private readonly pending: Written[] = [];
   /** Outcomes of batch deliveries (batching.ts), written apart: they end their calls too. */
   private readonly pendingBatches: Written[] = [];
+  /** The calls of the batches this instance stored, until their outcome ends them all (else they are read from the store). */
+  private readonly batchCalls = new Map<number, readonly BatchMember[]>();
   private flushing: Promise<void> | undefined;
   private flushQueued = false;
   /** An outcome's wait for others (RECORD_WAIT_MS). */
@@ -87,6 +89,11 @@ export class Recording {
 
   get size(): number {
     return this.unwritten.size;
+  }
+
+  /** Batch deliveries this instance stored, with their calls in body order: no read of them at their outcome. */
+  storedBatches(batches: readonly PendingDelivery[], calls: ReadonlyMap<number, BatchMember>, members: readonly (readonly number[])[]): void {
+    batches.forEach((batch, i) => this.batchCalls.set(batch.id, members[i]!.map((id) => calls.get(id)!)));
   }
 
   /** A batch delivery's attempt ended: its outcome is written in the next turn, with the calls it ends. */
@@ -227,12 +234,19 @@ export class Recording {
       this.tell(isStale ? { ...report, stale: true } : report);
       // Nothing sent (its URL disabled, the destination closing): not an attempt of its calls.
       if (isStale || report.result.outcomes.length === 0) continue;
-      let members;
-      try {
-        members = await this.store.batches.members(report.id);
-      } catch (error) {
-        log('could not read the calls of batch %d: %s', report.id, (error as Error).message);
-        continue;
+      const known = this.batchCalls.get(report.id);
+      if (report.result.status !== 'retry') this.batchCalls.delete(report.id);
+      let members: readonly BatchMember[];
+      if (known !== undefined && known.every((m) => ended.has(m.id))) {
+        // The outcome ended every call of it (the common case): they are known here.
+        members = known;
+      } else {
+        try {
+          members = await this.store.batches.members(report.id);
+        } catch (error) {
+          log('could not read the calls of batch %d: %s', report.id, (error as Error).message);
+          continue;
+        }
       }
       for (const m of members) {
         const status = ended.get(m.id);
