@@ -59,6 +59,8 @@ export class Batching {
   private readonly open = new Map<string, Open>();
   /** Calls held here, by delivery id: not claimed or started again while they wait. */
   private readonly ids = new Map<number, Held>();
+  /** The batches being stored, one after another. */
+  private storing: Promise<void> = Promise.resolve();
   /** Per source, calls in batches being stored (`seal`). */
   private readonly sealing = new Map<string, number>();
 
@@ -70,6 +72,11 @@ export class Batching {
     private readonly recording: Recording,
     private readonly loop: BatchLoop,
   ) {}
+
+  /** Resolves once the batches closed so far are stored (and started, or given back). */
+  settled(): Promise<void> {
+    return this.storing;
+  }
 
   /** Whether `id` waits here in an open batch. */
   has(id: number): boolean {
@@ -192,7 +199,8 @@ export class Batching {
     const members: MemberLease[] = ready.map((h) => ({ id: h.delivery.id, lease: h.delivery.lease }));
     const now = this.clock.now();
     this.sealing.set(source, (this.sealing.get(source) ?? 0) + ready.length);
-    this.recording.after(async () => {
+    // Stored one after another, in the order the batches closed, beside the outcomes being written.
+    this.storing = this.storing.then(async () => {
       let stored: PendingDelivery[] | null = null;
       try {
         stored = await this.store.batches.seal(members, batches, now, this.lease);

@@ -258,6 +258,8 @@ export class Scheduler {
     // Not attempted here: back to the store, for the next start or another instance.
     const held = [...this.handOver.drain(), ...this.batching.drop()];
     if (held.length > 0) this.recording.handBack(held);
+    // Batches closed before: stored, and given back (stopping) rather than started.
+    await this.batching.settled();
     this.recording.queueFlush();
     if (this.inFlight.size > 0 || this.recording.size > 0) {
       await new Promise<void>((resolve) => {
