@@ -1,4 +1,4 @@
-import type { DeliveryKind, NewDelivery, PendingDelivery } from './contract';
+import type { DeliveryKind, NewBatch, NewDelivery, PendingDelivery } from './contract';
 import type { SchemaCount, UsageDay } from './contract';
 import { responseText } from './delivery-log';
 import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WriteKeyRecord } from './contract';
@@ -120,6 +120,24 @@ export interface AttemptRow {
 
 /** One URL of an attempt as a line keeps it: `[attempt, at, outcome, url, status, error, durationMs, nextAttemptAt]`. */
 type AttemptEntry = [number, number, LoggedAttempt['outcome'], string, number | null, string | null, number, number | null];
+
+/** A batch delivery as `seal` and `split` hand it out (SQL stores): leased from `now` as a claim leases (token 1). */
+export function leasedBatch(batch: NewBatch, id: number, now: number, until: number): PendingDelivery {
+  return {
+    id,
+    lease: 1,
+    source: batch.source,
+    destination: batch.destination,
+    kind: 'batch',
+    messageId: batch.messageId,
+    body: batch.body,
+    createdAt: now,
+    attempts: 0,
+    firstAttemptAt: undefined,
+    nextAttemptAt: until,
+    orderKey: undefined,
+  };
+}
 
 /**
  * Attempts kept in their line (`attempt_log`, PostgreSQL schema step 9): JSON arrays joined by

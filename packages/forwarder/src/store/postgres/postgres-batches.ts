@@ -3,6 +3,7 @@ import type { BatchMember, BatchRecordResult, BatchStore, DeliveryOutcome, Finis
 import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
 import { checkout, numberArray, shard, textArray } from './pg-driver';
 import { BATCHES } from './sql';
+import { leasedBatch } from '../sql-rows';
 
 /** A member as the statements return it. */
 interface MemberRow {
@@ -19,24 +20,6 @@ function toMember(row: MemberRow): BatchMember {
   const pending = row.status !== undefined && Number(row.status) === PENDING;
   const orderKey = row.order_key ?? undefined;
   return { id: Number(row.id), source: row.source, messageId: row.message_id, orderKey, createdAt: Number(row.created_at), pending };
-}
-
-/** A batch delivery as `seal` and `split` hand it out: leased from `now` as a claim leases (token 1). */
-function leasedBatch(batch: NewBatch, id: number, now: number, until: number): PendingDelivery {
-  return {
-    id,
-    lease: 1,
-    source: batch.source,
-    destination: batch.destination,
-    kind: 'batch',
-    messageId: batch.messageId,
-    body: batch.body,
-    createdAt: now,
-    attempts: 0,
-    firstAttemptAt: undefined,
-    nextAttemptAt: until,
-    orderKey: undefined,
-  };
 }
 
 /** A batch row as `lockBatches` read it: what its outcomes are decided on. */

@@ -2,6 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { BatchMember, BatchRecordResult, BatchStore, DeliveryOutcome, FinishedMember, LeaseRequest, MemberLease, NewBatch, PendingDelivery } from '../contract';
 import { ABANDONED, PENDING } from '../statuses';
 import { BATCHES, QUEUE } from './sql';
+import { leasedBatch } from '../sql-rows';
 
 /** A member as the statements return it. */
 interface MemberRow {
@@ -17,24 +18,6 @@ interface MemberRow {
 function toMember(row: MemberRow): BatchMember {
   const pending = row.status !== undefined && row.status === PENDING;
   return { id: row.id, source: row.source, messageId: row.message_id, orderKey: row.order_key ?? undefined, createdAt: row.created_at, pending };
-}
-
-/** A batch delivery as `seal` and `split` hand it out: leased from `now` as a claim leases (token 1). */
-function leasedBatch(batch: NewBatch, id: number, now: number, until: number): PendingDelivery {
-  return {
-    id,
-    lease: 1,
-    source: batch.source,
-    destination: batch.destination,
-    kind: 'batch',
-    messageId: batch.messageId,
-    body: batch.body,
-    createdAt: now,
-    attempts: 0,
-    firstAttemptAt: undefined,
-    nextAttemptAt: until,
-    orderKey: undefined,
-  };
 }
 
 /**
