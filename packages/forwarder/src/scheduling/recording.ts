@@ -173,8 +173,7 @@ export class Recording {
 
   /** Never rejects: a failure here must not stop the loop or leave slots taken. */
   private async flush(): Promise<void> {
-    const batches = this.pendingBatches.splice(0);
-    if (batches.length > 0) await this.flushBatches(batches);
+    if (this.pendingBatches.length > 0) await this.flushBatches(this.pendingBatches.splice(0));
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
     let stale: ReadonlySet<number> = new Set();
