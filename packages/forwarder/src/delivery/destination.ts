@@ -223,9 +223,7 @@ export class WebhookDestination {
       const failed = done.failed.map((f) => this.#transformOutcome(f.index, f.reason, f.durationMs));
       const out = new Set([...done.dropped, ...done.failed.map((f) => f.index)]);
       const parts = sendsTo.filter((index) => !out.has(index)).map((index) => ({ index, text: done.bodies[index]?.toString('utf8') ?? body }));
-      if (parts.length > 0) return { parts, failed };
-      if (failed.length > 0) return { result: { status: 'failed', attempt: state.attempt, reason: `No webhook accepted the message and none may be retried: ${summary(failed)}`, outcomes: failed } };
-      return { result: { status: 'failed', attempt: state.attempt, reason: 'Filtered: the transform of every URL it would go to returned null for this call; nothing was sent', outcomes: [] } };
+      return parts.length > 0 ? { parts, failed } : { result: noUrlLeft(state.attempt, failed) };
     } catch (error) {
       return { result: { status: 'failed', attempt: state.attempt, reason: `Internal error during the attempt: ${(error as Error).message}`, outcomes: [] } };
     }
@@ -395,8 +393,7 @@ export class WebhookDestination {
     if (done.dropped.length === 0 && done.failed.length === 0) return this.#attemptInTurn(ready, state);
     const skip = [...new Set([...(state.skip ?? []), ...done.dropped, ...done.failed.map((f) => f.index)])];
     if (skip.length < this.#options.webhooks.length) return this.#attemptInTurn(ready, { ...state, skip }, failed);
-    if (failed.length > 0) return { status: 'failed', attempt: state.attempt, reason: `No webhook accepted the message and none may be retried: ${summary(failed)}`, outcomes: failed };
-    return { status: 'failed', attempt: state.attempt, reason: 'Filtered: the transform of every URL it would go to returned null for this call; nothing was sent', outcomes: [] };
+    return noUrlLeft(state.attempt, failed);
   }
 
   /** The prepared body with each transformed URL's header set: its own Content-Length and X-Signature. */
@@ -680,6 +677,12 @@ function withTraceHeaders(headers: Readonly<Record<string, string>>, trace: Trac
   set.traceparent = trace.traceparent;
   if (trace.tracestate !== undefined) set.tracestate = trace.tracestate;
   return set;
+}
+
+/** A call its transforms left no URL to go to: failed with the transforms' reasons, or filtered when every one returned null. */
+function noUrlLeft(attempt: number, failed: readonly UrlOutcome[]): AttemptResult {
+  if (failed.length > 0) return { status: 'failed', attempt, reason: `No webhook accepted the message and none may be retried: ${summary(failed)}`, outcomes: failed };
+  return { status: 'failed', attempt, reason: 'Filtered: the transform of every URL it would go to returned null for this call; nothing was sent', outcomes: [] };
 }
 
 /** Nothing was sent: not an attempt; due again at `at` (whole ms: slot times may have fractions). */

@@ -16,7 +16,7 @@ import { LiveStream } from './stream';
 import { ClusterView } from './cluster';
 import type { ClusterOverview } from './cluster';
 import { UsageTally } from './usage';
-import type { ClusterStore, AttemptRecord, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/contract';
+import type { ClusterStore, AttemptRecord, AttemptUrl, DeliveryDetail, DeliveryLog, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../store/contract';
 
 const log = createDebug('eventrelay:forwarder');
 
@@ -295,18 +295,6 @@ export class Operations {
     // delivery given up without a request (no URL's filter takes it any more) is its last one.
     if (result.outcomes.length === 0 && result.status !== 'failed') return;
     const at = this.parts.clock.now();
-    if (report.kind === 'batch') {
-      // A batch's request: its URL's answer counts here, once; each call in it has a report of its own.
-      for (const o of result.outcomes) {
-        const status = o.status ?? null;
-        this.health.record(report.source, o.url, at, status !== null && status >= 200 && status < 300, status, status === null ? (o.error?.code ?? 'error') : null, o.durationMs);
-      }
-      this.metrics?.requests(report.source, result.outcomes);
-      return;
-    }
-    if (result.status !== 'retry' && report.kind === 'message' && report.stale !== true) {
-      this.usage.finished(this.parts.sources.incarnation(report.source), report.source, result.status, at);
-    }
     const urls = result.outcomes.map((o) => ({
       url: o.url,
       status: o.status ?? null,
@@ -315,6 +303,15 @@ export class Operations {
       // The answer's first bytes, as read: the log decodes them when it writes them.
       response: o.response,
     }));
+    if (report.kind === 'batch') {
+      // A batch's request: its URL's answer counts here, once; each call in it has a report of its own.
+      this.recordHealth(report.source, urls, at);
+      this.metrics?.requests(report.source, urls);
+      return;
+    }
+    if (result.status !== 'retry' && report.kind === 'message' && report.stale !== true) {
+      this.usage.finished(this.parts.sources.incarnation(report.source), report.source, result.status, at);
+    }
     // A literal per outcome, with exactly its fields: no spread per attempt.
     const { source, messageId } = report;
     const record: AttemptRecord =
@@ -329,11 +326,7 @@ export class Operations {
     if (report.stale !== true) this.log?.attempt(record);
     // A call sent in a batch: its batch's report counted the request (see above).
     const inBatch = report.batch !== undefined;
-    if (!inBatch) {
-      for (const u of urls) {
-        this.health.record(report.source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
-      }
-    }
+    if (!inBatch) this.recordHealth(report.source, urls, at);
     this.metrics?.attempt(report.source, result.status, inBatch ? [] : urls, report.createdAt, at);
     if (result.status !== 'retry') this.timeline.finished(at, result.status);
     if (this.live.active) {
@@ -349,6 +342,11 @@ export class Operations {
         ...(result.status === 'retry' ? { nextAttemptAt: new Date(result.nextAttemptAt).toISOString() } : {}),
       });
     }
+  }
+
+  /** Each URL's answer in one request, for its health. */
+  private recordHealth(source: string, urls: readonly Pick<AttemptUrl, 'url' | 'status' | 'error' | 'durationMs'>[], at: number): void {
+    for (const u of urls) this.health.record(source, u.url, at, u.status !== null && u.status >= 200 && u.status < 300, u.status, u.error, u.durationMs);
   }
 
   private requireLog(): DeliveryLog {

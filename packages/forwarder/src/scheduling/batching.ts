@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import createDebug from 'debug';
 import type { Clock, TimerHandle } from 'eventrelay/internal';
-import { batchEntry, batchText, batchTexts, planBatches } from '../batch-body';
-import type { BatchSettings } from '../batch-body';
+import { batchEntry, batchOf, batchText, batchTexts, planBatches, splitBatch } from '../batch-body';
+import type { Batch, BatchSettings } from '../batch-body';
 import type { AttemptState, UrlOutcome } from '../delivery/destination';
 import type { DeliveryTarget, DeliveryTargets } from '../delivery/target';
 import type { BatchMember, ForwarderStore, LeaseRequest, MemberLease, NewBatch, PendingDelivery } from '../store/contract';
@@ -259,17 +259,17 @@ export class Batching {
     if (texts === undefined || texts.length < 2) return false;
     const members = await this.store.batches.members(batch.id);
     if (members.length !== texts.length) return false;
-    const middle = Math.ceil(texts.length / 2);
-    const half = (from: number, to: number): NewBatch => ({
+    const halves = splitBatch(batchOf(texts.map((text, i) => batchEntry(members[i]!.id, text))))!;
+    const half = (part: Batch<number>): NewBatch => ({
       source: batch.source,
       destination: batch.destination,
       messageId: `batch_${randomUUID()}`,
-      body: `[${texts.slice(from, to).join(',')}]`,
-      members: members.slice(from, to).map((m) => m.id),
+      body: batchText(part),
+      members: part.entries.map((e) => e.id),
     });
-    const parts = await this.store.batches.split({ id: batch.id, lease: batch.lease }, [half(0, middle), half(middle, texts.length)], now, this.lease);
+    const parts = await this.store.batches.split({ id: batch.id, lease: batch.lease }, halves.map(half), now, this.lease);
     if (parts === null) return false;
-    log('batch %d of source %s answered 413: sent again as %d and %d calls', batch.id, batch.source, middle, texts.length - middle);
+    log('batch %d of source %s answered 413: sent again as %d and %d calls', batch.id, batch.source, halves[0].entries.length, halves[1].entries.length);
     this.loop.launch(parts, this.clock.now());
     return true;
   }

@@ -1,4 +1,5 @@
-import type { DeliveryKind, NewBatch, NewDelivery, PendingDelivery } from './contract';
+import type { BatchMember, DeliveryKind, NewBatch, NewDelivery, PendingDelivery } from './contract';
+import { PENDING } from './statuses';
 import type { SchemaCount, UsageDay } from './contract';
 import { responseText } from './delivery-log';
 import type { AttemptRecord, DeliveryDetail, DeliveryState, LoggedAttempt, LoggedMessage, KeyOrigin, SourceRecord, SourceSchema, SourceSettings, StoredWebhooks, WriteKeyRecord } from './contract';
@@ -120,6 +121,24 @@ export interface AttemptRow {
 
 /** One URL of an attempt as a line keeps it: `[attempt, at, outcome, url, status, error, durationMs, nextAttemptAt]`. */
 type AttemptEntry = [number, number, LoggedAttempt['outcome'], string, number | null, string | null, number, number | null];
+
+/** A call of a batch as the SQL stores' statements return it (numbers may come as strings from PostgreSQL). */
+export interface MemberRow {
+  id: number;
+  source: string;
+  message_id: string;
+  order_key: string | null;
+  created_at: number;
+  /** Read by `members` only: whether it is pending. */
+  status?: number;
+}
+
+/** A call of a batch, from its row. */
+export function toMember(row: MemberRow): BatchMember {
+  const pending = row.status !== undefined && Number(row.status) === PENDING;
+  const orderKey = row.order_key ?? undefined;
+  return { id: Number(row.id), source: row.source, messageId: row.message_id, orderKey, createdAt: Number(row.created_at), pending };
+}
 
 /** A batch delivery as `seal` and `split` hand it out (SQL stores): leased from `now` as a claim leases (token 1). */
 export function leasedBatch(batch: NewBatch, id: number, now: number, until: number): PendingDelivery {

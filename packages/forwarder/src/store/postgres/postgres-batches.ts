@@ -3,24 +3,8 @@ import type { BatchMember, BatchRecordResult, BatchStore, DeliveryOutcome, Finis
 import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
 import { checkout, numberArray, shard, textArray } from './pg-driver';
 import { BATCHES } from './sql';
-import { leasedBatch } from '../sql-rows';
-
-/** A member as the statements return it. */
-interface MemberRow {
-  id: number;
-  source: string;
-  message_id: string;
-  order_key: string | null;
-  created_at: number;
-  /** Read by `members` only: whether it is pending. */
-  status?: number;
-}
-
-function toMember(row: MemberRow): BatchMember {
-  const pending = row.status !== undefined && Number(row.status) === PENDING;
-  const orderKey = row.order_key ?? undefined;
-  return { id: Number(row.id), source: row.source, messageId: row.message_id, orderKey, createdAt: Number(row.created_at), pending };
-}
+import { leasedBatch, toMember } from '../sql-rows';
+import type { MemberRow } from '../sql-rows';
 
 /** A batch row as `lockBatches` read it: what its outcomes are decided on. */
 interface BatchState {

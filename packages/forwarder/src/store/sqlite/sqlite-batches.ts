@@ -2,23 +2,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { BatchMember, BatchRecordResult, BatchStore, DeliveryOutcome, FinishedMember, LeaseRequest, MemberLease, NewBatch, PendingDelivery } from '../contract';
 import { ABANDONED, PENDING } from '../statuses';
 import { BATCHES, QUEUE } from './sql';
-import { leasedBatch } from '../sql-rows';
-
-/** A member as the statements return it. */
-interface MemberRow {
-  id: number;
-  source: string;
-  message_id: string;
-  order_key: string | null;
-  created_at: number;
-  /** Read by `members` only: whether it is pending. */
-  status?: number;
-}
-
-function toMember(row: MemberRow): BatchMember {
-  const pending = row.status !== undefined && row.status === PENDING;
-  return { id: row.id, source: row.source, messageId: row.message_id, orderKey: row.order_key ?? undefined, createdAt: row.created_at, pending };
-}
+import { leasedBatch, toMember } from '../sql-rows';
+import type { MemberRow } from '../sql-rows';
 
 /**
  * The queue's batches in the SQLite database (contract/batches.ts): a batch delivery is a row of
