@@ -32,10 +32,12 @@ const DELAY_MS = 50;
 const here = dirname(fileURLToPath(import.meta.url));
 const CLI = process.env.BENCH_CLI ?? join(here, '..', 'packages', 'forwarder', 'dist', 'cli.js');
 const ADMIN = process.env.EVENTRELAY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const MODES = [
+const ALL_MODES = [
   { id: 'single', name: 'one call per request (no batch)', batch: undefined, calls: CALLS },
   { id: 'batched', name: `batch: { maxEvents: ${MAX_EVENTS} }`, batch: { maxEvents: MAX_EVENTS }, calls: BATCHED_CALLS },
 ];
+// BENCH_MODES=batched runs one mode alone (to profile it); the ratios then need both.
+const MODES = ALL_MODES.filter((m) => process.env.BENCH_MODES === undefined || process.env.BENCH_MODES.split(',').includes(m.id));
 
 /** A receiver answering 200 after DELAY_MS (410 while `gone`); counts calls (an array body's elements). */
 async function receiver() {
@@ -168,7 +170,8 @@ async function run(mode) {
     while (!(await admin(f.url, 'GET', endpoints)).endpoints[0].disabled) await new Promise((r) => setTimeout(r, 20));
     await load(f.url, writeKey, mode.calls);
     rcv.back();
-    const cpu0 = cpuMs(f.pid) + (db ? await db.cpu() : 0);
+    const own0 = cpuMs(f.pid);
+    const cpu0 = own0 + (db ? await db.cpu() : 0);
     const t0 = performance.now();
     await admin(f.url, 'POST', `${endpoints}/enable`, { url: rcv.url });
     for (let waited = 0; rcv.calls() < mode.calls; waited += 10) {
@@ -176,8 +179,9 @@ async function run(mode) {
       await new Promise((r) => setTimeout(r, 10));
     }
     const seconds = (performance.now() - t0) / 1000;
-    const cpu = cpuMs(f.pid) + (db ? await db.cpu() : 0) - cpu0;
-    return { callsPerSecond: mode.calls / seconds, cpuUsPerCall: (cpu * 1000) / mode.calls, requests: rcv.requests(), inFlight: rcv.meanInFlight() };
+    const own = cpuMs(f.pid) - own0;
+    const cpu = own + own0 + (db ? await db.cpu() : 0) - cpu0;
+    return { callsPerSecond: mode.calls / seconds, cpuUsPerCall: (cpu * 1000) / mode.calls, forwarderUsPerCall: (own * 1000) / mode.calls, requests: rcv.requests(), inFlight: rcv.meanInFlight() };
   } finally {
     await f.stop();
     rcv.close();
@@ -192,12 +196,16 @@ for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? MODES : [...MODES].reverse();
   const row = {};
   for (const mode of order) row[mode.id] = await run(mode);
+  const described = MODES.map((m) => `${m.id} ${row[m.id].callsPerSecond.toFixed(0)} calls/s, ${row[m.id].cpuUsPerCall.toFixed(0)} µs CPU/call (forwarder ${row[m.id].forwarderUsPerCall.toFixed(0)}), ${row[m.id].requests} requests, ${row[m.id].inFlight.toFixed(1)} at once`).join('; ');
+  if (MODES.length < ALL_MODES.length) {
+    console.log(`round ${round + 1}: ${described}`);
+    continue;
+  }
   const ratio = { speed: row.batched.callsPerSecond / row.single.callsPerSecond, cpu: row.batched.cpuUsPerCall / row.single.cpuUsPerCall };
   rounds.push({ row, ratio });
-  console.log(
-    `round ${round + 1}: ${MODES.map((m) => `${m.id} ${row[m.id].callsPerSecond.toFixed(0)} calls/s, ${row[m.id].cpuUsPerCall.toFixed(0)} µs CPU/call, ${row[m.id].requests} requests, ${row[m.id].inFlight.toFixed(1)} at once`).join('; ')}; batched/single: ${ratio.speed.toFixed(1)}× calls/s, ${ratio.cpu.toFixed(2)}× CPU/call`,
-  );
+  console.log(`round ${round + 1}: ${described}; batched/single: ${ratio.speed.toFixed(1)}× calls/s, ${ratio.cpu.toFixed(2)}× CPU/call`);
 }
+if (rounds.length === 0) process.exit(0);
 const rows = {};
 for (const mode of MODES) {
   rows[mode.name] = {

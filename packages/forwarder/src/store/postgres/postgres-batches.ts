@@ -6,7 +6,7 @@ import { BATCHES } from './sql';
 import { leasedBatch, toMember } from '../sql-rows';
 import type { MemberRow } from '../sql-rows';
 
-/** A batch row as `lockBatches` read it: what its outcomes are decided on. */
+/** A batch row as `BATCHES.lock` read it: what its outcomes are decided on. */
 interface BatchState {
   status: number;
   readonly lease: number;
@@ -28,12 +28,15 @@ export class PostgresBatches implements BatchStore {
   async seal(members: readonly MemberLease[], batches: readonly NewBatch[], now: number, lease: LeaseRequest): Promise<PendingDelivery[] | null> {
     this.assertOpen();
     checkMembers(batches, new Set(members.map((m) => m.id)));
-    return this.transaction(async (client) => {
-      const { rows } = await client.query<{ id: number; lease: number }>(BATCHES.lockMembers, [numberArray(members.map((m) => m.id))]);
-      const held = new Map(rows.map((r) => [Number(r.id), r.lease]));
-      if (members.some((m) => held.get(m.id) !== m.lease)) return null;
-      return this.insert(client, [...new Set(batches.flatMap((b) => b.members))], batches, now, lease);
+    const { rows } = await this.pool.query<{ held: boolean; ids: string[] }>({
+      name: 'eventrelay-batches-seal',
+      text: BATCHES.seal,
+      values: [numberArray(members.map((m) => m.id)), numberArray(members.map((m) => m.lease)), ...batchArrays(batches, now, lease)],
     });
+    const { held, ids } = rows[0]!;
+    if (!held) return null;
+    const until = now + lease.ms;
+    return batches.map((b, i) => leasedBatch(b, Number(ids[i]), now, until));
   }
 
   async members(batchId: number): Promise<BatchMember[]> {
@@ -50,7 +53,7 @@ export class PostgresBatches implements BatchStore {
       if (removed.rows.length === 0) return null;
       checkMembers(parts, new Set(linked.rows.map((r) => Number(r.delivery_id))));
       // The members stay parked, as they are.
-      return this.insert(client, [], parts, now, lease);
+      return this.insert(client, parts, now, lease);
     });
   }
 
@@ -59,86 +62,61 @@ export class PostgresBatches implements BatchStore {
     if (outcomes.length === 0) return { recorded: 0, stale: [], released: [], members: [] };
     return this.transaction(async (client) => {
       const ids = [...new Set(outcomes.map((o) => o.id))].sort((a, b) => a - b);
-      const locked = await client.query<{ id: number; status: number; lease: number }>(BATCHES.lockBatches, [numberArray(ids)]);
-      const states = new Map<number, BatchState>(locked.rows.map((r) => [Number(r.id), { status: Number(r.status), lease: r.lease }]));
+      const locked = await client.query<{ id: number | null; status: number; lease: number }>({ name: 'eventrelay-batches-lock', text: BATCHES.lock, values: [numberArray(ids)] });
+      const states = new Map<number, BatchState>();
+      for (const r of locked.rows) if (r.id !== null) states.set(Number(r.id), { status: Number(r.status), lease: r.lease });
       const plan = planOutcomes(outcomes, states);
-      if (plan.written.size > 0) {
-        const w = [...plan.written.values()];
-        await client.query(BATCHES.write, [
-          numberArray(w.map((o) => o.id)),
-          numberArray(w.map((o) => (o.status === 'retry' ? PENDING : o.status === 'delivered' ? DELIVERED : FAILED))),
-          numberArray(w.map((o) => o.attempts)),
-          numberArray(w.map((o) => o.firstAttemptAt ?? null)),
-          numberArray(w.map((o) => (o.status === 'retry' ? o.nextAttemptAt : o.at))),
-          textArray(w.map((o) => (o.status === 'retry' ? (o.error ?? null) : o.status === 'failed' ? o.reason : null))),
-        ]);
-      }
       const ended: FinishedMember[] = [];
       const { delivered, failed } = plan;
-      if (delivered.length > 0 || failed.length > 0) {
-        await client.query(BATCHES.lockLinked, [numberArray([...delivered, ...failed].map((e) => e.outcome.id))]);
-        const row = shard();
-        if (delivered.length > 0) {
-          const { rows } = await client.query<MemberRow & { batch_id: number }>(BATCHES.deliverMembers, [
+      const row = shard();
+      if (plan.written.size > 0) {
+        const w = [...plan.written.values()];
+        const { rows } = await client.query<MemberRow & { batch_id: number }>({
+          name: 'eventrelay-batches-end',
+          text: BATCHES.end,
+          values: [
+            numberArray(w.map((o) => o.id)),
+            numberArray(w.map((o) => (o.status === 'retry' ? PENDING : o.status === 'delivered' ? DELIVERED : FAILED))),
+            numberArray(w.map((o) => o.attempts)),
+            numberArray(w.map((o) => o.firstAttemptAt ?? null)),
+            numberArray(w.map((o) => (o.status === 'retry' ? o.nextAttemptAt : o.at))),
+            textArray(w.map((o) => (o.status === 'retry' ? (o.error ?? null) : o.status === 'failed' ? o.reason : null))),
             numberArray(delivered.map((e) => e.outcome.id)),
             numberArray(delivered.map((e) => e.from)),
             numberArray(delivered.map((e) => e.outcome.attempts)),
             numberArray(delivered.map((e) => e.outcome.firstAttemptAt ?? null)),
             numberArray(delivered.map((e) => e.outcome.at)),
             row,
-          ]);
-          for (const r of rows) ended.push({ ...toMember(r), status: 'delivered', batchId: Number(r.batch_id) });
-        }
-        if (failed.length > 0) {
-          // A statement of its own, after the members' locks: it sees the batches other instances ended meanwhile.
-          const { rows } = await client.query<MemberRow & { batch_id: number }>(BATCHES.failMembers, [
+          ],
+        });
+        for (const r of rows) ended.push({ ...toMember(r), status: 'delivered', batchId: Number(r.batch_id) });
+      }
+      if (failed.length > 0) {
+        // A statement of its own, after the batches' update and the members' locks: it sees the
+        // batches this flush ended and those other instances ended meanwhile.
+        const { rows } = await client.query<MemberRow & { batch_id: number }>({
+          name: 'eventrelay-batches-fail',
+          text: BATCHES.failMembers,
+          values: [
             numberArray(failed.map((e) => e.outcome.id)),
             numberArray(failed.map((e) => e.outcome.attempts)),
             numberArray(failed.map((e) => e.outcome.firstAttemptAt ?? null)),
             numberArray(failed.map((e) => e.outcome.at)),
             textArray(failed.map((e) => (e.outcome.status === 'failed' ? e.outcome.reason : null))),
             row,
-          ]);
-          for (const r of rows) ended.push({ ...toMember(r), status: 'failed', batchId: Number(r.batch_id) });
-        }
+          ],
+        });
+        for (const r of rows) ended.push({ ...toMember(r), status: 'failed', batchId: Number(r.batch_id) });
       }
       ended.sort((a, b) => a.id - b.id);
       return { recorded: plan.recorded, stale: plan.stale, released: await released(client, ended), members: ended };
     });
   }
 
-  /** Parks `park` and stores `batches` with their links (BATCHES.insert). */
-  private async insert(
-    client: PoolClient,
-    park: readonly number[],
-    batches: readonly NewBatch[],
-    now: number,
-    lease: LeaseRequest,
-  ): Promise<PendingDelivery[]> {
+  /** Stores a split's parts with their links (BATCHES.insert). */
+  private async insert(client: PoolClient, batches: readonly NewBatch[], now: number, lease: LeaseRequest): Promise<PendingDelivery[]> {
+    const { rows } = await client.query<{ id: number }>({ name: 'eventrelay-batches-insert', text: BATCHES.insert, values: batchArrays(batches, now, lease) });
     const until = now + lease.ms;
-    const place: number[] = [];
-    const member: number[] = [];
-    const position: number[] = [];
-    batches.forEach((b, i) => {
-      b.members.forEach((id, p) => {
-        place.push(i + 1);
-        member.push(id);
-        position.push(p);
-      });
-    });
-    const { rows } = await client.query<{ id: number }>(BATCHES.insert, [
-      numberArray(park),
-      textArray(batches.map((b) => b.source)),
-      textArray(batches.map((b) => b.destination)),
-      textArray(batches.map((b) => b.messageId)),
-      textArray(batches.map((b) => b.body)),
-      now,
-      until,
-      lease.owner,
-      numberArray(place),
-      numberArray(member),
-      numberArray(position),
-    ]);
     return batches.map((b, i) => leasedBatch(b, Number(rows[i]!.id), now, until));
   }
 
@@ -160,6 +138,32 @@ export class PostgresBatches implements BatchStore {
       client.release();
     }
   }
+}
+
+/** The parameters that store `batches` (BATCHES.seal's `$3`-`$12`, BATCHES.insert's): their rows, leased from `now`, and their links. */
+function batchArrays(batches: readonly NewBatch[], now: number, lease: LeaseRequest): (string | number)[] {
+  const place: number[] = [];
+  const member: number[] = [];
+  const position: number[] = [];
+  batches.forEach((b, i) => {
+    b.members.forEach((id, p) => {
+      place.push(i + 1);
+      member.push(id);
+      position.push(p);
+    });
+  });
+  return [
+    textArray(batches.map((b) => b.source)),
+    textArray(batches.map((b) => b.destination)),
+    textArray(batches.map((b) => b.messageId)),
+    textArray(batches.map((b) => b.body)),
+    now,
+    now + lease.ms,
+    lease.owner,
+    numberArray(place),
+    numberArray(member),
+    numberArray(position),
+  ];
 }
 
 /** Refuses a batch holding a call it was not made for (a caller's mistake: nothing is stored). */
@@ -210,9 +214,10 @@ function planOutcomes(outcomes: readonly DeliveryOutcome[], states: ReadonlyMap<
 async function released(client: PoolClient, ended: readonly FinishedMember[]): Promise<string[]> {
   const ordered = ended.filter((m) => m.orderKey !== undefined);
   if (ordered.length === 0) return [];
-  const { rows } = await client.query<{ source: string; next: boolean }>(BATCHES.nextOfKey, [
-    textArray(ordered.map((m) => m.source)),
-    textArray(ordered.map((m) => m.orderKey!)),
-  ]);
+  const { rows } = await client.query<{ source: string; next: boolean }>({
+    name: 'eventrelay-batches-next',
+    text: BATCHES.nextOfKey,
+    values: [textArray(ordered.map((m) => m.source)), textArray(ordered.map((m) => m.orderKey!))],
+  });
   return rows.filter((r) => r.next).map((r) => r.source);
 }

@@ -173,66 +173,96 @@ export const RECORD_DELIVERED = `WITH w AS (
  SELECT id, source, ${NEXT_OF_KEY} AS next FROM w`;
 
 /**
- * The queue's batches (`PostgresBatches`, contract/batches.ts): batch deliveries are rows of
- * `deliveries` (kind 'batch'), linked to their members in `batch_members`. Every statement that
- * writes a member or a batch row runs after BATCHES.lockMembers / lockBatches locked the rows in
- * id order, in the same transaction: two instances recording batches that share members take
- * their locks in one order, and the second sees what the first wrote.
+ * The CTEs that store batch deliveries from parameters `$at`.. (source, destination, messageId,
+ * body; created at, leased until, lease owner; links: place, member, position), `gate` applied to
+ * the insert; `r` holds their ids in the order given.
  */
-export const BATCHES = {
-  // `status + 0`: see RECORD.
-  lockMembers: `SELECT id, lease FROM deliveries WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING} ORDER BY id FOR UPDATE`,
-  lockBatches: `SELECT id, status, lease FROM deliveries WHERE id = ANY($1::bigint[]) AND kind = 'batch' ORDER BY id FOR UPDATE`,
-  // The members of batches `$1` still pending (or given up by their source's deletion), locked.
-  lockLinked: `SELECT id FROM deliveries WHERE id IN (SELECT delivery_id FROM batch_members WHERE batch_id = ANY($1::bigint[]))
-       AND status + 0 IN (${PENDING}, ${ABANDONED}) ORDER BY id FOR UPDATE`,
-  linked: 'SELECT delivery_id FROM batch_members WHERE batch_id = $1',
-  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at, d.status FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
-       WHERE m.batch_id = $1 ORDER BY m.position`,
-  /**
-   * Parks members `$1` (never due, token bumped, no holder) and stores batch deliveries (`$2`-`$5`:
-   * source, destination, messageId, body), created at `$6`, leased to `$8` until `$7` as a claim
-   * leases, with their links (`$9`-`$11`: the batch's place in `$2`, the member, its position). The
-   * batches' ids follow the order given (`n`), as ACCEPT's deliveries do.
-   */
-  insert: `WITH p AS (
-       UPDATE deliveries SET next_attempt_at = ${PARKED_AT}, lease = lease + 1, lease_owner = NULL, leased_until = 0
-       WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING}),
-     b AS (
+function storedBatches(at: number, gate: string): string {
+  const $ = (k: number): string => `$${at + k}`;
+  return `b AS (
        INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner, leased_until)
-       SELECT x.s, x.d, 'batch', x.m, x.b, $6, $7, 1, $8, $7 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS x(s, d, m, b, n)
+       SELECT x.s, x.d, 'batch', x.m, x.b, ${$(4)}, ${$(5)}, 1, ${$(6)}, ${$(5)}
+       FROM unnest(${$(0)}::text[], ${$(1)}::text[], ${$(2)}::text[], ${$(3)}::text[]) WITH ORDINALITY AS x(s, d, m, b, n)${gate}
        ORDER BY x.n
        RETURNING id),
      r AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM b),
      l AS (
        INSERT INTO batch_members (batch_id, delivery_id, position)
-       SELECT r.id, y.member, y.position FROM r JOIN unnest($9::bigint[], $10::bigint[], $11::int[]) AS y(n, member, position) ON y.n = r.n)
+       SELECT r.id, y.member, y.position FROM r JOIN unnest(${$(7)}::bigint[], ${$(8)}::bigint[], ${$(9)}::int[]) AS y(n, member, position) ON y.n = r.n)`;
+}
+
+/**
+ * The queue's batches (`PostgresBatches`, contract/batches.ts): batch deliveries are rows of
+ * `deliveries` (kind 'batch'), linked to their members in `batch_members`. Every statement that
+ * writes a member or a batch row locks the rows in id order first (BATCHES.seal, in the same
+ * statement; BATCHES.lock, in the same transaction): two instances recording batches that share members take
+ * their locks in one order, and the second sees what the first wrote.
+ */
+export const BATCHES = {
+  /**
+   * Locks batch rows `$1` in id order, then the members of those batches still pending (or given up
+   * by their source's deletion) in id order: one round trip (an Append runs its branches in turn).
+   * Answers the batch rows; the last row (id NULL) only closes the members' branch. (`status + 0`:
+   * see RECORD.)
+   */
+  lock: `WITH b AS (SELECT id, status, lease FROM deliveries WHERE id = ANY($1::bigint[]) AND kind = 'batch' ORDER BY id FOR UPDATE),
+     m AS (
+       SELECT id FROM deliveries WHERE id IN (SELECT delivery_id FROM batch_members WHERE batch_id = ANY($1::bigint[]))
+       AND status + 0 IN (${PENDING}, ${ABANDONED}) ORDER BY id FOR UPDATE)
+   SELECT id, status, lease FROM b
+   UNION ALL SELECT NULL, NULL, NULL FROM (SELECT count(*) FROM m) k`,
+  linked: 'SELECT delivery_id FROM batch_members WHERE batch_id = $1',
+  members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at, d.status FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
+       WHERE m.batch_id = $1 ORDER BY m.position`,
+  /**
+   * Seals a batch in one statement (no transaction of its own): locks members `$1` in id order,
+   * and only when each is pending under its token `$2` (`held`), parks those in a batch (never
+   * due, token bumped, no holder) and stores batch deliveries `$3`-`$6` (source, destination, messageId,
+   * body), created at `$7`, leased to `$9` until `$8` as a claim leases, with their links
+   * (`$10`-`$12`: the batch's place in `$3`, the member, its position). The batches' ids follow
+   * the order given (`n`), as ACCEPT's deliveries do. The gate is a one-time filter: the locks
+   * are taken before any row is written.
+   */
+  seal: `WITH h AS (
+       SELECT id, lease FROM deliveries WHERE id = ANY($1::bigint[]) AND status + 0 = ${PENDING} ORDER BY id FOR UPDATE),
+     ok AS (
+       SELECT count(*) = cardinality($1::bigint[]) AS held FROM h JOIN unnest($1::bigint[], $2::int[]) AS m(id, lease) ON m.id = h.id AND m.lease = h.lease),
+     p AS (
+       UPDATE deliveries SET next_attempt_at = ${PARKED_AT}, lease = lease + 1, lease_owner = NULL, leased_until = 0
+       WHERE id = ANY($11::bigint[]) AND status + 0 = ${PENDING} AND (SELECT held FROM ok)),
+     ${storedBatches(3, ' WHERE (SELECT held FROM ok)')}
+   SELECT (SELECT held FROM ok) AS held, ARRAY(SELECT id FROM r ORDER BY id) AS ids`,
+  /** A split's parts (`$1`-`$11` as `seal`'s `$3`-`$12`), stored and linked; their members stay parked. */
+  insert: `WITH ${storedBatches(1, '')}
    SELECT id FROM r ORDER BY id`,
   // A batch delivery answered 413, while its lease holds: removed with its links, for its parts.
   remove: `WITH g AS (DELETE FROM deliveries WHERE id = $1 AND kind = 'batch' AND status + 0 = ${PENDING} AND lease = $2 RETURNING id),
      l AS (DELETE FROM batch_members WHERE batch_id IN (SELECT id FROM g))
    SELECT id FROM g`,
-  /** The outcomes decided on the locked batch rows: retries (status 0), deliveries (the body goes), failures. */
-  write: `UPDATE deliveries d SET
-       status = o.status,
-       attempts = o.attempts,
-       first_attempt_at = o.first_at,
-       next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
-       finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
-       last_error = o.error,
-       body = CASE WHEN o.status = ${DELIVERED} THEN '' ELSE d.body END,
-       leased_until = 0,
-       lease_owner = NULL
-     FROM unnest($1::bigint[], $2::smallint[], $3::int[], $4::bigint[], $5::bigint[], $6::text[]) AS o(id, status, attempts, first_at, at, error)
-     WHERE d.id = o.id`,
   /**
-   * The members of delivered batches `$1` still in `$2` (pending, or ABANDONED for a batch
-   * delivered under the lease out at its source's deletion), delivered with the batch's attempts;
-   * counted delivered (and no longer failed, given up ones), on counter shard `$6`.
+   * In one statement, on rows `lock` locked: the outcomes decided on the batch rows (`$1`-`$6`:
+   * retries get status 0; a delivered batch's body goes), and the members of delivered batches `$7`
+   * still in `$8` (pending, or ABANDONED for a batch delivered under the lease out at its source's
+   * deletion), delivered with the batch's attempts (`$9`-`$11`), counted delivered (and no longer
+   * failed, given up ones) on counter shard `$12`. The members' update reads no batch row, so it
+   * needs nothing of the batches' update in the same snapshot.
    */
-  deliverMembers: `WITH m AS (
+  end: `WITH w AS (
+       UPDATE deliveries d SET
+         status = o.status,
+         attempts = o.attempts,
+         first_attempt_at = o.first_at,
+         next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
+         finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
+         last_error = o.error,
+         body = CASE WHEN o.status = ${DELIVERED} THEN '' ELSE d.body END,
+         leased_until = 0,
+         lease_owner = NULL
+       FROM unnest($1::bigint[], $2::smallint[], $3::int[], $4::bigint[], $5::bigint[], $6::text[]) AS o(id, status, attempts, first_at, at, error)
+       WHERE d.id = o.id),
+     m AS (
        SELECT DISTINCT ON (k.delivery_id) k.delivery_id, o.batch_id, o.from_status, o.attempts, o.first_at, o.at
-       FROM batch_members k JOIN unnest($1::bigint[], $2::smallint[], $3::int[], $4::bigint[], $5::bigint[]) AS o(batch_id, from_status, attempts, first_at, at)
+       FROM batch_members k JOIN unnest($7::bigint[], $8::smallint[], $9::int[], $10::bigint[], $11::bigint[]) AS o(batch_id, from_status, attempts, first_at, at)
          ON k.batch_id = o.batch_id
        ORDER BY k.delivery_id, o.batch_id),
      x AS (
@@ -242,7 +272,7 @@ export const BATCHES = {
        RETURNING d.id, d.source, d.message_id, d.order_key, d.created_at, m.batch_id, m.from_status),
      c AS (
        INSERT INTO counters (name, shard, value)
-       SELECT v.name, $6, v.value FROM (SELECT count(*) AS n, count(*) FILTER (WHERE from_status = ${ABANDONED}) AS r FROM x) k,
+       SELECT v.name, $12, v.value FROM (SELECT count(*) AS n, count(*) FILTER (WHERE from_status = ${ABANDONED}) AS r FROM x) k,
          LATERAL (VALUES ('delivered', k.n), ('failed', -k.r)) AS v(name, value)
        WHERE v.value <> 0
        ON CONFLICT (name, shard) DO UPDATE SET value = counters.value + EXCLUDED.value)
