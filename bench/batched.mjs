@@ -181,7 +181,13 @@ async function run(mode) {
     const seconds = (performance.now() - t0) / 1000;
     const own = cpuMs(f.pid) - own0;
     const cpu = own + own0 + (db ? await db.cpu() : 0) - cpu0;
-    return { callsPerSecond: mode.calls / seconds, cpuUsPerCall: (cpu * 1000) / mode.calls, forwarderUsPerCall: (own * 1000) / mode.calls, requests: rcv.requests(), inFlight: rcv.meanInFlight() };
+    return {
+      callsPerSecond: mode.calls / seconds,
+      cpuUsPerCall: (cpu * 1000) / mode.calls,
+      forwarderUsPerCall: (own * 1000) / mode.calls,
+      requests: rcv.requests(),
+      inFlight: rcv.meanInFlight(),
+    };
   } finally {
     await f.stop();
     rcv.close();
@@ -196,7 +202,10 @@ for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? MODES : [...MODES].reverse();
   const row = {};
   for (const mode of order) row[mode.id] = await run(mode);
-  const described = MODES.map((m) => `${m.id} ${row[m.id].callsPerSecond.toFixed(0)} calls/s, ${row[m.id].cpuUsPerCall.toFixed(0)} µs CPU/call (forwarder ${row[m.id].forwarderUsPerCall.toFixed(0)}), ${row[m.id].requests} requests, ${row[m.id].inFlight.toFixed(1)} at once`).join('; ');
+  const described = MODES.map((m) => {
+    const r = row[m.id];
+    return `${m.id} ${r.callsPerSecond.toFixed(0)} calls/s, ${r.cpuUsPerCall.toFixed(0)} µs CPU/call (forwarder ${r.forwarderUsPerCall.toFixed(0)}), ${r.requests} requests, ${r.inFlight.toFixed(1)} at once`;
+  }).join('; ');
   if (MODES.length < ALL_MODES.length) {
     console.log(`round ${round + 1}: ${described}`);
     continue;
