@@ -85,8 +85,8 @@ export const BATCHES = {
   insert: `INSERT INTO deliveries (source, destination, kind, message_id, body, created_at, next_attempt_at, lease, lease_owner)
          VALUES (?, ?, 'batch', ?, ?, ?, ?, 1, ?)`,
   link: 'INSERT INTO batch_members (batch_id, delivery_id, position) VALUES (?, ?, ?)',
-  // Never due, and the claim that handed it out holds it no more (its token is old).
-  park: `UPDATE deliveries SET next_attempt_at = ${PARKED_AT}, lease = lease + 1, lease_owner = NULL WHERE id = ? AND status = ${PENDING}`,
+  // Never due, and the claim that handed it out (token `?`, still pending) holds it no more (its token is old).
+  park: `UPDATE deliveries SET next_attempt_at = ${PARKED_AT}, lease = lease + 1, lease_owner = NULL WHERE id = ? AND status = ${PENDING} AND lease = ?`,
   members: `SELECT d.id, d.source, d.message_id, d.order_key, d.created_at, d.status FROM batch_members m JOIN deliveries d ON d.id = m.delivery_id
          WHERE m.batch_id = ? ORDER BY m.position`,
   linked: 'SELECT delivery_id FROM batch_members WHERE batch_id = ?',

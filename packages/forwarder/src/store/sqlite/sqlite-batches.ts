@@ -5,6 +5,9 @@ import { BATCHES, QUEUE } from './sql';
 import { leasedBatch, toMember } from '../sql-rows';
 import type { MemberRow } from '../sql-rows';
 
+/** Thrown inside the seal's transaction to roll it back: a member's lease no longer holds. */
+const LEASE_LOST = new Error('a member\'s lease no longer holds');
+
 /**
  * The queue's batches in the SQLite database (contract/batches.ts): a batch delivery is a row of
  * `deliveries` of kind `batch`, claimed like any other; `batch_members` links it to the calls it
@@ -13,7 +16,7 @@ import type { MemberRow } from '../sql-rows';
  */
 export class SqliteBatches implements BatchStore {
   private readonly statements;
-  private readonly sealTx: (members: readonly MemberLease[], batches: readonly NewBatch[], now: number, lease: LeaseRequest) => PendingDelivery[] | null;
+  private readonly sealTx: (members: readonly MemberLease[], batches: readonly NewBatch[], now: number, lease: LeaseRequest) => PendingDelivery[];
   private readonly splitTx: (batch: MemberLease, parts: readonly NewBatch[], now: number, lease: LeaseRequest) => PendingDelivery[] | null;
   private readonly recordTx: (outcomes: readonly DeliveryOutcome[]) => BatchRecordResult;
 
@@ -49,7 +52,12 @@ export class SqliteBatches implements BatchStore {
 
   async seal(members: readonly MemberLease[], batches: readonly NewBatch[], now: number, lease: LeaseRequest): Promise<PendingDelivery[] | null> {
     this.guard();
-    return this.sealTx(members, batches, now, lease);
+    try {
+      return this.sealTx(members, batches, now, lease);
+    } catch (error) {
+      if (error === LEASE_LOST) return null;
+      throw error;
+    }
   }
 
   async members(batchId: number): Promise<BatchMember[]> {
@@ -68,13 +76,20 @@ export class SqliteBatches implements BatchStore {
     return this.splitTx(batch, parts, now, lease);
   }
 
-  /** The seal's transaction: every lease checked before anything is written. */
-  private sealAll(members: readonly MemberLease[], batches: readonly NewBatch[], now: number, lease: LeaseRequest): PendingDelivery[] | null {
+  /**
+   * The seal's transaction: a member in a batch is parked only under the lease it was claimed
+   * with, and one that is not is checked; the first that no longer holds rolls everything back
+   * (LEASE_LOST).
+   */
+  private sealAll(members: readonly MemberLease[], batches: readonly NewBatch[], now: number, lease: LeaseRequest): PendingDelivery[] {
     const s = this.statements;
-    for (const m of members) if (s.leaseOf.get(m.id) !== m.lease) return null;
-    const stored = this.insertAll(batches, now, lease, new Set(members.map((m) => m.id)));
-    for (const id of new Set(batches.flatMap((b) => b.members))) s.park.run(id);
-    return stored;
+    const parked = new Set<number>();
+    for (const b of batches) for (const id of b.members) parked.add(id);
+    for (const m of members) {
+      const holds = parked.has(m.id) ? s.park.run(m.id, m.lease).changes > 0 : s.leaseOf.get(m.id) === m.lease;
+      if (!holds) throw LEASE_LOST;
+    }
+    return this.insertAll(batches, now, lease, new Set(members.map((m) => m.id)));
   }
 
   /** Stores batch deliveries, leased, with their links; `known`: the ids a batch may hold. */
