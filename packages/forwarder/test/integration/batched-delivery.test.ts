@@ -224,3 +224,57 @@ describe('batched delivery from the config file', function () {
     ).to.throw(/webhooks\[0\]\.batch\.maxEvents/);
   });
 });
+
+describe('a batch counts as one request', function () {
+  this.timeout(30_000);
+  const receiver = useReceiver();
+  const dirs: string[] = [];
+
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('in its URL\'s health, request durations and automatic disable; each call counts delivered or failed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'eventrelay-batch-'));
+    dirs.push(dir);
+    const batched = (path: string) => ({ Webhooks: { webhooks: [{ url: `${receiver.url}${path}`, batch: { maxEvents: 10, maxWaitMs: 5000 } }] } });
+    const forwarder = createForwarder({
+      adminToken: TOKEN,
+      storage: { type: 'sqlite', dataDir: dir },
+      sources: [
+        { name: 'one', writeKey: 'one-key', destinations: batched('/one') },
+        { name: 'gone', writeKey: 'gone-key', destinations: batched('/gone') },
+      ],
+    } as ForwarderConfig);
+    try {
+      const { url } = await forwarder.listen({ port: 0 });
+      const calls = (prefix: string) => Array.from({ length: 10 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'Counted', messageId: `${prefix}-${i}` }));
+      receiver.failFirst('/gone', 1, 410);
+      expect((await post(`${url}/v1/batch`, { batch: calls('one') }, { Authorization: basic('one-key') })).status).to.equal(200);
+      expect((await post(`${url}/v1/batch`, { batch: calls('gone') }, { Authorization: basic('gone-key') })).status).to.equal(200);
+      await waitFor(() => receiver.delivered.filter((r) => r.path === '/one').flatMap(callsOf).length === 10, 'the 10 calls to /one');
+      await waitFor(async () => (await admin(url, 'GET', '/admin/sources/gone/destinations/Webhooks/endpoints')).json.endpoints[0].disabled === true, '/gone to be disabled');
+      // Ten calls, one full batch, one request each.
+      expect(receiver.requests.filter((r) => r.path === '/one').map((r) => callsOf(r).length)).to.deep.equal([10]);
+      expect(receiver.requests.filter((r) => r.path === '/gone').map((r) => callsOf(r).length)).to.deep.equal([10]);
+      let endpoints: { source: string; attempts: number; lastStatus: number; consecutiveFailures: number; successRate: number }[] = [];
+      await waitFor(async () => {
+        endpoints = (await admin(url, 'GET', '/stats')).json.endpoints;
+        return endpoints.length === 2;
+      }, 'the health of both URLs');
+      const health = (source: string) => endpoints.find((e) => e.source === source)!;
+      expect(health('one')).to.include({ attempts: 1, lastStatus: 200, consecutiveFailures: 0, successRate: 1 });
+      expect(health('gone')).to.include({ attempts: 1, lastStatus: 410, consecutiveFailures: 1, successRate: 0 });
+      const metrics = await (await fetch(`${url}/metrics`, { headers: { Authorization: `Bearer ${TOKEN}` } })).text();
+      const value = (line: string) => Number(new RegExp(`^${line.replace(/[{}]/g, '\\$&')} (\\d+(?:\\.\\d+)?)$`, 'm').exec(metrics)?.[1]);
+      // Request durations count requests; deliveries and failures count calls.
+      expect(value('eventrelay_attempt_duration_seconds_count{source="one"}')).to.equal(1);
+      expect(value('eventrelay_attempt_duration_seconds_count{source="gone"}')).to.equal(1);
+      expect(value('eventrelay_delivered_total{source="one"}')).to.equal(10);
+      expect(value('eventrelay_failed_total{source="gone"}')).to.equal(10);
+      expect(value('eventrelay_endpoints_disabled{source="gone"}')).to.equal(1);
+    } finally {
+      await forwarder.close();
+    }
+  });
+});

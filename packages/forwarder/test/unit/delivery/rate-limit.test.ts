@@ -165,6 +165,24 @@ describe('WebhookDestination with rateLimit', () => {
     });
   });
 
+  it('takes one slot for a stored batch, whatever the calls in it', async () => {
+    const { clock, destination, sentAt } = setup({});
+    const batch = (n: number) => `[${Array.from({ length: 10 }, (_, i) => body(`b${n}-${i}`)).join(',')}]`;
+    const attempts = [0, 1, 2].map((n) => destination.attemptBatch(0, batch(n), { attempt: 1, firstAttemptAt: 0, id: `batch_${n}` }));
+    for (let i = 0; i < 40 && sentAt.length < 2; i++) await clock.tick(50);
+    const results = await Promise.all(attempts);
+    // 4 a second, looking 250 ms ahead: two requests of ten calls each go a quarter of a second
+    // apart (a slot per call would put the second 2.5 s out, past the horizon); the third finds
+    // no slot in reach and waits in the store, which is no attempt.
+    const start = sentAt[0]!.at;
+    expect(sentAt.map((s) => s.at - start)).to.deep.equal([0, 250]);
+    expect(results.map((r) => [r.status, r.outcomes.length])).to.deep.equal([
+      ['delivered', 1],
+      ['delivered', 1],
+      ['retry', 0],
+    ]);
+  });
+
   it('has room for every attempt without a limit, and for one probe before the first batch', async () => {
     const unlimited = setup({ webhooks: [{ url: A }] });
     expect(unlimited.destination.room(0, 7)).to.deep.equal({ count: 7 });
