@@ -230,4 +230,5 @@ recordResult(`batched/${STORE}`, {
   setup: `a backlog of ${CALLS} calls (${BATCHED_CALLS} batched) stored with Webhooks off, then drained to one URL answering after ${DELAY_MS} ms; default delivery concurrency; ${STORE}; ${ROUNDS} rounds, medians`,
   rows,
   ratios,
+  'calls/s, batched / single, per round': rounds.map((r) => rounded(r.ratio.speed, 1)),
 });
