@@ -123,10 +123,11 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
     });
 
     it('retries a failed batch with exactly the same bytes and webhook-id', async function () {
-      await start(this);
+      // Delivered bodies kept a while: the answers are kept and erased with them.
+      await start(this, { keepDelivered: 600_000 });
       const { writeKey } = await a.createSource('retry');
       await setWebhooks('retry', writeKey, { sharedSecret: SECRET, signing: 'both', webhooks: [{ url: `${receiver.url}/retry`, batch: { maxEvents: 50, maxWaitMs: 200 } }] }, '/retry');
-      receiver.failFirst('/retry', 2, 503);
+      receiver.failFirst('/retry', 2, 503, 'queue full, try later');
       expect((await send(urlB, writeKey, tracks('same', 6))).status).to.equal(200);
       await waitFor(() => deliveredIds('/retry', 'same-').length === 6, 'the 6 calls');
       const first = requestsOf('/retry', 'same-')[0]!;
@@ -139,6 +140,18 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
       expect(receiver.delivered).to.include(again[2]);
       // No call reached the receiver twice in a request that was answered 2xx.
       expect(new Set(deliveredIds('/retry', 'same-')).size).to.equal(deliveredIds('/retry', 'same-').length);
+      // Each call's log line shows its batch's attempts, with the receiver's answers (kept with the body).
+      const row = ((await admin(urlA, 'GET', '/admin/messages?source=retry&messageId=same-4')).json.items as { id: number }[])[0]!;
+      let attempts: { status: number; outcome: string; responseBody: string | null }[] = [];
+      await waitFor(async () => {
+        attempts = (await admin(urlA, 'GET', `/admin/deliveries/${row.id}`)).json.attemptLog;
+        return attempts.length === 3;
+      }, 'the three attempts in the log line of same-4');
+      expect(attempts.map((t) => [t.status, t.outcome, t.responseBody])).to.deep.equal([
+        [503, 'retry', 'queue full, try later'],
+        [503, 'retry', 'queue full, try later'],
+        [200, 'delivered', 'ok'],
+      ]);
     });
 
     it('splits a batch answered 413 into its two halves, same calls in the same order, until it fits', async function () {
