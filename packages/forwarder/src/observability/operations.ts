@@ -113,7 +113,8 @@ function userIdOf(message: ValidMessage): string | undefined {
  * buffers its writes.
  */
 export class Operations {
-  readonly live = new LiveStream();
+  /** Relayed through `cluster` (built in the constructor, after it) when there is one. */
+  readonly live = new LiveStream(() => this.cluster);
   readonly health = new HealthTracker();
   readonly timeline = new Timeline();
   /** What each source sends and its usage per day, counted here and written in the background. */
@@ -146,7 +147,6 @@ export class Operations {
     });
     if (shared !== undefined) {
       this.cluster = new ClusterView(shared.store, shared.owner, this.health, this.timeline, this.live, () => clock.now());
-      this.live.attach(this.cluster);
     }
   }
 

@@ -33,11 +33,17 @@ interface Subscriber {
 export class LiveStream {
   private readonly subscribers = new Set<Subscriber>();
   private heartbeat: NodeJS.Timeout | undefined;
-  private relay: LiveRelayHook | undefined;
 
-  /** Connects the stream to the other instances (PostgreSQL). */
-  attach(relay: LiveRelayHook): void {
-    this.relay = relay;
+  constructor(
+    /**
+     * The relay to the other instances sharing the store (PostgreSQL), undefined on a store of one.
+     * A function: the relay (`ClusterView`) is built after this stream, which it delivers to.
+     */
+    private readonly relayOf: () => LiveRelayHook | undefined,
+  ) {}
+
+  private get relay(): LiveRelayHook | undefined {
+    return this.relayOf();
   }
 
   /** True when someone listens, here or on another instance: events are only built then. */
@@ -72,10 +78,11 @@ export class LiveStream {
 
   /** An event of this instance: to its subscribers and, when another instance has one, relayed. */
   publish(event: LiveEvent, source: string, data: object): void {
-    const relayed = this.relay?.wanted === true;
+    const relay = this.relay;
+    const relayed = relay?.wanted === true;
     if (this.subscribers.size === 0 && !relayed) return;
     const json = JSON.stringify(data);
-    if (relayed) this.relay!.send(event, source, data, json);
+    if (relayed) relay!.send(event, source, data, json);
     this.write(event, source, json);
   }
 

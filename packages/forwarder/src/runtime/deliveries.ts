@@ -1,15 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import { EventRelayError } from 'eventrelay/internal';
 import { WebhookDestination } from '../delivery/destination';
 import { EndpointGuard, GuardedTargets } from '../delivery/endpoint-guard';
 import { endpointNotice, NOTIFY_SOURCE } from '../delivery/notify';
-import type { Notice } from '../delivery/notify';
 import type { Operations } from '../observability/operations';
 import type { SourceTable } from '../registry/table';
+import { Notices } from '../scheduling/notices';
 import { Outcome } from '../scheduling/outcome';
-import type { NoticeSender } from '../scheduling/outcome';
 import { Scheduler } from '../scheduling/queue';
-import type { ForwarderStore, NewDelivery, RateBudget } from '../store/contract';
+import type { ForwarderStore, RateBudget } from '../store/contract';
 import { MemoryEndpointStore, MIN_FAILED_ATTEMPTS } from '../store/endpoint-state';
 import { MemoryRateBudget } from '../store/rate-budget';
 import type { Context, StoreAccess } from './context';
@@ -18,7 +15,7 @@ import type { Context, StoreAccess } from './context';
  * The delivery side of a forwarder: the delivery loop (`Scheduler`), which URLs are disabled
  * (`EndpointGuard`), the rate budgets, and the operator's notices (`notify.url`, `endpoint` event).
  */
-export class Deliveries implements NoticeSender {
+export class Deliveries {
   /**
    * The send slots of rate-limited URLs: the store's once it is open, this process's before.
    * Looked up per claim: destinations made before the store opened use it too.
@@ -26,8 +23,8 @@ export class Deliveries implements NoticeSender {
   readonly rateBudget: RateBudget;
   /** Which webhook URLs are disabled (delivery.disableAfter), kept in the store once it opens. */
   readonly guard: EndpointGuard;
-  /** Sends the notices to `notify.url`, signed; undefined without `notify`. */
-  private readonly notifier: WebhookDestination | undefined;
+  /** The operator's notices, from the guard and the outcome step. */
+  private readonly notices: Notices;
 
   constructor(
     private readonly ctx: Context,
@@ -36,15 +33,7 @@ export class Deliveries implements NoticeSender {
     const { config, clock } = ctx;
     const localBudget = new MemoryRateBudget(clock);
     this.rateBudget = { claim: (...args) => (access.store?.rateBudget ?? localBudget).claim(...args) };
-    const localEndpoints = new MemoryEndpointStore();
-    this.guard = new EndpointGuard(
-      () => access.store?.endpoints ?? localEndpoints,
-      { after: config.delivery.disableAfter, minAttempts: MIN_FAILED_ATTEMPTS },
-      clock,
-      (change) => this.send(endpointNotice(change)),
-      () => this.wake(),
-    );
-    this.notifier =
+    const notifier =
       config.notify === undefined
         ? undefined
         : new WebhookDestination(
@@ -59,6 +48,17 @@ export class Deliveries implements NoticeSender {
           },
           { clock, ...ctx.internals.destination },
         );
+    // Queued in the store (opened if need be) and sent by its delivery loop, both the lifecycle's.
+    const notices = new Notices(notifier, access, ctx, clock);
+    this.notices = notices;
+    const localEndpoints = new MemoryEndpointStore();
+    this.guard = new EndpointGuard(
+      () => access.store?.endpoints ?? localEndpoints,
+      { after: config.delivery.disableAfter, minAttempts: MIN_FAILED_ATTEMPTS },
+      clock,
+      (change) => notices.send(endpointNotice(change)),
+      () => this.wake(),
+    );
   }
 
   /** When delivery started, epoch ms; 0 before. */
@@ -93,7 +93,7 @@ export class Deliveries implements NoticeSender {
       store,
       // Disabled URLs are skipped, and a source with none left waits as when switched off.
       // Notices to `notify.url` are queued as a source of their own.
-      new GuardedTargets(table, (source) => table.record(source)?.webhooks, this.guard, clock, { name: NOTIFY_SOURCE, target: () => this.notifier }),
+      new GuardedTargets(table, (source) => table.record(source)?.webhooks, this.guard, clock, { name: NOTIFY_SOURCE, target: () => this.notices.notifier }),
       clock,
       {
         concurrency,
@@ -105,40 +105,13 @@ export class Deliveries implements NoticeSender {
         onError: (error) => this.ctx.backgroundError(error),
         onStoreError: (error) => this.ctx.oplog.fault('delivery loop: the store failed; trying again', error),
       },
-      new Outcome(ops, this.ctx.oplog, this.ctx.events, this, clock),
+      new Outcome(ops, this.ctx.oplog, this.ctx.events, this.notices, clock),
     );
-  }
-
-  /** The `endpoint` event and, with `notify`, a signed notice queued like any delivery. */
-  send(notice: Notice): void {
-    const { ctx } = this;
-    ctx.oplog.notice(notice);
-    try {
-      ctx.events.emit('endpoint', notice);
-    } catch (error) {
-      ctx.backgroundError(error instanceof Error ? error : new Error(String(error)));
-    }
-    if (this.notifier === undefined || this.access.closing) return;
-    const delivery: NewDelivery = {
-      source: NOTIFY_SOURCE,
-      destination: 'notify',
-      kind: 'notice',
-      messageId: `notice_${randomBytes(12).toString('hex')}`,
-      body: JSON.stringify(notice),
-      createdAt: ctx.clock.now(),
-    };
-    this.access
-      .open()
-      .then(async ({ store }) => {
-        await store.enqueue([delivery]);
-        this.wake();
-      })
-      .catch((error: Error) => ctx.backgroundError(new EventRelayError(`Could not queue a ${notice.type} notice: ${error.message}`, 'ERR_STORE_UNAVAILABLE', { cause: error })));
   }
 
   /** Closes the guard and the notifier, once the lifecycle stopped the loop. */
   async stop(): Promise<void> {
     await this.guard.close();
-    await this.notifier?.close();
+    await this.notices.close();
   }
 }

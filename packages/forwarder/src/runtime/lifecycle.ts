@@ -94,12 +94,11 @@ export class Lifecycle<P extends Managed = Managed> implements StoreAccess {
       const store = ctx.options.store ?? (await openConfiguredStore(storage, { dataDir: ctx.options.dataDir, clock: ctx.clock }));
       this.openStore = store;
       try {
-        await sources.attach(store.setup);
+        await sources.attach();
         // Disabled URLs survive restarts (SQLite) and are shared by the instances (PostgreSQL).
         await deliveries.guard.load(store.shared);
       } catch (error) {
         this.openStore = undefined;
-        sources.detach();
         if (ctx.options.store === undefined) await store.close().catch(() => {});
         throw error;
       }

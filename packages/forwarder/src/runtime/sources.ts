@@ -31,8 +31,6 @@ export class Sources {
   /** Rotations of a destination's shared secret (`POST .../Webhooks/secret`). */
   readonly secrets: SecretHost;
   readonly endpointAdmin: EndpointAdmin;
-  /** The store's registry of sources, once it is open. */
-  private setup: SetupStore | undefined;
   /** Destinations replaced by a change of settings, closing once their attempts in flight finish. */
   private readonly retiring = new Set<Promise<void>>();
   private reloading: Promise<void> | undefined;
@@ -48,8 +46,8 @@ export class Sources {
     private readonly deliveries: Deliveries,
   ) {
     const { config, clock, internals } = ctx;
-    // While the store opens, `attach` set the setup already; else it is the open store's.
-    const setupOf = async (): Promise<SetupStore> => this.setup ?? (await access.open()).store.setup;
+    // While the store opens (`attach`), the lifecycle gives its store already; else it opens it.
+    const setupOf = async (): Promise<SetupStore> => access.store?.setup ?? (await access.open()).store.setup;
     this.secrets = {
       snapshot: async () => (await setupOf()).read(),
       write: async (ops) => {
@@ -85,7 +83,7 @@ export class Sources {
       this.seeding = false;
     }
     this.manager = new SourceManager({
-      // While the store opens, the setup is set already (the config file's sources are applied then).
+      // While the store opens, its registry is there already (the config file's sources are applied then).
       setup: setupOf,
       reload: () => this.reload(),
       destination: (name) => this.table.destination(name),
@@ -96,17 +94,12 @@ export class Sources {
   }
 
   /**
-   * The store opened: its registry gets the config file's sources (see docs/sources.md for which
-   * wins), then this instance serves what the registry holds. Undone by `detach` if opening fails.
+   * The store opened (the lifecycle's `StoreAccess` has it): its registry gets the config file's
+   * sources (see docs/sources.md for which wins), then this instance serves what the registry holds.
    */
-  async attach(setup: SetupStore): Promise<void> {
-    this.setup = setup;
+  async attach(): Promise<void> {
     await this.manager.reconcile(this.ctx.config.sources, 'start');
     await this.reload();
-  }
-
-  detach(): void {
-    this.setup = undefined;
   }
 
   /** Makes the registry's sources match `sources`, as `eventrelay apply` does, after checking their URLs. */
@@ -163,7 +156,8 @@ export class Sources {
       try {
         do {
           this.reloadAgain = false;
-          const setup = this.setup;
+          // Before the store opens (or when opening failed) there is no registry to read.
+          const setup = this.access.store?.setup;
           if (setup === undefined) return;
           await this.applySnapshot(await setup.read());
         } while (this.reloadAgain);
@@ -208,7 +202,7 @@ export class Sources {
 
   /** Follows changes other instances make: LISTEN where the store has it, and polling the revision. */
   watch(): void {
-    const setup = this.setup;
+    const setup = this.access.store?.setup;
     if (setup === undefined) return;
     const changed = () => {
       if (this.access.closing) return;

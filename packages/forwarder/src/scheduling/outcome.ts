@@ -22,7 +22,7 @@ export interface AttemptEvents {
   emit(event: 'attempt', report: AttemptReport): boolean;
 }
 
-/** Where the operator's notices go: the `endpoint` event, the log and, with `notify`, a queued delivery. */
+/** Where the operator's notices go (`Notices`): the `endpoint` event, the log and, with `notify`, a queued delivery. */
 export interface NoticeSender {
   send(notice: Notice): void;
 }

@@ -5,8 +5,7 @@ import { ABANDONED, DELIVERED, FAILED, PENDING } from '../statuses';
 /**
  * Every statement the SQLite store runs, by the part of the store that runs it, as text: each part
  * prepares its own once, when it is made (`db.prepare(QUEUE.due)`), and names them the same. The
- * schema and its migration steps stay in `sqlite-schema.ts` (the versioned schema), the delivery
- * log's own tables in `sqlite-log.ts`.
+ * schema and its migration steps stay in `sqlite-schema.ts` (the versioned schema).
  */
 
 /** Rows removed per statement when pruning, so a prune never holds the database for long. */
@@ -163,6 +162,70 @@ export const USAGE = {
   days: 'SELECT source_id, source, day, received, filtered, rejected, delivered, failed FROM source_usage WHERE source_id = ? AND day BETWEEN ? AND ? ORDER BY day',
   pruneEvents: 'DELETE FROM source_events WHERE source_id NOT IN (SELECT id FROM sources)',
   pruneDays: 'DELETE FROM source_usage WHERE day < ? OR source_id NOT IN (SELECT id FROM sources)',
+} as const;
+
+/**
+ * The delivery log's own tables in the queue's database, named `log_*` so they never meet the
+ * queue's schema. `SqliteDeliveryLog` makes them on first use, on the store's database or on one
+ * of its own: they are not a step of the versioned schema (whose step 9 has its own frozen copy).
+ */
+export const LOG_TABLES = {
+  schema: `
+CREATE TABLE IF NOT EXISTS log_messages (
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  type TEXT,
+  user_id TEXT,
+  received_at INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  series INTEGER NOT NULL DEFAULT 1,
+  updated_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  reason TEXT,
+  body TEXT,
+  attempt_log TEXT,
+  source_id TEXT,
+  event TEXT,
+  responses TEXT
+);
+CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
+CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
+CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL;
+-- Attempts written by releases before attempt_log; read and pruned with their line.
+CREATE TABLE IF NOT EXISTS log_attempts (
+  id INTEGER PRIMARY KEY,
+  delivery_id INTEGER NOT NULL,
+  series INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  url TEXT NOT NULL,
+  status INTEGER,
+  error TEXT,
+  duration_ms INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  next_attempt_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
+`,
+  /** The columns a table of the log has (a log made by an earlier release lacks some of `added`). */
+  columns: 'SELECT name FROM pragma_table_info(?)',
+  /** The columns added to the log since its first release, in order, each made when its table lacks it. */
+  added: [
+    // Its attempts gain the next attempt time (null for the old ones).
+    { table: 'log_attempts', column: 'next_attempt_at', add: 'ALTER TABLE log_attempts ADD COLUMN next_attempt_at INTEGER' },
+    // Its lines keep their attempts from now on (see attemptEntries): no row and no index entry per attempt.
+    { table: 'log_messages', column: 'attempt_log', add: 'ALTER TABLE log_messages ADD COLUMN attempt_log TEXT' },
+    // And name the source's id (see SourceRecord.id): null in the lines written before.
+    { table: 'log_messages', column: 'source_id', add: 'ALTER TABLE log_messages ADD COLUMN source_id TEXT' },
+    // And the track event name and the receivers' answers (the store's schema step 9 adds them; a log on its own database here).
+    { table: 'log_messages', column: 'event', add: 'ALTER TABLE log_messages ADD COLUMN event TEXT' },
+    { table: 'log_messages', column: 'responses', add: 'ALTER TABLE log_messages ADD COLUMN responses TEXT' },
+  ],
+  /** The event filter's index (also made by the store's schema step 9). */
+  eventIndex: 'CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL',
 } as const;
 
 /** The delivery log (`SqliteDeliveryLog`): its lines and their attempts. */

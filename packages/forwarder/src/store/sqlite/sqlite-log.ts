@@ -5,55 +5,10 @@ import { BufferedDeliveryLog } from '../buffered-log';
 import type { LogOp } from '../buffered-log';
 import { attemptEntries, responseEntries, toDeliveryDetail, toLoggedMessage } from '../sql-rows';
 import type { AttemptRow, LogRow } from '../sql-rows';
-import { LOG, listLogLines, PRUNE_CHUNK } from './sql';
+import { LOG, LOG_TABLES, listLogLines, PRUNE_CHUNK } from './sql';
 import type { AttemptRecord, DeliveryDetail, DeliveryLog, DeliveryLogOptions, DeliveryState, LogCall, LoggedMessage, MessageQuery, ReplayedLine } from '../contract';
 
 const log = createDebug('eventrelay:forwarder');
-
-/** Its own tables in the queue's database, named `log_*` so they never meet the queue's schema. */
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS log_messages (
-  id INTEGER PRIMARY KEY,
-  source TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  message_id TEXT NOT NULL,
-  type TEXT,
-  user_id TEXT,
-  received_at INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  series INTEGER NOT NULL DEFAULT 1,
-  updated_at INTEGER NOT NULL,
-  finished_at INTEGER,
-  reason TEXT,
-  body TEXT,
-  attempt_log TEXT,
-  source_id TEXT,
-  event TEXT,
-  responses TEXT
-);
-CREATE INDEX IF NOT EXISTS log_messages_key ON log_messages (source, message_id);
-CREATE INDEX IF NOT EXISTS log_messages_user ON log_messages (user_id);
-CREATE INDEX IF NOT EXISTS log_messages_finished ON log_messages (finished_at) WHERE finished_at IS NOT NULL;
--- Attempts written by releases before attempt_log; read and pruned with their line.
-CREATE TABLE IF NOT EXISTS log_attempts (
-  id INTEGER PRIMARY KEY,
-  delivery_id INTEGER NOT NULL,
-  series INTEGER NOT NULL,
-  attempt INTEGER NOT NULL,
-  at INTEGER NOT NULL,
-  url TEXT NOT NULL,
-  status INTEGER,
-  error TEXT,
-  duration_ms INTEGER NOT NULL,
-  outcome TEXT NOT NULL,
-  next_attempt_at INTEGER
-);
-CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
-`;
-
-/** The event filter's index (also made by the store's schema step 9). */
-export const EVENT_INDEX = 'CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL';
 
 /**
  * Attempts made on calls that the same flush writes (a call is accepted, then attempted within
@@ -106,17 +61,11 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     private readonly relaxed?: () => void,
   ) {
     super();
-    db.exec(SCHEMA);
-    // A log made by an earlier release: its attempts gain the next attempt time (null for the old ones).
-    const columns = (table: string) => db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(table) as string[];
-    if (!columns('log_attempts').includes('next_attempt_at')) db.exec('ALTER TABLE log_attempts ADD COLUMN next_attempt_at INTEGER');
-    // And its lines keep their attempts from now on (see attemptEntries): no row and no index entry per attempt.
-    if (!columns('log_messages').includes('attempt_log')) db.exec('ALTER TABLE log_messages ADD COLUMN attempt_log TEXT');
-    // And names the source's id (see SourceRecord.id): null in the lines written before.
-    if (!columns('log_messages').includes('source_id')) db.exec('ALTER TABLE log_messages ADD COLUMN source_id TEXT');
-    // And the track event name and the receivers' answers (the store's schema step 9 adds them; a log on its own database here).
-    for (const column of ['event', 'responses']) if (!columns('log_messages').includes(column)) db.exec(`ALTER TABLE log_messages ADD COLUMN ${column} TEXT`);
-    db.exec(EVENT_INDEX);
+    db.exec(LOG_TABLES.schema);
+    // A log made by an earlier release gains the columns added since, each when it lacks it.
+    const columns = db.prepare(LOG_TABLES.columns).pluck();
+    for (const { table, column, add } of LOG_TABLES.added) if (!(columns.all(table) as string[]).includes(column)) db.exec(add);
+    db.exec(LOG_TABLES.eventIndex);
     this.statements = {
       insert: db.prepare(LOG.insert),
       // A call with the attempts made on it before the flush that writes it: in its state after them.
