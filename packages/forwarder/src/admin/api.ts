@@ -205,8 +205,9 @@ const HANDLERS = {
   recover: (o, { body }, _req, res) => recoverFrom(o, body, res),
   stream: (o, { query }, req, res) => stream(o, query, req, res),
   overview: async (o, _input, _req, res) => send(res, 200, await o.work.overview()),
-  // Both check their body themselves (a ValidationError naming the field).
-  requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.work.requestDeletion(body as never)),
+  // The route's schema checked the deletion's body; an unknown source is the work's to refuse (`field` "sources").
+  requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.work.requestDeletion(body)),
+  // Checks its body itself, by the rules the programmatic facade shares (a ValidationError naming the field).
   syncAudience: async (o, { body }, _req, res) => send(res, 200, await o.work.syncAudience(body as never)),
   ...SETUP_HANDLERS,
   ...ENDPOINT_HANDLERS,

@@ -179,6 +179,15 @@ for (const store of ['memory', 'sqlite', 'postgres'] as const) {
         expect((await post(`${url}/admin/deliveries/999999/replay`, {}, auth)).status).to.equal(404);
       });
 
+      it('checks a deletion request by its route\'s schema, every problem at once; an unknown source is still named', async () => {
+        const bad = await post(`${url}/admin/deletions`, { userId: '', sources: 'web', colour: 'red' }, auth);
+        expect(bad.status).to.equal(400);
+        expect(bad.json.error.problems.map((p: { field: string }) => p.field).sort()).to.deep.equal(['colour', 'sources', 'userId']);
+        const unknown = await post(`${url}/admin/deletions`, { userId: 'u-gone', sources: ['nope'] }, auth);
+        expect(unknown.status).to.equal(400);
+        expect(unknown.json.error.field).to.equal('sources');
+      });
+
       it('recovers every failed delivery of a source since a time, and answers how many', async () => {
         const since = new Date(Date.now() - 1000).toISOString();
         receiver.failFirst('/flaky', 1000, 503);

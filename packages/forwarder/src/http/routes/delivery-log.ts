@@ -100,7 +100,8 @@ export const DELETIONS_ROUTES = [
     tags: ['deletions and audiences'],
     summary: "Delete a user's data (spec 2.3)",
     description: 'A `delete` notice to each affected source whose Webhooks destination is on.',
-    body: { schema: DeletionRequest, required: true, checkedBy: 'handler', limit: 16 * 1024 * 1024 },
+    // The schema checks the body's shape; an unknown source in `sources` needs the sources, and is the handler's (`field` "sources").
+    body: { schema: DeletionRequest, required: true, limit: 16 * 1024 * 1024 },
     responses: { 202: { description: 'Queued.', schema: DeletionResult }, 400: InvalidRequest, 413: BodyTooLarge },
   }),
   route({
