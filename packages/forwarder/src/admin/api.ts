@@ -3,7 +3,7 @@ import { ConfigError, isPlainObject, NotReplayableError, ValidationError } from 
 import { showValue } from 'eventrelay/internal';
 import { fail, refuseProblems, send, tokenMatches } from '../http/server';
 import { readBody } from '../http/read-body';
-import { queryObject, ROUTE_CHECKS, ROUTE_TABLE } from '../http/routes';
+import { DELIVERY_ID_PATTERN, queryObject, ROUTE_CHECKS, ROUTE_TABLE } from '../http/routes';
 import type { HandlerInputs, RouteSpec } from '../http/routes';
 import { pathSourceName } from '../source-names';
 import type { ForwarderMetrics } from '../observability/metrics';
@@ -27,6 +27,8 @@ import type { DeliveryDetail, DeliveryState, LoggedMessage, MessageQuery } from 
 /** Rows per page of `GET /admin/messages`: default and most. */
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 500;
+
+const DELIVERY_ID = new RegExp(DELIVERY_ID_PATTERN);
 
 const MESSAGE_FILTERS = ['source', 'status', 'type', 'event', 'messageId', 'userId', 'since', 'until', 'limit', 'cursor'] as const;
 
@@ -117,9 +119,10 @@ export function createOperationsRoutes(options: OperationsRoutesOptions): (req: 
 }
 
 /**
- * A request's input as its route declares it: the path's parameters percent-decoded (a source
- * name checked like the config file's, `field` "name"), the query and the body checked by the
- * route's schemas, every problem at once. Undefined once it answered (400, 413).
+ * A request's input as its route declares it: the path's parameters percent-decoded and checked
+ * by the route's schema (a source name then also by the config file's rules, `field` "name"), the
+ * query and the body checked by the route's schemas, every problem at once (the path's and the
+ * query's in one answer). Undefined once it answered (400, 413).
  */
 async function inputOf(
   route: RouteSpec,
@@ -135,15 +138,18 @@ async function inputOf(
     } catch {
       throw new ValidationError(`Expected the ${name === 'name' ? 'source name' : name} in the path to be percent-encoded UTF-8`, name);
     }
-    params[name] = name === 'name' ? pathSourceName(decoded, 'name') : decoded;
+    params[name] = decoded;
   }
   const checks = ROUTE_CHECKS.get(route) ?? {};
   const query = queryObject(new URL(req.url ?? '/', 'http://localhost').searchParams);
+  const pathProblems = checks.params?.(params) ?? [];
   const queryProblems = checks.query?.(query) ?? [];
-  if (queryProblems.length > 0) {
-    refuseProblems(res, queryProblems);
+  if (pathProblems.length > 0 || queryProblems.length > 0) {
+    refuseProblems(res, [...pathProblems, ...queryProblems]);
     return undefined;
   }
+  // What a schema cannot say of a source name (its normal form, invisible characters) is the config file's rule.
+  if (params.name !== undefined) params.name = pathSourceName(params.name, 'name');
   if (route.body === undefined) return { params, query, body: {} };
   const limit = route.body.limit ?? 64 * 1024;
   const read = await readBody(req, limit);
@@ -193,13 +199,15 @@ function authorized(token: string | undefined, req: IncomingMessage, res: Server
 /** The admin routes' handlers by operationId: each route of http/routes/ the operations layer answers has one here. */
 const HANDLERS = {
   listMessages: (o, _input, req, res) => listMessages(o, req, res),
-  getDelivery: (o, { params }, _req, res) => getDelivery(o, res, params.id),
-  replayDelivery: (o, { params }, _req, res) => replay(o, res, params.id),
+  // The route's schema took the id (a 400 naming `id` when malformed): it is a safe integer.
+  getDelivery: (o, { params }, _req, res) => getDelivery(o, res, Number(params.id)),
+  replayDelivery: (o, { params }, _req, res) => replay(o, res, Number(params.id)),
   recover: (o, { body }, _req, res) => recoverFrom(o, body, res),
   stream: (o, { query }, req, res) => stream(o, query, req, res),
   overview: async (o, _input, _req, res) => send(res, 200, await o.work.overview()),
-  // Both check their body themselves (a ValidationError naming the field).
-  requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.work.requestDeletion(body as never)),
+  // The route's schema checked the deletion's body; an unknown source is the work's to refuse (`field` "sources").
+  requestDeletion: async (o, { body }, _req, res) => send(res, 202, await o.work.requestDeletion(body)),
+  // Checks its body itself, by the rules the programmatic facade shares (a ValidationError naming the field).
   syncAudience: async (o, { body }, _req, res) => send(res, 200, await o.work.syncAudience(body as never)),
   ...SETUP_HANDLERS,
   ...ENDPOINT_HANDLERS,
@@ -226,8 +234,9 @@ export function parseInstant(value: string, field: string): number {
   return ms;
 }
 
-function parseId(value: string, field = 'id'): number {
-  if (!/^\d{1,15}$/.test(value)) throw new ValidationError(`Expected \`${field}\` to be a delivery id (a positive integer), got ${showValue(value)}`, field);
+/** The query's `cursor`: the query of `GET /admin/messages` is checked here, by the pattern its route declares. */
+function parseCursor(value: string): number {
+  if (!DELIVERY_ID.test(value)) throw new ValidationError(`Expected \`cursor\` to be a delivery id (a positive integer), got ${showValue(value)}`, 'cursor');
   return Number(value);
 }
 
@@ -263,7 +272,7 @@ export function parseMessageQuery(params: URLSearchParams): MessageQuery {
   if (text('userId') !== undefined) q.userId = text('userId');
   if (since !== undefined) q.since = parseInstant(since, 'since');
   if (until !== undefined) q.until = parseInstant(until, 'until');
-  if (cursor !== undefined) q.beforeId = parseId(cursor, 'cursor');
+  if (cursor !== undefined) q.beforeId = parseCursor(cursor);
   return q;
 }
 
@@ -310,8 +319,7 @@ async function listMessages(o: OperationsRoutesOptions, req: IncomingMessage, re
   send(res, 200, { items: page.map(showMessage), nextCursor });
 }
 
-async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
-  const id = parseId(idText);
+async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, id: number): Promise<void> {
   const delivery = await (await opsOf(o)).delivery(id);
   if (delivery === undefined) {
     fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);
@@ -320,8 +328,7 @@ async function getDelivery(o: OperationsRoutesOptions, res: ServerResponse, idTe
   send(res, 200, showDetail(delivery, await (await opsOf(o)).waitingBehind(delivery)));
 }
 
-async function replay(o: OperationsRoutesOptions, res: ServerResponse, idText: string): Promise<void> {
-  const id = parseId(idText);
+async function replay(o: OperationsRoutesOptions, res: ServerResponse, id: number): Promise<void> {
   const result = await (await opsOf(o)).replay(id);
   if (result === undefined) {
     fail(res, 404, 'not_found', `No delivery ${id} in the log (it may have been pruned after \`storage.retention\`)`);

@@ -157,6 +157,37 @@ for (const store of ['memory', 'sqlite', 'postgres'] as const) {
         expect((await get(`${url}/admin/deliveries/abc`)).status).to.equal(400);
       });
 
+      it('answers a malformed delivery id in the path with a 400 naming `id`, from the route\'s schema, on each route that takes one', async () => {
+        const refused = [
+          await get(`${url}/admin/deliveries/abc`),
+          await get(`${url}/admin/deliveries/1234567890123456`),
+          await get(`${url}/admin/deliveries/-1`),
+          await post(`${url}/admin/deliveries/12x/replay`, {}, auth),
+          await post(`${url}/admin/deliveries/%31e3/replay`, {}, auth),
+        ];
+        for (const answer of refused) {
+          expect(answer.status, JSON.stringify(answer.json)).to.equal(400);
+          expect(answer.json.error).to.include({ code: 'invalid_request', field: 'id' });
+          expect(answer.json.error.problems).to.have.length(1);
+          expect(answer.json.error.problems[0].field).to.equal('id');
+          expect(answer.json.error.problems[0].message).to.match(/^Expected `id` to be a delivery id \(a positive integer\), got /);
+        }
+        // Checked once percent-decoded: "1e3" is shown as it was decoded.
+        expect(refused[4]!.json.error.message).to.contain('"1e3"');
+        // A well-formed id that is not in the log stays a 404, percent-encoded or not.
+        expect((await get(`${url}/admin/deliveries/%39%39%39%39%39%39`)).status).to.equal(404);
+        expect((await post(`${url}/admin/deliveries/999999/replay`, {}, auth)).status).to.equal(404);
+      });
+
+      it('checks a deletion request by its route\'s schema, every problem at once; an unknown source is still named', async () => {
+        const bad = await post(`${url}/admin/deletions`, { userId: '', sources: 'web', colour: 'red' }, auth);
+        expect(bad.status).to.equal(400);
+        expect(bad.json.error.problems.map((p: { field: string }) => p.field).sort()).to.deep.equal(['colour', 'sources', 'userId']);
+        const unknown = await post(`${url}/admin/deletions`, { userId: 'u-gone', sources: ['nope'] }, auth);
+        expect(unknown.status).to.equal(400);
+        expect(unknown.json.error.field).to.equal('sources');
+      });
+
       it('recovers every failed delivery of a source since a time, and answers how many', async () => {
         const since = new Date(Date.now() - 1000).toISOString();
         receiver.failFirst('/flaky', 1000, 503);

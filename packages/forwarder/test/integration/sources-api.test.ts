@@ -451,6 +451,35 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       await waitFor(() => at('/keep?token=q').length === 1, 'the delivery after bad input');
     });
 
+    it('checks a key rotation, a test event, a new source and settings by their routes\' schemas: every problem at once, each naming its field', async () => {
+      await start();
+      await createSource('schemed');
+      const problemsOf = async (answer: Promise<Answer>): Promise<string[]> => {
+        const got = await answer;
+        expect(got.status, got.text).to.equal(400);
+        expect(got.json.error.code).to.equal('invalid_request');
+        return got.json.error.problems.map((p: { field: string }) => p.field).sort();
+      };
+      // Past 30 days: the route's schema says the bound, and names the field beside any other problem.
+      const tooLong = await call(`${url}/admin/sources/schemed/write-keys`, 'POST', { graceSeconds: 31 * 86_400 });
+      expect(tooLong.status, tooLong.text).to.equal(400);
+      expect(tooLong.json.error.field).to.equal('graceSeconds');
+      expect(tooLong.json.error.problems).to.deep.equal([{ field: 'graceSeconds', message: 'Expected `graceSeconds` to be an integer from 0 to 2592000, got `2678400` (number)' }]);
+      expect(await problemsOf(call(`${url}/admin/sources/schemed/write-keys`, 'POST', { graceSeconds: 31 * 86_400, colour: 'red' }))).to.deep.equal(['colour', 'graceSeconds']);
+      expect(await problemsOf(call(`${url}/admin/sources/schemed/destinations/Webhooks/test`, 'POST', { type: 'bogus', colour: 'red' }))).to.deep.equal(['colour', 'type']);
+      expect(await problemsOf(call(`${url}/admin/sources`, 'POST', { name: 5, colour: 'red' }))).to.deep.equal(['colour', 'name']);
+      expect(await problemsOf(call(`${url}/admin/sources/schemed/settings`, 'PUT', { allowedOrigins: 'x', colour: 'red' }))).to.deep.equal(['allowedOrigins', 'colour']);
+      // Exactly 30 days is taken; the programmatic facade, which no route checks, refuses past it as before.
+      const thirty = await call(`${url}/admin/sources/schemed/write-keys`, 'POST', { graceSeconds: 30 * 86_400 }, TOKEN, undefined, true);
+      expect(thirty.status, thirty.text).to.equal(201);
+      keys.add(thirty.json.writeKey);
+      let error: unknown;
+      await forwarder.rotateWriteKey('schemed', { graceSeconds: 31 * 86_400 }).catch((e: unknown) => (error = e));
+      expect(error).to.have.property('field', 'graceSeconds');
+      // Nothing refused was made.
+      expect((await call(`${url}/admin/sources`, 'GET')).json.sources.map((s: { name: string }) => s.name)).to.deep.equal(['schemed']);
+    });
+
     it('answers 403 on every setup route when no adminToken is set', async () => {
       await start({ adminToken: undefined });
       expect((await call(`${url}/admin/sources`, 'GET')).status).to.equal(403);

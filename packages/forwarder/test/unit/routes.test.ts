@@ -65,6 +65,17 @@ describe('the route declarations', () => {
     expect(checkOf('health').query!({})).to.deep.equal([]);
   });
 
+  it('checks every route\'s path parameters by their declared schema, naming the parameter', () => {
+    for (const r of ROUTES.filter((x) => x.params !== undefined)) expect(ROUTE_CHECKS.get(r)?.params, r.operationId).to.be.a('function');
+    expect(checkOf('getDelivery').params!({ id: '42' })).to.deep.equal([]);
+    expect(checkOf('replayDelivery').params!({ id: '4.2' })).to.deep.equal([{ field: 'id', message: 'Expected `id` to be a delivery id (a positive integer), got `"4.2"` (string)' }]);
+  });
+
+  it('checks by their schemas the bodies whose whole shape the schema says (a rotation, a test event, a deletion)', () => {
+    for (const id of ['rotateWriteKey', 'testWebhooks', 'requestDeletion', 'createSource', 'putSourceSettings']) expect(checkOf(id).body, id).to.be.a('function');
+    expect(checkOf('rotateWriteKey').body!({ graceSeconds: 30 * 86_400 + 1 }).map((p) => p.field)).to.deep.equal(['graceSeconds']);
+  });
+
   it('leaves to their own rules the bodies other readers share (ingestion, the config file\'s)', () => {
     expect(checkOf('batch').body).to.equal(undefined);
     expect(checkOf('putWebhooks').body).to.equal(undefined);

@@ -42,7 +42,11 @@ export interface RouteSpec {
   readonly tags: readonly string[];
   readonly summary: string;
   readonly description?: string;
-  /** The path's parameters (percent-decoded before they are checked). */
+  /**
+   * The path's parameters, percent-decoded and then checked by this schema (a 400 naming the
+   * parameter). The library settings route alone answers its key itself: a key it does not know,
+   * however long, is a 404 there.
+   */
   readonly params?: TObject;
   /** The query's parameters; unknown ones are refused. */
   readonly query?: TObject;

@@ -1,8 +1,15 @@
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
 import { route } from './define';
+import { EXPECTED } from '../../validation/check';
 import { BodyTooLarge, Conflict, InvalidRequest, NotFound } from './answers';
 import { AudienceSyncRequest, AudienceSyncResult, DeletionRequest, DeletionResult, DeliveryDetail, DeliveryState, MessagePage, RecoverRequest, Recovered, Replayed } from './shapes';
+
+/** A delivery id as a path or a query holds it: a positive integer of at most 15 digits (a safe integer). */
+export const DELIVERY_ID_PATTERN = '^\\d{1,15}$';
+
+/** The `{id}` of a delivery's path, checked by the route's schema: a malformed one is a 400 naming `id`. */
+const DeliveryId = Type.String({ description: 'The delivery id (`id` of a log row).', pattern: DELIVERY_ID_PATTERN, [EXPECTED]: 'a delivery id (a positive integer)' });
 
 /** Why a replay was refused: `not_replayable` (says why) or `endpoint_disabled` (every URL it would go to is disabled, listed in `urls`). */
 const ReplayRefused = {
@@ -33,7 +40,7 @@ export const DELIVERY_LOG_ROUTES = [
     tags: ['delivery log'],
     summary: 'List the delivery log',
     description: 'Newest first. An unknown filter or a bad value is a 400 that names it (`field`).',
-    query: Type.Object({ source: Type.Optional(Type.String({ description: "A source's name." })), status: Type.Optional(Type.Unsafe<Static<typeof DeliveryState>>({ ...DeliveryState, ...{ description: 'A delivery state.' } })), type: Type.Optional(Type.String({ description: 'Call type (`track`, ...), or `delete`.' })), messageId: Type.Optional(Type.String({ description: 'A message id.' })), userId: Type.Optional(Type.String({ description: 'A user id.' })), event: Type.Optional(Type.String({ description: "A track call's event name (exact match)." })), since: Type.Optional(Type.String({ description: 'Received at or after.' })), until: Type.Optional(Type.String({ description: 'Received before.' })), limit: Type.Optional(Type.Integer({ description: 'Rows per page, 1 to 500 (default 50).', minimum: 1, maximum: 500, default: 50 })), cursor: Type.Optional(Type.String({ description: '`nextCursor` of the previous page.', pattern: '^\\d{1,15}$' })) }),
+    query: Type.Object({ source: Type.Optional(Type.String({ description: "A source's name." })), status: Type.Optional(Type.Unsafe<Static<typeof DeliveryState>>({ ...DeliveryState, ...{ description: 'A delivery state.' } })), type: Type.Optional(Type.String({ description: 'Call type (`track`, ...), or `delete`.' })), messageId: Type.Optional(Type.String({ description: 'A message id.' })), userId: Type.Optional(Type.String({ description: 'A user id.' })), event: Type.Optional(Type.String({ description: "A track call's event name (exact match)." })), since: Type.Optional(Type.String({ description: 'Received at or after.' })), until: Type.Optional(Type.String({ description: 'Received before.' })), limit: Type.Optional(Type.Integer({ description: 'Rows per page, 1 to 500 (default 50).', minimum: 1, maximum: 500, default: 50 })), cursor: Type.Optional(Type.String({ description: '`nextCursor` of the previous page.', pattern: DELIVERY_ID_PATTERN })) }),
     // Checked by parseMessageQuery (admin/api.ts), which turns it into the store's query.
     queryCheckedBy: 'handler',
     responses: { 200: { description: 'A page of the log.', schema: MessagePage }, 400: InvalidRequest },
@@ -46,7 +53,7 @@ export const DELIVERY_LOG_ROUTES = [
     tags: ['delivery log'],
     summary: 'One delivery, with its attempts',
     description: 'The row, its webhook body while kept, every attempt, and with `ordering: "user"` the call it waits behind. 404 once pruned.',
-    params: Type.Object({ id: Type.String({ description: 'The delivery id (`id` of a log row).', pattern: '^\\d{1,15}$' }) }),
+    params: Type.Object({ id: DeliveryId }),
     responses: { 200: { description: 'The delivery.', schema: DeliveryDetail }, 400: InvalidRequest, 404: NotFound },
   }),
   route({
@@ -57,7 +64,7 @@ export const DELIVERY_LOG_ROUTES = [
     tags: ['delivery log'],
     summary: 'Replay a delivery',
     description: 'Queued again: a new attempt series with a new retry window, the same bytes and `messageId`. Only a `failed` delivery, or a `delivered` one while its body is kept; anything else is a 409 `not_replayable`.',
-    params: Type.Object({ id: Type.String({ description: 'The delivery id (`id` of a log row).', pattern: '^\\d{1,15}$' }) }),
+    params: Type.Object({ id: DeliveryId }),
     responses: { 202: { description: 'Queued again.', schema: Replayed }, 400: InvalidRequest, 404: NotFound, 409: ReplayRefused },
   }),
   route({
@@ -93,7 +100,8 @@ export const DELETIONS_ROUTES = [
     tags: ['deletions and audiences'],
     summary: "Delete a user's data (spec 2.3)",
     description: 'A `delete` notice to each affected source whose Webhooks destination is on.',
-    body: { schema: DeletionRequest, required: true, checkedBy: 'handler', limit: 16 * 1024 * 1024 },
+    // The schema checks the body's shape; an unknown source in `sources` needs the sources, and is the handler's (`field` "sources").
+    body: { schema: DeletionRequest, required: true, limit: 16 * 1024 * 1024 },
     responses: { 202: { description: 'Queued.', schema: DeletionResult }, 400: InvalidRequest, 413: BodyTooLarge },
   }),
   route({

@@ -54,4 +54,5 @@ export function apiDocument(): Record<string, unknown> {
 export type { RouteSpec, RouteInput, RouteMatch, Answer, Method, Auth } from './define';
 export type { Problem } from './validate';
 export { queryObject } from './validate';
+export { DELIVERY_ID_PATTERN } from './delivery-log';
 export { RouteTable } from './define';

@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { Enum, OneOf } from './define';
 import { BATCH_SETTING_RANGES } from '../../batch-body';
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../../registry/keys';
+import { EXPECTED } from '../../validation/check';
 import { IngestRateLimitInput, SourceSchemaInput, WebhookBatchInput, WebhookFilter, WebhooksDestinationInput, WebhookTransformInput } from '../../config/shapes';
 
 // The config file's shapes the admin API takes too: one schema for both (named components here).
@@ -204,7 +206,7 @@ export const Overview = Type.Object(
 export const DeletionRequest = Type.Object(
   {
     userId: Type.String({ minLength: 1 }),
-    sources: Type.Optional(Type.Array(Type.String(), { description: 'Default: every source.' })),
+    sources: Type.Optional(Type.Array(Type.String(), { description: 'Default: every source.', [EXPECTED]: 'a list of source names' })),
   },
   { additionalProperties: false },
 );
@@ -339,7 +341,7 @@ export const CreatedSource = Type.Object(
 
 export const RotateWriteKeyRequest = Type.Object(
   {
-    graceSeconds: Type.Optional(Type.Integer({ minimum: 0, default: 86400 })),
+    graceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_GRACE_SECONDS, default: DEFAULT_GRACE_SECONDS, description: 'How long the other keys keep working, in seconds: at most 30 days.' })),
   },
   { additionalProperties: false },
 );

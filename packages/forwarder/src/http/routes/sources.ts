@@ -29,7 +29,7 @@ export const SOURCES_ROUTES = [
     tags: ['sources'],
     summary: 'Create a source',
     description: 'A new source without a destination, and a generated write key, shown this once.',
-    body: { schema: CreateSourceRequest, required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
+    body: { schema: CreateSourceRequest, required: true, limit: SETUP_BODY_LIMIT },
     responses: { 201: { description: 'Created.', schema: CreatedSource }, 400: InvalidRequest, 409: Conflict, 413: BodyTooLarge },
   }),
   route({
@@ -85,7 +85,7 @@ export const SOURCES_ROUTES = [
     summary: 'Issue a new write key',
     description: "The source's other keys stop working after `graceSeconds` (default 86400). An empty body is `{}`.",
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    body: { schema: RotateWriteKeyRequest, required: false, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
+    body: { schema: RotateWriteKeyRequest, required: false, limit: SETUP_BODY_LIMIT },
     responses: { 201: { description: 'The new key, shown this once.', schema: IssuedWriteKey }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
   route({
@@ -108,7 +108,7 @@ export const SOURCES_ROUTES = [
     summary: "Replace the source's browser settings",
     description: 'A field left out (or null) is not set afterwards.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    body: { schema: SourceSettingsInput, required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
+    body: { schema: SourceSettingsInput, required: true, limit: SETUP_BODY_LIMIT },
     responses: { 200: { description: 'The settings now.', schema: SourceSettings }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
   route({
@@ -132,6 +132,8 @@ export const SOURCES_ROUTES = [
     summary: 'Change part of the destination',
     description: 'Only the fields given change; the others stay as they are (404 when the source has none). `sharedSecret: null` removes the secret; left out, the secret and the secrets a rotation still signs with stay. In `webhooks`, an entry with `from: i` is the URL now at index `i` (as `GET` lists them), with only what the entry gives changed: `url` replaces its address; `headers` sets each header named with a string and removes each named with null; `rateLimit`, `filter`, `transform` and `batch` replace, or remove with null. An entry without `from` is a new URL, as in `PUT`; a URL the list leaves out is removed. The result is checked as `PUT` checks it.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
+    // Checked by the handler: an entry of `webhooks` is one of two objects (a URL set now, with `from`, or a new one), and
+    // the schema could only say "`webhooks[0]` is neither", where the handler names the field at fault (`webhooks[0].colour`).
     body: { schema: Type.Object({ enabled: Type.Optional(Type.Boolean()), webhooks: Type.Optional(Type.Array(Type.Union([Type.Object({ from: Type.Integer({ description: 'Index of a URL set now.', minimum: 0 }), url: Type.Optional(Type.String()), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.Union([Type.String(), Type.Null()]) })), rateLimit: Type.Optional(OneOf([Type.Null(), Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })])), filter: Type.Optional(OneOf([Type.Null(), WebhookFilter])), transform: Type.Optional(OneOf([Type.Null(), WebhookTransformInput])), batch: Type.Optional(OneOf([Type.Null(), WebhookBatchInput])) }, { additionalProperties: false }), Type.Object({ url: Type.String(), headers: Type.Optional(Type.Object({ }, { ...{}, additionalProperties: Type.String() })), rateLimit: Type.Optional(Type.Object({ perSecond: Type.Number() }, { additionalProperties: false })), filter: Type.Optional(WebhookFilter), transform: Type.Optional(WebhookTransformInput), batch: Type.Optional(WebhookBatchInput) })]), { minItems: 1, maxItems: 5 })), sharedSecret: Type.Optional(OneOf([Type.Null(), Type.String(), Type.Array(Type.String())])), signing: Type.Optional(Enum(['x-signature', 'standard-webhooks', 'both'])), ordering: Type.Optional(Enum(['none', 'user'])) }, { additionalProperties: false }), required: true, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
     responses: { 200: { description: 'The destination as shown.', schema: WebhooksDestination }, 400: InvalidRequest, 404: NotFound, 413: BodyTooLarge },
   }),
@@ -144,7 +146,7 @@ export const SOURCES_ROUTES = [
     summary: 'Send a test event to every URL',
     description: 'One signed sample to every URL, on or off; nothing is queued. An empty body sends a track.',
     params: Type.Object({ name: Type.String({ description: "The source's name (percent-encoded).", minLength: 1 }) }),
-    body: { schema: Type.Object({ type: Type.Optional(Enum(['track', 'identify', 'page', 'screen', 'group', 'alias', 'delete'], { default: 'track' })) }, { additionalProperties: false }), required: false, checkedBy: 'handler', limit: SETUP_BODY_LIMIT },
+    body: { schema: Type.Object({ type: Type.Optional(Enum(['track', 'identify', 'page', 'screen', 'group', 'alias', 'delete'], { default: 'track' })) }, { additionalProperties: false }), required: false, limit: SETUP_BODY_LIMIT },
     responses: { 200: { description: 'What each URL answered.', schema: TestResult }, 400: InvalidRequest, 404: NotFound, 409: Conflict, 413: BodyTooLarge },
   }),
   route({

@@ -6,6 +6,8 @@ export type { Check, Problem } from '../../validation/check';
 
 /** The checks of a route, compiled once. */
 export interface RouteChecks {
+  /** The path's parameters, run on them once percent-decoded. */
+  readonly params?: Check;
   readonly query?: Check;
   readonly body?: Check;
 }
@@ -15,6 +17,7 @@ export function compileChecks(routes: readonly RouteSpec[]): Map<RouteSpec, Rout
   const checks = new Map<RouteSpec, RouteChecks>();
   for (const r of routes) {
     checks.set(r, {
+      ...(r.params === undefined ? {} : { params: compileCheck(r.params, { noun: 'parameter', fromStrings: true }) }),
       ...(r.query === undefined || r.queryCheckedBy === 'handler' ? {} : { query: compileCheck(r.query, { noun: 'parameter', fromStrings: true }) }),
       ...(r.body === undefined || r.body.checkedBy === 'handler' ? {} : { body: compileCheck(r.body.schema) }),
     });
