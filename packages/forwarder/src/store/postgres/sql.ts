@@ -103,6 +103,12 @@ export const CLAIM = `WITH c AS (
 const NEXT_OF_KEY = `CASE WHEN w.order_key IS NULL OR w.status = ${PENDING} THEN false ELSE EXISTS (
    SELECT 1 FROM deliveries e WHERE e.status = ${PENDING} AND e.order_key IS NOT NULL AND e.source = w.source AND e.order_key = w.order_key AND e.id <> w.id) END`;
 
+/** An outcome `o` (status, attempts, first_at, at, error) written on its row `d`: RECORD's and BATCHES.end's. */
+const OUTCOME_SET = `status = o.status, attempts = o.attempts, first_attempt_at = o.first_at,
+     next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
+     finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
+     last_error = o.error, leased_until = 0, lease_owner = NULL`;
+
 /**
  * Outcomes, one per row of the arrays: a delivered delivery's row is deleted (its count is kept),
  * one row version less than an update, and no index entries; retries and failures are updated,
@@ -119,15 +125,7 @@ export const RECORD = `WITH o AS (
    WHERE d.id = o.id AND o.status = ${DELIVERED} AND d.status + 0 = ${PENDING}
    RETURNING d.id, o.status, d.source, d.order_key),
  u AS (
-   UPDATE deliveries d SET
-     status = o.status,
-     attempts = o.attempts,
-     first_attempt_at = o.first_at,
-     next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
-     finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
-     last_error = o.error,
-     leased_until = 0,
-     lease_owner = NULL
+   UPDATE deliveries d SET ${OUTCOME_SET}
    FROM o
    WHERE d.id = o.id AND o.status <> ${DELIVERED} AND d.status + 0 = ${PENDING} AND d.lease = o.lease
    RETURNING d.id, o.status, d.source, d.order_key, o.at),
@@ -248,16 +246,7 @@ export const BATCHES = {
    * needs nothing of the batches' update in the same snapshot.
    */
   end: `WITH w AS (
-       UPDATE deliveries d SET
-         status = o.status,
-         attempts = o.attempts,
-         first_attempt_at = o.first_at,
-         next_attempt_at = CASE WHEN o.status = ${PENDING} THEN o.at ELSE d.next_attempt_at END,
-         finished_at = CASE WHEN o.status = ${PENDING} THEN NULL ELSE o.at END,
-         last_error = o.error,
-         body = CASE WHEN o.status = ${DELIVERED} THEN '' ELSE d.body END,
-         leased_until = 0,
-         lease_owner = NULL
+       UPDATE deliveries d SET ${OUTCOME_SET}, body = CASE WHEN o.status = ${DELIVERED} THEN '' ELSE d.body END
        FROM unnest($1::bigint[], $2::smallint[], $3::int[], $4::bigint[], $5::bigint[], $6::text[]) AS o(id, status, attempts, first_at, at, error)
        WHERE d.id = o.id),
      m AS (
