@@ -238,7 +238,7 @@ describe('batched delivery from the config file', function () {
   });
 });
 
-describe('a batch counts as one request', function () {
+describe('batched delivery: health, metrics and recovery (sqlite)', function () {
   this.timeout(30_000);
   const receiver = useReceiver();
   const dirs: string[] = [];
@@ -247,7 +247,7 @@ describe('a batch counts as one request', function () {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('in its URL\'s health, request durations and automatic disable; each call counts delivered or failed', async () => {
+  it('counts a batch as one request in its URL\'s health, request durations and automatic disable; each call counts delivered or failed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'eventrelay-batch-'));
     dirs.push(dir);
     const batched = (path: string) => ({ Webhooks: { webhooks: [{ url: `${receiver.url}${path}`, batch: { maxEvents: 10, maxWaitMs: 5000 } }] } });
@@ -286,6 +286,45 @@ describe('a batch counts as one request', function () {
       expect(value('eventrelay_delivered_total{source="one"}')).to.equal(10);
       expect(value('eventrelay_failed_total{source="gone"}')).to.equal(10);
       expect(value('eventrelay_endpoints_disabled{source="gone"}')).to.equal(1);
+    } finally {
+      await forwarder.close();
+    }
+  });
+
+  it('recovers the calls of a batch that failed: they go again, in a new batch', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'eventrelay-batch-'));
+    dirs.push(dir);
+    const forwarder = createForwarder({
+      adminToken: TOKEN,
+      storage: { type: 'sqlite', dataDir: dir },
+      // No retry: the first failed attempt is final.
+      delivery: { retryWindow: 0 },
+      sources: [
+        {
+          name: 'rec',
+          writeKey: 'rec-key',
+          destinations: { Webhooks: { sharedSecret: SECRET, signing: 'both', webhooks: [{ url: `${receiver.url}/rec`, batch: { maxEvents: 5, maxWaitMs: 5000 } }] } },
+        },
+      ],
+    } as ForwarderConfig);
+    try {
+      const { url } = await forwarder.listen({ port: 0 });
+      const since = new Date(Date.now() - 1000).toISOString();
+      // The batch fails for good, and with it each of its calls.
+      receiver.failFirst('/rec', 1, 503);
+      const batch = Array.from({ length: 5 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'Recovered', messageId: `rec-${i}` }));
+      expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic('rec-key') })).status).to.equal(200);
+      const states = async () => ((await admin(url, 'GET', '/admin/messages?source=rec&limit=10')).json.items as { status: string }[]).map((r) => r.status);
+      await waitFor(async () => (await states()).filter((st) => st === 'failed').length === 5, 'the 5 calls failed');
+      const recovered = await admin(url, 'POST', '/admin/recover', { source: 'rec', since });
+      expect(recovered.status).to.equal(202);
+      expect(recovered.json).to.include({ queued: 5 });
+      await waitFor(() => receiver.delivered.filter((r) => r.path === '/rec').flatMap(callsOf).length === 5, 'the 5 calls delivered');
+      const [failed, again] = receiver.requests.filter((r) => r.path === '/rec');
+      expect(callsOf(failed!).map((c) => c.messageId)).to.deep.equal(batch.map((c) => c.messageId));
+      expect(callsOf(again!).map((c) => c.messageId)).to.deep.equal(batch.map((c) => c.messageId));
+      expect(again!.headers['webhook-id']).to.match(/^batch_/).and.not.equal(failed!.headers['webhook-id']);
+      await waitFor(async () => (await states()).every((st) => st === 'delivered'), 'the 5 log lines delivered');
     } finally {
       await forwarder.close();
     }
