@@ -9,7 +9,7 @@
 //
 // A and B: a build's dist/cli.js (`<path>:nolog` turns its delivery log off; `<path>:ordered`
 // sets the source's `ordering: "user"`, deliveries in order per user over the load's 1,000 users;
-// `<path>:traced` runs it with OpenTelemetry set up, tracing-setup.mjs; `<path>:schema` gives
+// `<path>:traced` runs it with OpenTelemetry set up, tracing-setup.mjs; `<path>:ingest` (on both sides) ingestion alone, no destination; `<path>:schema` gives
 // the source schema controls, `<path>:filter` those and a per-URL filter: builds of issue 31 on; `<path>:transform` a
 // transform renaming three fields on its URL: issue 44 on), or `floor`
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
@@ -115,6 +115,10 @@ async function start(snap, rcv, db) {
   if (variant === 'schema' || variant === 'filter') source.schema = { blockedEvents: ['Never Sent'], allowedEvents: ['Bench Event', 'Other Event'], blockedTypes: ['alias'] };
   if (variant === 'filter') source.destinations.Webhooks.webhooks[0].filter = { types: ['track', 'identify'], events: ['Bench Event'] };
   // A transform that renames three fields and keeps the rest (docs/transformations.md; builds of issue 44 on).
+  // Ingestion alone (issue 41's "ingestion CPU per message"): a source without a destination, whose
+  // calls are checked, stored and logged, and wait; CPU counted until every request was answered and
+  // one second more (what is written behind the answers).
+  if (variant === 'ingest') source.destinations = {};
   if (variant === 'transform') source.destinations.Webhooks.webhooks[0].transform = { code: 'function transform(m) { const { event, userId, timestamp, ...rest } = m; return { ...rest, name: event, user: userId, at: timestamp }; }' };
   writeFileSync(join(dir, 'config.json'), JSON.stringify({ storage, delivery: { concurrency: Number(process.env.AB_CONCURRENCY ?? 64) }, sources: [source] }));
   const preload = variant === 'traced' ? ['--import', join(here, 'tracing-setup.mjs')] : [];
@@ -155,6 +159,12 @@ async function load(targets, prefix, seconds) {
   return ticks * perTick;
 }
 
+/** `ingest` on both sides: nothing is delivered, and the answers to the load are the end of its work. */
+const INGEST = [A, B].every((snap) => snap.split(':')[1] === 'ingest');
+if (!INGEST && [A, B].some((snap) => snap.split(':')[1] === 'ingest')) throw new Error('`:ingest` goes on both builds or neither');
+/** Whether side `s` has had `n` calls: delivered at its receiver, or (ingest) answered. */
+const reached = (s, n) => INGEST || s.rcv.count() >= n;
+
 const results = [];
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
@@ -167,7 +177,8 @@ for (let round = 0; round < ROUNDS; round++) {
     sides.push({ snap: label, rcv, db, f });
   }
   const sent0 = await load(sides.map((s) => s.f), 'warm', WARM);
-  while (sides.some((s) => s.rcv.count() < sent0)) await new Promise((r) => setTimeout(r, 20));
+  while (sides.some((s) => !reached(s, sent0))) await new Promise((r) => setTimeout(r, 20));
+  if (INGEST) await new Promise((r) => setTimeout(r, 1000));
   const before = [];
   for (const s of sides) {
     before.push({ threads: threadCpuMs(s.f.pid), f: cpuMs(s.f.pid), db: s.db ? new Map((await s.db.pids()).map((p) => [p, cpuMs(p)])) : new Map() });
@@ -177,10 +188,11 @@ for (let round = 0; round < ROUNDS; round++) {
   const phaseStart = mono();
   const sent = await load(sides.map((s) => s.f), 'max', SECONDS);
   const done = new Map();
-  while (sides.some((s) => s.rcv.count() < sent0 + sent)) {
-    for (const s of sides) if (!done.has(s.snap) && s.rcv.count() >= sent0 + sent) done.set(s.snap, performance.now() - t);
+  while (sides.some((s) => !reached(s, sent0 + sent))) {
+    for (const s of sides) if (!done.has(s.snap) && reached(s, sent0 + sent)) done.set(s.snap, performance.now() - t);
     await new Promise((r) => setTimeout(r, 20));
   }
+  if (INGEST) await new Promise((r) => setTimeout(r, 1000));
   for (const s of sides) if (!done.has(s.snap)) done.set(s.snap, performance.now() - t);
   const wall = performance.now() - t;
   console.log(`  done after: ${[...done].map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`);
