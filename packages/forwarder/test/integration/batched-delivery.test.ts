@@ -7,7 +7,7 @@ import { verifySignature, verifyStandardWebhook } from '../../../eventrelay/src/
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
-import { adminAs, basic, freshStorage, post, startTwo, useReceiver, waitFor } from './helpers';
+import { adminAs, basic, post, useInstances, useReceiver, waitFor } from './helpers';
 import type { ReceivedRequest, StoreKind } from './helpers';
 
 const TOKEN = 'batch-admin-token';
@@ -24,34 +24,14 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
   describe(`batched delivery, end to end (${kind}${kind === 'postgres' ? ', two instances' : ''})`, function () {
     this.timeout(60_000);
     const receiver = useReceiver();
-    const cleanups: (() => Promise<void>)[] = [];
-    const dirs: string[] = [];
+    const instances = useInstances(kind, 'eventrelay-batch-');
     let a: Forwarder;
-    let b: Forwarder;
     let urlA: string;
     let urlB: string;
 
-    afterEach(async () => {
-      await Promise.all([a?.close(), b !== a ? b?.close() : undefined]);
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-      for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-    });
-
     /** `keep`: extra storage settings (keepDelivered, for a replay of a delivered call). */
     async function start(context: Mocha.Context, keep: object = {}): Promise<void> {
-      const fresh = await freshStorage(kind, () => {
-        const dir = mkdtempSync(join(tmpdir(), 'eventrelay-batch-'));
-        dirs.push(dir);
-        return dir;
-      }, cleanups, () => context.skip());
-      const storage = { ...fresh, ...keep };
-      const config = { adminToken: TOKEN, storage, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } } as ForwarderConfig;
-      if (kind === 'postgres') {
-        ({ a, b, urlA, urlB } = await startTwo(config));
-      } else {
-        a = b = createForwarder(config);
-        urlA = urlB = (await a.listen({ port: 0 })).url;
-      }
+      ({ a, urlA, urlB } = await instances.start(context, { adminToken: TOKEN, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } }, keep));
     }
 
     const send = (url: string, writeKey: string, batch: object[]) => post(`${url}/v1/batch`, { batch }, { Authorization: basic(writeKey) });

@@ -3,7 +3,7 @@ import type { ChildProcessByStdio } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
-import { after, before } from 'mocha';
+import { after, afterEach, before } from 'mocha';
 import { request } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join, resolve } from 'node:path';
@@ -364,6 +364,48 @@ export async function startTwo(config: ForwarderConfig, internalsB: ForwarderInt
   const b = createForwarder(config, {}, internalsB);
   const [{ url: urlA }, { url: urlB }] = await Promise.all([a.listen({ port: 0 }), b.listen({ port: 0 })]);
   return { a, b, urlA, urlB };
+}
+
+/** Starts the forwarders of one test; see useInstances. */
+export interface Instances {
+  /** `storage`: settings added to the fresh store's (keepDelivered, say). */
+  start(context: Mocha.Context, config: Omit<ForwarderConfig, 'storage'>, storage?: object): Promise<TwoForwarders>;
+}
+
+/**
+ * The forwarders of each test of the suite this is called in, on a fresh store of `kind`: one on
+ * SQLite or memory (`a` and `b` are the same), two side by side on one PostgreSQL database, where
+ * B learns the settings only through the store. Closed, and the store dropped, after each test.
+ */
+export function useInstances(kind: StoreKind, prefix: string): Instances {
+  const cleanups: (() => Promise<void>)[] = [];
+  const dirs: string[] = [];
+  let open: TwoForwarders | undefined;
+  afterEach(async () => {
+    if (open !== undefined) await Promise.all([open.a.close(), open.b !== open.a ? open.b.close() : undefined]);
+    open = undefined;
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  const tempDir = (): string => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(dir);
+    return dir;
+  };
+  return {
+    async start(context, config, storage = {}) {
+      const fresh = await freshStorage(kind, tempDir, cleanups, () => context.skip());
+      const full = { ...config, storage: { ...fresh, ...storage } } as ForwarderConfig;
+      if (kind === 'postgres') {
+        open = await startTwo(full);
+      } else {
+        const a = createForwarder(full);
+        const url = (await a.listen({ port: 0 })).url;
+        open = { a, b: a, urlA: url, urlB: url };
+      }
+      return open;
+    },
+  };
 }
 
 /**

@@ -1,13 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, afterEach, before, describe, it } from 'mocha';
+import { after, before, describe, it } from 'mocha';
 import { expect } from 'chai';
 import { verifySignature, verifyStandardWebhook } from '../../../eventrelay/src/webhooks';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import type { ForwarderConfig } from '../../src/config';
-import { adminAs, basic, freshStorage, post, startTwo, useReceiver, waitFor } from './helpers';
+import { adminAs, basic, post, useInstances, useReceiver, waitFor } from './helpers';
 import type { ReceivedRequest, StoreKind } from './helpers';
 
 const TOKEN = 'transform-admin-token';
@@ -29,33 +28,14 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
   describe(`per-URL transforms, end to end (${kind}${kind === 'postgres' ? ', two instances' : ''})`, function () {
     this.timeout(60_000);
     const receiver = useReceiver();
-    const cleanups: (() => Promise<void>)[] = [];
-    const dirs: string[] = [];
+    const instances = useInstances(kind, 'eventrelay-transform-');
     let a: Forwarder;
-    let b: Forwarder;
     let urlA: string;
     let urlB: string;
 
-    afterEach(async () => {
-      await Promise.all([a?.close(), b !== a ? b?.close() : undefined]);
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-      for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-    });
-
     /** A (and B on PostgreSQL: the second instance, which only learns the settings through the store) serving one store. */
     async function start(context: Mocha.Context): Promise<void> {
-      const storage = await freshStorage(kind, () => {
-        const dir = mkdtempSync(join(tmpdir(), 'eventrelay-transform-'));
-        dirs.push(dir);
-        return dir;
-      }, cleanups, () => context.skip());
-      const config = { adminToken: TOKEN, storage, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } } as ForwarderConfig;
-      if (kind === 'postgres') {
-        ({ a, b, urlA, urlB } = await startTwo(config));
-      } else {
-        a = b = createForwarder(config);
-        urlA = urlB = (await a.listen({ port: 0 })).url;
-      }
+      ({ a, urlA, urlB } = await instances.start(context, { adminToken: TOKEN, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } }));
     }
 
     /** Sets the source's destination on A, and waits for B to send with it (a call that reaches `probe`). */
