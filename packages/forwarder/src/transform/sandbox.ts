@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from 'quickjs-emscripten-core';
+import { Lifetime, newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type JSValuePointer, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten-core';
 import { durationOption, integerOption, stringOption, ValidationError } from 'eventrelay/internal';
 import { TransformCompileError } from './errors';
 import { TRANSFORM_CODE_LIMIT } from './options';
@@ -127,6 +127,138 @@ interface Realm {
   readonly memory: WasmMemory;
   readonly maxBytes: number;
   readonly time: TimeLimit;
+  readonly engine: Engine;
+}
+
+/**
+ * The engine's entry points one call goes through, taken once per realm: a call then costs no
+ * handle objects, no argument array and no string conversion loops in JavaScript (they were most
+ * of the host's share of a quick call). What the library's `callFunction`, `newString`, `typeof`
+ * and `getString` do is done here with the same C functions, freeing exactly what they free.
+ */
+interface Engine {
+  readonly ffi: Ffi;
+  readonly malloc: (bytes: number) => number;
+  readonly free: (pointer: number) => void;
+  /** The context's JSContext pointer. */
+  readonly ctx: number;
+  /** `undefined` (a static value of the library), the `this` of the runner's call. */
+  readonly undefinedValue: number;
+  /** Three pointers, malloc'd once: the runner's arguments (transform, input, limit); the input's is written per call. */
+  readonly argv: number;
+  /** Views of the linear memory, taken again after it grew (a grown memory has a new buffer). */
+  heap: Buffer;
+  heap32: Int32Array;
+}
+
+/** The C functions of quickjs-emscripten's FFI this file calls directly (pointers as plain numbers). */
+interface Ffi {
+  QTS_NewString(ctx: number, chars: number): number;
+  QTS_Call(ctx: number, fn: number, thisValue: number, argc: number, argv: number): number;
+  QTS_ResolveException(ctx: number, value: number): number;
+  QTS_FreeValuePointer(ctx: number, value: number): void;
+  QTS_Typeof(ctx: number, value: number): number;
+  QTS_GetString(ctx: number, value: number): number;
+  QTS_FreeCString(ctx: number, chars: number): void;
+}
+
+/**
+ * Reaches the engine below the library's handles. Two of these are not public API: the
+ * Emscripten module's `_malloc` and `_free` (the FFI object's `module`) and the context's
+ * pointer (its protected `ctx`); the FFI itself comes from `getFFI()`, marked unstable. That is
+ * why quickjs-emscripten-core and @jitl/quickjs-wasmfile-release-sync are pinned to an exact
+ * version (0.32.0) in package.json: an upgrade must check `ModuleMemory`, `ContextMemory` and
+ * `QuickJSContext.callFunction` in its dist again. A shape not found here fails the compile of
+ * every transform at once (and the tests), never a call.
+ */
+function engineOf(module: QuickJSWASMModule, context: QuickJSContext, memory: WasmMemory, transform: QuickJSHandle, limit: QuickJSHandle): Engine {
+  const ffi = module.getFFI() as unknown as Ffi & { module?: { _malloc?: unknown; _free?: unknown } };
+  const ctx = (context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
+  const { _malloc: malloc, _free: free } = ffi.module ?? {};
+  const names = ['QTS_NewString', 'QTS_Call', 'QTS_ResolveException', 'QTS_FreeValuePointer', 'QTS_Typeof', 'QTS_GetString', 'QTS_FreeCString'] as const;
+  if (typeof malloc !== 'function' || typeof free !== 'function' || typeof ctx !== 'number' || names.some((name) => typeof ffi[name] !== 'function')) {
+    throw new Error('quickjs-emscripten-core is not the version this sandbox was written for (0.32.0): its FFI, module or context pointer were not found');
+  }
+  const argv = (malloc as (bytes: number) => number)(3 * 4);
+  if (argv === 0) throw new Error('the sandbox could not allocate its call arguments');
+  const engine: Engine = {
+    ffi,
+    malloc: malloc as (bytes: number) => number,
+    free: free as (pointer: number) => void,
+    ctx,
+    undefinedValue: context.undefined.value,
+    argv,
+    heap: Buffer.from(memory.buffer),
+    heap32: new Int32Array(memory.buffer),
+  };
+  engine.heap32[argv >> 2] = transform.value;
+  engine.heap32[(argv >> 2) + 2] = limit.value;
+  return engine;
+}
+
+/** The linear memory's views, current: after anything that may have grown it (a malloc, a call). */
+function heapOf(realm: Realm): Engine {
+  const { engine } = realm;
+  const buffer = realm.memory.buffer;
+  if (engine.heap.buffer !== buffer) {
+    engine.heap = Buffer.from(buffer);
+    engine.heap32 = new Int32Array(buffer);
+  }
+  return engine;
+}
+
+/**
+ * The message as a QuickJS string (a JSValue pointer to free), as `context.newString` makes it:
+ * its UTF-8 in a malloc'd C string of the same size, `QTS_NewString`, the C string freed. A text
+ * with a lone surrogate goes through the library (its encoder writes those as WTF-8, Node's as
+ * U+FFFD), as does one the heap has no room for (the library then fails as it always did).
+ */
+function newInput(realm: Realm, json: string): { value: number; handle?: QuickJSHandle } {
+  const bytes = json.isWellFormed() ? Buffer.byteLength(json) : -1;
+  const chars = bytes < 0 ? 0 : realm.engine.malloc(bytes + 1);
+  if (chars === 0) {
+    const handle = realm.context.newString(json);
+    return { value: handle.value, handle };
+  }
+  const engine = heapOf(realm);
+  try {
+    engine.heap.write(json, chars, bytes, 'utf8');
+    engine.heap[chars + bytes] = 0;
+    return { value: engine.ffi.QTS_NewString(engine.ctx, chars) };
+  } finally {
+    engine.free(chars);
+  }
+}
+
+/**
+ * A C string the engine made, read up to its NUL as `UTF8ToString` reads it, invalid bytes as
+ * U+FFFD alike; the one difference, a leading byte order mark that TextDecoder drops, cannot
+ * start a JSON text. The caller frees it.
+ */
+function readCString(realm: Realm, chars: number): string {
+  const { heap } = heapOf(realm);
+  const end = heap.indexOf(0, chars);
+  return heap.toString('utf8', chars, end < 0 ? heap.length : end);
+}
+
+/**
+ * `context.callFunction(runner, undefined, transform, input, limit)` with the realm's argument
+ * array, then `QTS_ResolveException` as the library does: the answer's pointer (the caller frees
+ * it), or what was thrown, as a handle of the library that frees it on `dispose()`.
+ */
+function invoke(realm: Realm, json: string): { value: number; error?: QuickJSHandle } {
+  const input = newInput(realm, json);
+  const engine = heapOf(realm);
+  const { ffi, ctx } = engine;
+  engine.heap32[(engine.argv >> 2) + 1] = input.value;
+  const result = ffi.QTS_Call(ctx, realm.runner.value, engine.undefinedValue, 3, engine.argv);
+  const error = ffi.QTS_ResolveException(ctx, result);
+  if (input.handle === undefined) ffi.QTS_FreeValuePointer(ctx, input.value);
+  else input.handle.dispose();
+  if (error === 0) return { value: result };
+  ffi.QTS_FreeValuePointer(ctx, result);
+  const free = (pointer: JSValuePointer) => ffi.QTS_FreeValuePointer(ctx, pointer);
+  return { value: 0, error: new Lifetime<JSValuePointer, JSValuePointer, QuickJSRuntime>(error as JSValuePointer, undefined, free, realm.context.runtime) };
 }
 
 /**
@@ -271,6 +403,8 @@ async function buildRealm(code: string, timeoutMs: number, memoryBytes: number):
       throw new TransformCompileError('Expected `code` to define `function transform(message)`, which returns the body to send (or null to skip); found none');
     }
     const outputLimit = context.newNumber(TRANSFORM_OUTPUT_LIMIT);
+    handles.push(outputLimit);
+    const engine = engineOf(module, context, wasmMemory, found, outputLimit);
     return {
       runtime,
       context,
@@ -280,6 +414,7 @@ async function buildRealm(code: string, timeoutMs: number, memoryBytes: number):
       memory: wasmMemory,
       maxBytes: Math.ceil(memoryBytes / PAGE) * PAGE,
       time,
+      engine,
     };
   } catch (error) {
     for (const handle of handles) handle.dispose();
@@ -296,6 +431,7 @@ function disposeRealm(realm: Realm): void {
     realm.runner.dispose();
     realm.context.dispose();
     realm.runtime.dispose();
+    realm.engine.free(realm.engine.argv);
   } catch {
     // A realm whose engine stopped mid-call may not free cleanly: its whole instance is dropped anyway.
   }
@@ -413,14 +549,11 @@ class SandboxedTransform implements Transform {
   }
 
   private call(realm: Realm, json: string): TransformResult {
-    const { context } = realm;
     const started = performance.now();
     realm.time.start(this.timeoutMs);
     let result;
     try {
-      const input = context.newString(json);
-      result = context.callFunction(realm.runner, context.undefined, realm.transform, input, realm.outputLimit);
-      input.dispose();
+      result = invoke(realm, json);
     } catch (error) {
       // The engine itself stopped (the host's stack ran out under very deep nesting, or a trap):
       // nothing in its instance is trusted again, not even to free it. It is dropped whole.
@@ -430,7 +563,7 @@ class SandboxedTransform implements Transform {
     }
     const durationMs = () => performance.now() - started;
     if (result.error !== undefined) {
-      const error = thrown(context, result.error);
+      const error = thrown(realm.context, result.error);
       result.error.dispose();
       if (realm.time.timedOut) return { ok: false, reason: `timed out after ${this.timeoutMs} ms`, durationMs: durationMs() };
       // With its heap full, even the error may not be readable: a failure that leaves the memory
@@ -443,7 +576,7 @@ class SandboxedTransform implements Transform {
       return { ok: false, reason: describeThrown(error), durationMs: durationMs() };
     }
     try {
-      return this.answer(context, result.value, durationMs);
+      return this.answer(realm, result.value, durationMs);
     } catch (error) {
       // Reading the answer out failed in the engine (a full heap): the realm is dropped whole.
       this.realm = undefined;
@@ -451,26 +584,40 @@ class SandboxedTransform implements Transform {
     }
   }
 
-  /** The runner's answer: the body's JSON text, `0` to skip, or `{ reason }`. */
-  private answer(context: QuickJSContext, value: QuickJSHandle, durationMs: () => number): TransformResult {
+  /**
+   * The runner's answer (a JSValue pointer, freed here): the body's JSON text, `0` to skip, or
+   * `{ reason }`. Its type is read as `context.typeof` reads it (a malloc'd C string, freed with
+   * `free`), a string as `context.getString` does (`QTS_GetString`, freed with `QTS_FreeCString`).
+   */
+  private answer(realm: Realm, value: number, durationMs: () => number): TransformResult {
+    const { ffi, ctx, free } = realm.engine;
     try {
-      const type = context.typeof(value);
-      if (type === 'number') return { ok: true, skip: true, durationMs: durationMs() };
-      if (type === 'object') {
-        const reason = context.getProp(value, 'reason');
+      // Its first letter tells the runner's answers apart: only `number` starts with n, `object` with o.
+      const typeChars = ffi.QTS_Typeof(ctx, value);
+      const letter = typeChars === 0 ? '' : heapOf(realm).heap.toString('latin1', typeChars, typeChars + 1);
+      free(typeChars);
+      if (letter === 'n') return { ok: true, skip: true, durationMs: durationMs() };
+      if (letter === 'o') {
+        // A failure the runner named: read through the library, with a handle that borrows the value.
+        const { context } = realm;
+        const reason = context.getProp(new Lifetime<JSValuePointer, JSValuePointer, QuickJSRuntime>(value as JSValuePointer, undefined, undefined, context.runtime), 'reason');
         try {
           return { ok: false, reason: context.getString(reason), durationMs: durationMs() };
         } finally {
           reason.dispose();
         }
       }
-      const body = context.getString(value);
+      const chars = ffi.QTS_GetString(ctx, value);
+      // No C string: the engine could not make one (its heap is full), not an empty body.
+      if (chars === 0) throw new Error('the output could not be read out');
+      const body = readCString(realm, chars);
+      ffi.QTS_FreeCString(ctx, chars);
       // A UTF-16 unit is at most 3 bytes of UTF-8: a short body is under the limit without counting.
       const bytes = body.length * 3 <= TRANSFORM_OUTPUT_LIMIT ? 0 : Buffer.byteLength(body);
       if (bytes > TRANSFORM_OUTPUT_LIMIT) return { ok: false, reason: `output is ${bytes} bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`, durationMs: durationMs() };
       return success(body, durationMs());
     } finally {
-      value.dispose();
+      ffi.QTS_FreeValuePointer(ctx, value);
     }
   }
 }

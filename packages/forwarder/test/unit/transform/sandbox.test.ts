@@ -77,6 +77,21 @@ describe('transform sandbox: what users write', () => {
     });
   });
 
+  it('the message goes in and the body comes out as the same text: any script, emoji, a lone surrogate, a message that makes the memory grow', async () => {
+    await withTransform('function transform(m) { return { n: m.text.length, end: m.text.slice(-4), text: m.text.length < 100 ? m.text : "" }; }', async (transform) => {
+      for (const text of ['', 'héllo wörld ✓ 😀 中文', 'x\u0000y']) {
+        expect(body(await transform.run({ text }))).to.equal(JSON.stringify({ n: text.length, end: text.slice(-4), text }));
+      }
+      // JSON.stringify escapes a lone surrogate; a JSON text given as it is may hold one, and it arrives as itself.
+      expect(body(await transform.runJson('{"text":"a\ud800b"}'))).to.equal('{"n":3,"end":"a\\ud800b","text":"a\\ud800b"}');
+      // Megabytes of message make the linear memory grow during the call: the body is read from the grown memory.
+      for (const size of [1, 2, 4]) {
+        const text = `${'é'.repeat(size << 20)}end`;
+        expect(body(await transform.run({ text }))).to.equal(JSON.stringify({ n: text.length, end: 'éend', text: '' }));
+      }
+    }, { memoryBytes: 128 * 1024 * 1024 });
+  });
+
   it('any JSON value is a body: a string, a number, true', async () => {
     await withTransform('function transform(m) { return m.properties.kind === "s" ? "text" : m.properties.kind === "n" ? 7 : true; }', async (transform) => {
       expect(body(await transform.run({ properties: { kind: 's' } }))).to.equal('"text"');
