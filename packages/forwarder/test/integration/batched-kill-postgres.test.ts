@@ -1,10 +1,10 @@
 import { after, afterEach, before, describe, it } from 'mocha';
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { basic, listeningUrl, post, waitFor } from './helpers';
+import type { AddressInfo } from 'node:net';
+import { basic, closerOf, killAll, post, serveInChild, waitFor } from './helpers';
+import type { ChildForwarder } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const KEY = 'batched-kill-key';
@@ -17,7 +17,6 @@ const ANSWER_MS = 150;
 async function startBatchReceiver() {
   const arrivals = new Map<string, number>();
   const bodies: string[] = [];
-  const sockets = new Set<Socket>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -31,43 +30,19 @@ async function startBatchReceiver() {
       }, ANSWER_MS);
     });
   });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
+  const close = closerOf(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    arrivals,
-    bodies,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, arrivals, bodies, close };
 }
 
-interface Instance {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function serve(name: string, databaseUrl: string, receiverUrl: string): Promise<Instance> {
+async function serve(name: string, databaseUrl: string, receiverUrl: string): Promise<ChildForwarder> {
   const config = {
     // A short lease: what the victim held (calls in its open batch, batches in flight) is claimed again soon.
     storage: { type: 'postgres', url: databaseUrl, poolSize: 4, lease: 12_000 },
     delivery: { concurrency: 4 },
     sources: [{ name: 'web', writeKey: KEY, destinations: { Webhooks: { sharedSecret: SECRET, webhooks: [{ url: `${receiverUrl}/batch`, batch: { maxEvents: MAX_EVENTS, maxWaitMs: 200 } }] } } }],
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=eventrelay-source', 'packages/forwarder/test/fixtures/serve-in-child.ts', JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
-  const url = await listeningUrl(exited, () => out, 60_000, `forwarder ${name}`);
-  return { child, url, exited };
+  return serveInChild(name, config);
 }
 
 describe('batched delivery on PostgreSQL: one of two instances killed with SIGKILL mid-batch', function () {
@@ -80,7 +55,7 @@ describe('batched delivery on PostgreSQL: one of two instances killed with SIGKI
     receiver = await startBatchReceiver();
   });
   afterEach(() => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll(children);
   });
   after(async () => {
     await receiver?.close();

@@ -1,12 +1,11 @@
 import { describe, it, before, after, afterEach } from 'mocha';
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pg from 'pg';
-import { basic, listeningUrl, post, waitFor } from './helpers';
+import { basic, closerOf, killAll, post, serveInChild, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const KEY = 'share-write-key';
@@ -63,7 +62,6 @@ async function startCountingReceiver() {
   /** Per messageId that arrived more than once, who sent it each time and when. */
   const repeats = new Map<string, string[]>();
   const firsts = new Map<string, string>();
-  const sockets = new Set<Socket>();
   /** The forwarders' processes: pid to name. */
   const pids = new Map<number, string>();
   const owners = new WeakMap<Socket, string>();
@@ -96,10 +94,7 @@ async function startCountingReceiver() {
       }, ANSWER_MS);
     });
   });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
+  const close = closerOf(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
   return {
@@ -115,11 +110,7 @@ async function startCountingReceiver() {
       firsts.clear();
       pids.clear();
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 
@@ -139,17 +130,7 @@ async function serve(name: string, databaseUrl: string, receiver: { url: string;
     delivery: { concurrency: CONCURRENCY },
     sources: [{ name: 'web', writeKey: KEY, destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/hook` }] } } }],
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=eventrelay-source', 'packages/forwarder/test/fixtures/serve-in-child.ts', JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  receiver.pids.set(child.pid!, name);
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
-  // A bound against a hang: tsx compiles the forwarder first.
-  const url = await listeningUrl(exited, () => out, 60_000, `forwarder ${name}`);
-  return { name, child, url, exited };
+  return { name, ...(await serveInChild(name, config, (child) => receiver.pids.set(child.pid!, name))) };
 }
 
 const BATCH = 50;
@@ -188,7 +169,7 @@ describe('forwarders on one PostgreSQL database share a backlog', function () {
   });
 
   afterEach(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll(children);
     receiver.reset();
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();

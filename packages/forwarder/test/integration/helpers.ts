@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
-import type { ChildProcessByStdio } from 'node:child_process';
+import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { after, afterEach, before } from 'mocha';
 import { request } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
 import type { Forwarder, ForwarderInternals } from '../../src/service';
@@ -232,6 +233,50 @@ export async function listeningUrl(exited: Promise<unknown>, stdout: () => strin
   const url = /listening on (http:\/\/\S+)/.exec(stdout())?.[1];
   if (url === undefined) throw new Error(`${what} did not start:\n${shown()}`);
   return url;
+}
+
+/** A forwarder in a process of its own (serveInChild). */
+export interface ChildForwarder {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * `eventrelay serve` with `config`, from source, in a process of its own (fixtures/serve-in-child.ts),
+ * once it listens; a process that could be killed with SIGKILL. `onSpawn` sees the child first.
+ */
+export async function serveInChild(name: string, config: object, onSpawn?: (child: ChildProcess) => void): Promise<ChildForwarder> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=eventrelay-source', 'packages/forwarder/test/fixtures/serve-in-child.ts', JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  onSpawn?.(child);
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
+  // A bound against a hang: tsx compiles the forwarder first.
+  const url = await listeningUrl(exited, () => out, 60_000, `forwarder ${name}`);
+  return { child, url, exited };
+}
+
+/** Signals every child of `children` still running (SIGKILL by default) and empties the list. */
+export function killAll(children: ChildProcess[], signal: NodeJS.Signals = 'SIGKILL'): void {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+}
+
+/** Closes `server` at once: the sockets it holds open (keep-alive) are destroyed first. Call it before `listen`. */
+export function closerOf(server: Server): () => Promise<void> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  return () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    });
 }
 
 /** A forwarder (SQLite in a temp dir) with one source whose Webhooks destination posts to a recording receiver at `/hook`. */

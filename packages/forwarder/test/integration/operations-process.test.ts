@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { basic, post, useReceiver, waitFor, requireBuiltCli } from './helpers';
+import { basic, killAll, post, requireBuiltCli, useReceiver, waitFor } from './helpers';
 
 const CLI = resolve('packages/forwarder/dist/cli.js');
 const ADMIN = 'process-admin-token';
@@ -55,7 +55,7 @@ describe('operating `eventrelay serve` (child processes, SQLite store)', functio
   });
 
   after(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll(children);
     rmSync(dir, { recursive: true, force: true });
   });
 

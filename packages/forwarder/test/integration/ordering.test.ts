@@ -7,7 +7,7 @@ import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { startSink } from '../../../../test/helpers/sink';
 import { useTempDirs } from '../../../../test/helpers/temp-dir';
-import { basic, freshStorage, post, waitFor } from './helpers';
+import { basic, freshStorage, killAll, post, waitFor } from './helpers';
 import type { StoreKind } from './helpers';
 
 /**
@@ -216,7 +216,7 @@ describe('deliveries in order per user', function () {
     };
     const children: ChildProcess[] = [];
     cleanups.push(async () => {
-      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      killAll(children);
     });
     const start = async (): Promise<{ child: ChildProcess; url: string }> => {
       const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=eventrelay-source', 'packages/forwarder/test/fixtures/serve-in-child.ts', JSON.stringify(config)], {

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { basic, listeningUrl, post, startReceiver, waitFor, requireBuiltCli } from './helpers';
+import { basic, killAll, listeningUrl, post, requireBuiltCli, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
@@ -53,7 +53,7 @@ describe('several `eventrelay serve` processes on one PostgreSQL database', func
   });
 
   afterEach(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll(children);
     // Each test starts from an empty queue.
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { basic, CLI, listeningUrl, post, runCli, startReceiver, useReceiver, waitFor, requireBuiltCli } from './helpers';
+import { basic, CLI, killAll, listeningUrl, post, requireBuiltCli, runCli, startReceiver, useReceiver, waitFor } from './helpers';
 
 interface Running {
   child: ChildProcess;
@@ -40,7 +40,7 @@ describe('eventrelay CLI (child processes on the built package)', () => {
   });
 
   afterEach(() => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll(children);
   });
 
   after(async () => {

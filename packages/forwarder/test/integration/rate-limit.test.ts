@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import { ConfigError } from '../../../eventrelay/src/errors';
-import { basic, post, waitFor, requireBuiltCli } from './helpers';
+import { basic, killAll, post, requireBuiltCli, waitFor } from './helpers';
 import { startSink } from '../../../../test/helpers/sink';
 import type { Sink } from '../../../../test/helpers/sink';
 import { usePostgres } from '../../../../test/helpers/postgres';
@@ -157,7 +157,7 @@ describe('per-URL rate limits with two `eventrelay serve` processes on one Postg
   let dir: string | undefined;
 
   after(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll(children);
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { adminAs, basic, CLI, post, listeningUrl, runCli, useReceiver, waitFor, requireBuiltCli } from './helpers';
+import { adminAs, basic, CLI, killAll, listeningUrl, post, requireBuiltCli, runCli, useReceiver, waitFor } from './helpers';
 import { usePostgres } from '../../../../test/helpers/postgres';
 
 const TOKEN = 'processes-admin-token';
@@ -58,7 +58,7 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
   });
 
   after(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll(children);
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -66,7 +66,7 @@ describe('runtime setup with two `eventrelay serve` processes on one PostgreSQL 
     const started = [a, b];
     a = undefined;
     b = undefined;
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    killAll(children, 'SIGTERM');
     for (const i of started) if (i !== undefined) expect(await i.exited).to.equal(0);
     // Each test starts from an empty store (the tables are missing when no instance started).
     const client = new pg.Client({ connectionString: db.url });
