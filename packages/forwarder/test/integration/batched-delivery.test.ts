@@ -7,7 +7,7 @@ import { verifySignature, verifyStandardWebhook } from '../../../eventrelay/src/
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
-import { adminAs, basic, post, useInstances, useReceiver, waitFor } from './helpers';
+import { adminAs, basic, post, useInstances, useReceiver, waitFor, withForwarder } from './helpers';
 import type { ReceivedRequest, StoreKind } from './helpers';
 
 const TOKEN = 'batch-admin-token';
@@ -199,19 +199,16 @@ describe('batched delivery from the config file', function () {
   const receiver = useReceiver();
 
   it('takes `batch` per URL and refuses one out of range, naming the field', async () => {
-    const forwarder = createForwarder({
+    const config = {
       storage: { type: 'memory' },
       sources: [{ name: 'cfg', writeKey: 'cfg-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/cfg`, batch: { maxEvents: 3, maxWaitMs: 100 } }] } } }],
-    } as ForwarderConfig);
-    try {
-      const { url } = await forwarder.listen({ port: 0 });
+    } as ForwarderConfig;
+    await withForwarder(config, async (url) => {
       const batch = Array.from({ length: 3 }, (_, i) => ({ type: 'track', userId: 'u', event: 'Configured', messageId: `cfg-${i}` }));
       expect((await post(`${url}/v1/batch`, { batch }, { Authorization: basic('cfg-key') })).status).to.equal(200);
       await waitFor(() => receiver.delivered.filter((r) => r.path === '/cfg').flatMap(callsOf).length === 3, 'the 3 calls');
       expect(receiver.delivered.filter((r) => r.path === '/cfg').map((r) => callsOf(r).length)).to.deep.equal([3]);
-    } finally {
-      await forwarder.close();
-    }
+    });
     expect(() =>
       createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'bad', writeKey: 'bad-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/bad`, batch: { maxEvents: 4001 } }] } } }] } as ForwarderConfig),
     ).to.throw(/webhooks\[0\]\.batch\.maxEvents/);
@@ -231,16 +228,15 @@ describe('batched delivery: health, metrics and recovery (sqlite)', function () 
     const dir = mkdtempSync(join(tmpdir(), 'eventrelay-batch-'));
     dirs.push(dir);
     const batched = (path: string) => ({ Webhooks: { webhooks: [{ url: `${receiver.url}${path}`, batch: { maxEvents: 10, maxWaitMs: 5000 } }] } });
-    const forwarder = createForwarder({
+    const config = {
       adminToken: TOKEN,
       storage: { type: 'sqlite', dataDir: dir },
       sources: [
         { name: 'one', writeKey: 'one-key', destinations: batched('/one') },
         { name: 'gone', writeKey: 'gone-key', destinations: batched('/gone') },
       ],
-    } as ForwarderConfig);
-    try {
-      const { url } = await forwarder.listen({ port: 0 });
+    } as ForwarderConfig;
+    await withForwarder(config, async (url) => {
       const calls = (prefix: string) => Array.from({ length: 10 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'Counted', messageId: `${prefix}-${i}` }));
       receiver.failFirst('/gone', 1, 410);
       expect((await post(`${url}/v1/batch`, { batch: calls('one') }, { Authorization: basic('one-key') })).status).to.equal(200);
@@ -266,15 +262,13 @@ describe('batched delivery: health, metrics and recovery (sqlite)', function () 
       expect(value('eventrelay_delivered_total{source="one"}')).to.equal(10);
       expect(value('eventrelay_failed_total{source="gone"}')).to.equal(10);
       expect(value('eventrelay_endpoints_disabled{source="gone"}')).to.equal(1);
-    } finally {
-      await forwarder.close();
-    }
+    });
   });
 
   it('recovers the calls of a batch that failed: they go again, in a new batch', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'eventrelay-batch-'));
     dirs.push(dir);
-    const forwarder = createForwarder({
+    const config = {
       adminToken: TOKEN,
       storage: { type: 'sqlite', dataDir: dir },
       // No retry: the first failed attempt is final.
@@ -286,9 +280,8 @@ describe('batched delivery: health, metrics and recovery (sqlite)', function () 
           destinations: { Webhooks: { sharedSecret: SECRET, signing: 'both', webhooks: [{ url: `${receiver.url}/rec`, batch: { maxEvents: 5, maxWaitMs: 5000 } }] } },
         },
       ],
-    } as ForwarderConfig);
-    try {
-      const { url } = await forwarder.listen({ port: 0 });
+    } as ForwarderConfig;
+    await withForwarder(config, async (url) => {
       const since = new Date(Date.now() - 1000).toISOString();
       // The batch fails for good, and with it each of its calls.
       receiver.failFirst('/rec', 1, 503);
@@ -305,8 +298,6 @@ describe('batched delivery: health, metrics and recovery (sqlite)', function () 
       expect(callsOf(again!).map((c) => c.messageId)).to.deep.equal(batch.map((c) => c.messageId));
       expect(again!.headers['webhook-id']).to.match(/^batch_/).and.not.equal(failed!.headers['webhook-id']);
       await waitFor(async () => (await states()).every((st) => st === 'delivered'), 'the 5 log lines delivered');
-    } finally {
-      await forwarder.close();
-    }
+    });
   });
 });

@@ -411,6 +411,16 @@ export async function startTwo(config: ForwarderConfig, internalsB: ForwarderInt
   return { a, b, urlA, urlB };
 }
 
+/** A forwarder made from `config`, listening while `run` runs, and closed after it (whatever `run` did). */
+export async function withForwarder(config: ForwarderConfig, run: (url: string) => Promise<void>): Promise<void> {
+  const forwarder = createForwarder(config);
+  try {
+    await run((await forwarder.listen({ port: 0 })).url);
+  } finally {
+    await forwarder.close();
+  }
+}
+
 /** Starts the forwarders of one test; see useInstances. */
 export interface Instances {
   /** `storage`: settings added to the fresh store's (keepDelivered, say). */

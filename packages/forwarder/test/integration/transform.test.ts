@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { verifySignature, verifyStandardWebhook } from '../../../eventrelay/src/webhooks';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import { adminAs, basic, post, useInstances, useReceiver, waitFor } from './helpers';
+import { adminAs, basic, post, useInstances, useReceiver, waitFor, withForwarder } from './helpers';
 import type { ReceivedRequest, StoreKind } from './helpers';
 
 const TOKEN = 'transform-admin-token';
@@ -154,20 +154,17 @@ describe('a transform in the config file', function () {
   const receiver = useReceiver();
 
   it('is applied at start: the URL gets the reshaped body, signed over it; eventrelay check\'s rules refuse what does not parse', async () => {
-    const forwarder = createForwarder({
-      storage: { type: 'memory' },
+    const config = {
+      storage: { type: 'memory' as const },
       sources: [{ name: 'cfg', writeKey: 'cfg-key', destinations: { Webhooks: { sharedSecret: SECRET, webhooks: [{ url: `${receiver.url}/cfg`, transform: { code: TO_CHAT } }] } } }],
-    });
-    try {
-      const { url } = await forwarder.listen({ port: 0 });
+    };
+    await withForwarder(config, async (url) => {
       expect((await post(`${url}/v1/track`, { userId: 'u9', event: 'Configured' }, { Authorization: basic('cfg-key') })).status).to.equal(200);
       await waitFor(() => receiver.delivered.some((r) => r.path === '/cfg'), 'the reshaped call');
       const got = receiver.delivered.find((r) => r.path === '/cfg')!;
       expect(got.json).to.deep.equal({ text: 'Configured by u9' });
       expect(verifySignature(got.body, got.headers['x-signature'] as string, SECRET)).to.equal(true);
-    } finally {
-      await forwarder.close();
-    }
+    });
     expect(() => createForwarder({ storage: { type: 'memory' }, sources: [{ name: 'bad', writeKey: 'bad-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/bad`, transform: { code: 'function transform( {' } }] } } }] })).to.throw(
       /sources\[0\]\.destinations\.Webhooks\.webhooks\[0\]\.transform\.code|line 1/,
     );
