@@ -10,6 +10,9 @@ import { reportOf } from './report';
 
 const log = createDebug('eventrelay:forwarder');
 
+/** Batches whose calls are kept after they were stored (storedBatches): about 100 calls each, a few MB at most. */
+const KNOWN_BATCHES = 1024;
+
 /** An outcome and its report, as written in one batch. */
 export interface Written {
   readonly outcome: DeliveryOutcome;
@@ -91,9 +94,17 @@ export class Recording {
     return this.unwritten.size;
   }
 
-  /** Batch deliveries this instance stored, with their calls in body order: no read of them at their outcome. */
+  /**
+   * Batch deliveries this instance stored, with their calls in body order: no read of them at
+   * their first outcome. Kept for that outcome only, and for the newest KNOWN_BATCHES at most (a
+   * batch split by a 413, or finished by another instance, has no outcome here).
+   */
   storedBatches(batches: readonly PendingDelivery[], calls: ReadonlyMap<number, BatchMember>, members: readonly (readonly number[])[]): void {
     batches.forEach((batch, i) => this.batchCalls.set(batch.id, members[i]!.map((id) => calls.get(id)!)));
+    for (const id of this.batchCalls.keys()) {
+      if (this.batchCalls.size <= KNOWN_BATCHES) break;
+      this.batchCalls.delete(id);
+    }
   }
 
   /** A batch delivery's attempt ended: its outcome is written in the next turn, with the calls it ends. */
@@ -231,10 +242,11 @@ export class Recording {
     for (const { report } of batch) {
       const isStale = stale.has(report.id);
       this.tell(isStale ? { ...report, stale: true } : report);
+      // Its calls as stored, for this first outcome only: a retry's later ones read them again.
+      const known = this.batchCalls.get(report.id);
+      this.batchCalls.delete(report.id);
       // Nothing sent (its URL disabled, the destination closing): not an attempt of its calls.
       if (isStale || report.result.outcomes.length === 0) continue;
-      const known = this.batchCalls.get(report.id);
-      if (report.result.status !== 'retry') this.batchCalls.delete(report.id);
       let members: readonly BatchMember[];
       if (known !== undefined && known.every((m) => ended.has(m.id))) {
         // The outcome ended every call of it (the common case): they are known here.
