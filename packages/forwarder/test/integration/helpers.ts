@@ -13,7 +13,7 @@ import type { Forwarder, ForwarderInternals } from '../../src/service';
 import type { ForwarderConfig } from '../../src/config';
 import { startSink } from '../../../../test/helpers/sink';
 import { waitFor } from '../../../../test/helpers/wait';
-import { createTestDatabase, whenNoServer } from '../../../../test/helpers/postgres';
+import { createTestDatabase, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
 
 export { waitFor };
 
@@ -486,4 +486,29 @@ export function useForSuite<T extends object>(what: string, open: (context: Moch
 /** A receiver for the suite this is called in (see useForSuite). */
 export function useReceiver(delayMs = 0): Receiver {
   return useForSuite('the receiver', () => startReceiver(delayMs), (receiver) => receiver.close());
+}
+
+/** Two forwarders of a test on the PostgreSQL database of its suite; see useTwoOnPostgres. */
+export interface TwoOnPostgres {
+  /** The suite's database (usePostgres): read `db.url` inside tests and hooks. */
+  readonly db: { readonly url: string };
+  /** Starts A and B (startTwo) with `config` on the database, a pool of 3 connections each; they are closed after the test. */
+  start(config: Omit<ForwarderConfig, 'storage'>, internalsB?: ForwarderInternals): Promise<TwoForwarders>;
+}
+
+/** For a `describe`: a PostgreSQL database of its own, and two forwarders on it for each test that starts them. */
+export function useTwoOnPostgres(): TwoOnPostgres {
+  const db = usePostgres();
+  const started: TwoForwarders[] = [];
+  afterEach(async () => {
+    for (const { a, b } of started.splice(0)) await Promise.all([a.close(), b.close()]);
+  });
+  return {
+    db,
+    async start(config, internalsB) {
+      const two = await startTwo({ ...config, storage: { type: 'postgres', url: db.url, poolSize: 3 } }, internalsB);
+      started.push(two);
+      return two;
+    },
+  };
 }

@@ -1,15 +1,14 @@
-import { describe, it, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import type { Forwarder } from '../../src/service';
-import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
-import { usePostgres } from '../../../../test/helpers/postgres';
+import { basic, post, useReceiver, useTwoOnPostgres, waitFor } from './helpers';
 
 /** What the forwarder promises: every instance applies a change within 2 s. */
 const APPLIED_WITHIN = 2000;
 
 describe('a source\'s schema with two forwarders on one PostgreSQL database', function () {
   this.timeout(60_000);
-  const db = usePostgres();
+  const two = useTwoOnPostgres();
   const receiver = useReceiver();
   let a: Forwarder;
   let b: Forwarder;
@@ -18,17 +17,12 @@ describe('a source\'s schema with two forwarders on one PostgreSQL database', fu
   let key: string;
   let source: string;
 
-  afterEach(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
-
   /** Both instances, and a source made on A with `webhooks` (paths on the receiver), served by both. */
   async function startBoth(
     webhooks: { path: string; filter?: { types?: string[]; events?: string[] } }[],
     probe: (messageId: string) => Record<string, unknown> = (messageId) => ({ type: 'identify', userId: 'u', messageId }),
   ): Promise<void> {
-    const config = { adminToken: 't', storage: { type: 'postgres' as const, url: db.url, poolSize: 3 }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } };
-    ({ a, b, urlA, urlB } = await startTwo(config));
+    ({ a, b, urlA, urlB } = await two.start({ adminToken: 't', delivery: { minRetryDelay: 20, maxRetryDelay: 50 } }));
     source = `two-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
     ({ writeKey: key } = await a.createSource(source));
     await a.setWebhooks(source, { webhooks: webhooks.map((w) => ({ url: `${receiver.url}/${source}${w.path}`, ...(w.filter === undefined ? {} : { filter: w.filter }) })) });

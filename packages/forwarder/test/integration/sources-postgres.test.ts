@@ -1,36 +1,23 @@
-import { describe, it, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
-import type { Forwarder } from '../../src/service';
-import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
-import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
+import { basic, post, useReceiver, useTwoOnPostgres, waitFor } from './helpers';
+import { listenConnections } from '../../../../test/helpers/postgres';
 
 /** What the forwarder promises: every instance applies a change within 2 s. */
 const APPLIED_WITHIN = 2000;
 
 describe('runtime setup shared by two forwarders on one PostgreSQL database', function () {
   this.timeout(30_000);
-  const db = usePostgres();
+  const two = useTwoOnPostgres();
   const receiver = useReceiver();
-  let a: Forwarder;
-  let b: Forwarder;
-  let urlA: string;
-  let urlB: string;
-
-  afterEach(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-  });
-
-  async function startBoth(): Promise<void> {
-    const config = { adminToken: 't', storage: { type: 'postgres' as const, url: db.url, poolSize: 3 }, delivery: { minRetryDelay: 20, maxRetryDelay: 50 } };
-    ({ a, b, urlA, urlB } = await startTwo(config));
-  }
+  const startBoth = () => two.start({ adminToken: 't', delivery: { minRetryDelay: 20, maxRetryDelay: 50 } });
 
   const send = (url: string, key: string, messageId: string) =>
     post(`${url}/v1/batch`, { batch: [{ type: 'track', userId: 'u', event: 'E', messageId }] }, { Authorization: basic(key) });
 
   it('a source made on one instance is served by the other (LISTEN/NOTIFY), and so are its settings', async () => {
-    await startBoth();
+    const { a, b, urlA, urlB } = await startBoth();
     const name = `made-on-a-${Date.now()}`;
     const { writeKey } = await a.createSource(name);
     // The instance that made it serves it as soon as the call returns.
@@ -47,8 +34,8 @@ describe('runtime setup shared by two forwarders on one PostgreSQL database', fu
   });
 
   it('applies changes by polling when the LISTEN connection is gone', async () => {
-    await startBoth();
-    const admin = new pg.Client({ connectionString: db.url });
+    const { a, urlB } = await startBoth();
+    const admin = new pg.Client({ connectionString: two.db.url });
     await admin.connect();
     try {
       const listeners = () => listenConnections(admin);
