@@ -1,16 +1,15 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, before, afterEach } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import { systemClock } from '../../../eventrelay/src/clock';
 import type { Clock } from '../../../eventrelay/src/clock';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import type { ForwarderConfig } from '../../src/config';
 import type { Operations } from '../../src/observability/operations';
 import type { LiveRelay } from '../../src/observability/relay';
 import { PostgresListener } from '../../src/store/postgres/postgres-listen';
-import { basic, post, startReceiver, startTwo, takeSseEvents, waitFor } from './helpers';
-import type { Receiver, SseEvent } from './helpers';
+import { basic, post, takeSseEvents, useReceiver, useTwoForSuite, waitFor } from './helpers';
+import type { SseEvent } from './helpers';
 import { listenConnections, usePostgres } from '../../../../test/helpers/postgres';
 
 const ADMIN = 'cluster-admin-token';
@@ -74,28 +73,16 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
 
   describe('the live stream', () => {
     const db = usePostgres();
-    let receiver: Receiver;
-    let a: Forwarder;
-    let b: Forwarder;
-    let urlA: string;
-    let urlB: string;
+    const receiver = useReceiver();
+    const two = useTwoForSuite(() => ({
+      adminToken: ADMIN,
+      storage: { type: 'postgres', url: db.url, poolSize: 3 },
+      sources: [{ name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } }],
+    }));
     const streams: OpenStream[] = [];
 
-    before(async () => {
-      receiver = await startReceiver();
-      const config: ForwarderConfig = {
-        adminToken: ADMIN,
-        storage: { type: 'postgres', url: db.url, poolSize: 3 },
-        sources: [{ name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } }],
-      };
-      ({ a, b, urlA, urlB } = await startTwo(config));
-    });
     afterEach(async () => {
       for (const s of streams.splice(0)) await s.close();
-    });
-    after(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-      await receiver?.close();
     });
 
     const send = (url: string, messages: object[]) => post(`${url}/v1/batch`, { batch: messages }, { Authorization: basic('key-web') });
@@ -108,52 +95,52 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
     const attemptsSeenBy = async (url: string) => ((await ownStats(url)).endpoints as { attempts: number }[]).reduce((n, e) => n + e.attempts, 0);
 
     it('relays nothing while no instance has a subscriber, and stops when the last one leaves', async () => {
-      expect((await send(urlA, [track('quiet-a')])).status).to.equal(200);
-      expect((await send(urlB, [track('quiet-b')])).status).to.equal(200);
+      expect((await send(two.urlA, [track('quiet-a')])).status).to.equal(200);
+      expect((await send(two.urlB, [track('quiet-b')])).status).to.equal(200);
       await waitFor(() => delivered('quiet-a') && delivered('quiet-b'), 'both delivered');
-      await waitFor(async () => (await attemptsSeenBy(urlA)) + (await attemptsSeenBy(urlB)) === 2, 'both attempts counted');
-      expect(relayOf(a).counts.relayed).to.equal(0);
-      expect(relayOf(b).counts.relayed).to.equal(0);
-      expect(relayOf(a).wanted).to.equal(false);
+      await waitFor(async () => (await attemptsSeenBy(two.urlA)) + (await attemptsSeenBy(two.urlB)) === 2, 'both attempts counted');
+      expect(relayOf(two.a).counts.relayed).to.equal(0);
+      expect(relayOf(two.b).counts.relayed).to.equal(0);
+      expect(relayOf(two.a).wanted).to.equal(false);
 
-      const onB = await stream(urlB);
-      await waitFor(() => relayOf(a).wanted, 'A to hear that B has a subscriber');
-      const attemptsOfA = await attemptsSeenBy(urlA);
-      await send(urlA, [track('watched-a')]);
+      const onB = await stream(two.urlB);
+      await waitFor(() => relayOf(two.a).wanted, 'A to hear that B has a subscriber');
+      const attemptsOfA = await attemptsSeenBy(two.urlA);
+      await send(two.urlA, [track('watched-a')]);
       await waitFor(() => of(onB.events, 'attempt', 'watched-a').length === 1, 'the attempt on B’s stream');
       // A relayed the call and, if A made the attempt (it usually does: it accepted the call), the attempt.
-      const relayedByA = 1 + (await attemptsSeenBy(urlA)) - attemptsOfA;
+      const relayedByA = 1 + (await attemptsSeenBy(two.urlA)) - attemptsOfA;
       // A counts them once its statement returns, a moment after B heard them.
-      await waitFor(() => relayOf(a).counts.relayed === relayedByA, 'A to count what it relayed');
+      await waitFor(() => relayOf(two.a).counts.relayed === relayedByA, 'A to count what it relayed');
       // B relays nothing: nobody else watches.
-      expect(relayOf(b).counts.relayed).to.equal(0);
+      expect(relayOf(two.b).counts.relayed).to.equal(0);
 
       await onB.close();
       streams.splice(0);
-      await waitFor(() => !relayOf(a).wanted, 'A to hear that B has no subscriber left');
-      const attempts = (await attemptsSeenBy(urlA)) + (await attemptsSeenBy(urlB));
-      await send(urlA, [track('unwatched-a')]);
+      await waitFor(() => !relayOf(two.a).wanted, 'A to hear that B has no subscriber left');
+      const attempts = (await attemptsSeenBy(two.urlA)) + (await attemptsSeenBy(two.urlB));
+      await send(two.urlA, [track('unwatched-a')]);
       await waitFor(() => delivered('unwatched-a'), 'delivered');
-      await waitFor(async () => (await attemptsSeenBy(urlA)) + (await attemptsSeenBy(urlB)) === attempts + 1, 'its attempt counted');
-      expect(relayOf(a).counts.relayed).to.equal(relayedByA);
-      expect(relayOf(b).counts.relayed).to.equal(0);
+      await waitFor(async () => (await attemptsSeenBy(two.urlA)) + (await attemptsSeenBy(two.urlB)) === attempts + 1, 'its attempt counted');
+      expect(relayOf(two.a).counts.relayed).to.equal(relayedByA);
+      expect(relayOf(two.b).counts.relayed).to.equal(0);
     });
 
     it('shows a subscriber on B the calls accepted at A and at B and their attempts, each once', async () => {
-      const onA = await stream(urlA);
-      const onB = await stream(urlB);
+      const onA = await stream(two.urlA);
+      const onB = await stream(two.urlB);
       // Both relay now (each has a subscriber), so each could hear its own events come back.
-      await waitFor(() => relayOf(a).wanted && relayOf(b).wanted, 'both instances to relay');
-      await send(urlA, [track('from-a', { plan: 'pro' })]);
-      await send(urlB, [track('from-b')]);
+      await waitFor(() => relayOf(two.a).wanted && relayOf(two.b).wanted, 'both instances to relay');
+      await send(two.urlA, [track('from-a', { plan: 'pro' })]);
+      await send(two.urlB, [track('from-b')]);
       await waitFor(
         () => ['from-a', 'from-b'].every((id) => of(onB.events, 'accepted', id).length > 0 && of(onB.events, 'attempt', id).length > 0),
         'both calls and their attempts on B’s stream',
       );
       // Markers: notifications arrive in commit order, and each instance relays one statement at a
       // time, so once each marker is seen, every earlier event (or copy) has arrived too.
-      await send(urlA, [track('marker-a')]);
-      await send(urlB, [track('marker-b')]);
+      await send(two.urlA, [track('marker-a')]);
+      await send(two.urlB, [track('marker-b')]);
       await waitFor(() => of(onB.events, 'attempt', 'marker-a').length > 0 && of(onA.events, 'attempt', 'marker-b').length > 0, 'the markers');
       for (const id of ['from-a', 'from-b', 'marker-a', 'marker-b']) {
         expect(of(onB.events, 'accepted', id), `accepted ${id}`).to.have.length(1);
@@ -166,15 +153,15 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       expect(JSON.parse(accepted.body)).to.deep.include({ event: 'Clustered', properties: { plan: 'pro' } });
       expect(of(onB.events, 'attempt', 'from-a')[0]!.data).to.include({ outcome: 'delivered', attempt: 1 });
       // At least the two calls accepted at A (their attempts too, when A made them).
-      expect(relayOf(b).counts.received).to.be.at.least(2);
+      expect(relayOf(two.b).counts.received).to.be.at.least(2);
     });
 
     it('relays an accepted call too large for a notification without its body, flagged; the instance that accepted it shows it whole', async () => {
-      const onA = await stream(urlA);
-      const onB = await stream(urlB);
-      await waitFor(() => relayOf(a).wanted, 'A to relay');
-      const omittedBefore = relayOf(a).counts.omitted;
-      await send(urlA, [track('large-a', { blob: 'é'.repeat(6000) })]);
+      const onA = await stream(two.urlA);
+      const onB = await stream(two.urlB);
+      await waitFor(() => relayOf(two.a).wanted, 'A to relay');
+      const omittedBefore = relayOf(two.a).counts.omitted;
+      await send(two.urlA, [track('large-a', { blob: 'é'.repeat(6000) })]);
       await waitFor(() => of(onB.events, 'attempt', 'large-a').length > 0, 'the attempt on B’s stream');
       const onBAccepted = of(onB.events, 'accepted', 'large-a');
       expect(onBAccepted).to.have.length(1);
@@ -183,12 +170,12 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       expect(onAAccepted).to.have.length(1);
       expect(onAAccepted[0]!.data).not.to.have.property('bodyOmitted');
       expect(JSON.parse(onAAccepted[0]!.data.body).properties.blob).to.equal('é'.repeat(6000));
-      expect(relayOf(a).counts.omitted).to.equal(omittedBefore + 1);
+      expect(relayOf(two.a).counts.omitted).to.equal(omittedBefore + 1);
     });
 
     it('an instance that starts while another has a subscriber relays to it (it missed the notification; the row says so)', async () => {
-      const onB = await stream(urlB);
-      await waitFor(() => relayOf(a).wanted, 'A to relay');
+      const onB = await stream(two.urlB);
+      await waitFor(() => relayOf(two.a).wanted, 'A to relay');
       const c = createForwarder({
         adminToken: ADMIN,
         storage: { type: 'postgres', url: db.url, poolSize: 2 },
@@ -201,7 +188,7 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
         const wantedAtSend = relayOf(c).wanted;
         await waitFor(() => of(onB.events, 'attempt', 'from-c').length === 1, 'C’s call on B’s stream');
         // What the relays did, should the accepted event be missing.
-        const seen = JSON.stringify({ wantedAtSend, c: relayOf(c).counts, b: relayOf(b).counts, events: onB.events.map((e) => e.event) });
+        const seen = JSON.stringify({ wantedAtSend, c: relayOf(c).counts, b: relayOf(two.b).counts, events: onB.events.map((e) => e.event) });
         expect(of(onB.events, 'accepted', 'from-c'), seen).to.have.length(1);
       } finally {
         await c.close();
@@ -227,8 +214,8 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
     });
 
     it('keeps one LISTEN connection per instance, and relays again after it was lost', async () => {
-      const onB = await stream(urlB);
-      await waitFor(() => relayOf(a).wanted, 'A to relay');
+      const onB = await stream(two.urlB);
+      await waitFor(() => relayOf(two.a).wanted, 'A to relay');
       const admin = new pg.Client({ connectionString: db.url });
       await admin.connect();
       try {
@@ -243,7 +230,7 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       // A call whose events were relayed while a connection was down is not seen: send until one is.
       let n = 0;
       await waitFor(async () => {
-        await send(urlA, [track(`after-cut-${++n}`)]);
+        await send(two.urlA, [track(`after-cut-${++n}`)]);
         return onB.events.some((e) => e.event === 'attempt' && String(e.data.messageId).startsWith('after-cut-'));
       }, 'an event from A on B’s stream again', 15_000);
     });
@@ -251,56 +238,43 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
 
   describe('the overview', () => {
     const db = usePostgres();
-    let receiver: Receiver;
-    let a: Forwarder;
-    let b: Forwarder;
-    let urlA: string;
-    let urlB: string;
+    const receiver = useReceiver();
+    before(() => receiver.failFirst('/down', 1_000_000, 500));
     /** B's clock: the real one, moved on by the test. */
     let offset = 0;
     const clockB: Clock = { ...systemClock, now: () => Date.now() + offset };
-
-    before(async () => {
-      receiver = await startReceiver();
-      receiver.failFirst('/down', 1_000_000, 500);
-      const config: ForwarderConfig = {
-        adminToken: ADMIN,
-        storage: { type: 'postgres', url: db.url, poolSize: 3 },
-        // A short retry window: a receiver that keeps answering 500 makes a failed delivery in well under a second.
-        delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
-        sources: [
-          { name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } },
-          { name: 'down', writeKey: 'key-down', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/down` }] } } },
-        ],
-      };
-      ({ a, b, urlA, urlB } = await startTwo(config, { clock: clockB }));
-    });
-    after(async () => {
-      await Promise.all([a?.close(), b?.close()]);
-      await receiver?.close();
-    });
+    const two = useTwoForSuite(() => ({
+      adminToken: ADMIN,
+      storage: { type: 'postgres', url: db.url, poolSize: 3 },
+      // A short retry window: a receiver that keeps answering 500 makes a failed delivery in well under a second.
+      delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
+      sources: [
+        { name: 'web', writeKey: 'key-web', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/web` }] } } },
+        { name: 'down', writeKey: 'key-down', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/down` }] } } },
+      ],
+    }), { clock: clockB });
 
     const send = (url: string, key: string, ids: string[]) => post(`${url}/v1/batch`, { batch: ids.map((id) => track(id)) }, { Authorization: basic(key) });
     const entry = (o: any, source: string) => o.stats.endpoints.find((e: { source: string }) => e.source === source);
     const sum = (o: any, field: 'accepted' | 'delivered' | 'failed') => (o.chart as Record<string, number>[]).reduce((n, p) => n + p[field]!, 0);
 
     it('sums both instances’ endpoint health and chart; /stats stays each instance’s own', async () => {
-      expect((await send(urlA, 'key-web', ['w-a1', 'w-a2', 'w-a3'])).status).to.equal(200);
-      expect((await send(urlB, 'key-web', ['w-b1', 'w-b2'])).status).to.equal(200);
-      expect((await send(urlA, 'key-down', ['d-a1'])).status).to.equal(200);
-      expect((await send(urlB, 'key-down', ['d-b1'])).status).to.equal(200);
+      expect((await send(two.urlA, 'key-web', ['w-a1', 'w-a2', 'w-a3'])).status).to.equal(200);
+      expect((await send(two.urlB, 'key-web', ['w-b1', 'w-b2'])).status).to.equal(200);
+      expect((await send(two.urlA, 'key-down', ['d-a1'])).status).to.equal(200);
+      expect((await send(two.urlB, 'key-down', ['d-b1'])).status).to.equal(200);
       await waitFor(async () => {
-        const stats = await ownStats(urlB);
+        const stats = await ownStats(two.urlB);
         return stats.delivered === 5 && stats.failed === 2;
       }, 'five delivered and two failed');
 
       let o: any;
       await waitFor(async () => {
-        o = await overview(urlB);
+        o = await overview(two.urlB);
         return entry(o, 'web')?.attempts === 5 && sum(o, 'accepted') === 7 && sum(o, 'delivered') === 5 && sum(o, 'failed') === 2;
       }, 'B’s overview to include A’s view');
       expect(o.instances).to.equal(2);
-      const [ownA, ownB] = await Promise.all([ownStats(urlA), ownStats(urlB)]);
+      const [ownA, ownB] = await Promise.all([ownStats(two.urlA), ownStats(two.urlB)]);
       const own = (stats: any, source: string) => entry({ stats }, source) ?? { attempts: 0, consecutiveFailures: 0 };
       // Each instance's /stats counts its own requests; the overview, both.
       expect(own(ownA, 'web').attempts + own(ownB, 'web').attempts).to.equal(5);
@@ -318,16 +292,16 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
       // A's overview is the same picture, once B's view has its last requests (B writes within a second).
       let oA: any;
       await waitFor(async () => {
-        oA = await overview(urlA);
+        oA = await overview(two.urlA);
         return entry(oA, 'web').attempts === 5 && entry(oA, 'down').attempts === downAttempts;
       }, 'A’s overview to include B’s view');
       expect([oA.instances, sum(oA, 'accepted'), sum(oA, 'delivered'), sum(oA, 'failed')]).to.deep.equal([2, 7, 5, 2]);
     });
 
     it('keeps a stopped instance in the picture for its hour, then leaves it out and removes its view', async () => {
-      const ownerA = a.instanceId;
-      await a.close();
-      const o = await overview(urlB);
+      const ownerA = two.a.instanceId;
+      await two.a.close();
+      const o = await overview(two.urlB);
       expect(o.instances).to.equal(2);
       expect(entry(o, 'web').attempts).to.equal(5);
       const admin = new pg.Client({ connectionString: db.url });
@@ -340,7 +314,7 @@ describe('one picture of the cluster: two forwarders on one PostgreSQL database'
         expect((await rows()).m).to.be.at.least(1);
         // An hour and a minute later on B's clock: A wrote nothing since.
         offset = 61 * 60_000;
-        const later = await overview(urlB);
+        const later = await overview(two.urlB);
         expect(later.instances).to.equal(1);
         expect(sum(later, 'accepted')).to.equal(0);
         await waitFor(async () => {

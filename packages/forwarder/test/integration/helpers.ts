@@ -411,6 +411,11 @@ export async function startTwo(config: ForwarderConfig, internalsB: ForwarderInt
   return { a, b, urlA, urlB };
 }
 
+/** Closes both forwarders of `two` (the one forwarder where `a` is `b`). */
+export async function closeTwo({ a, b }: TwoForwarders): Promise<void> {
+  await Promise.all([a.close(), b !== a ? b.close() : undefined]);
+}
+
 /** A forwarder made from `config`, listening while `run` runs, and closed after it (whatever `run` did). */
 export async function withForwarder(config: ForwarderConfig, run: (url: string) => Promise<void>): Promise<void> {
   const forwarder = createForwarder(config);
@@ -437,7 +442,7 @@ export function useInstances(kind: StoreKind, prefix: string): Instances {
   const dirs: string[] = [];
   let open: TwoForwarders | undefined;
   afterEach(async () => {
-    if (open !== undefined) await Promise.all([open.a.close(), open.b !== open.a ? open.b.close() : undefined]);
+    if (open !== undefined) await closeTwo(open);
     open = undefined;
     for (const cleanup of cleanups.splice(0)) await cleanup();
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
@@ -483,6 +488,11 @@ export function useForSuite<T extends object>(what: string, open: (context: Moch
   });
 }
 
+/** Two forwarders (startTwo) for the suite this is called in, made with `config()` before its tests and closed after them (see useForSuite). */
+export function useTwoForSuite(config: () => ForwarderConfig, internalsB?: ForwarderInternals): TwoForwarders {
+  return useForSuite('the two forwarders', () => startTwo(config(), internalsB), closeTwo);
+}
+
 /** A receiver for the suite this is called in (see useForSuite). */
 export function useReceiver(delayMs = 0): Receiver {
   return useForSuite('the receiver', () => startReceiver(delayMs), (receiver) => receiver.close());
@@ -501,7 +511,7 @@ export function useTwoOnPostgres(): TwoOnPostgres {
   const db = usePostgres();
   const started: TwoForwarders[] = [];
   afterEach(async () => {
-    for (const { a, b } of started.splice(0)) await Promise.all([a.close(), b.close()]);
+    for (const two of started.splice(0)) await closeTwo(two);
   });
   return {
     db,

@@ -1,12 +1,11 @@
-import { describe, it, before, after, afterEach } from 'mocha';
+import { describe, it, after, afterEach } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/postgres';
 import { PostgresDeliveryLog } from '../../src/store/postgres/postgres-log';
-import type { Forwarder } from '../../src/service';
 import { attempt, call, deliveryLogContract, T0 } from '../unit/store/delivery-log-contract';
 import { usePostgres } from '../../../../test/helpers/postgres';
-import { basic, post, useReceiver, startTwo, waitFor } from './helpers';
+import { basic, post, useReceiver, useTwoForSuite, waitFor } from './helpers';
 
 const ADMIN = 'pg-admin-token';
 const auth = { Authorization: `Bearer ${ADMIN}` };
@@ -210,43 +209,30 @@ describe('PostgresDeliveryLog (real server)', function () {
 
   describe('two forwarders on one database', () => {
     const receiver = useReceiver();
-    let a: Forwarder;
-    let b: Forwarder;
-    let urlA: string;
-    let urlB: string;
-
-    before(async () => {
-      const config = {
-        adminToken: ADMIN,
-        storage: { type: 'postgres' as const, url: db.url },
-        delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
-        sources: [{ name: 'web', writeKey: 'pg-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/pg` }] } } }],
-      };
-      ({ a, b, urlA, urlB } = await startTwo(config));
-    });
-
-    after(async () => {
-      await a?.close();
-      await b?.close();
-    });
+    const two = useTwoForSuite(() => ({
+      adminToken: ADMIN,
+      storage: { type: 'postgres', url: db.url },
+      delivery: { minRetryDelay: 10, maxRetryDelay: 40, retryWindow: 150 },
+      sources: [{ name: 'web', writeKey: 'pg-key', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/pg` }] } } }],
+    }));
 
     it('shows a call accepted by one instance in the other, and replays it from there', async () => {
       receiver.failFirst('/pg', 1000, 500);
-      await post(`${urlA}/v1/track`, { userId: 'pg-user', event: 'Shared Log', messageId: 'pg-shared' }, { Authorization: basic('pg-key') });
+      await post(`${two.urlA}/v1/track`, { userId: 'pg-user', event: 'Shared Log', messageId: 'pg-shared' }, { Authorization: basic('pg-key') });
       let row: any;
       await waitFor(async () => {
-        const response = await fetch(`${urlB}/admin/messages?messageId=pg-shared`, { headers: auth });
+        const response = await fetch(`${two.urlB}/admin/messages?messageId=pg-shared`, { headers: auth });
         row = ((await response.json()) as any).items[0];
         return row?.status === 'failed';
       }, 'the failed delivery in the other instance');
-      const detail = (await (await fetch(`${urlB}/admin/deliveries/${row.id}`, { headers: auth })).json()) as any;
+      const detail = (await (await fetch(`${two.urlB}/admin/deliveries/${row.id}`, { headers: auth })).json()) as any;
       expect(detail.attemptLog.length).to.equal(detail.attempts).and.be.at.least(1);
       expect(JSON.parse(detail.body)).to.include({ event: 'Shared Log' });
       receiver.failFirst('/pg', 0);
-      expect((await post(`${urlB}/admin/deliveries/${row.id}/replay`, {}, auth)).status).to.equal(202);
+      expect((await post(`${two.urlB}/admin/deliveries/${row.id}/replay`, {}, auth)).status).to.equal(202);
       await waitFor(() => receiver.delivered.some((r) => r.json.messageId === 'pg-shared'), 'the replayed delivery');
       await waitFor(async () => {
-        const response = await fetch(`${urlA}/admin/deliveries/${row.id}`, { headers: auth });
+        const response = await fetch(`${two.urlA}/admin/deliveries/${row.id}`, { headers: auth });
         return ((await response.json()) as any).status === 'delivered';
       }, 'the log to show it delivered');
     });
@@ -254,10 +240,10 @@ describe('PostgresDeliveryLog (real server)', function () {
     /** Sends a call that fails for good (the receiver answers 500), and returns its log line once it shows failed. */
     async function failedCall(messageId: string): Promise<any> {
       receiver.failFirst('/pg', 1000, 500);
-      await post(`${urlA}/v1/track`, { userId: 'pg-user', event: 'Replay Race', messageId }, { Authorization: basic('pg-key') });
+      await post(`${two.urlA}/v1/track`, { userId: 'pg-user', event: 'Replay Race', messageId }, { Authorization: basic('pg-key') });
       let row: any;
       await waitFor(async () => {
-        const response = await fetch(`${urlB}/admin/messages?messageId=${messageId}`, { headers: auth });
+        const response = await fetch(`${two.urlB}/admin/messages?messageId=${messageId}`, { headers: auth });
         row = ((await response.json()) as any).items[0];
         return row?.status === 'failed';
       }, `${messageId} failed`);
@@ -271,13 +257,13 @@ describe('PostgresDeliveryLog (real server)', function () {
       const ids = Array.from({ length: 8 }, (_, i) => `pg-dup-race-${i}`);
       await Promise.all(
         ids.flatMap((messageId) =>
-          [urlA, urlB].map(async (url) => {
+          [two.urlA, two.urlB].map(async (url) => {
             const answer = await post(`${url}/v1/track`, { userId: 'pg-user', event: 'Both', messageId }, { Authorization: basic('pg-key') });
             expect(answer.status).to.equal(200);
           }),
         ),
       );
-      const lines = async (messageId: string) => ((await (await fetch(`${urlA}/admin/messages?messageId=${messageId}`, { headers: auth })).json()) as any).items;
+      const lines = async (messageId: string) => ((await (await fetch(`${two.urlA}/admin/messages?messageId=${messageId}`, { headers: auth })).json()) as any).items;
       await waitFor(async () => (await Promise.all(ids.map(lines))).every((items) => items.length === 2 && items.some((i: any) => i.status === 'delivered')), 'two lines each');
       for (const messageId of ids) {
         expect((await lines(messageId)).map((i: any) => i.status).sort(), messageId).to.deep.equal(['delivered', 'duplicate']);
@@ -287,7 +273,7 @@ describe('PostgresDeliveryLog (real server)', function () {
 
     it('queues a delivery replayed on two instances at once only once', async () => {
       const row = await failedCall('pg-replay-race');
-      const answers = await Promise.all([urlA, urlB].map((url) => post(`${url}/admin/deliveries/${row.id}/replay`, {}, auth)));
+      const answers = await Promise.all([two.urlA, two.urlB].map((url) => post(`${url}/admin/deliveries/${row.id}/replay`, {}, auth)));
       expect(answers.map((a) => a.status).sort()).to.deep.equal([202, 409]);
       expect(answers.find((a) => a.status === 409)!.json.error.message).to.contain('pending');
       await waitFor(() => deliveredCount('pg-replay-race') === 1, 'the replayed delivery');
@@ -298,7 +284,7 @@ describe('PostgresDeliveryLog (real server)', function () {
     it('recovers a failed delivery once when two instances recover the same window at once', async () => {
       const row = await failedCall('pg-recover-race');
       const window = { source: 'web', since: new Date(row.receivedAt).toISOString() };
-      const answers = await Promise.all([urlA, urlB].map((url) => post(`${url}/admin/recover`, window, auth)));
+      const answers = await Promise.all([two.urlA, two.urlB].map((url) => post(`${url}/admin/recover`, window, auth)));
       expect(answers.map((a) => a.status)).to.deep.equal([202, 202]);
       expect(answers.map((a) => a.json.queued).reduce((x: number, y: number) => x + y)).to.equal(1);
       await waitFor(() => deliveredCount('pg-recover-race') === 1, 'the recovered delivery');
