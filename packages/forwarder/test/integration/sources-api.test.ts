@@ -42,6 +42,16 @@ async function call(url: string, method: string, body?: unknown, token: string |
   return answer;
 }
 
+/** A webhook URL as the admin API shows it: `settings` set, the others null. */
+function shownUrl(url: string, headerNames: string[], settings: object = {}) {
+  return { url, headerNames, rateLimit: null, filter: null, transform: null, batch: null, ...settings };
+}
+
+/** A Webhooks destination as the admin API shows it: enabled, signed (X-Signature) with a shared secret, its URLs in order. */
+function shownWebhooks(ordering: string, webhooks: object[]) {
+  return { enabled: true, signing: 'x-signature', ordering, hasSharedSecret: true, webhooks };
+}
+
 function track(messageId: string, extra: Record<string, unknown> = {}) {
   return { type: 'track', userId: 'u1', event: 'Sources Test', messageId, ...extra };
 }
@@ -167,13 +177,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       const key = await createSource('web');
       const put = await putWebhooks('web', '/put');
       expect(put.status, put.text).to.equal(200);
-      expect(put.json).to.deep.equal({
-        enabled: true,
-        signing: 'x-signature',
-        ordering: 'none',
-        hasSharedSecret: true,
-        webhooks: [{ url: `${receiver.url}/put?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null, batch: null }],
-      });
+      expect(put.json).to.deep.equal(shownWebhooks('none', [shownUrl(`${receiver.url}/put?[redacted]`, ['Authorization'])]));
       expect((await ingest(key, [track('p1')])).status).to.equal(200);
       await waitFor(() => at('/put?token=q').length === 1, 'the delivery');
       const [delivered] = at('/put?token=q');
@@ -200,17 +204,13 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
         webhooks: [{ from: 1, headers: { 'X-New': 'new' } }, { from: 0, headers: { 'x-drop': null } }, { url: `${receiver.url}/pc` }],
       });
       expect(patched.status, patched.text).to.equal(200);
-      expect(patched.json).to.deep.equal({
-        enabled: true,
-        signing: 'x-signature',
-        ordering: 'user',
-        hasSharedSecret: true,
-        webhooks: [
-          { url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: { perSecond: 100 }, filter: { types: ['track'] }, transform: null, batch: null },
-          { url: `${receiver.url}/pa?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null, batch: null },
-          { url: `${receiver.url}/pc`, headerNames: [], rateLimit: null, filter: null, transform: null, batch: null },
-        ],
-      });
+      expect(patched.json).to.deep.equal(
+        shownWebhooks('user', [
+          shownUrl(`${receiver.url}/pb?[redacted]`, ['X-New'], { rateLimit: { perSecond: 100 }, filter: { types: ['track'] } }),
+          shownUrl(`${receiver.url}/pa?[redacted]`, ['Authorization']),
+          shownUrl(`${receiver.url}/pc`, []),
+        ]),
+      );
       expect((await call(`${url}/admin/sources/partial`, 'GET')).json.destinations.Webhooks).to.deep.equal(patched.json);
       expect((await ingest(key, [track('pp1')])).status).to.equal(200);
       await waitFor(() => ['/pa?token=q', '/pb?token=q', '/pc'].every((path) => at(path).length === 1), 'a delivery to each URL');
@@ -226,7 +226,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       expect(cleared.status, cleared.text).to.equal(200);
       expect(cleared.json.hasSharedSecret).to.equal(false);
       expect(cleared.json.ordering).to.equal('user');
-      expect(cleared.json.webhooks).to.deep.equal([{ url: `${receiver.url}/pb?[redacted]`, headerNames: ['X-New'], rateLimit: null, filter: null, transform: null, batch: null }]);
+      expect(cleared.json.webhooks).to.deep.equal([shownUrl(`${receiver.url}/pb?[redacted]`, ['X-New'])]);
 
       // Refused as a PUT of the whole would be, naming the field; nothing changes.
       const refusedWith = async (answer: Promise<Answer>, status: number, field: string) => {
@@ -446,7 +446,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const satisfies readonly 
       // Nothing was lost: the source, its key and its destination work as before.
       const list = await call(`${url}/admin/sources`, 'GET');
       expect(list.json.sources.map((s: { name: string }) => s.name)).to.deep.equal(['keep']);
-      expect(list.json.sources[0].destinations.Webhooks.webhooks).to.deep.equal([{ url: `${receiver.url}/keep?[redacted]`, headerNames: ['Authorization'], rateLimit: null, filter: null, transform: null, batch: null }]);
+      expect(list.json.sources[0].destinations.Webhooks.webhooks).to.deep.equal([shownUrl(`${receiver.url}/keep?[redacted]`, ['Authorization'])]);
       expect((await ingest(key, [track('k1')])).status).to.equal(200);
       await waitFor(() => at('/keep?token=q').length === 1, 'the delivery after bad input');
     });
