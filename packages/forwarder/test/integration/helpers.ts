@@ -10,10 +10,11 @@ import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createForwarder } from '../../src/service';
 import type { Forwarder, ForwarderInternals } from '../../src/service';
-import type { ForwarderConfig } from '../../src/config';
+import type { ForwarderConfig, StorageConfig } from '../../src/config';
 import { startSink } from '../../../../test/helpers/sink';
 import { waitFor } from '../../../../test/helpers/wait';
-import { createTestDatabase, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
+import { createTestDatabase, truncate, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
+import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 export { waitFor };
 
@@ -393,6 +394,38 @@ export async function freshStorage(kind: StoreKind, tempDir: () => string, clean
     process.stderr.write(`\n  SKIPPED: no PostgreSQL server (${(error as Error).message})\n`);
     return skip();
   }
+}
+
+/** The stores of the tests of a suite run on one kind of store; see useStoreKind. */
+export interface StoresOfKind {
+  /** The suite's PostgreSQL database (usePostgres): `postgres` only. */
+  readonly db: { readonly url: string } | undefined;
+  /** What a test leaves to undo (forwarders, receivers): run after it, the last pushed first. */
+  readonly cleanup: (() => Promise<unknown>)[];
+  /** The `storage` config of an empty store: memory, SQLite in a new temp dir, or the suite's database (a pool of 3) with the tables emptied. */
+  fresh(): Promise<StorageConfig>;
+}
+
+/**
+ * For a `describe` run on the store `kind`: its PostgreSQL database (whose `tables` each `fresh()`
+ * empties), its temp dirs (`<tmp>/<prefix>XXXXXX`, removed after it), and each test's cleanup.
+ */
+export function useStoreKind(kind: StoreKind, prefix: string, tables: readonly string[]): StoresOfKind {
+  const db = kind === 'postgres' ? usePostgres() : undefined;
+  const tempDir = useTempDirs(prefix);
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const step of cleanup.splice(0).reverse()) await step();
+  });
+  return {
+    db,
+    cleanup,
+    async fresh() {
+      if (db === undefined) return kind === 'sqlite' ? { type: 'sqlite', dataDir: tempDir() } : { type: 'memory' };
+      await truncate(db.url, tables);
+      return { type: 'postgres', url: db.url, poolSize: 3 };
+    },
+  };
 }
 
 /** Two forwarders on one config (one PostgreSQL database), listening on 127.0.0.1. */

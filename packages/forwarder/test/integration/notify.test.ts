@@ -1,14 +1,11 @@
-import { describe, it, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import pg from 'pg';
 import { createForwarder } from '../../src/service';
 import type { Forwarder } from '../../src/service';
 import type { Notice } from '../../src/delivery/notify';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, startReceiver, useStoreKind, waitFor } from './helpers';
 import type { ReceivedRequest, Receiver } from './helpers';
-import { usePostgres } from '../../../../test/helpers/postgres';
-import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 const TOKEN = 'notify-admin-token';
 const NOTIFY_SECRET = 'notify-secret-5e1f';
@@ -16,21 +13,10 @@ const NOTIFY_SECRET = 'notify-secret-5e1f';
 for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
   describe(`notices to notify.url (${kind} store)`, function () {
     this.timeout(60_000);
-    const db = kind === 'postgres' ? usePostgres() : undefined;
-    const tempDir = useTempDirs('eventrelay-notify-');
-    const cleanup: (() => Promise<unknown>)[] = [];
-    afterEach(async () => {
-      for (const step of cleanup.splice(0).reverse()) await step();
-    });
+    const { cleanup, fresh } = useStoreKind(kind, 'eventrelay-notify-', ['deliveries', 'messages', 'counters', 'sources', 'source_keys', 'endpoint_states']);
 
     async function start(receiver: Receiver): Promise<{ forwarder: Forwarder; url: string; events: Notice[] }> {
-      if (db !== undefined) {
-        const client = new pg.Client({ connectionString: db.url });
-        await client.connect();
-        await client.query('TRUNCATE deliveries, messages, counters, sources, source_keys, endpoint_states').catch(() => {});
-        await client.end();
-      }
-      const storage = kind === 'memory' ? { type: 'memory' as const } : kind === 'postgres' ? { type: 'postgres' as const, url: db!.url, poolSize: 3 } : { dataDir: tempDir() };
+      const storage = await fresh();
       const forwarder = createForwarder({
         adminToken: TOKEN,
         storage,

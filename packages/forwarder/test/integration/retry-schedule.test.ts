@@ -1,37 +1,23 @@
-import { describe, it, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
-import pg from 'pg';
 import { createForwarder } from '../../src/service';
 import type { AttemptReport } from '../../src/scheduling/queue';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, startReceiver, useStoreKind, waitFor } from './helpers';
 import { FakeClock } from '../../../../test/helpers/fake-clock';
-import { usePostgres } from '../../../../test/helpers/postgres';
-import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 const TOKEN = 'schedule-admin-token';
 
 for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
   describe(`the delivery log shows when each retry is due (${kind} store, fake clock)`, function () {
     this.timeout(30_000);
-    const db = kind === 'postgres' ? usePostgres() : undefined;
-    const tempDir = useTempDirs('eventrelay-schedule-');
-    const cleanup: (() => Promise<unknown>)[] = [];
-    afterEach(async () => {
-      for (const step of cleanup.splice(0).reverse()) await step();
-    });
+    const { cleanup, fresh } = useStoreKind(kind, 'eventrelay-schedule-', ['deliveries', 'messages', 'counters', 'sources', 'source_keys', 'log_messages', 'log_attempts']);
 
     it('GET /admin/deliveries/{id}: each attempt with its nextAttemptAt (the retry schedule), null on the last', async () => {
-      if (db !== undefined) {
-        const client = new pg.Client({ connectionString: db.url });
-        await client.connect();
-        await client.query('TRUNCATE deliveries, messages, counters, sources, source_keys, log_messages, log_attempts').catch(() => {});
-        await client.end();
-      }
       const receiver = await startReceiver();
       cleanup.push(() => receiver.close());
       receiver.failFirst('/hook', 1);
       const clock = new FakeClock(Date.parse('2026-05-01T12:00:00.000Z'));
-      const storage = kind === 'memory' ? { type: 'memory' as const } : kind === 'postgres' ? { type: 'postgres' as const, url: db!.url, poolSize: 3 } : { dataDir: tempDir() };
+      const storage = await fresh();
       // Jitter at its middle: the first retry waits 750 ms (between 500 and 1000 by the schedule).
       const forwarder = createForwarder(
         { adminToken: TOKEN, storage, sources: [{ name: 'web', writeKey: 'k', destinations: { Webhooks: { webhooks: [{ url: `${receiver.url}/hook` }] } } }] },

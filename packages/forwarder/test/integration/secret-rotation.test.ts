@@ -1,16 +1,13 @@
-import { describe, it, afterEach } from 'mocha';
+import { describe, it } from 'mocha';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createForwarder } from '../../src/service';
 import { verifySignature } from '../../../eventrelay/src/webhooks';
 import { ConfigError } from '../../../eventrelay/src/errors';
-import { basic, post, startReceiver, waitFor } from './helpers';
+import { basic, post, startReceiver, useStoreKind, waitFor } from './helpers';
 import type { ReceivedRequest, Receiver } from './helpers';
 import { FakeClock } from '../../../../test/helpers/fake-clock';
-import { usePostgres } from '../../../../test/helpers/postgres';
-import { useTempDirs } from '../../../../test/helpers/temp-dir';
 
 const TOKEN = 'rotation-admin-token';
 const whsec = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -38,21 +35,10 @@ function accepts(secret: string, request: ReceivedRequest): boolean {
 for (const kind of ['memory', 'sqlite', 'postgres'] as const) {
   describe(`rotating a destination's shared secret with a grace (${kind} store)`, function () {
     this.timeout(60_000);
-    const db = kind === 'postgres' ? usePostgres() : undefined;
-    const tempDir = useTempDirs('eventrelay-rotation-');
-    const cleanup: (() => Promise<unknown>)[] = [];
-    afterEach(async () => {
-      for (const step of cleanup.splice(0).reverse()) await step();
-    });
+    const { cleanup, fresh } = useStoreKind(kind, 'eventrelay-rotation-', ['deliveries', 'messages', 'counters', 'sources', 'source_keys']);
 
     async function start(receiver: Receiver, secret: string, clock: FakeClock) {
-      if (db !== undefined) {
-        const client = new pg.Client({ connectionString: db.url });
-        await client.connect();
-        await client.query('TRUNCATE deliveries, messages, counters, sources, source_keys').catch(() => {});
-        await client.end();
-      }
-      const storage = kind === 'memory' ? { type: 'memory' as const } : kind === 'postgres' ? { type: 'postgres' as const, url: db!.url, poolSize: 3 } : { dataDir: tempDir() };
+      const storage = await fresh();
       const forwarder = createForwarder(
         {
           adminToken: TOKEN,
