@@ -4,9 +4,8 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import pg from 'pg';
 import { basic, closerOf, killAll, post, serveInChild, waitFor } from './helpers';
-import { usePostgres } from '../../../../test/helpers/postgres';
+import { truncate, usePostgres } from '../../../../test/helpers/postgres';
 
 const KEY = 'share-write-key';
 const CONCURRENCY = 4;
@@ -171,10 +170,7 @@ describe('forwarders on one PostgreSQL database share a backlog', function () {
   afterEach(async () => {
     killAll(children);
     receiver.reset();
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await client.query('TRUNCATE messages, deliveries, counters').catch(() => {});
-    await client.end();
+    await truncate(db.url, ['messages', 'deliveries', 'counters']);
   });
 
   after(async () => {

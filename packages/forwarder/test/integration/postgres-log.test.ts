@@ -4,7 +4,7 @@ import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/postgres';
 import { PostgresDeliveryLog } from '../../src/store/postgres/postgres-log';
 import { attempt, call, deliveryLogContract, T0 } from '../unit/store/delivery-log-contract';
-import { usePostgres } from '../../../../test/helpers/postgres';
+import { truncate, usePostgres } from '../../../../test/helpers/postgres';
 import { basic, post, useReceiver, useTwoForSuite, waitFor } from './helpers';
 
 const ADMIN = 'pg-admin-token';
@@ -23,13 +23,7 @@ describe('PostgresDeliveryLog (real server)', function () {
     const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
     stores.push(store);
     const log = new PostgresDeliveryLog(store.logConnections, { keepDelivered });
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
-      await client.query('TRUNCATE log_messages, log_attempts RESTART IDENTITY');
-    } finally {
-      await client.end();
-    }
+    await truncate(db.url, ['log_messages', 'log_attempts'], true);
     return log;
   });
 

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { basic, killAll, listeningUrl, post, requireBuiltCli, startReceiver, waitFor } from './helpers';
 import type { Receiver } from './helpers';
-import { usePostgres } from '../../../../test/helpers/postgres';
+import { truncate, usePostgres } from '../../../../test/helpers/postgres';
 
 const CLI = resolve('packages/forwarder/dist/cli.js');
 const KEY = 'cluster-write-key';
@@ -55,10 +55,7 @@ describe('several `eventrelay serve` processes on one PostgreSQL database', func
   afterEach(async () => {
     killAll(children);
     // Each test starts from an empty queue.
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await client.query('TRUNCATE messages, deliveries, audiences, audience_members, counters').catch(() => {});
-    await client.end();
+    await truncate(db.url, ['messages', 'deliveries', 'audiences', 'audience_members', 'counters']);
   });
 
   after(async () => {

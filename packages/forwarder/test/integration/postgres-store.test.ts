@@ -11,7 +11,7 @@ import { storeContract, accepted, delivery, T0 } from '../unit/store/contract';
 import type { NewDelivery, PendingDelivery } from '../../src/store/contract';
 import { setupContract } from '../unit/store/setup-contract';
 import { usageContract } from '../unit/store/usage-contract';
-import { startEmbedded, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
+import { startEmbedded, truncate, usePostgres, whenNoServer } from '../../../../test/helpers/postgres';
 
 describe('PostgresStore (real server)', function () {
   this.timeout(30_000);
@@ -19,13 +19,7 @@ describe('PostgresStore (real server)', function () {
 
   async function emptyStore(): Promise<PostgresStore> {
     const store = await PostgresStore.open({ url: db.url, poolSize: 4 });
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
-      await client.query('TRUNCATE messages, deliveries, batch_members, audiences, audience_members, counters, sources, source_keys, source_events, source_usage RESTART IDENTITY');
-    } finally {
-      await client.end();
-    }
+    await truncate(db.url, ['messages', 'deliveries', 'batch_members', 'audiences', 'audience_members', 'counters', 'sources', 'source_keys', 'source_events', 'source_usage'], true);
     return store;
   }
 
