@@ -6,7 +6,7 @@
 //   node bench/forwarder-instructions.mjs [build=packages/forwarder/dist/cli.js][:variant] ...
 //
 // Each argument is a build's dist/cli.js with an optional feature setting after a colon (the names
-// of forwarder-ab.mjs: `nolog`, `ordered`, `schema`, `filter`, `traced`, `ingest`; none: every feature at its
+// of forwarder-ab.mjs: `nolog`, `ordered`, `schema`, `filter`, `traced`, `ingest`, `transform`; none: every feature at its
 // default). The first is the reference the others are divided by.
 //
 // What makes the count steady:
@@ -86,6 +86,8 @@ async function receiver() {
   };
 }
 
+const TRANSFORM_CODE = 'function transform(m) { const { event, userId, timestamp, ...rest } = m; return { ...rest, name: event, user: userId, at: timestamp }; }';
+
 function config(variant, url) {
   const storage = { type: 'sqlite' };
   if (variant === 'nolog') storage.deliveryLog = false;
@@ -95,6 +97,8 @@ function config(variant, url) {
   if (variant === 'filter') webhooks.webhooks[0].filter = { types: ['track', 'identify'], events: ['Bench Event'] };
   // Ingestion alone: no destination; the calls are checked, stored and logged, and wait.
   if (variant === 'ingest') source.destinations = {};
+  // The transform of forwarder-ab.mjs: three fields renamed, the rest kept (issue 44's cost).
+  if (variant === 'transform') webhooks.webhooks[0].transform = { code: TRANSFORM_CODE };
   return { storage, log: { level: 'warn' }, sources: [source] };
 }
 

@@ -10,12 +10,18 @@
  * properties code commonly assigns on its own objects (`name`, `message`, `constructor`,
  * `toString`, `valueOf`) still can be: see `tame`.
  *
- * `RUNNER` is the one function the host calls per call. It captures what it needs before user
- * code exists, parses the message, calls `transform`, and serializes the result once, strictly:
- * a function, `undefined` inside, a symbol, a BigInt, NaN or Infinity, a cycle or a Promise is a
- * failure naming where it is, never a value JSON.stringify would silently drop or turn into null.
- * It answers the JSON text, `0` for "skip" (`null` or `undefined` returned), or `{ reason }` when
- * the output is not JSON or is over the size limit; a throw of the transform passes through.
+ * `RUNNER` makes the three functions the host calls, as an array, capturing what they need before
+ * user code exists:
+ * - `call(transform, message)`: the transform on a message the host made (binary-json.ts), its
+ *   output as it is, `undefined` for "skip" (`null` or `undefined` returned);
+ * - `serialize(output, limit)`: an output serialized strictly, for the outputs the host does not
+ *   read itself: a function, `undefined` inside, a symbol, a BigInt, NaN or Infinity, a cycle or
+ *   a Promise is a failure naming where it is, never a value JSON.stringify would silently drop or
+ *   turn into null. It answers the JSON text or `{ reason }` when the output is not JSON or is
+ *   over the size limit;
+ * - `run(transform, input, limit)`: both on the message's JSON text, `0` for "skip"; the path
+ *   when the host could not place the message's bytes in the realm.
+ * A throw of the transform passes through.
  */
 
 export const LOCKDOWN = `(function () {
@@ -125,9 +131,12 @@ export const RUNNER = `(function () {
     return undefined;
   }
 
-  return function run(transform, input, limit) {
-    const output = transform(parse(input));
-    if (output === null || output === undefined) return 0;
+  function call(transform, message) {
+    const output = transform(message);
+    return output === null ? undefined : output;
+  }
+
+  function serialize(output, limit) {
     let text;
     bad = false;
     try {
@@ -140,5 +149,12 @@ export const RUNNER = `(function () {
     }
     if (text.length > limit) return { reason: 'output is over ' + limit + ' bytes (' + text.length + ' characters or more)' };
     return text;
-  };
+  }
+
+  function run(transform, input, limit) {
+    const output = transform(parse(input));
+    return output === null || output === undefined ? 0 : serialize(output, limit);
+  }
+
+  return [run, call, serialize];
 })()`;

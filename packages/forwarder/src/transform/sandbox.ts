@@ -27,6 +27,7 @@ import { TRANSFORM_CODE_LIMIT } from './options';
 
 export { TRANSFORM_CODE_LIMIT };
 import { LOCKDOWN, RUNNER } from './prelude';
+import { encodeJsonText, toJsonBytes } from './binary-json';
 
 /** Largest body a transform may return, in bytes of its JSON text (UTF-8): 512 KB. */
 export const TRANSFORM_OUTPUT_LIMIT = 512 * 1024;
@@ -65,8 +66,11 @@ const DEFAULTS = { timeoutMs: 100, memoryBytes: 32 * 1024 * 1024 } as const;
 
 /** What one call gave. `durationMs` is the time the call took, from the host's clock. */
 export type TransformResult =
-  /** `body` is the JSON text to sign and send (serialized once); `output` parses it again, on demand. */
-  | { readonly ok: true; readonly skip: false; readonly body: string; readonly output: unknown; readonly durationMs: number }
+  /**
+   * `bytes` is the UTF-8 JSON text to sign and send (serialized once); `body` is that text as a
+   * string and `output` the value it parses to, both made on demand.
+   */
+  | { readonly ok: true; readonly skip: false; readonly bytes: Buffer; readonly body: string; readonly output: unknown; readonly durationMs: number }
   /** The transform returned `null` or `undefined`: this URL gets nothing for this call (`filtered`). */
   | { readonly ok: true; readonly skip: true; readonly durationMs: number }
   /** The call failed; `reason` reads after `transform_failed: ` and holds no part of the message. */
@@ -87,6 +91,11 @@ export interface Transform {
   runJsonNow(json: string): TransformResult | undefined;
   /** Frees the realm; a later `run` throws. Safe to call twice. */
   dispose(): void;
+  /**
+   * The size of the realm's linear memory now, in bytes: 16 MiB at first, growing (never
+   * shrinking) up to `memoryBytes` as the calls need it; 0 while it is being built again.
+   */
+  readonly memoryInUse: number;
 }
 
 /** A WebAssembly.Memory, as far as this file uses one. */
@@ -120,8 +129,16 @@ function wasmModule(): Promise<WebAssembly.Module> {
 interface Realm {
   readonly runtime: QuickJSRuntime;
   readonly context: QuickJSContext;
+  /** The runner's functions (prelude.ts): `run` on JSON text, `call` on a message, `serialize` strictly. */
   readonly runner: QuickJSHandle;
+  readonly call: QuickJSHandle;
+  readonly serialize: QuickJSHandle;
   readonly transform: QuickJSHandle;
+  /**
+   * Whether every output goes through the strict serializer: when the code names `toJSON`, whose
+   * methods on objects of its own the engine's writer would not call (see binary-json.ts).
+   */
+  readonly strict: boolean;
   readonly outputLimit: QuickJSHandle;
   /** The realm's linear memory and its maximum in bytes. */
   readonly memory: WasmMemory;
@@ -146,6 +163,8 @@ interface Engine {
   readonly undefinedValue: number;
   /** Three pointers, malloc'd once: the runner's arguments (transform, input, limit); the input's is written per call. */
   readonly argv: number;
+  /** Two more: `serialize`'s arguments (output, limit); the output's is written per call. */
+  readonly argv2: number;
   /** Views of the linear memory, taken again after it grew (a grown memory has a new buffer). */
   heap: Buffer;
   heap32: Int32Array;
@@ -160,6 +179,15 @@ interface Ffi {
   QTS_Typeof(ctx: number, value: number): number;
   QTS_GetString(ctx: number, value: number): number;
   QTS_FreeCString(ctx: number, chars: number): void;
+  /** An ArrayBuffer that owns `buffer` (malloc'd; freed with the ArrayBuffer). */
+  QTS_NewArrayBuffer(ctx: number, buffer: number, length: number): number;
+  /** A malloc'd copy of an ArrayBuffer's bytes, for the caller to free; 0 without room. */
+  QTS_GetArrayBuffer(ctx: number, value: number): number;
+  QTS_GetArrayBufferLength(ctx: number, value: number): number;
+  /** `JS_WriteObject` of a value (references allowed) into a new ArrayBuffer, or an exception. */
+  QTS_bjson_encode(ctx: number, value: number): number;
+  /** `JS_ReadObject` of an ArrayBuffer's bytes (no references, no code), or an exception. */
+  QTS_bjson_decode(ctx: number, buffer: number): number;
 }
 
 /**
@@ -175,11 +203,24 @@ function engineOf(module: QuickJSWASMModule, context: QuickJSContext, memory: Wa
   const ffi = module.getFFI() as unknown as Ffi & { module?: { _malloc?: unknown; _free?: unknown } };
   const ctx = (context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
   const { _malloc: malloc, _free: free } = ffi.module ?? {};
-  const names = ['QTS_NewString', 'QTS_Call', 'QTS_ResolveException', 'QTS_FreeValuePointer', 'QTS_Typeof', 'QTS_GetString', 'QTS_FreeCString'] as const;
+  const names = [
+    'QTS_NewString',
+    'QTS_Call',
+    'QTS_ResolveException',
+    'QTS_FreeValuePointer',
+    'QTS_Typeof',
+    'QTS_GetString',
+    'QTS_FreeCString',
+    'QTS_NewArrayBuffer',
+    'QTS_GetArrayBuffer',
+    'QTS_GetArrayBufferLength',
+    'QTS_bjson_encode',
+    'QTS_bjson_decode',
+  ] as const;
   if (typeof malloc !== 'function' || typeof free !== 'function' || typeof ctx !== 'number' || names.some((name) => typeof ffi[name] !== 'function')) {
     throw new Error('quickjs-emscripten-core is not the version this sandbox was written for (0.32.0): its FFI, module or context pointer were not found');
   }
-  const argv = (malloc as (bytes: number) => number)(3 * 4);
+  const argv = (malloc as (bytes: number) => number)(5 * 4);
   if (argv === 0) throw new Error('the sandbox could not allocate its call arguments');
   const engine: Engine = {
     ffi,
@@ -188,11 +229,13 @@ function engineOf(module: QuickJSWASMModule, context: QuickJSContext, memory: Wa
     ctx,
     undefinedValue: context.undefined.value,
     argv,
+    argv2: argv + 3 * 4,
     heap: Buffer.from(memory.buffer),
     heap32: new Int32Array(memory.buffer),
   };
   engine.heap32[argv >> 2] = transform.value;
   engine.heap32[(argv >> 2) + 2] = limit.value;
+  engine.heap32[(engine.argv2 >> 2) + 1] = limit.value;
   return engine;
 }
 
@@ -246,7 +289,7 @@ function readCString(realm: Realm, chars: number): string {
  * array, then `QTS_ResolveException` as the library does: the answer's pointer (the caller frees
  * it), or what was thrown, as a handle of the library that frees it on `dispose()`.
  */
-function invoke(realm: Realm, json: string): { value: number; error?: QuickJSHandle } {
+function invoke(realm: Realm, json: string): Invoked {
   const input = newInput(realm, json);
   const engine = heapOf(realm);
   const { ffi, ctx } = engine;
@@ -258,7 +301,90 @@ function invoke(realm: Realm, json: string): { value: number; error?: QuickJSHan
   if (error === 0) return { value: result };
   ffi.QTS_FreeValuePointer(ctx, result);
   const free = (pointer: JSValuePointer) => ffi.QTS_FreeValuePointer(ctx, pointer);
-  return { value: 0, error: new Lifetime<JSValuePointer, JSValuePointer, QuickJSRuntime>(error as JSValuePointer, undefined, free, realm.context.runtime) };
+  return { error: new Lifetime<JSValuePointer, JSValuePointer, QuickJSRuntime>(error as JSValuePointer, undefined, free, realm.context.runtime) };
+}
+
+/** What a call made: the body's bytes, a skip, a throw, or the pointer of an answer of the runner's (see `answer`). */
+type Invoked = { bytes: Buffer } | { skip: true } | { error: QuickJSHandle } | { value: number };
+
+/**
+ * A pending exception's value as a handle of the library that frees it, or undefined when `result`
+ * is not an exception (`result` itself is freed when it is one).
+ */
+function exceptionOf(realm: Realm, result: number): QuickJSHandle | undefined {
+  const { ffi, ctx } = realm.engine;
+  const error = ffi.QTS_ResolveException(ctx, result);
+  if (error === 0) return undefined;
+  ffi.QTS_FreeValuePointer(ctx, result);
+  const free = (pointer: JSValuePointer) => ffi.QTS_FreeValuePointer(ctx, pointer);
+  return new Lifetime<JSValuePointer, JSValuePointer, QuickJSRuntime>(error as JSValuePointer, undefined, free, realm.context.runtime);
+}
+
+/**
+ * A call with the message as the engine's binary JSON (binary-json.ts): its bytes in an ArrayBuffer
+ * the engine reads into objects, the transform called on them, and its output written by the
+ * engine and read into JSON text here; an output that is not plain JSON data, or any output when
+ * the code names `toJSON`, goes through the strict serializer instead. Undefined when the bytes
+ * found no room in the realm's heap: then `invoke`, with the JSON text.
+ */
+function invokeBinary(realm: Realm, json: string): Invoked | undefined {
+  const bytes = encodeJsonText(json);
+  if (bytes === undefined) return undefined;
+  const { ffi, ctx, malloc } = realm.engine;
+  const buffer = malloc(bytes.length);
+  if (buffer === 0) return undefined;
+  const { heap } = heapOf(realm);
+  heap.set(bytes.head, buffer);
+  heap.set(bytes.body, buffer + bytes.head.length);
+  // The ArrayBuffer owns the malloc'd bytes from here: freed with it.
+  const arrayBuffer = ffi.QTS_NewArrayBuffer(ctx, buffer, bytes.length);
+  const message = ffi.QTS_bjson_decode(ctx, arrayBuffer);
+  ffi.QTS_FreeValuePointer(ctx, arrayBuffer);
+  const unread = exceptionOf(realm, message);
+  if (unread !== undefined) return { error: unread };
+  const engine = heapOf(realm);
+  engine.heap32[(engine.argv >> 2) + 1] = message;
+  const output = ffi.QTS_Call(ctx, realm.call.value, engine.undefinedValue, 2, engine.argv);
+  ffi.QTS_FreeValuePointer(ctx, message);
+  const thrown = exceptionOf(realm, output);
+  if (thrown !== undefined) return { error: thrown };
+  try {
+    if (typeOf(realm, output) === 'u') return { skip: true };
+    if (!realm.strict) {
+      const written = ffi.QTS_bjson_encode(ctx, output);
+      const refused = exceptionOf(realm, written);
+      if (refused !== undefined) {
+        // Not data the engine writes (a function, a symbol, a getter, ...): the strict serializer says what.
+        refused.dispose();
+      } else {
+        // A malloc'd copy of the ArrayBuffer's bytes (0 when there was no room for one): freed here.
+        const length = ffi.QTS_GetArrayBufferLength(ctx, written);
+        const at = ffi.QTS_GetArrayBuffer(ctx, written);
+        ffi.QTS_FreeValuePointer(ctx, written);
+        if (at !== 0) {
+          const body = toJsonBytes(heapOf(realm).heap, at, at + length, TRANSFORM_OUTPUT_LIMIT);
+          realm.engine.free(at);
+          if (body !== undefined) return { bytes: body };
+        }
+      }
+    }
+    const strict = heapOf(realm);
+    strict.heap32[strict.argv2 >> 2] = output;
+    const answer = ffi.QTS_Call(ctx, realm.serialize.value, strict.undefinedValue, 2, strict.argv2);
+    const failed = exceptionOf(realm, answer);
+    return failed === undefined ? { value: answer } : { error: failed };
+  } finally {
+    ffi.QTS_FreeValuePointer(ctx, output);
+  }
+}
+
+/** The first letter of a value's `typeof`, read as `context.typeof` reads it (a malloc'd C string, freed here). */
+function typeOf(realm: Realm, value: number): string {
+  const { ffi, ctx, free } = realm.engine;
+  const chars = ffi.QTS_Typeof(ctx, value);
+  const letter = chars === 0 ? '' : heapOf(realm).heap.toString('latin1', chars, chars + 1);
+  free(chars);
+  return letter;
 }
 
 /**
@@ -375,15 +501,20 @@ async function buildRealm(code: string, timeoutMs: number, memoryBytes: number):
   const handles: QuickJSHandle[] = [];
   try {
     context.unwrapResult(context.evalCode(LOCKDOWN, 'lockdown.js')).dispose();
-    const runner = context.unwrapResult(context.evalCode(RUNNER, 'runner.js'));
-    handles.push(runner);
-    // One call of the runner before the user's code: the engine's first JSON parse and serialize
-    // (compiled lazily by V8 on first use) are then paid here, not out of a call's time limit.
+    const runners = context.unwrapResult(context.evalCode(RUNNER, 'runner.js'));
+    const [runner, call, serialize] = [0, 1, 2].map((index) => context.getProp(runners, index));
+    runners.dispose();
+    handles.push(runner!, call!, serialize!);
+    // One call of the runner, and one write and read of binary JSON, before the user's code: the
+    // engine's functions V8 compiles on first use are then compiled here, not in a call's time limit.
     const warm = context.unwrapResult(context.evalCode('(function (m) { return m; })', 'warm.js'));
     const sample = context.newString('{"type":"track","n":[1,2.5,true,null],"o":{"s":"x"}}');
     const limit = context.newNumber(TRANSFORM_OUTPUT_LIMIT);
-    context.unwrapResult(context.callFunction(runner, context.undefined, warm, sample, limit)).dispose();
-    for (const handle of [warm, sample, limit]) handle.dispose();
+    const echoed = context.unwrapResult(context.callFunction(runner!, context.undefined, warm, sample, limit));
+    const object = context.unwrapResult(context.evalCode('({ type: "track", n: [1, 2.5, true, null], o: { s: "x" } })', 'warm.js'));
+    const written = context.encodeBinaryJSON(object);
+    const read = context.decodeBinaryJSON(written);
+    for (const handle of [warm, sample, limit, echoed, object, written, read]) handle.dispose();
     time.start(timeoutMs);
     const evaluated = context.evalCode(code, FILE_NAME);
     if (evaluated.error !== undefined) {
@@ -408,7 +539,10 @@ async function buildRealm(code: string, timeoutMs: number, memoryBytes: number):
     return {
       runtime,
       context,
-      runner,
+      runner: runner!,
+      call: call!,
+      serialize: serialize!,
+      strict: /toJSON/.test(code),
       transform: found,
       outputLimit,
       memory: wasmMemory,
@@ -429,6 +563,8 @@ function disposeRealm(realm: Realm): void {
     realm.outputLimit.dispose();
     realm.transform.dispose();
     realm.runner.dispose();
+    realm.call.dispose();
+    realm.serialize.dispose();
     realm.context.dispose();
     realm.runtime.dispose();
     realm.engine.free(realm.engine.argv);
@@ -471,6 +607,10 @@ class SandboxedTransform implements Transform {
 
   run(message: unknown): Promise<TransformResult> {
     return this.runJson(JSON.stringify(message));
+  }
+
+  get memoryInUse(): number {
+    return this.realm?.memory.buffer.byteLength ?? 0;
   }
 
   runJsonNow(json: string): TransformResult | undefined {
@@ -551,9 +691,9 @@ class SandboxedTransform implements Transform {
   private call(realm: Realm, json: string): TransformResult {
     const started = performance.now();
     realm.time.start(this.timeoutMs);
-    let result;
+    let result: Invoked;
     try {
-      result = invoke(realm, json);
+      result = invokeBinary(realm, json) ?? invoke(realm, json);
     } catch (error) {
       // The engine itself stopped (the host's stack ran out under very deep nesting, or a trap):
       // nothing in its instance is trusted again, not even to free it. It is dropped whole.
@@ -562,7 +702,9 @@ class SandboxedTransform implements Transform {
       return { ok: false, reason: `${why}; the sandbox was rebuilt`, durationMs: performance.now() - started };
     }
     const durationMs = () => performance.now() - started;
-    if (result.error !== undefined) {
+    if ('bytes' in result) return bodyResult(result.bytes, durationMs());
+    if ('skip' in result) return { ok: true, skip: true, durationMs: durationMs() };
+    if ('error' in result) {
       const error = thrown(realm.context, result.error);
       result.error.dispose();
       if (realm.time.timedOut) return { ok: false, reason: `timed out after ${this.timeoutMs} ms`, durationMs: durationMs() };
@@ -590,12 +732,10 @@ class SandboxedTransform implements Transform {
    * `free`), a string as `context.getString` does (`QTS_GetString`, freed with `QTS_FreeCString`).
    */
   private answer(realm: Realm, value: number, durationMs: () => number): TransformResult {
-    const { ffi, ctx, free } = realm.engine;
+    const { ffi, ctx } = realm.engine;
     try {
       // Its first letter tells the runner's answers apart: only `number` starts with n, `object` with o.
-      const typeChars = ffi.QTS_Typeof(ctx, value);
-      const letter = typeChars === 0 ? '' : heapOf(realm).heap.toString('latin1', typeChars, typeChars + 1);
-      free(typeChars);
+      const letter = typeOf(realm, value);
       if (letter === 'n') return { ok: true, skip: true, durationMs: durationMs() };
       if (letter === 'o') {
         // A failure the runner named: read through the library, with a handle that borrows the value.
@@ -612,24 +752,26 @@ class SandboxedTransform implements Transform {
       if (chars === 0) throw new Error('the output could not be read out');
       const body = readCString(realm, chars);
       ffi.QTS_FreeCString(ctx, chars);
-      // A UTF-16 unit is at most 3 bytes of UTF-8: a short body is under the limit without counting.
-      const bytes = body.length * 3 <= TRANSFORM_OUTPUT_LIMIT ? 0 : Buffer.byteLength(body);
-      if (bytes > TRANSFORM_OUTPUT_LIMIT) return { ok: false, reason: `output is ${bytes} bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`, durationMs: durationMs() };
-      return success(body, durationMs());
+      return bodyResult(Buffer.from(body, 'utf8'), durationMs());
     } finally {
       ffi.QTS_FreeValuePointer(ctx, value);
     }
   }
 }
 
-function success(body: string, durationMs: number): TransformResult {
+/** A body made, or a failure when it is over the output limit. */
+function bodyResult(bytes: Buffer, durationMs: number): TransformResult {
+  if (bytes.length > TRANSFORM_OUTPUT_LIMIT) return { ok: false, reason: `output is ${bytes.length} bytes, over the limit of ${TRANSFORM_OUTPUT_LIMIT}`, durationMs };
   return {
     ok: true,
     skip: false,
-    body,
+    bytes,
     durationMs,
+    get body(): string {
+      return bytes.toString('utf8');
+    },
     get output(): unknown {
-      return JSON.parse(body) as unknown;
+      return JSON.parse(bytes.toString('utf8')) as unknown;
     },
   };
 }

@@ -1,0 +1,123 @@
+import { describe, it } from 'mocha';
+import { expect } from 'chai';
+import { encodeJsonText, toJsonBytes } from '../../../src/transform/binary-json';
+import type { Transform, TransformResult } from '../../../src/transform/sandbox';
+import { withTransform } from './helpers';
+
+/** A seeded generator (mulberry32): the same values on every run. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const STRINGS = ['', 'plain', 'é à ÿ', 'quote " and \\ backslash', 'ctrl \u0000\u0001\b\f\n\r\t\u001f\u007f', '\u2028\u2029', '日本語', '😀 pair', 'lone \ud800 high', 'lone \udfff low', '\udc00\ud800 reversed', 'x'.repeat(300)];
+const KEYS = ['type', 'a', '', '__proto__', 'a"b', 'é', '日本', '😀', '\ud800', 'constructor', 'toString', 'toJSON'];
+const INTEGER_KEYS = ['0', '7', '10', '2147483647', '2147483648', '4294967294', '4294967295', '01', '-1', '1.5'];
+const NUMBERS = [0, 1, -1, 42, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, -(2 ** 31) - 1, 2 ** 53, 1e21, 1e-7, 5e-324, 0.1 + 0.2, 19.99, -142.5, 123456789012];
+
+function value(next: () => number, depth: number, integerKeys: boolean): unknown {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
+  const kind = depth > 3 ? Math.floor(next() * 4) : Math.floor(next() * 6);
+  if (kind === 0) return pick(STRINGS);
+  if (kind === 1) return pick(NUMBERS) * (next() < 0.5 ? 1 : -1);
+  if (kind === 2) return pick([true, false, null]);
+  if (kind === 3) return Math.floor(next() * 1e6);
+  if (kind === 4) return Array.from({ length: Math.floor(next() * 4) }, () => value(next, depth + 1, integerKeys));
+  const object: Record<string, unknown> = {};
+  for (let i = Math.floor(next() * 5); i > 0; i--) {
+    const key = integerKeys && next() < 0.3 ? pick(INTEGER_KEYS) : pick(KEYS);
+    Object.defineProperty(object, key, { value: value(next, depth + 1, integerKeys), enumerable: true, writable: true, configurable: true });
+  }
+  return object;
+}
+
+function bytesOf(result: TransformResult): string {
+  if (!result.ok) expect.fail(`expected a body, the transform failed: ${result.reason}`);
+  if (result.skip) expect.fail('expected a body, the transform skipped the call');
+  return result.bytes.toString('utf8');
+}
+
+/** The same transform's bodies on the fast path and on the strict serializer (code that names toJSON takes it for every output). */
+async function bothPaths(code: string, use: (fast: Transform, strict: Transform) => Promise<void>): Promise<void> {
+  await withTransform(code, (fast) => withTransform(`${code}\n// toJSON`, (strict) => use(fast, strict)));
+}
+
+describe('transform sandbox: the message and the output as the engine binary JSON', () => {
+  it('writes JSON text into those bytes and reads them back to the same text, for any JSON value without array-index keys', () => {
+    const next = random(44);
+    for (let i = 0; i < 500; i++) {
+      const text = JSON.stringify(value(next, 0, false));
+      const encoded = encodeJsonText(text);
+      expect(encoded, text).to.not.equal(undefined);
+      const bytes = Buffer.concat([encoded!.head, encoded!.body]);
+      expect(toJsonBytes(bytes, 0, bytes.length, 1e9)?.toString('utf8'), text).to.equal(text);
+    }
+  });
+
+  it('leaves to the slower paths what it does not take: a text that is not JSON, nesting over 1,000 deep, bytes cut short, over the limit', () => {
+    for (const text of ['{"a":1', '[1,]', 'nope', '"\u0001"', '{"a":1}x', '1e999', '['.repeat(1002) + ']'.repeat(1002)]) {
+      expect(encodeJsonText(text), text.slice(0, 20)).to.equal(undefined);
+    }
+    expect(encodeJsonText('['.repeat(1001) + ']'.repeat(1001))).to.not.equal(undefined);
+    const encoded = encodeJsonText('{"a":["xyz",1.5]}')!;
+    const bytes = Buffer.concat([encoded.head, encoded.body]);
+    expect(toJsonBytes(bytes, 0, bytes.length - 1, 1e9)).to.equal(undefined);
+    expect(toJsonBytes(bytes, 0, bytes.length, 3)).to.equal(undefined);
+    expect(toJsonBytes(bytes, 0, bytes.length, 4)?.toString()).to.equal('{"a":["xyz",1.5]}');
+  });
+
+  it('a body from the engine bytes is byte for byte what the strict serializer writes: random messages through a transform that passes them on and adds computed values', async () => {
+    const code = `function transform(m) {
+  return { m, n: -0, nan: [1 / 3, 2 ** 40, -(2 ** 31)], s: String.fromCharCode(0xd800) + '\\u2028"', o: Object.create(null), nested: [[[]], {}] };
+}`;
+    await bothPaths(code, async (fast, strict) => {
+      const next = random(7);
+      for (let i = 0; i < 300; i++) {
+        const text = JSON.stringify({ type: 'track', properties: value(next, 0, true) });
+        expect(bytesOf(await fast.runJson(text)), text).to.equal(bytesOf(await strict.runJson(text)));
+      }
+    });
+  });
+
+  it('outputs the engine writes but JSON writes otherwise go through the strict serializer: array-index keys, an object met twice, a Date, boxed values, a toJSON of a class', async () => {
+    const cases: [string, string][] = [
+      ['return { b: 1, 10: 2, a: 3, 2: 4 }', '{"2":4,"10":2,"b":1,"a":3}'],
+      ['return { b: 1, 4294967294: 2, 4294967295: 3 }', '{"4294967294":2,"b":1,"4294967295":3}'],
+      ['const shared = { x: 1 }; return { a: shared, b: shared }', '{"a":{"x":1},"b":{"x":1}}'],
+      ['return { at: new Date(0) }', '{"at":"1970-01-01T00:00:00.000Z"}'],
+      ['return [new Number(1), new String("s"), new Boolean(false)]', '[1,"s",false]'],
+      ['return JSON.parse(\'{"__proto__":{"polluted":true}}\')', '{"__proto__":{"polluted":true}}'],
+      ['class Money { constructor(v) { this.v = v; } toJSON() { return this.v + " EUR"; } } return { total: new Money(5) }', '{"total":"5 EUR"}'],
+      ['const a = [1, , 3]; return { a: a.length }', '{"a":3}'],
+    ];
+    for (const [inner, expected] of cases) {
+      await withTransform(`function transform(m) { ${inner} }`, async (transform) => {
+        expect(bytesOf(await transform.runJson('{}')), inner).to.equal(expected);
+      });
+    }
+  });
+
+  it('a long run of calls leaves nothing behind in the realm: 30,000 calls, and its memory has not grown', async function () {
+    this.timeout(60_000);
+    const text = JSON.stringify({ type: 'track', properties: { list: Array.from({ length: 40 }, (_, i) => ({ i, s: `value ${i}`, f: i / 7 })) } });
+    await withTransform(
+      'function transform(m) { return { n: m.properties.list.length, list: m.properties.list }; }',
+      async (transform) => {
+        const before = transform.memoryInUse;
+        for (let i = 0; i < 30_000; i++) {
+          const result = transform.runJsonNow(text) ?? (await transform.runJson(text));
+          if (!result.ok || result.skip) expect.fail(`call ${i}: ${result.ok ? 'skipped' : result.reason}`);
+        }
+        // About 2.5 KB a call left behind would be 75 MB: the memory would have grown to its cap.
+        expect(transform.memoryInUse).to.equal(before);
+      },
+      { memoryBytes: 128 * 1024 * 1024 },
+    );
+  });
+});
