@@ -219,7 +219,7 @@ export class WebhookDestination {
       if (sendsTo.length === 0) return { result: waiting(state.attempt, this.#clock.now()) };
       const transforms = this.#transforms;
       if (transforms === undefined) return { parts: sendsTo.map((index) => ({ index, text: body })), failed: [] };
-      const done = transforms.runNow(body, sendsTo) ?? (await transforms.run(body, sendsTo));
+      const done = await transforms.grouped(body, sendsTo);
       const failed = done.failed.map((f) => this.#transformOutcome(f.index, f.reason, f.durationMs));
       const out = new Set([...done.dropped, ...done.failed.map((f) => f.index)]);
       const parts = sendsTo.filter((index) => !out.has(index)).map((index) => ({ index, text: done.bodies[index]?.toString('utf8') ?? body }));
@@ -324,7 +324,9 @@ export class WebhookDestination {
         else if (this.#transforms === undefined) result = await this.#attemptInTurn(prepared, narrowed);
         else {
           // Transformed once for the whole delivery: a retry sends the same bytes to the URLs left.
-          if (prepared.transformed === undefined) prepared = { ...prepared, transformed: await this.#transforms.run(prepared.text, this.#sendsTo(narrowed)) };
+          if (prepared.transformed === undefined) {
+            prepared = { ...prepared, transformed: await this.#transforms.grouped(prepared.text, this.#sendsTo(narrowed)) };
+          }
           result = await this.#transformed(prepared, narrowed, this.#transforms, attempt === 1);
         }
       } catch (error) {
@@ -386,8 +388,7 @@ export class WebhookDestination {
    */
   async #transformed(prepared: PreparedBody, state: AttemptState, transforms: UrlTransforms, failures: boolean): Promise<AttemptResult> {
     const sendsTo = prepared.transformed === undefined ? this.#sendsTo(state) : [];
-    // At once when every transform can run now (the common case), without a promise per URL.
-    const done = prepared.transformed ?? transforms.runNow(prepared.text, sendsTo) ?? (await transforms.run(prepared.text, sendsTo));
+    const done = prepared.transformed ?? (await transforms.grouped(prepared.text, sendsTo));
     const ready = this.#withBodies(prepared, done);
     const failed = failures ? done.failed.map((f) => this.#transformOutcome(f.index, f.reason, f.durationMs)) : [];
     if (done.dropped.length === 0 && done.failed.length === 0) return this.#attemptInTurn(ready, state);

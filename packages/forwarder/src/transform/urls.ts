@@ -73,6 +73,34 @@ export class UrlTransforms {
     return gather(results);
   }
 
+  /**
+   * What `run` makes, with the calls asked for in one turn of the event loop run one after another
+   * at its end (`setImmediate`): the engine's code and a realm's data then stay in the CPU's caches
+   * from one call to the next, where a call made among the rest of the delivery work finds them
+   * cold and takes about twice as long. Never rejects for the transforms' failures.
+   */
+  grouped(text: string, indexes: readonly number[]): Promise<Transformed> {
+    return new Promise<Transformed>((resolve, reject) => {
+      if (this.#group.push({ text, indexes, resolve, reject }) === 1) setImmediate(() => this.#runGroup());
+    });
+  }
+
+  #group: { text: string; indexes: readonly number[]; resolve: (done: Transformed) => void; reject: (error: unknown) => void }[] = [];
+
+  #runGroup(): void {
+    const group = this.#group;
+    this.#group = [];
+    for (const call of group) {
+      try {
+        const done = this.runNow(call.text, call.indexes);
+        if (done !== undefined) call.resolve(done);
+        else this.run(call.text, call.indexes).then(call.resolve, call.reject);
+      } catch (error) {
+        call.reject(error);
+      }
+    }
+  }
+
   /** Runs the transforms of the URLs at `indexes` on `text` (the webhook message's JSON), one after another. */
   async run(text: string, indexes: readonly number[]): Promise<Transformed> {
     const results: (TransformResult | undefined)[] = [];
@@ -111,7 +139,7 @@ function gather(results: readonly (TransformResult | undefined)[]): Transformed 
     if (result === undefined) return;
     if (!result.ok) failed.push({ index, reason: result.reason, durationMs: Math.round(result.durationMs) });
     else if (result.skip) dropped.push(index);
-    else bodies[index] = Buffer.from(result.body, 'utf8');
+    else bodies[index] = result.bytes;
   });
   return { bodies, dropped, failed };
 }
