@@ -17,6 +17,8 @@ export interface BatchLoop {
   launch(batches: readonly PendingDelivery[], now: number): void;
   /** Room was made (a batch closed): run the loop. */
   kick(): void;
+  /** A batch could not be stored: told to the operator (its calls are claimed again once their leases end). */
+  failed(error: Error): void;
 }
 
 /** A claimed call waiting in its source's open batch: its parts per URL, known once its transforms ran. */
@@ -207,7 +209,9 @@ export class Batching {
         if (stored === null) log('source %s: a batch of %d calls was not stored: a lease ended first; they are claimed again', source, members.length);
       } catch (error) {
         // Still leased: claimed again once the leases end, never lost.
-        log('source %s: could not store a batch of %d calls: %s', source, members.length, (error as Error).message);
+        const message = error instanceof Error ? error.message : String(error);
+        log('source %s: could not store a batch of %d calls: %s', source, members.length, message);
+        this.loop.failed(new Error(`source ${source}: could not store a batch of ${members.length} calls (they are sent once their leases end): ${message}`));
       }
       for (const h of ready) if (this.ids.get(h.delivery.id) === h) this.ids.delete(h.delivery.id);
       const left = (this.sealing.get(source) ?? 0) - ready.length;

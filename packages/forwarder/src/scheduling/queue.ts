@@ -148,6 +148,7 @@ export class Scheduler {
         if (back.length > 0) this.recording.handBack(back, true);
       },
       kick: () => this.kick(),
+      failed: (error) => told.onError(error),
     });
     this.attempts = new Attempts(this.targets, clock, this.inFlight, this.recording, this.batching);
   }

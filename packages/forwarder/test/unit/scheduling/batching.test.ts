@@ -58,10 +58,14 @@ describe('the batching step (batched delivery)', () => {
 
   const call = (id: string, orderKey?: string): NewDelivery => ({ source: 'web', destination: 'Webhooks', kind: 'message', messageId: id, body: `{"id":"${id}"}`, createdAt: clock.now(), orderKey });
 
+  let errors: Error[];
+
   function start(settings: BatchSettings, single = false, concurrency = 8): void {
     target = new ManualBatchTarget(settings, single);
     reports = [];
-    scheduler = new Scheduler(store, new Map([['web', target]]), clock, { concurrency, idleWait: 60_000, owner: 'me', leaseMs: 30_000 }, { recorded: (r) => reports.push(r) });
+    errors = [];
+    const options = { concurrency, idleWait: 60_000, owner: 'me', leaseMs: 30_000, onError: (error: Error) => errors.push(error) };
+    scheduler = new Scheduler(store, new Map([['web', target]]), clock, options, { recorded: (r) => reports.push(r) });
     scheduler.start();
   }
 
@@ -183,5 +187,21 @@ describe('the batching step (batched delivery)', () => {
     expect(target.sent).to.have.length(0);
     await scheduler.stop();
     expect((await store.claim('web', clock.now(), 10, { owner: 'other', ms: 1000 })).map((d) => d.messageId)).to.deep.equal(['a', 'b']);
+  });
+
+  it('a batch the store could not store is told to the operator once, and its calls are sent once their leases end', async () => {
+    const seal = store.batches.seal.bind(store.batches);
+    let failures = 1;
+    store.batches.seal = (...args) => (failures-- > 0 ? Promise.reject(new Error('disk I/O error')) : seal(...args));
+    await store.enqueue(['a', 'b'].map((id) => call(id)));
+    start({ maxEvents: 2, maxBytes: 1000, maxWaitMs: 100 });
+    await settle();
+    expect(target.sent).to.have.length(0);
+    expect(errors.map((e) => e.message)).to.deep.equal(['source web: could not store a batch of 2 calls (they are sent once their leases end): disk I/O error']);
+    await clock.tick(30_000);
+    scheduler.wake();
+    await settle();
+    expect(target.sent.map((s) => ids(s.body))).to.deep.equal([['a', 'b']]);
+    expect(errors).to.have.length(1);
   });
 });
