@@ -104,7 +104,7 @@ function writeString(to: Output, text: string): void {
 class Scanner {
   readonly out = output(4096);
   readonly head = output(1024);
-  atoms = new Map<string, number>();
+  readonly atoms = new Map<string, number>();
   source = '';
   position = 0;
 
@@ -257,7 +257,7 @@ export interface Encoded {
  */
 export function encodeJsonText(json: string): Encoded | undefined {
   const { out, head } = scanner;
-  scanner.atoms = new Map();
+  scanner.atoms.clear();
   scanner.source = json;
   scanner.position = 0;
   out.at = 0;
@@ -456,6 +456,11 @@ function copyValue(depth: number): void {
     default:
       throw UNSUPPORTED;
   }
+}
+
+/** Whether the engine's bytes from `start` to `stop` are `undefined` alone (no atoms): what a skip writes. */
+export function isUndefined(bytes: Buffer, start: number, stop: number): boolean {
+  return stop - start === 3 && bytes[start] === VERSION && bytes[start + 1] === 0 && bytes[start + 2] === TAG.undefined;
 }
 
 /** A ten-digit name over 2^31 - 1, up to 2^32 - 2: an array index the engine keeps as a string, in Latin-1 bytes. */

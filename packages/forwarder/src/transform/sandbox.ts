@@ -27,7 +27,7 @@ import { TRANSFORM_CODE_LIMIT } from './options';
 
 export { TRANSFORM_CODE_LIMIT };
 import { LOCKDOWN, RUNNER } from './prelude';
-import { encodeJsonText, toJsonBytes } from './binary-json';
+import { encodeJsonText, isUndefined, toJsonBytes } from './binary-json';
 
 /** Largest body a transform may return, in bytes of its JSON text (UTF-8): 512 KB. */
 export const TRANSFORM_OUTPUT_LIMIT = 512 * 1024;
@@ -349,7 +349,6 @@ function invokeBinary(realm: Realm, json: string): Invoked | undefined {
   const thrown = exceptionOf(realm, output);
   if (thrown !== undefined) return { error: thrown };
   try {
-    if (typeOf(realm, output) === 'u') return { skip: true };
     if (!realm.strict) {
       const written = ffi.QTS_bjson_encode(ctx, output);
       const refused = exceptionOf(realm, written);
@@ -362,12 +361,17 @@ function invokeBinary(realm: Realm, json: string): Invoked | undefined {
         const at = ffi.QTS_GetArrayBuffer(ctx, written);
         ffi.QTS_FreeValuePointer(ctx, written);
         if (at !== 0) {
-          const body = toJsonBytes(heapOf(realm).heap, at, at + length, TRANSFORM_OUTPUT_LIMIT);
+          const { heap } = heapOf(realm);
+          // A skip (`call` answers undefined for null and undefined) is written as undefined alone.
+          const skip = isUndefined(heap, at, at + length);
+          const body = skip ? undefined : toJsonBytes(heap, at, at + length, TRANSFORM_OUTPUT_LIMIT);
           realm.engine.free(at);
+          if (skip) return { skip: true };
           if (body !== undefined) return { bytes: body };
         }
       }
     }
+    if (typeOf(realm, output) === 'u') return { skip: true };
     const strict = heapOf(realm);
     strict.heap32[strict.argv2 >> 2] = output;
     const answer = ffi.QTS_Call(ctx, realm.serialize.value, strict.undefinedValue, 2, strict.argv2);
