@@ -1,35 +1,32 @@
 /**
- * QuickJS's own object serialization ("binary JSON": what `JS_WriteObject` writes and
- * `JS_ReadObject` reads, format version 5 of the pinned 0.32.0 build), written and read here on
- * the host, straight from and to JSON text. A message goes into a realm as these bytes, which the
- * engine turns into objects in about half the time its `JSON.parse` takes on the same text; a
- * transform's output comes out as them, which the engine writes in a fifth of the time of its
- * `JSON.stringify`. Neither side makes JavaScript objects on the host: text is scanned into bytes,
- * and bytes are written out as the UTF-8 JSON text `JSON.stringify` would make.
+ * QuickJS's own object serialization ("binary JSON": what `JS_WriteObject` writes, format version
+ * 5 of the pinned 0.32.0 build), read here on the host. A transform's output comes out of its
+ * realm as these bytes, which the engine writes in about a fifth of the time of its own
+ * `JSON.stringify` (and a strict replacer on top); they are written out here, without making any
+ * JavaScript object, as the UTF-8 JSON text `JSON.stringify` would make of the same value.
  *
- * Only the data JSON can carry is read back: null, booleans, finite numbers, strings, arrays and
- * plain objects whose keys are not array indices. Anything else in an output (`undefined`, NaN or
- * Infinity, a Date, a BigInt, a boxed primitive, a typed array, an object met twice, a key such as
- * "0", whose place JSON.stringify moves) makes `toJsonBytes` answer `undefined`, and the sandbox
- * serializes that output with its strict serializer instead, which names what is wrong or calls
- * `toJSON` as `JSON.stringify` does. What the engine refuses to write (a function, a symbol, a
- * getter, a Proxy, a Map) fails its write, with the same outcome.
+ * Only the data JSON can carry is read: null, booleans, finite numbers, strings, arrays and plain
+ * objects whose keys are not array indices. Anything else (`undefined`, NaN or Infinity, a Date, a
+ * BigInt, a boxed primitive, a typed array, an object met twice, a key such as "0", whose place
+ * JSON.stringify moves) makes `toJsonBytes` answer `undefined`, and the sandbox serializes that
+ * output with its strict serializer instead, which names what is wrong or calls `toJSON` as
+ * `JSON.stringify` does. What the engine refuses to write (a function, a symbol, a getter, a
+ * Proxy, a Map) fails its write, with the same outcome.
  *
  * The layout: a version byte; the atoms (property names) as a LEB128 count and that many strings;
  * then the value, a tag byte and its data. A string is a LEB128 of its length shifted left once,
  * the low bit set for UTF-16 (little-endian code units, lone surrogates kept) and clear for
  * Latin-1 bytes. A property name is a LEB128 of an atom's index plus one, shifted left once, or of
- * an integer key shifted left once with the low bit set. A count the writer learns only at the
- * end (an object's members, an array's length) is written in five bytes, as the reader allows.
+ * an integer key shifted left once with the low bit set.
  */
 
 const VERSION = 5;
 const TAG = { null: 1, undefined: 2, false: 3, true: 4, int32: 5, float64: 6, string: 7, object: 8, array: 9 } as const;
 
-/** Thrown inside the writer and the reader for anything left to the slower, exact paths. */
+/** Thrown inside the reader for anything left to the strict serializer. */
 const UNSUPPORTED = new Error('not plain JSON data');
 
-/** A growing byte buffer, kept between calls. */
+/** A growing byte buffer, kept between calls: the JSON text being written. */
 interface Output {
   bytes: Buffer;
   at: number;
@@ -47,240 +44,6 @@ function room(to: Output, bytes: number): Buffer {
   }
   return to.bytes;
 }
-
-function leb128(to: Output, value: number): void {
-  const bytes = room(to, 5);
-  let rest = value >>> 0;
-  while (rest >= 0x80) {
-    bytes[to.at++] = (rest & 0x7f) | 0x80;
-    rest >>>= 7;
-  }
-  bytes[to.at++] = rest;
-}
-
-/** Five bytes held for a count written later by `fill`. */
-function hold(to: Output): number {
-  room(to, 5);
-  const at = to.at;
-  to.at += 5;
-  return at;
-}
-
-function fill(to: Output, at: number, value: number): void {
-  const { bytes } = to;
-  for (let i = 0; i < 4; i++) bytes[at + i] = ((value >>> (7 * i)) & 0x7f) | 0x80;
-  bytes[at + 4] = (value >>> 28) & 0x0f;
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON text to binary JSON (a message going in)
-
-/** A string as Latin-1 bytes when every unit fits in one, else as UTF-16 units. */
-function writeString(to: Output, text: string): void {
-  const length = text.length;
-  let wide = false;
-  for (let i = 0; i < length; i++) {
-    if (text.charCodeAt(i) > 0xff) {
-      wide = true;
-      break;
-    }
-  }
-  leb128(to, (length << 1) | (wide ? 1 : 0));
-  const bytes = room(to, wide ? length * 2 : length);
-  let at = to.at;
-  if (wide) {
-    for (let i = 0; i < length; i++) {
-      const unit = text.charCodeAt(i);
-      bytes[at++] = unit & 0xff;
-      bytes[at++] = unit >>> 8;
-    }
-  } else {
-    for (let i = 0; i < length; i++) bytes[at++] = text.charCodeAt(i);
-  }
-  to.at = at;
-}
-
-/** One scan of a JSON text into binary JSON; kept between calls (its buffers grow once). */
-class Scanner {
-  readonly out = output(4096);
-  readonly head = output(1024);
-  readonly atoms = new Map<string, number>();
-  source = '';
-  position = 0;
-
-  skipSpace(): number {
-    const { source } = this;
-    let position = this.position;
-    let code = source.charCodeAt(position);
-    while (code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09) code = source.charCodeAt(++position);
-    this.position = position;
-    return code;
-  }
-
-  /** The string whose opening quote is at `position`, as a JavaScript string; `position` moves past its closing quote. */
-  string(): string {
-    const { source } = this;
-    const start = this.position + 1;
-    let end = start;
-    let escaped = false;
-    for (;;) {
-      const code = source.charCodeAt(end);
-      if (code === 0x22) break;
-      if (code === 0x5c) {
-        escaped = true;
-        end += 2;
-        continue;
-      }
-      if (!(code >= 0x20)) throw UNSUPPORTED;
-      end++;
-    }
-    this.position = end + 1;
-    return escaped ? (JSON.parse(source.slice(start - 1, end + 1)) as string) : source.slice(start, end);
-  }
-
-  value(depth: number): void {
-    if (depth > 1000) throw UNSUPPORTED;
-    const code = this.skipSpace();
-    const out = this.out;
-    const bytes = room(out, 9);
-    if (code === 0x22) {
-      bytes[out.at++] = TAG.string;
-      writeString(out, this.string());
-    } else if (code === 0x7b) {
-      bytes[out.at++] = TAG.object;
-      const count = hold(out);
-      let members = 0;
-      this.position++;
-      if (this.skipSpace() === 0x7d) {
-        this.position++;
-      } else {
-        for (;;) {
-          if (this.skipSpace() !== 0x22) throw UNSUPPORTED;
-          const key = this.string();
-          let index = this.atoms.get(key);
-          if (index === undefined) this.atoms.set(key, (index = this.atoms.size));
-          leb128(out, (index + 1) << 1);
-          if (this.skipSpace() !== 0x3a) throw UNSUPPORTED;
-          this.position++;
-          this.value(depth + 1);
-          members++;
-          const next = this.skipSpace();
-          this.position++;
-          if (next === 0x7d) break;
-          if (next !== 0x2c) throw UNSUPPORTED;
-        }
-      }
-      fill(out, count, members);
-    } else if (code === 0x5b) {
-      bytes[out.at++] = TAG.array;
-      const count = hold(out);
-      let length = 0;
-      this.position++;
-      if (this.skipSpace() === 0x5d) {
-        this.position++;
-      } else {
-        for (;;) {
-          this.value(depth + 1);
-          length++;
-          const next = this.skipSpace();
-          this.position++;
-          if (next === 0x5d) break;
-          if (next !== 0x2c) throw UNSUPPORTED;
-        }
-      }
-      fill(out, count, length);
-    } else if (code === 0x74 && this.source.startsWith('true', this.position)) {
-      bytes[out.at++] = TAG.true;
-      this.position += 4;
-    } else if (code === 0x66 && this.source.startsWith('false', this.position)) {
-      bytes[out.at++] = TAG.false;
-      this.position += 5;
-    } else if (code === 0x6e && this.source.startsWith('null', this.position)) {
-      bytes[out.at++] = TAG.null;
-      this.position += 4;
-    } else {
-      this.number(code, bytes);
-    }
-  }
-
-  /** A number: digits alone read here, up to 9 of them; others as `Number` reads them. */
-  number(first: number, bytes: Buffer): void {
-    const { source, out } = this;
-    const start = this.position;
-    let position = start;
-    let code = first;
-    const negative = code === 0x2d;
-    if (negative) code = source.charCodeAt(++position);
-    let integer = 0;
-    let digits = 0;
-    while (code >= 0x30 && code <= 0x39) {
-      integer = integer * 10 + (code - 0x30);
-      digits++;
-      code = source.charCodeAt(++position);
-    }
-    let number: number;
-    const leadingZero = digits > 1 && source.charCodeAt(negative ? start + 1 : start) === 0x30;
-    if (digits > 0 && digits <= 9 && code !== 0x2e && code !== 0x45 && code !== 0x65 && !leadingZero) {
-      number = negative ? -integer : integer;
-    } else {
-      while ((code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x2b || code === 0x2e || code === 0x45 || code === 0x65) {
-        code = source.charCodeAt(++position);
-      }
-      if (position === start) throw UNSUPPORTED;
-      number = Number(source.slice(start, position));
-      if (!Number.isFinite(number)) throw UNSUPPORTED;
-    }
-    this.position = position;
-    if ((number | 0) === number && (number !== 0 || !negative)) {
-      bytes[out.at++] = TAG.int32;
-      // Signed LEB128: zigzag, as the engine reads it.
-      leb128(out, ((number << 1) ^ (number >> 31)) >>> 0);
-    } else {
-      bytes[out.at++] = TAG.float64;
-      out.at = bytes.writeDoubleLE(number, out.at);
-    }
-  }
-}
-
-const scanner = new Scanner();
-
-/** A message's bytes in two parts, to be copied one after the other; both are reused by the next call. */
-export interface Encoded {
-  readonly length: number;
-  readonly head: Buffer;
-  readonly body: Buffer;
-}
-
-/**
- * The bytes of a JSON text (a webhook message: what `JSON.stringify` made), or undefined for a
- * text this scanner does not take (not JSON, or nested over 1,000 deep): then the engine parses it.
- */
-export function encodeJsonText(json: string): Encoded | undefined {
-  const { out, head } = scanner;
-  scanner.atoms.clear();
-  scanner.source = json;
-  scanner.position = 0;
-  out.at = 0;
-  try {
-    scanner.value(0);
-    scanner.skipSpace();
-    if (scanner.position !== json.length) throw UNSUPPORTED;
-  } catch (error) {
-    if (error === UNSUPPORTED || error instanceof RangeError || error instanceof SyntaxError) return undefined;
-    throw error;
-  } finally {
-    scanner.source = '';
-  }
-  // The atoms go first; they are known once the value is written.
-  head.at = 0;
-  room(head, 1)[head.at++] = VERSION;
-  leb128(head, scanner.atoms.size);
-  for (const name of scanner.atoms.keys()) writeString(head, name);
-  return { length: head.at + out.at, head: head.bytes.subarray(0, head.at), body: out.bytes.subarray(0, out.at) };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Binary JSON to JSON text (an output coming out)
 
 const json = output(4096);
 const EMPTY = Buffer.alloc(0);

@@ -10,18 +10,15 @@
  * properties code commonly assigns on its own objects (`name`, `message`, `constructor`,
  * `toString`, `valueOf`) still can be: see `tame`.
  *
- * `RUNNER` makes the three functions the host calls, as an array, capturing what they need before
+ * `RUNNER` makes the two functions the host calls, as an array, capturing what they need before
  * user code exists:
- * - `call(transform, message)`: the transform on a message the host made (binary-json.ts), its
- *   output as it is, `undefined` for "skip" (`null` or `undefined` returned);
+ * - `call(transform, input)`: the transform on the message parsed from its JSON text, its output
+ *   as it is, `undefined` for "skip" (`null` or `undefined` returned); a throw passes through;
  * - `serialize(output, limit)`: an output serialized strictly, for the outputs the host does not
- *   read itself: a function, `undefined` inside, a symbol, a BigInt, NaN or Infinity, a cycle or
- *   a Promise is a failure naming where it is, never a value JSON.stringify would silently drop or
- *   turn into null. It answers the JSON text or `{ reason }` when the output is not JSON or is
- *   over the size limit;
- * - `run(transform, input, limit)`: both on the message's JSON text, `0` for "skip"; the path
- *   when the host could not place the message's bytes in the realm.
- * A throw of the transform passes through.
+ *   read from the engine's binary JSON itself (binary-json.ts): a function, `undefined` inside, a
+ *   symbol, a BigInt, NaN or Infinity, a cycle or a Promise is a failure naming where it is, never
+ *   a value JSON.stringify would silently drop or turn into null. It answers the JSON text, or
+ *   `{ reason }` when the output is not JSON or is over the size limit.
  */
 
 export const LOCKDOWN = `(function () {
@@ -131,8 +128,8 @@ export const RUNNER = `(function () {
     return undefined;
   }
 
-  function call(transform, message) {
-    const output = transform(message);
+  function call(transform, input) {
+    const output = transform(parse(input));
     return output === null ? undefined : output;
   }
 
@@ -151,10 +148,5 @@ export const RUNNER = `(function () {
     return text;
   }
 
-  function run(transform, input, limit) {
-    const output = transform(parse(input));
-    return output === null || output === undefined ? 0 : serialize(output, limit);
-  }
-
-  return [run, call, serialize];
+  return [call, serialize];
 })()`;

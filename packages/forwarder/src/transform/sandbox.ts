@@ -27,7 +27,7 @@ import { TRANSFORM_CODE_LIMIT } from './options';
 
 export { TRANSFORM_CODE_LIMIT };
 import { LOCKDOWN, RUNNER } from './prelude';
-import { encodeJsonText, isUndefined, toJsonBytes } from './binary-json';
+import { isUndefined, toJsonBytes } from './binary-json';
 
 /** Largest body a transform may return, in bytes of its JSON text (UTF-8): 512 KB. */
 export const TRANSFORM_OUTPUT_LIMIT = 512 * 1024;
@@ -129,8 +129,7 @@ function wasmModule(): Promise<WebAssembly.Module> {
 interface Realm {
   readonly runtime: QuickJSRuntime;
   readonly context: QuickJSContext;
-  /** The runner's functions (prelude.ts): `run` on JSON text, `call` on a message, `serialize` strictly. */
-  readonly runner: QuickJSHandle;
+  /** The runner's functions (prelude.ts): `call` on the message's JSON text, `serialize` strictly. */
   readonly call: QuickJSHandle;
   readonly serialize: QuickJSHandle;
   readonly transform: QuickJSHandle;
@@ -161,7 +160,7 @@ interface Engine {
   readonly ctx: number;
   /** `undefined` (a static value of the library), the `this` of the runner's call. */
   readonly undefinedValue: number;
-  /** Three pointers, malloc'd once: the runner's arguments (transform, input, limit); the input's is written per call. */
+  /** Two pointers, malloc'd once: `call`'s arguments (transform, input); the input's is written per call. */
   readonly argv: number;
   /** Two more: `serialize`'s arguments (output, limit); the output's is written per call. */
   readonly argv2: number;
@@ -220,7 +219,7 @@ function engineOf(module: QuickJSWASMModule, context: QuickJSContext, memory: Wa
   if (typeof malloc !== 'function' || typeof free !== 'function' || typeof ctx !== 'number' || names.some((name) => typeof ffi[name] !== 'function')) {
     throw new Error('quickjs-emscripten-core is not the version this sandbox was written for (0.32.0): its FFI, module or context pointer were not found');
   }
-  const argv = (malloc as (bytes: number) => number)(5 * 4);
+  const argv = (malloc as (bytes: number) => number)(4 * 4);
   if (argv === 0) throw new Error('the sandbox could not allocate its call arguments');
   const engine: Engine = {
     ffi,
@@ -229,12 +228,11 @@ function engineOf(module: QuickJSWASMModule, context: QuickJSContext, memory: Wa
     ctx,
     undefinedValue: context.undefined.value,
     argv,
-    argv2: argv + 3 * 4,
+    argv2: argv + 2 * 4,
     heap: Buffer.from(memory.buffer),
     heap32: new Int32Array(memory.buffer),
   };
   engine.heap32[argv >> 2] = transform.value;
-  engine.heap32[(argv >> 2) + 2] = limit.value;
   engine.heap32[(engine.argv2 >> 2) + 1] = limit.value;
   return engine;
 }
@@ -284,26 +282,6 @@ function readCString(realm: Realm, chars: number): string {
   return heap.toString('utf8', chars, end < 0 ? heap.length : end);
 }
 
-/**
- * `context.callFunction(runner, undefined, transform, input, limit)` with the realm's argument
- * array, then `QTS_ResolveException` as the library does: the answer's pointer (the caller frees
- * it), or what was thrown, as a handle of the library that frees it on `dispose()`.
- */
-function invoke(realm: Realm, json: string): Invoked {
-  const input = newInput(realm, json);
-  const engine = heapOf(realm);
-  const { ffi, ctx } = engine;
-  engine.heap32[(engine.argv >> 2) + 1] = input.value;
-  const result = ffi.QTS_Call(ctx, realm.runner.value, engine.undefinedValue, 3, engine.argv);
-  const error = ffi.QTS_ResolveException(ctx, result);
-  if (input.handle === undefined) ffi.QTS_FreeValuePointer(ctx, input.value);
-  else input.handle.dispose();
-  if (error === 0) return { value: result };
-  ffi.QTS_FreeValuePointer(ctx, result);
-  const free = (pointer: JSValuePointer) => ffi.QTS_FreeValuePointer(ctx, pointer);
-  return { error: new Lifetime<JSValuePointer, JSValuePointer, QuickJSRuntime>(error as JSValuePointer, undefined, free, realm.context.runtime) };
-}
-
 /** What a call made: the body's bytes, a skip, a throw, or the pointer of an answer of the runner's (see `answer`). */
 type Invoked = { bytes: Buffer } | { skip: true } | { error: QuickJSHandle } | { value: number };
 
@@ -321,31 +299,19 @@ function exceptionOf(realm: Realm, result: number): QuickJSHandle | undefined {
 }
 
 /**
- * A call with the message as the engine's binary JSON (binary-json.ts): its bytes in an ArrayBuffer
- * the engine reads into objects, the transform called on them, and its output written by the
- * engine and read into JSON text here; an output that is not plain JSON data, or any output when
- * the code names `toJSON`, goes through the strict serializer instead. Undefined when the bytes
- * found no room in the realm's heap: then `invoke`, with the JSON text.
+ * One call: the message's JSON text into the realm (parsed there by `call`), the transform on it,
+ * and its output written by the engine as binary JSON and read into JSON text here; an output
+ * that is not plain JSON data, or any output when the code names `toJSON`, goes through the
+ * strict serializer instead.
  */
-function invokeBinary(realm: Realm, json: string): Invoked | undefined {
-  const bytes = encodeJsonText(json);
-  if (bytes === undefined) return undefined;
-  const { ffi, ctx, malloc } = realm.engine;
-  const buffer = malloc(bytes.length);
-  if (buffer === 0) return undefined;
-  const { heap } = heapOf(realm);
-  heap.set(bytes.head, buffer);
-  heap.set(bytes.body, buffer + bytes.head.length);
-  // The ArrayBuffer owns the malloc'd bytes from here: freed with it.
-  const arrayBuffer = ffi.QTS_NewArrayBuffer(ctx, buffer, bytes.length);
-  const message = ffi.QTS_bjson_decode(ctx, arrayBuffer);
-  ffi.QTS_FreeValuePointer(ctx, arrayBuffer);
-  const unread = exceptionOf(realm, message);
-  if (unread !== undefined) return { error: unread };
+function invoke(realm: Realm, json: string): Invoked {
+  const { ffi, ctx } = realm.engine;
+  const input = newInput(realm, json);
   const engine = heapOf(realm);
-  engine.heap32[(engine.argv >> 2) + 1] = message;
+  engine.heap32[(engine.argv >> 2) + 1] = input.value;
   const output = ffi.QTS_Call(ctx, realm.call.value, engine.undefinedValue, 2, engine.argv);
-  ffi.QTS_FreeValuePointer(ctx, message);
+  if (input.handle === undefined) ffi.QTS_FreeValuePointer(ctx, input.value);
+  else input.handle.dispose();
   const thrown = exceptionOf(realm, output);
   if (thrown !== undefined) return { error: thrown };
   try {
@@ -506,19 +472,18 @@ async function buildRealm(code: string, timeoutMs: number, memoryBytes: number):
   try {
     context.unwrapResult(context.evalCode(LOCKDOWN, 'lockdown.js')).dispose();
     const runners = context.unwrapResult(context.evalCode(RUNNER, 'runner.js'));
-    const [runner, call, serialize] = [0, 1, 2].map((index) => context.getProp(runners, index));
+    const [call, serialize] = [0, 1].map((index) => context.getProp(runners, index));
     runners.dispose();
-    handles.push(runner!, call!, serialize!);
-    // One call of the runner, and one write and read of binary JSON, before the user's code: the
+    handles.push(call!, serialize!);
+    // One call of each runner function and one write of binary JSON before the user's code: the
     // engine's functions V8 compiles on first use are then compiled here, not in a call's time limit.
     const warm = context.unwrapResult(context.evalCode('(function (m) { return m; })', 'warm.js'));
     const sample = context.newString('{"type":"track","n":[1,2.5,true,null],"o":{"s":"x"}}');
     const limit = context.newNumber(TRANSFORM_OUTPUT_LIMIT);
-    const echoed = context.unwrapResult(context.callFunction(runner!, context.undefined, warm, sample, limit));
-    const object = context.unwrapResult(context.evalCode('({ type: "track", n: [1, 2.5, true, null], o: { s: "x" } })', 'warm.js'));
-    const written = context.encodeBinaryJSON(object);
-    const read = context.decodeBinaryJSON(written);
-    for (const handle of [warm, sample, limit, echoed, object, written, read]) handle.dispose();
+    const echoed = context.unwrapResult(context.callFunction(call!, context.undefined, warm, sample));
+    const text = context.unwrapResult(context.callFunction(serialize!, context.undefined, echoed, limit));
+    const written = context.encodeBinaryJSON(echoed);
+    for (const handle of [warm, sample, limit, echoed, text, written]) handle.dispose();
     time.start(timeoutMs);
     const evaluated = context.evalCode(code, FILE_NAME);
     if (evaluated.error !== undefined) {
@@ -543,7 +508,6 @@ async function buildRealm(code: string, timeoutMs: number, memoryBytes: number):
     return {
       runtime,
       context,
-      runner: runner!,
       call: call!,
       serialize: serialize!,
       strict: /toJSON/.test(code),
@@ -566,7 +530,6 @@ function disposeRealm(realm: Realm): void {
   try {
     realm.outputLimit.dispose();
     realm.transform.dispose();
-    realm.runner.dispose();
     realm.call.dispose();
     realm.serialize.dispose();
     realm.context.dispose();
@@ -697,7 +660,7 @@ class SandboxedTransform implements Transform {
     realm.time.start(this.timeoutMs);
     let result: Invoked;
     try {
-      result = invokeBinary(realm, json) ?? invoke(realm, json);
+      result = invoke(realm, json);
     } catch (error) {
       // The engine itself stopped (the host's stack ran out under very deep nesting, or a trap):
       // nothing in its instance is trusted again, not even to free it. It is dropped whole.
