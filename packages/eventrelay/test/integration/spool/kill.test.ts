@@ -1,19 +1,8 @@
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
 import { diagnose, kill, startClient, stop, useClientProcesses, waitFor } from './processes';
+import { seeded } from '../../../../../test/helpers/seeded';
 import { useTempDirs } from '../../../../../test/helpers/temp-dir';
-
-/** A small seeded generator (mulberry32), so that a failing sequence of kills can be replayed with SPOOL_TEST_SEED. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('the spool across SIGKILL (child processes on the built package)', function () {
   this.timeout(60_000);

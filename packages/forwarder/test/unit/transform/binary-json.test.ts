@@ -3,20 +3,9 @@ import { expect } from 'chai';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { newQuickJSWASMModuleFromVariant, type QuickJSContext } from 'quickjs-emscripten-core';
 import { toJsonBytes } from '../../../src/transform/binary-json';
+import { seeded } from '../../../../../test/helpers/seeded';
 import type { Transform, TransformResult } from '../../../src/transform/sandbox';
 import { withTransform } from './helpers';
-
-/** A seeded generator (mulberry32): the same values on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const STRINGS = ['', 'plain', 'é à ÿ', 'quote " and \\ backslash', 'ctrl \u0000\u0001\b\f\n\r\t\u001f\u007f', '\u2028\u2029', '日本語', '😀 pair', 'lone \ud800 high', 'lone \udfff low', '\udc00\ud800 reversed', 'x'.repeat(300)];
 const KEYS = ['type', 'a', '', '__proto__', 'a"b', 'é', '日本', '😀', '\ud800', 'constructor', 'toString', 'toJSON'];
@@ -70,7 +59,7 @@ describe('transform sandbox: the output as the engine binary JSON', () => {
   }
 
   it('reads the engine bytes of any JSON value without array-index keys into the text JSON.stringify writes', () => {
-    const next = random(44);
+    const next = seeded(44);
     for (let i = 0; i < 500; i++) {
       const text = JSON.stringify(value(next, 0, false));
       const bytes = engineBytes(text);
@@ -98,7 +87,7 @@ describe('transform sandbox: the output as the engine binary JSON', () => {
   return { m, n: -0, nan: [1 / 3, 2 ** 40, -(2 ** 31)], s: String.fromCharCode(0xd800) + '\\u2028"', o: Object.create(null), nested: [[[]], {}] };
 }`;
     await bothPaths(code, async (fast, strict) => {
-      const next = random(7);
+      const next = seeded(7);
       for (let i = 0; i < 300; i++) {
         const text = JSON.stringify({ type: 'track', properties: value(next, 0, true) });
         expect(bytesOf(await fast.runJson(text)), text).to.equal(bytesOf(await strict.runJson(text)));
