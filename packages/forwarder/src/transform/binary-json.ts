@@ -26,26 +26,25 @@ const TAG = { null: 1, undefined: 2, false: 3, true: 4, int32: 5, float64: 6, st
 /** Thrown inside the reader for anything left to the strict serializer. */
 const UNSUPPORTED = new Error('not plain JSON data');
 
-/** A growing byte buffer, kept between calls: the JSON text being written. */
-interface Output {
-  bytes: Buffer;
-  at: number;
-}
+/** The JSON text being written, and its length: a buffer kept between calls, grown as needed. */
+let out = Buffer.allocUnsafe(4096);
+let outAt = 0;
 
-function output(size: number): Output {
-  return { bytes: Buffer.allocUnsafe(size), at: 0 };
-}
-
-function room(to: Output, bytes: number): Buffer {
-  if (to.at + bytes > to.bytes.length) {
-    const next = Buffer.allocUnsafe(Math.max(to.bytes.length * 2, to.at + bytes));
-    to.bytes.copy(next, 0, 0, to.at);
-    to.bytes = next;
+/** `out`, with room for `bytes` more. */
+function room(bytes: number): Buffer {
+  if (outAt + bytes > out.length) {
+    const next = Buffer.allocUnsafe(Math.max(out.length * 2, outAt + bytes));
+    out.copy(next, 0, 0, outAt);
+    out = next;
   }
-  return to.bytes;
+  return out;
 }
 
-const json = output(4096);
+/** One byte of punctuation. */
+function put(byte: number): void {
+  room(1)[outAt++] = byte;
+}
+
 const EMPTY = Buffer.alloc(0);
 let input: Buffer = EMPTY;
 let offset = 0;
@@ -102,59 +101,46 @@ function copyString(): void {
   characters += units;
   if (characters > characterLimit) throw UNSUPPORTED;
   // At most 6 bytes a unit (an escape), and the quotes.
-  const bytes = room(json, units * 6 + 2);
-  let at = json.at;
+  const bytes = room(units * 6 + 2);
+  let at = outAt;
   bytes[at++] = 0x22;
-  if (!wide) {
-    for (let i = offset; i < stop; i++) {
-      const unit = input[i]!;
-      if (unit >= 0x20 && unit < 0x80) {
-        if (unit === 0x22 || unit === 0x5c) at = writeEscape(bytes, at, unit);
-        else bytes[at++] = unit;
-      } else if (unit < 0x20) {
-        at = writeEscape(bytes, at, unit);
+  const step = wide ? 2 : 1;
+  for (let i = offset; i < stop; i += step) {
+    const unit = wide ? input[i]! | (input[i + 1]! << 8) : input[i]!;
+    if (unit < 0x80) {
+      if (unit < 0x20 || unit === 0x22 || unit === 0x5c) at = writeEscape(bytes, at, unit);
+      else bytes[at++] = unit;
+    } else if (unit < 0x800) {
+      bytes[at++] = 0xc0 | (unit >>> 6);
+      bytes[at++] = 0x80 | (unit & 0x3f);
+    } else if (unit < 0xd800 || unit > 0xdfff) {
+      bytes[at++] = 0xe0 | (unit >>> 12);
+      bytes[at++] = 0x80 | ((unit >>> 6) & 0x3f);
+      bytes[at++] = 0x80 | (unit & 0x3f);
+    } else {
+      // A surrogate (wide strings only): a pair is one code point; a lone one, an escape, as
+      // the well-formed JSON.stringify writes it.
+      const low = i + 3 < stop ? input[i + 2]! | (input[i + 3]! << 8) : 0;
+      if (unit <= 0xdbff && low >= 0xdc00 && low <= 0xdfff) {
+        const point = 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
+        bytes[at++] = 0xf0 | (point >>> 18);
+        bytes[at++] = 0x80 | ((point >>> 12) & 0x3f);
+        bytes[at++] = 0x80 | ((point >>> 6) & 0x3f);
+        bytes[at++] = 0x80 | (point & 0x3f);
+        i += 2;
       } else {
-        bytes[at++] = 0xc0 | (unit >>> 6);
-        bytes[at++] = 0x80 | (unit & 0x3f);
-      }
-    }
-  } else {
-    for (let i = offset; i < stop; i += 2) {
-      const unit = input[i]! | (input[i + 1]! << 8);
-      if (unit < 0x80) {
-        if (unit < 0x20 || unit === 0x22 || unit === 0x5c) at = writeEscape(bytes, at, unit);
-        else bytes[at++] = unit;
-      } else if (unit < 0x800) {
-        bytes[at++] = 0xc0 | (unit >>> 6);
-        bytes[at++] = 0x80 | (unit & 0x3f);
-      } else if (unit >= 0xd800 && unit <= 0xdfff) {
-        const low = i + 3 < stop ? input[i + 2]! | (input[i + 3]! << 8) : 0;
-        if (unit <= 0xdbff && low >= 0xdc00 && low <= 0xdfff) {
-          const point = 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
-          bytes[at++] = 0xf0 | (point >>> 18);
-          bytes[at++] = 0x80 | ((point >>> 12) & 0x3f);
-          bytes[at++] = 0x80 | ((point >>> 6) & 0x3f);
-          bytes[at++] = 0x80 | (point & 0x3f);
-          i += 2;
-        } else {
-          // A lone surrogate: JSON.stringify writes it as an escape (well-formed JSON.stringify).
-          at = writeUnicodeEscape(bytes, at, unit);
-        }
-      } else {
-        bytes[at++] = 0xe0 | (unit >>> 12);
-        bytes[at++] = 0x80 | ((unit >>> 6) & 0x3f);
-        bytes[at++] = 0x80 | (unit & 0x3f);
+        at = writeUnicodeEscape(bytes, at, unit);
       }
     }
   }
   bytes[at++] = 0x22;
-  json.at = at;
+  outAt = at;
   offset = stop;
 }
 
 function writeAscii(text: string): void {
-  const bytes = room(json, text.length);
-  for (let i = 0; i < text.length; i++) bytes[json.at++] = text.charCodeAt(i);
+  const bytes = room(text.length);
+  for (let i = 0; i < text.length; i++) bytes[outAt++] = text.charCodeAt(i);
 }
 
 function copyValue(depth: number): void {
@@ -188,19 +174,19 @@ function copyValue(depth: number): void {
       return;
     case TAG.array: {
       const length = readLeb128();
-      room(json, 1)[json.at++] = 0x5b;
+      put(0x5b);
       for (let i = 0; i < length; i++) {
-        if (i > 0) room(json, 1)[json.at++] = 0x2c;
+        if (i > 0) put(0x2c);
         copyValue(depth + 1);
       }
-      room(json, 1)[json.at++] = 0x5d;
+      put(0x5d);
       return;
     }
     case TAG.object: {
       const count = readLeb128();
-      room(json, 1)[json.at++] = 0x7b;
+      put(0x7b);
       for (let i = 0; i < count; i++) {
-        if (i > 0) room(json, 1)[json.at++] = 0x2c;
+        if (i > 0) put(0x2c);
         const atom = readLeb128();
         // An integer key: JSON.stringify writes those first, ascending; the strict serializer does.
         if (atom % 2 === 1) throw UNSUPPORTED;
@@ -210,10 +196,10 @@ function copyValue(depth: number): void {
         offset = at;
         copyString();
         offset = resume;
-        room(json, 1)[json.at++] = 0x3a;
+        put(0x3a);
         copyValue(depth + 1);
       }
-      room(json, 1)[json.at++] = 0x7d;
+      put(0x7d);
       return;
     }
     default:
@@ -244,7 +230,7 @@ export function toJsonBytes(bytes: Buffer, start: number, stop: number, limit: n
   end = stop;
   characters = 0;
   characterLimit = limit;
-  json.at = 0;
+  outAt = 0;
   try {
     if (byte() !== VERSION) throw UNSUPPORTED;
     const count = readLeb128();
@@ -258,7 +244,7 @@ export function toJsonBytes(bytes: Buffer, start: number, stop: number, limit: n
     }
     copyValue(0);
     if (offset !== end) throw UNSUPPORTED;
-    return Buffer.from(json.bytes.subarray(0, json.at));
+    return Buffer.copyBytesFrom(out, 0, outAt);
   } catch (error) {
     // The reader's own refusal, or the host's stack under very deep nesting.
     if (error === UNSUPPORTED || error instanceof RangeError) return undefined;

@@ -178,15 +178,11 @@ interface Ffi {
   QTS_Typeof(ctx: number, value: number): number;
   QTS_GetString(ctx: number, value: number): number;
   QTS_FreeCString(ctx: number, chars: number): void;
-  /** An ArrayBuffer that owns `buffer` (malloc'd; freed with the ArrayBuffer). */
-  QTS_NewArrayBuffer(ctx: number, buffer: number, length: number): number;
   /** A malloc'd copy of an ArrayBuffer's bytes, for the caller to free; 0 without room. */
   QTS_GetArrayBuffer(ctx: number, value: number): number;
   QTS_GetArrayBufferLength(ctx: number, value: number): number;
   /** `JS_WriteObject` of a value (references allowed) into a new ArrayBuffer, or an exception. */
   QTS_bjson_encode(ctx: number, value: number): number;
-  /** `JS_ReadObject` of an ArrayBuffer's bytes (no references, no code), or an exception. */
-  QTS_bjson_decode(ctx: number, buffer: number): number;
 }
 
 /**
@@ -210,11 +206,9 @@ function engineOf(module: QuickJSWASMModule, context: QuickJSContext, memory: Wa
     'QTS_Typeof',
     'QTS_GetString',
     'QTS_FreeCString',
-    'QTS_NewArrayBuffer',
     'QTS_GetArrayBuffer',
     'QTS_GetArrayBufferLength',
     'QTS_bjson_encode',
-    'QTS_bjson_decode',
   ] as const;
   if (typeof malloc !== 'function' || typeof free !== 'function' || typeof ctx !== 'number' || names.some((name) => typeof ffi[name] !== 'function')) {
     throw new Error('quickjs-emscripten-core is not the version this sandbox was written for (0.32.0): its FFI, module or context pointer were not found');
@@ -315,28 +309,8 @@ function invoke(realm: Realm, json: string): Invoked {
   const thrown = exceptionOf(realm, output);
   if (thrown !== undefined) return { error: thrown };
   try {
-    if (!realm.strict) {
-      const written = ffi.QTS_bjson_encode(ctx, output);
-      const refused = exceptionOf(realm, written);
-      if (refused !== undefined) {
-        // Not data the engine writes (a function, a symbol, a getter, ...): the strict serializer says what.
-        refused.dispose();
-      } else {
-        // A malloc'd copy of the ArrayBuffer's bytes (0 when there was no room for one): freed here.
-        const length = ffi.QTS_GetArrayBufferLength(ctx, written);
-        const at = ffi.QTS_GetArrayBuffer(ctx, written);
-        ffi.QTS_FreeValuePointer(ctx, written);
-        if (at !== 0) {
-          const { heap } = heapOf(realm);
-          // A skip (`call` answers undefined for null and undefined) is written as undefined alone.
-          const skip = isUndefined(heap, at, at + length);
-          const body = skip ? undefined : toJsonBytes(heap, at, at + length, TRANSFORM_OUTPUT_LIMIT);
-          realm.engine.free(at);
-          if (skip) return { skip: true };
-          if (body !== undefined) return { bytes: body };
-        }
-      }
-    }
+    const read = realm.strict ? undefined : readWritten(realm, output);
+    if (read !== undefined) return read;
     if (typeOf(realm, output) === 'u') return { skip: true };
     const strict = heapOf(realm);
     strict.heap32[strict.argv2 >> 2] = output;
@@ -345,6 +319,35 @@ function invoke(realm: Realm, json: string): Invoked {
     return failed === undefined ? { value: answer } : { error: failed };
   } finally {
     ffi.QTS_FreeValuePointer(ctx, output);
+  }
+}
+
+/**
+ * The output as the engine writes it (binary JSON), read into its JSON bytes or a skip; undefined
+ * when the engine refuses to write it (a function, a symbol, a getter, ...), has no room for the
+ * copy, or wrote what `toJsonBytes` leaves to the strict serializer.
+ */
+function readWritten(realm: Realm, output: number): { bytes: Buffer } | { skip: true } | undefined {
+  const { ffi, ctx, free } = realm.engine;
+  const written = ffi.QTS_bjson_encode(ctx, output);
+  const refused = exceptionOf(realm, written);
+  if (refused !== undefined) {
+    refused.dispose();
+    return undefined;
+  }
+  const length = ffi.QTS_GetArrayBufferLength(ctx, written);
+  // A malloc'd copy of the ArrayBuffer's bytes (0 when there was no room for one): freed here.
+  const at = ffi.QTS_GetArrayBuffer(ctx, written);
+  ffi.QTS_FreeValuePointer(ctx, written);
+  if (at === 0) return undefined;
+  try {
+    const { heap } = heapOf(realm);
+    // A skip (`call` answers undefined for null and undefined) is written as undefined alone.
+    if (isUndefined(heap, at, at + length)) return { skip: true };
+    const bytes = toJsonBytes(heap, at, at + length, TRANSFORM_OUTPUT_LIMIT);
+    return bytes === undefined ? undefined : { bytes };
+  } finally {
+    free(at);
   }
 }
 
@@ -694,17 +697,14 @@ class SandboxedTransform implements Transform {
   }
 
   /**
-   * The runner's answer (a JSValue pointer, freed here): the body's JSON text, `0` to skip, or
-   * `{ reason }`. Its type is read as `context.typeof` reads it (a malloc'd C string, freed with
-   * `free`), a string as `context.getString` does (`QTS_GetString`, freed with `QTS_FreeCString`).
+   * The strict serializer's answer (a JSValue pointer, freed here): the body's JSON text, or
+   * `{ reason }`. A string is read as `context.getString` reads it (`QTS_GetString`, freed with
+   * `QTS_FreeCString`).
    */
   private answer(realm: Realm, value: number, durationMs: () => number): TransformResult {
     const { ffi, ctx } = realm.engine;
     try {
-      // Its first letter tells the runner's answers apart: only `number` starts with n, `object` with o.
-      const letter = typeOf(realm, value);
-      if (letter === 'n') return { ok: true, skip: true, durationMs: durationMs() };
-      if (letter === 'o') {
+      if (typeOf(realm, value) === 'o') {
         // A failure the runner named: read through the library, with a handle that borrows the value.
         const { context } = realm;
         const reason = context.getProp(new Lifetime<JSValuePointer, JSValuePointer, QuickJSRuntime>(value as JSValuePointer, undefined, undefined, context.runtime), 'reason');

@@ -35,6 +35,8 @@ interface Slot {
 export class UrlTransforms {
   readonly #slots: (Slot | undefined)[];
   #disposed = false;
+  /** The calls asked for in this turn of the event loop, run at its end (see `grouped`). */
+  #group: { text: string; indexes: readonly number[]; resolve: (done: Transformed) => void; reject: (error: unknown) => void }[] = [];
 
   constructor(webhooks: readonly { readonly index: number; readonly transform: WebhookTransform | undefined }[]) {
     this.#slots = webhooks.map((w): Slot | undefined =>
@@ -57,20 +59,17 @@ export class UrlTransforms {
   }
 
   /**
-   * What `run` makes, at once, when every transform of those URLs is compiled and can run now;
-   * undefined otherwise (then `run`).
+   * Runs at once the transforms of those URLs that are compiled and can run now, into `results`;
+   * whether that was all of them (else `run` does the rest, never one of these again).
    */
-  runNow(text: string, indexes: readonly number[]): Transformed | undefined {
-    const results: (TransformResult | undefined)[] = [];
+  #runNow(text: string, indexes: readonly number[], results: (TransformResult | undefined)[]): boolean {
+    let all = true;
     for (const index of indexes) {
-      const slot = this.#slots[index];
-      if (slot === undefined) continue;
-      if (slot.compiled === undefined) return undefined;
-      const result = slot.compiled.runJsonNow(text);
-      if (result === undefined) return undefined;
-      results[index] = result;
+      const result = this.#slots[index]?.compiled?.runJsonNow(text);
+      if (result !== undefined) results[index] = result;
+      else if (this.#slots[index] !== undefined) all = false;
     }
-    return gather(results);
+    return all;
   }
 
   /**
@@ -85,28 +84,28 @@ export class UrlTransforms {
     });
   }
 
-  #group: { text: string; indexes: readonly number[]; resolve: (done: Transformed) => void; reject: (error: unknown) => void }[] = [];
-
   #runGroup(): void {
     const group = this.#group;
     this.#group = [];
     for (const call of group) {
       try {
-        const done = this.runNow(call.text, call.indexes);
-        if (done !== undefined) call.resolve(done);
-        else this.run(call.text, call.indexes).then(call.resolve, call.reject);
+        const results: (TransformResult | undefined)[] = [];
+        if (this.#runNow(call.text, call.indexes, results)) call.resolve(gather(results));
+        else this.run(call.text, call.indexes, results).then(call.resolve, call.reject);
       } catch (error) {
         call.reject(error);
       }
     }
   }
 
-  /** Runs the transforms of the URLs at `indexes` on `text` (the webhook message's JSON), one after another. */
-  async run(text: string, indexes: readonly number[]): Promise<Transformed> {
-    const results: (TransformResult | undefined)[] = [];
+  /**
+   * Runs the transforms of the URLs at `indexes` on `text` (the webhook message's JSON), one after
+   * another; those with a result in `results` already are not run again.
+   */
+  async run(text: string, indexes: readonly number[], results: (TransformResult | undefined)[] = []): Promise<Transformed> {
     for (const index of indexes) {
       const slot = this.#slots[index];
-      if (slot === undefined) continue;
+      if (slot === undefined || results[index] !== undefined) continue;
       if (slot.compiled === undefined && slot.failure === undefined) {
         if (this.#disposed) slot.failure = 'the destination was closed';
         else await (slot.ready ??= this.#compile(slot));

@@ -3,10 +3,11 @@ import { expect } from 'chai';
 import { FakeClock, flushMicrotasks } from '../../../../../test/helpers/fake-clock';
 import { MemoryStore } from '../../../src/store/memory/memory';
 import { Scheduler } from '../../../src/scheduling/queue';
+import { Recording } from '../../../src/scheduling/recording';
 import type { AttemptReport, DeliveryTarget } from '../../../src/scheduling/queue';
 import type { AttemptResult, AttemptState, CallParts } from '../../../src/delivery/destination';
 import type { BatchSettings } from '../../../src/batch-body';
-import type { NewDelivery } from '../../../src/store/contract';
+import type { BatchMember, NewDelivery, PendingDelivery } from '../../../src/store/contract';
 
 interface Sent {
   index: number;
@@ -203,5 +204,20 @@ describe('the batching step (batched delivery)', () => {
     await settle();
     expect(target.sent.map((s) => ids(s.body))).to.deep.equal([['a', 'b']]);
     expect(errors).to.have.length(1);
+  });
+});
+
+describe('the recording step: the calls of stored batches kept in memory', () => {
+  it('keeps those of the newest 1,024 batches at most (a batch split by a 413 or finished elsewhere never has its outcome here)', () => {
+    const recording = new Recording(new MemoryStore(), new FakeClock(), 8, {} as never, {} as never, {} as never, {} as never);
+    const member = (id: number): BatchMember => ({ id, source: 'web', messageId: `m-${id}`, orderKey: undefined, createdAt: 0, pending: true });
+    for (let id = 1; id <= 1_100; id++) {
+      recording.storedBatches([{ id } as PendingDelivery], new Map([[10_000 + id, member(10_000 + id)]]), [[10_000 + id]]);
+    }
+    const kept = (recording as unknown as { batchCalls: Map<number, unknown> }).batchCalls;
+    expect(kept.size).to.equal(1_024);
+    expect(kept.has(76), 'the oldest are let go').to.equal(false);
+    expect(kept.has(77)).to.equal(true);
+    expect(kept.has(1_100)).to.equal(true);
   });
 });

@@ -28,4 +28,20 @@ describe('transforms of a destination URLs: calls asked for together', () => {
       await transforms.dispose();
     }
   });
+
+  it('a call whose other URL\'s transform is still compiling runs the ready one once, not again with the other', async () => {
+    const transforms = new UrlTransforms([
+      { index: 0, transform: { code: 'let calls = 0; function transform(m) { return { call: ++calls }; }' } },
+      { index: 1, transform: { code: 'function transform(m) { return { other: m.id }; }' } },
+    ]);
+    try {
+      for (let i = 0; i < 5; i++) await transforms.grouped('{"id":"warm"}', [0]);
+      const both = await transforms.grouped('{"id":"x"}', [0, 1]);
+      expect(both.bodies.map((body) => body?.toString('utf8'))).to.deep.equal(['{"call":6}', '{"other":"x"}']);
+      const next = await transforms.grouped('{"id":"y"}', [0]);
+      expect(next.bodies[0]?.toString('utf8')).to.equal('{"call":7}');
+    } finally {
+      await transforms.dispose();
+    }
+  });
 });
