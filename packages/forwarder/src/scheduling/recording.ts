@@ -316,9 +316,11 @@ function memberResult(result: AttemptResult, ended: 'delivered' | 'failed' | und
 export function outcomeOf(delivery: PendingDelivery, state: AttemptState, result: AttemptResult, now: number): DeliveryOutcome {
   switch (result.status) {
     case 'delivered':
-      return { id: delivery.id, lease: delivery.lease, status: 'delivered', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now };
+      return { id: delivery.id, lease: delivery.lease, status: 'delivered', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, orderKey: delivery.orderKey };
     case 'failed':
-      return { id: delivery.id, lease: delivery.lease, status: 'failed', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, reason: result.reason };
+      return {
+        id: delivery.id, lease: delivery.lease, status: 'failed', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, reason: result.reason, orderKey: delivery.orderKey,
+      };
     case 'retry': {
       // No outcome means nothing was sent (the destination was closing): not an attempt.
       const sent = result.outcomes.length > 0;

@@ -108,7 +108,12 @@ export interface PendingDelivery extends NewDelivery {
   readonly nextAttemptAt: number;
 }
 
-/** What became of one attempt, written back to the store; `lease` is the claim's token. */
+/**
+ * What became of one attempt, written back to the store; `lease` is the claim's token. A delivered
+ * or failed outcome carries the delivery's `orderKey` (PendingDelivery.orderKey) when it has one:
+ * a store may then release the next delivery of that key without reading the key back. Without
+ * it, the next of the key waits for the next claim.
+ */
 export type DeliveryOutcome =
   | {
     readonly id: number;
@@ -117,6 +122,7 @@ export type DeliveryOutcome =
     readonly attempts: number;
     readonly firstAttemptAt: number;
     readonly at: number;
+    readonly orderKey?: string | undefined;
   }
   | {
     readonly id: number;
@@ -136,6 +142,7 @@ export type DeliveryOutcome =
     readonly firstAttemptAt: number | undefined;
     readonly at: number;
     readonly reason: string;
+    readonly orderKey?: string | undefined;
   };
 
 /** A claim: who takes the deliveries, and for how long. */

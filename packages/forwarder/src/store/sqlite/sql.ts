@@ -18,6 +18,12 @@ export const LOG_COLUMNS = `id, source, source_id, kind, message_id, type, event
 /** The columns of an endpoint state. */
 export const ENDPOINT_COLUMNS = 'source, url_key, url, failures, failing_since, last_failure_at, last_error, disabled_at, disabled_reason';
 
+/** A delivery's end, delivered (any lease) or failed (the outcome's lease); see QUEUE. */
+const DELIVERED_SET = `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING}`;
+const FAILED_SET = `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
+         WHERE id = ? AND status = ${PENDING} AND lease = ?`;
+
 /** The queue (`SqliteStore`): accepted messages, deliveries, claims, outcomes, audiences, counters. */
 export const QUEUE = {
   // No other process can hold a lease here: what a killed predecessor had claimed is due now.
@@ -52,14 +58,16 @@ export const QUEUE = {
   // A delivered body is dropped at once: it is not needed any more, and user data should not
   // linger (deletion requests). A failed one is kept until pruned, for inspection. A delivered
   // outcome counts even from an expired lease: the receiver has the message.
-  delivered: `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', lease_owner = NULL
-         WHERE id = ? AND status = ${PENDING} RETURNING source, order_key`,
+  delivered: DELIVERED_SET,
+  // An ordered delivery's end: its source and key come back, to release the next of the key.
+  // (RETURNING costs SQLite a temporary table per statement: an unordered one goes without.)
+  deliveredOrdered: `${DELIVERED_SET} RETURNING source, order_key`,
   // Given up by its source's deletion while this lease was out: the attempt in flight then succeeded.
   deliveredAbandoned: `UPDATE deliveries SET status = ${DELIVERED}, attempts = ?, first_attempt_at = ?, finished_at = ?, body = '', last_error = NULL
          WHERE id = ? AND status = ${ABANDONED} AND lease = ?`,
   sourceLive: 'SELECT 1 FROM sources WHERE name = ? AND id = ?',
-  failed: `UPDATE deliveries SET status = ${FAILED}, attempts = ?, first_attempt_at = ?, finished_at = ?, last_error = ?, lease_owner = NULL
-         WHERE id = ? AND status = ${PENDING} AND lease = ? RETURNING source, order_key`,
+  failed: FAILED_SET,
+  failedOrdered: `${FAILED_SET} RETURNING source, order_key`,
   counters: 'SELECT name, value FROM counters',
   // Calls not yet delivered: a batch delivery is not one (its members, parked, are).
   queue: `SELECT count(*) AS pending, coalesce(sum(attempts > 0), 0) AS retrying, min(created_at) AS oldest FROM deliveries WHERE status = ${PENDING} AND kind != 'batch'`,

@@ -90,9 +90,11 @@ function prepareQueue(db: BetterSqlite3.Database) {
     nextDue: db.prepare(QUEUE.nextDue),
     retry: db.prepare(QUEUE.retry),
     delivered: db.prepare(QUEUE.delivered),
+    deliveredOrdered: db.prepare(QUEUE.deliveredOrdered),
     deliveredAbandoned: db.prepare(QUEUE.deliveredAbandoned),
     sourceLive: db.prepare(QUEUE.sourceLive).pluck(),
     failed: db.prepare(QUEUE.failed),
+    failedOrdered: db.prepare(QUEUE.failedOrdered),
     counters: db.prepare(QUEUE.counters),
     queue: db.prepare(QUEUE.queue),
     audienceSynced: db.prepare(QUEUE.audienceSynced),
@@ -321,14 +323,18 @@ export class SqliteStore implements ForwarderStore {
           if (row.order_key !== null) s.holdBehind.run({ at: o.nextAttemptAt, source: row.source, key: row.order_key, id: o.id });
         }
       } else if (o.status === 'delivered') {
-        changes = finished(s.delivered.get(o.attempts, o.firstAttemptAt, o.at, o.id) as FinishedRow | undefined);
+        changes = o.orderKey === undefined
+          ? s.delivered.run(o.attempts, o.firstAttemptAt, o.at, o.id).changes
+          : finished(s.deliveredOrdered.get(o.attempts, o.firstAttemptAt, o.at, o.id) as FinishedRow | undefined);
         if (changes === 0) {
           changes = s.deliveredAbandoned.run(o.attempts, o.firstAttemptAt, o.at, o.id, o.lease).changes;
           revived += changes;
         }
         delivered += changes;
       } else {
-        changes = finished(s.failed.get(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease) as FinishedRow | undefined);
+        changes = o.orderKey === undefined
+          ? s.failed.run(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease).changes
+          : finished(s.failedOrdered.get(o.attempts, o.firstAttemptAt ?? null, o.at, o.reason, o.id, o.lease) as FinishedRow | undefined);
         failed += changes;
       }
       if (changes === 0) stale.push(o.id);

@@ -19,7 +19,7 @@ function call(d: NewDelivery) {
 const ids = (list: readonly { messageId: string }[]) => list.map((d) => d.messageId).sort();
 
 function delivered(d: PendingDelivery, at = T0 + 10): DeliveryOutcome {
-  return { id: d.id, lease: d.lease, status: 'delivered', attempts: d.attempts + 1, firstAttemptAt: T0, at };
+  return { id: d.id, lease: d.lease, status: 'delivered', attempts: d.attempts + 1, firstAttemptAt: T0, at, orderKey: d.orderKey };
 }
 
 /**
@@ -57,7 +57,7 @@ export function orderingContract(name: string, create: () => Promise<ForwarderSt
       const again = await store.claim('web', T0 + 1000, 10, A);
       expect(ids(again)).to.deep.equal(['x3']);
       // Failed for good: the next goes.
-      const failed: DeliveryOutcome = { id: again[0]!.id, lease: again[0]!.lease, status: 'failed', attempts: 2, firstAttemptAt: T0 + 2, at: T0 + 1001, reason: 'HTTP 410' };
+      const failed: DeliveryOutcome = { id: again[0]!.id, lease: again[0]!.lease, status: 'failed', attempts: 2, firstAttemptAt: T0 + 2, at: T0 + 1001, reason: 'HTTP 410', orderKey: again[0]!.orderKey };
       await store.record([failed]);
       expect(ids(await store.claim('web', T0 + 1002, 10, A))).to.deep.equal(['w4']);
       expect(await store.waitingFor('web', 'w4')).to.equal(undefined);
@@ -101,9 +101,18 @@ export function orderingContract(name: string, create: () => Promise<ForwarderSt
       expect((await store.record([retry])).released).to.deep.equal([]);
       const [again] = await store.claim('web', T0 + 100, 10, A);
       expect(again!.messageId).to.equal('f1');
-      const failed: DeliveryOutcome = { id: again!.id, lease: again!.lease, status: 'failed', attempts: 2, firstAttemptAt: T0, at: T0 + 101, reason: 'HTTP 410' };
+      const failed: DeliveryOutcome = { id: again!.id, lease: again!.lease, status: 'failed', attempts: 2, firstAttemptAt: T0, at: T0 + 101, reason: 'HTTP 410', orderKey: again!.orderKey };
       expect((await store.record([failed])).released).to.deep.equal(['web']);
       expect(ids(await store.claim('web', T0 + 102, 10, A))).to.deep.equal(['f2']);
+    });
+
+    it('ends an ordered delivery whose outcome does not carry its key, and the next of the key is claimed', async () => {
+      await store.accept([call(ordered('k1', 'u9')), call(ordered('k2', 'u9'))]);
+      const [k1] = await store.claim('web', T0, 10, A);
+      const { orderKey, ...bare } = delivered(k1!) as Extract<DeliveryOutcome, { status: 'delivered' }>;
+      expect(orderKey).to.equal('u9');
+      expect((await store.record([bare])).recorded).to.equal(1);
+      expect(ids(await store.claim('web', T0 + 20, 10, A))).to.deep.equal(['k2']);
     });
 
     it('queues a delivery stored later (a replay) behind the user\'s waiting ones', async () => {
