@@ -20,16 +20,16 @@ export class ForwarderMetrics {
   readonly registry = new Registry();
   private readonly acceptedTotal = new Map<string, number>();
   private readonly refusedTotal = new Map<string, number>();
-  /** Ingestion requests refused whole, by `source` ("" when unknown) and reason, joined with a newline. */
-  private readonly refusedRequestsTotal = new Map<string, number>();
+  /** Ingestion requests refused whole, by `source` ("" when unknown), then reason. */
+  private readonly refusedRequestsTotal: Pairs = new Map();
   private readonly duplicatesTotal = new Map<string, number>();
   private readonly deliveredTotal = new Map<string, number>();
   private readonly failedTotal = new Map<string, number>();
   private readonly attemptsTotal: Record<AttemptOutcome, Map<string, number>> = { delivered: new Map(), retry: new Map(), failed: new Map() };
-  /** `source \0 count` → total, as `GET /admin/usage` counts (this instance's part). */
-  private readonly usageTotal = new Map<string, number>();
-  /** `source \0 rule` → calls accepted and not forwarded. */
-  private readonly filteredTotal = new Map<string, number>();
+  /** By source, then count → total, as `GET /admin/usage` counts (this instance's part). */
+  private readonly usageTotal: Pairs = new Map();
+  /** By source, then rule → calls accepted and not forwarded. */
+  private readonly filteredTotal: Pairs = new Map();
   private readonly attemptDuration = new SourceHistogram(
     'eventrelay_attempt_duration_seconds',
     'Time of one webhook request until its status line (or error)',
@@ -59,15 +59,14 @@ export class ForwarderMetrics {
     const bySource = (totals: ReadonlyMap<string, number>) => () => [...totals].map(([source, total]): [Record<string, string>, number] => [{ source }, total]);
     counter('eventrelay_accepted_total', 'Calls accepted by the ingestion API, duplicates included', ['source'], bySource(this.acceptedTotal));
     counter('eventrelay_refused_total', 'Calls refused by the ingestion API (invalid or too large)', ['source'], bySource(this.refusedTotal));
+    // Two labels: no key made by joining strings on the delivery path (it would be hashed again each time).
+    const pairs = (totals: Pairs, second: string) => () =>
+      [...totals].flatMap(([source, inner]) => [...inner].map(([value, total]): [Record<string, string>, number] => [{ source, [second]: value }, total]));
     counter(
       'eventrelay_requests_refused_total',
       'Ingestion requests refused whole, by source ("" when the write key is unknown, or for a preflight, which names none) and reason: the answer\'s error code (unauthorized, invalid_json, body_too_large, source_deleted, ...), or origin and rate_limit for a browser origin the source does not allow and its ingestRateLimit',
       ['source', 'reason'],
-      () =>
-        [...this.refusedRequestsTotal].map(([key, total]): [Record<string, string>, number] => {
-          const [source, reason] = key.split('\n') as [string, string];
-          return [{ source, reason }, total];
-        }),
+      pairs(this.refusedRequestsTotal, 'reason'),
     );
     counter('eventrelay_duplicates_total', 'Accepted calls whose messageId the source had sent before; not forwarded again', ['source'], bySource(this.duplicatesTotal));
     counter('eventrelay_delivered_total', 'Deliveries a webhook accepted', ['source'], bySource(this.deliveredTotal));
@@ -78,11 +77,6 @@ export class ForwarderMetrics {
         [...attempts[outcome]].map(([name, total]): [Record<string, string>, number] => [{ source: name, outcome }, total]),
       ),
     );
-    const pairs = (totals: ReadonlyMap<string, number>, second: string) => () =>
-      [...totals].map(([key, total]): [Record<string, string>, number] => {
-        const cut = key.indexOf('\u0000');
-        return [{ source: key.slice(0, cut), [second]: key.slice(cut + 1) }, total];
-      });
     counter(
       'eventrelay_usage_total',
       'Calls per source as GET /admin/usage counts them: received (filtered included, a messageId sent again not counted again), filtered, rejected, delivered, failed',
@@ -147,8 +141,8 @@ export class ForwarderMetrics {
 
   /** A count of a source's usage (`rule`: why a filtered call was stopped). */
   usage(source: string, count: string, n: number, rule?: string): void {
-    add(this.usageTotal, `${source}\u0000${count}`, n);
-    if (rule !== undefined) add(this.filteredTotal, `${source}\u0000${rule}`, n);
+    addPair(this.usageTotal, source, count, n);
+    if (rule !== undefined) addPair(this.filteredTotal, source, rule, n);
   }
 
   refused(source: string, count: number): void {
@@ -157,7 +151,7 @@ export class ForwarderMetrics {
 
   /** A request refused whole: `reason` is the answer's code (or `origin`, `rate_limit`), never anything the request held. */
   refusedRequest(source: string, reason: string): void {
-    add(this.refusedRequestsTotal, `${source}\n${reason}`, 1);
+    addPair(this.refusedRequestsTotal, source, reason, 1);
   }
 
   /** One attempt: its outcome, the duration of each URL's request and, once delivered, the latency since `since`. */
@@ -185,6 +179,15 @@ export class ForwarderMetrics {
 
 function add(totals: Map<string, number>, source: string, count: number): void {
   totals.set(source, (totals.get(source) ?? 0) + count);
+}
+
+/** Totals by source, then by a second label. */
+type Pairs = Map<string, Map<string, number>>;
+
+function addPair(totals: Pairs, source: string, second: string, count: number): void {
+  let inner = totals.get(source);
+  if (inner === undefined) totals.set(source, (inner = new Map()));
+  inner.set(second, (inner.get(second) ?? 0) + count);
 }
 
 /** A line of prom-client's exposition: `metricName{labels,sharedLabels} value`. */
