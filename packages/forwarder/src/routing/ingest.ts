@@ -172,7 +172,11 @@ function checkOne(value: unknown, index: number, defaults: BatchDefaults, measur
 /** `context` with `ip` when it has none (as Segment's API enriches calls); a new object, never the message's. */
 function withIp(context: JsonObject | undefined, ip: string | undefined): JsonObject | undefined {
   if (ip === undefined || (context !== undefined && context.ip !== undefined)) return context;
-  return { ...context, ip };
+  // A copy, then a plain store: `{ ...context, ip }` defines `ip` through V8's slow path once
+  // the contexts' shapes vary (measured: one runtime call per call).
+  const copy: JsonObject = { ...context };
+  copy.ip = ip;
+  return copy;
 }
 
 /** The context with the ingestion span's trace context, unless it has a `traceparent` of its own. */
