@@ -172,9 +172,13 @@ function checkOne(value: unknown, index: number, defaults: BatchDefaults, measur
 /** `context` with `ip` when it has none (as Segment's API enriches calls); a new object, never the message's. */
 function withIp(context: JsonObject | undefined, ip: string | undefined): JsonObject | undefined {
   if (ip === undefined || (context !== undefined && context.ip !== undefined)) return context;
-  // A copy, then a plain store: `{ ...context, ip }` defines `ip` through V8's slow path once
-  // the contexts' shapes vary (measured: one runtime call per call).
-  const copy: JsonObject = { ...context };
+  if (context === undefined) return { ip };
+  // JSON makes `__proto__` an own key: a spread keeps it one, where Object.assign would set the
+  // copy's prototype with it.
+  if (Object.hasOwn(context, '__proto__')) return { ...context, ip };
+  // Object.assign, then a plain store: V8 caches that shape change. Both `{ ...context, ip }` and a
+  // store on a spread copy went through its slow path once per call (measured, issue 42).
+  const copy: JsonObject = Object.assign({}, context);
   copy.ip = ip;
   return copy;
 }

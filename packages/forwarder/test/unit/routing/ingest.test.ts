@@ -79,6 +79,22 @@ describe('parseIngestBody', () => {
     expect(refused('track', { type: 'identify', userId: 'u' }).message).to.match(/does not match the endpoint \/v1\/track/);
   });
 
+  it('adds the connection\'s IP to a copy of each context, keeps one the call carries, and keeps a `__proto__` key a key', () => {
+    const body = JSON.parse(`{"batch":[
+      {"type":"track","userId":"u","event":"E","context":{"locale":"en"}},
+      {"type":"track","userId":"u","event":"E"},
+      {"type":"track","userId":"u","event":"E","context":{"ip":"203.0.113.9"}},
+      {"type":"track","userId":"u","event":"E","context":{"__proto__":{"polluted":true},"locale":"fr"}}]}`) as { batch: { context?: object }[] };
+    const result = parseIngestBody('batch', body, NOW, undefined, '198.51.100.1');
+    if (!result.ok) throw new Error(result.message);
+    const contexts = result.messages.map((m) => JSON.parse(m.body).context);
+    expect(contexts).to.deep.equal([{ locale: 'en', ip: '198.51.100.1' }, { ip: '198.51.100.1' }, { ip: '203.0.113.9' }, JSON.parse('{"__proto__":{"polluted":true},"locale":"fr","ip":"198.51.100.1"}')]);
+    expect(Object.hasOwn(contexts[3], '__proto__')).to.equal(true);
+    expect((result.messages[3]!.webhook as { context: { polluted?: unknown } }).context.polluted).to.equal(undefined);
+    // The call's own object is never changed.
+    expect(body.batch[0]!.context).to.deep.equal({ locale: 'en' });
+  });
+
   it('applies batch-level context and integrations under each message', () => {
     const [a, b] = ok('batch', {
       context: { ip: '1.2.3.4', app: { name: 'x' } },
