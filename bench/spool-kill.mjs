@@ -19,6 +19,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine, recordResult } from './results.mjs';
+import { seeded } from '../test/helpers/seeded.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const CHILD = here('../packages/eventrelay/test/integration/spool/child.mjs');
@@ -31,17 +32,6 @@ const { values: args } = parseArgs({
     seed: { type: 'string', default: String(Date.now() % 1_000_000) },
   },
 });
-
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function startSink() {
   const state = { up: false, counts: new Map(), arrivals: 0 };

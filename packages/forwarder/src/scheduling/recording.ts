@@ -319,7 +319,14 @@ export function outcomeOf(delivery: PendingDelivery, state: AttemptState, result
       return { id: delivery.id, lease: delivery.lease, status: 'delivered', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, orderKey: delivery.orderKey };
     case 'failed':
       return {
-        id: delivery.id, lease: delivery.lease, status: 'failed', attempts: state.attempt, firstAttemptAt: state.firstAttemptAt, at: now, reason: result.reason, orderKey: delivery.orderKey,
+        id: delivery.id,
+        lease: delivery.lease,
+        status: 'failed',
+        attempts: state.attempt,
+        firstAttemptAt: state.firstAttemptAt,
+        at: now,
+        reason: result.reason,
+        orderKey: delivery.orderKey,
       };
     case 'retry': {
       // No outcome means nothing was sent (the destination was closing): not an attempt.

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
 import { diagnose, kill, startClient, stop, useClientProcesses, waitFor } from './processes';
-import { seeded } from '../../../../../test/helpers/seeded';
+import { seeded } from '../../../../../test/helpers/seeded.mjs';
 import { useTempDirs } from '../../../../../test/helpers/temp-dir';
 
 describe('the spool across SIGKILL (child processes on the built package)', function () {

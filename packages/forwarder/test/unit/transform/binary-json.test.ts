@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { newQuickJSWASMModuleFromVariant, type QuickJSContext } from 'quickjs-emscripten-core';
 import { toJsonBytes } from '../../../src/transform/binary-json';
-import { seeded } from '../../../../../test/helpers/seeded';
+import { seeded } from '../../../../../test/helpers/seeded.mjs';
 import type { Transform, TransformResult } from '../../../src/transform/sandbox';
 import { withTransform } from './helpers';
 

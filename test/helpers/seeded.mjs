@@ -1,0 +1,13 @@
+// A small seeded generator (mulberry32): numbers in [0, 1), the same sequence for the same seed, so
+// a failing run can be replayed. Plain JavaScript so that the benchmarks (bench/*.mjs, run by node
+// without a TypeScript loader) share it with the tests; its types are in seeded.d.mts.
+export function seeded(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
