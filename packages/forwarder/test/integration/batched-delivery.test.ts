@@ -47,10 +47,16 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
       expect(put.status, JSON.stringify(put.json)).to.equal(200);
       const probes: string[] = [];
       const arrived = () => new Set(receiver.delivered.filter((r) => r.path === probe).flatMap((r) => (r.body.startsWith('[') ? callsOf(r) : [r.json as { messageId: string }]).map((c) => c.messageId)));
+      // A probe every 250 ms at most, not one per poll: a URL batching for 2 s would otherwise get a
+      // hundred probes in many batches, each a chance for the two instances to race for their leases.
+      let sentAt = 0;
       await waitFor(async () => {
-        const messageId = `probe-${source}-${probes.length}`;
-        probes.push(messageId);
-        await send(urlB, writeKey, [{ type: 'track', userId: 'probe', event: 'Probe', messageId }]);
+        if (Date.now() - sentAt >= 250) {
+          sentAt = Date.now();
+          const messageId = `probe-${source}-${probes.length}`;
+          probes.push(messageId);
+          await send(urlB, writeKey, [{ type: 'track', userId: 'probe', event: 'Probe', messageId }]);
+        }
         return probes.some((id) => arrived().has(id));
       }, `instance B to send with the settings of ${source}`, 15_000);
       // Every probe done: none is left to share a batch, or take an answer, with what a test sends
@@ -61,7 +67,12 @@ for (const kind of ['sqlite', 'postgres'] as const satisfies readonly StoreKind[
         const rows = (await admin(urlA, 'GET', `/admin/messages?source=${source}&limit=100`)).json.items as { messageId: string; status: string }[];
         const filtered = new Set(rows.filter((row) => row.status === 'filtered').map((row) => row.messageId));
         return probes.every((id) => here.has(id) || filtered.has(id));
-      }, `the probes of ${source} to arrive or be filtered`, 30_000);
+      }, `the probes of ${source} to arrive or be filtered`, 30_000).catch(async (error: Error) => {
+        const here = arrived();
+        const rows = (await admin(urlA, 'GET', `/admin/messages?source=${source}&limit=100`)).json.items as { messageId: string; status: string }[];
+        const stuck = probes.filter((id) => !here.has(id)).map((id) => `${id}: ${rows.find((r) => r.messageId === id)?.status ?? 'no line'}`);
+        throw new Error(`${error.message}; ${probes.length} probes, not arrived: ${stuck.join(', ')}`);
+      });
     }
 
     /** Requests to `path` holding any call whose messageId starts with `prefix`. */
