@@ -232,8 +232,8 @@ CREATE INDEX IF NOT EXISTS log_attempts_delivery ON log_attempts (delivery_id);
     { table: 'log_messages', column: 'event', add: 'ALTER TABLE log_messages ADD COLUMN event TEXT' },
     { table: 'log_messages', column: 'responses', add: 'ALTER TABLE log_messages ADD COLUMN responses TEXT' },
   ],
-  /** The event filter's index (also made by the store's schema step 9). */
-  eventIndex: 'CREATE INDEX IF NOT EXISTS log_messages_event ON log_messages (event) WHERE event IS NOT NULL',
+  /** The event filter's index, made by earlier releases (and the store's schema step 9), dropped as step 11 drops it: it cost every track call. */
+  dropEventIndex: 'DROP INDEX IF EXISTS log_messages_event',
 } as const;
 
 /** The delivery log (`SqliteDeliveryLog`): its lines and their attempts. */

@@ -65,7 +65,7 @@ export class SqliteDeliveryLog extends BufferedDeliveryLog implements DeliveryLo
     // A log made by an earlier release gains the columns added since, each when it lacks it.
     const columns = db.prepare(LOG_TABLES.columns).pluck();
     for (const { table, column, add } of LOG_TABLES.added) if (!(columns.all(table) as string[]).includes(column)) db.exec(add);
-    db.exec(LOG_TABLES.eventIndex);
+    db.exec(LOG_TABLES.dropEventIndex);
     this.statements = {
       insert: db.prepare(LOG.insert),
       // A call with the attempts made on it before the flush that writes it: in its state after them.

@@ -82,3 +82,18 @@ describe('SqliteDeliveryLog in the SqliteStore\'s database', () => {
     }
   });
 });
+
+describe('SqliteDeliveryLog made by an earlier release', () => {
+  it('drops the event name\'s index, and still finds calls by event, newest first', async () => {
+    const db = new Database(':memory:');
+    new SqliteDeliveryLog(db, { keepDelivered: 0 }).close();
+    db.exec('CREATE INDEX log_messages_event ON log_messages (event) WHERE event IS NOT NULL');
+    const log = new SqliteDeliveryLog(db, { keepDelivered: 0 });
+    const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_messages'").pluck().all();
+    expect(indexes).to.include('log_messages_key');
+    expect(indexes).to.not.include('log_messages_event');
+    log.add([call('e1', { event: 'Signed Up' }), call('e2', { event: 'Other' }), call('e3', { event: 'Signed Up' })]);
+    expect((await log.list({ event: 'Signed Up', limit: 10 })).map((m) => m.messageId)).to.deep.equal(['e3', 'e1']);
+    await log.close();
+  });
+});
