@@ -15,7 +15,7 @@
 // (bench/forwarder-floor.mjs; `floor:log`, `floor:log,kept`: with its least delivery log, and
 // messageIds kept). AB_DELAY=<ms>: the receivers answer after it; AB_ANSWER: the body they answer with (default none); AB_CONCURRENCY:
 // delivery.concurrency (default 64); AB_STATS=1: row writes per message (PostgreSQL); AB_THREADS=1:
-// each forwarder's CPU per message on its main thread and on the others (V8's compiler and GC, libuv's pool);
+// each forwarder's CPU per message on its main thread and on the others (V8's compiler and GC, libuv's pool), and each database connection's;
 // AB_TRACEPARENT=1: each message carries a `context.traceparent`, as from a client called inside a span; AB_NODE_ARGS:
 // options for node before each forwarder's script (`--cpu-prof --cpu-prof-dir=/tmp/prof`, say).
 // BENCH_WRITE_RESULTS=1: the medians recorded in bench/results.json (`forwarder-ab/<store>`), as the
@@ -205,7 +205,13 @@ for (let round = 0; round < ROUNDS; round++) {
     let db = 0;
     if (s.db) {
       const after = await s.db.pids();
-      for (const p of after) db += cpuMs(p) - (before[i].db.get(p) ?? 0);
+      const each = [];
+      for (const p of after) {
+        const used = cpuMs(p) - (before[i].db.get(p) ?? 0);
+        db += used;
+        each.push(((used * 1000) / sent).toFixed(1));
+      }
+      if (process.env.AB_THREADS) console.log(`  ${s.snap}: database connections, µs per message each: ${each.join(', ')}`);
       const added = after.filter((p) => !before[i].db.has(p));
       if (added.length > 0) console.log(`  ${s.snap}: connections opened during the phase: ${added.join('+')}`);
     }
