@@ -34,7 +34,8 @@
 // figures of forwarder-ab.mjs).
 //
 // IR_WARM (default 400), IR_CALLS (200), IR_STEP_MS (25), IR_STEPS (12), IR_V8_FLAGS (the V8 flags
-// above), IR_ANSWER: the receiver's answer body (default none), IR_KEEP=1: keep the dumps.
+// above), IR_ANSWER: the receiver's answer body (default none), IR_KEEP=1: keep the dumps,
+// IR_VALGRIND_ARGS: more callgrind options (to find the callers of a slow path).
 // BENCH_WRITE_RESULTS=1 records the rows in bench/results.json (`forwarder-instructions`, or
 // BENCH_RESULTS_KEY), named by IR_ROWS.
 import { spawn, spawnSync } from 'node:child_process';
@@ -56,6 +57,8 @@ const PER_REQUEST = 20;
 /** V8 without background threads or a GC schedule driven by time (see the header). */
 const V8_FLAGS = (process.env.IR_V8_FLAGS ?? '--interrupt-budget=8192 --single-threaded --predictable-gc-schedule').split(' ').filter(Boolean);
 const ANSWER = process.env.IR_ANSWER;
+/** More callgrind options, for a closer look (`--separate-callers6=Builtins_LoadIC`, say); the figures are then not comparable. */
+const VALGRIND_ARGS = (process.env.IR_VALGRIND_ARGS ?? '').split(' ').filter(Boolean);
 const builds = process.argv.slice(2);
 if (builds.length === 0) builds.push(join(here, '..', 'packages', 'forwarder', 'dist', 'cli.js'));
 
@@ -214,7 +217,7 @@ async function count(build, variant) {
   const preload = ['--import', join(here, 'fake-clock.mjs'), ...(variant === 'traced' ? ['--import', join(here, 'tracing-setup.mjs')] : [])];
   const child = spawn(
     'valgrind',
-    ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${join(dir, 'cg.out')}`, '--quiet',
+    ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${join(dir, 'cg.out')}`, '--quiet', ...VALGRIND_ARGS,
       process.execPath, ...V8_FLAGS, ...preload, build, 'serve', '--config', join(dir, 'config.json'), '--data', join(dir, 'data'), '--port', '0', ...(levels ? ['--log-level', 'info'] : [])],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, FAKE_CLOCK_STEP: String(STEP_MS) } },
   );
