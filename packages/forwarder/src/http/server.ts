@@ -292,10 +292,25 @@ function settingsRoute(intake: Intake, site: HttpSite, rawKey: string, req: Inco
   res.end(req.method === 'HEAD' ? undefined : text);
 }
 
-/** An ingestion request, in its span when the operator traces (see tracing.ts). */
-async function ingest(intake: Intake, site: HttpSite, endpoint: IngestEndpoint, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * An ingestion request, in its span when the operator traces (see tracing.ts). Not itself async:
+ * without a span the request's promise is `receive`'s, with no wrapper to settle per request.
+ */
+function ingest(intake: Intake, site: HttpSite, endpoint: IngestEndpoint, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const span = IngestSpan.start();
   if (span === undefined) return receive(intake, site, endpoint, path, req, res, undefined);
+  return receiveTraced(span, intake, site, endpoint, path, req, res);
+}
+
+async function receiveTraced(
+  span: IngestSpan,
+  intake: Intake,
+  site: HttpSite,
+  endpoint: IngestEndpoint,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   try {
     await receive(intake, site, endpoint, path, req, res, span);
   } catch (error) {
@@ -332,7 +347,11 @@ async function receive(
     unauthorized(res);
     return;
   }
-  if (source !== undefined && (refusedOrigin(intake, source, origin, res, path) || (await refusedRate(intake, source, res, at)))) {
+  // Only a limited source waits for its ingestion limit (an `await` costs a turn even for `false`).
+  if (
+    source !== undefined &&
+    (refusedOrigin(intake, source, origin, res, path) || (source.ingestRateLimit !== undefined && (await refusedRate(intake, source, res, at))))
+  ) {
     // The body is not read, only let through so the connection can carry the next request.
     req.resume();
     return;
@@ -344,7 +363,9 @@ async function receive(
     fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     return;
   }
-  const decoded = await decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
+  // Most requests are not compressed: no promise to wait for then.
+  const encoding = req.headers['content-encoding'];
+  const decoded = encoding === undefined ? ({ ok: true, body: read.body } as const) : await decodeBody(read.body, encoding, MAX_BODY_BYTES);
   if (!decoded.ok) {
     const code = decoded.reason === 'too_large' ? 'body_too_large' : decoded.reason === 'unsupported' ? 'unsupported_encoding' : 'invalid_body';
     intake.refused(code, decoded.reason === 'too_large' ? 413 : decoded.reason === 'unsupported' ? 415 : 400, source?.name, at);
@@ -367,7 +388,7 @@ async function receive(
       unauthorized(res);
       return;
     }
-    if (refusedOrigin(intake, source, origin, res, path) || (await refusedRate(intake, source, res, at))) return;
+    if (refusedOrigin(intake, source, origin, res, path) || (source.ingestRateLimit !== undefined && (await refusedRate(intake, source, res, at)))) return;
   }
   if (!json.ok) {
     intake.refused('invalid_json', 400, source.name, at);
