@@ -38,18 +38,9 @@ export interface Told {
 /**
  * While attempts are in flight, an outcome waits up to this many ms for others to share its
  * write, or until half of `concurrency` wait: fewer, larger writes, which cost less CPU per
- * message than one per outcome (on SQLite each write is a commit that writes the pages it
- * touched: 50 ms rather than 5 saves 2 to 5% of the CPU per message at 1,000 messages/s, the
- * delivery log's own wait). Idle or stopping: written at once. A delivery stays unclaimable
- * until its outcome is written; after a crash within the wait it is sent again.
+ * message than one per outcome. Idle or stopping: written at once.
  */
-export const RECORD_WAIT_MS = 50;
-
-/**
- * The wait of an ordered delivery's outcome (`orderKey`): the next call of its user is released
- * only once it is written, so a long wait would slow one user's calls to a few a second.
- */
-export const ORDERED_RECORD_WAIT_MS = 5;
+const RECORD_WAIT_MS = 5;
 
 /**
  * The recording step of a batch's path: each attempt's outcome written with its lease's token, in
@@ -74,9 +65,8 @@ export class Recording {
   private readonly batchCalls = new Map<number, readonly BatchMember[]>();
   private flushing: Promise<void> | undefined;
   private flushQueued = false;
-  /** An outcome's wait for others (RECORD_WAIT_MS), and when it ends. */
+  /** An outcome's wait for others (RECORD_WAIT_MS). */
   private recordTimer: TimerHandle | undefined;
-  private recordAt = 0;
 
   constructor(
     private readonly store: ForwarderStore,
@@ -134,16 +124,10 @@ export class Recording {
     // More outcomes come soon while attempts are in flight: wait for them, briefly. The slot is
     // free meanwhile: the loop runs in the next turn to fill it, as when the outcome goes at once.
     if (this.inFlight.size > 0 && !this.loop.stopping() && this.pending.length < Math.max(1, this.concurrency >> 1)) {
-      const wait = delivery.orderKey === undefined ? RECORD_WAIT_MS : ORDERED_RECORD_WAIT_MS;
-      const at = this.clock.now() + wait;
-      if (this.recordTimer === undefined || at < this.recordAt) {
-        if (this.recordTimer !== undefined) this.clock.clearTimeout(this.recordTimer);
-        this.recordAt = at;
-        this.recordTimer = this.clock.setTimeout(() => {
-          this.recordTimer = undefined;
-          this.queueFlush();
-        }, wait);
-      }
+      this.recordTimer ??= this.clock.setTimeout(() => {
+        this.recordTimer = undefined;
+        this.queueFlush();
+      }, RECORD_WAIT_MS);
       this.loop.kickNextTurn();
       return;
     }

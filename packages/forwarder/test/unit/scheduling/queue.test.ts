@@ -3,7 +3,6 @@ import { expect } from 'chai';
 import { FakeClock, flushMicrotasks } from '../../../../../test/helpers/fake-clock';
 import { MemoryStore } from '../../../src/store/memory/memory';
 import { Scheduler } from '../../../src/scheduling/queue';
-import { ORDERED_RECORD_WAIT_MS, RECORD_WAIT_MS } from '../../../src/scheduling/recording';
 import type { AttemptReport, DeliveryTarget } from '../../../src/scheduling/queue';
 import type { AttemptResult, AttemptState } from '../../../src/delivery/destination';
 import type { NewDelivery } from '../../../src/store/contract';
@@ -287,7 +286,7 @@ describe('Scheduler', () => {
     expect(clock.now() - idleEnd).to.be.at.most(60_000);
   });
 
-  it('writes outcomes together while attempts are in flight (up to RECORD_WAIT_MS, or half of concurrency), and at once when none is', async () => {
+  it('writes outcomes together while attempts are in flight (up to 5 ms, or half of concurrency), and at once when none is', async () => {
     const recording = new RecordingStore();
     store = recording;
     await store.enqueue(['hang', 'a', 'b', 'c', 'd', 'e', 'f'].map((id) => delivery(id)));
@@ -300,9 +299,7 @@ describe('Scheduler', () => {
     target.calls[2]!.resolve(delivered(1));
     await flushMicrotasks();
     expect(recording.writes).to.deep.equal([]);
-    await clock.tick(RECORD_WAIT_MS - 1);
-    expect(recording.writes).to.deep.equal([]);
-    await clock.tick(1);
+    await clock.tick(5);
     expect(recording.writes).to.deep.equal([['delivered', 'delivered']]);
     // Half of concurrency (4) waiting: written without the wait.
     for (const i of [3, 4, 5, 6]) {
@@ -315,26 +312,6 @@ describe('Scheduler', () => {
     await flushMicrotasks();
     expect(recording.writes).to.have.length(3);
     expect(recording.writes[2]).to.deep.equal(['retry']);
-  });
-
-  it('waits only ORDERED_RECORD_WAIT_MS once an ordered outcome waits: the next call of its user is released by the write', async () => {
-    const recording = new RecordingStore();
-    store = recording;
-    await store.enqueue([delivery('hang'), delivery('a'), { ...delivery('o1'), orderKey: 'user-1' }]);
-    create(8).start();
-    await flushMicrotasks();
-    expect(target.calls).to.have.length(3);
-    expect(RECORD_WAIT_MS).to.be.above(ORDERED_RECORD_WAIT_MS);
-    // An unordered outcome waits the long wait; an ordered one after it brings the write forward.
-    target.calls[1]!.resolve(delivered(1));
-    await flushMicrotasks();
-    await clock.tick(1);
-    target.calls[2]!.resolve(delivered(1));
-    await flushMicrotasks();
-    await clock.tick(ORDERED_RECORD_WAIT_MS - 1);
-    expect(recording.writes).to.deep.equal([]);
-    await clock.tick(1);
-    expect(recording.writes).to.deep.equal([['delivered', 'delivered']]);
   });
 
   it('fills a slot at once when its outcome waits for others', async () => {
