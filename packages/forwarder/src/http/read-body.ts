@@ -28,12 +28,17 @@ export type BodyDecode =
 
 /**
  * Undoes `Content-Encoding: gzip` or `deflate` (the client's `gzip` option). The limit applies
- * to the decoded bytes too, so a small compressed body cannot expand past it.
+ * to the decoded bytes too, so a small compressed body cannot expand past it. A promise only when
+ * there is something to decompress: most requests are not compressed.
  */
-export async function decodeBody(body: Buffer, encoding: string | undefined, limit: number): Promise<BodyDecode> {
+export function decodeBody(body: Buffer, encoding: string | undefined, limit: number): BodyDecode | Promise<BodyDecode> {
   const name = (encoding ?? 'identity').trim().toLowerCase();
   if (name === 'identity' || name === '') return { ok: true, body };
   if (name !== 'gzip' && name !== 'x-gzip' && name !== 'deflate') return { ok: false, reason: 'unsupported' };
+  return decompress(body, name, limit);
+}
+
+async function decompress(body: Buffer, name: string, limit: number): Promise<BodyDecode> {
   try {
     const decoded = await new Promise<Buffer>((resolve, reject) => {
       const done = (error: Error | null, result: Buffer) => (error ? reject(error) : resolve(result));

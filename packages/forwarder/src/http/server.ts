@@ -235,14 +235,30 @@ function refusedOrigin(intake: Intake, source: RouteSource, origin: string | und
   return true;
 }
 
+/**
+ * Whether the request was refused at the door (its origin, then its source's ingestion limit), and
+ * answered. A promise only for a source with a limit: an `await` costs a turn even for `false`.
+ */
+function refusedAtDoor(
+  intake: Intake,
+  source: RouteSource,
+  origin: string | undefined,
+  res: ServerResponse,
+  path: string,
+  at: RefusedAt,
+): boolean | Promise<boolean> {
+  if (refusedOrigin(intake, source, origin, res, path)) return true;
+  const limit = source.ingestRateLimit;
+  return limit === undefined ? false : refusedRate(intake, source, limit, res, at);
+}
+
 /** Takes the request from the source's ingestion limit; answers 429 and returns true past it. */
-async function refusedRate(intake: Intake, source: RouteSource, res: ServerResponse, at: RefusedAt): Promise<boolean> {
-  if (source.ingestRateLimit === undefined) return false;
+async function refusedRate(intake: Intake, source: RouteSource, limit: NonNullable<RouteSource['ingestRateLimit']>, res: ServerResponse, at: RefusedAt): Promise<boolean> {
   const admission = await intake.admit(source);
   if (admission.ok) return false;
   intake.refused('rate_limit', 429, source.name, at);
   log('429: source %s is past its ingestion limit', source.name);
-  fail(res, 429, 'rate_limited', `The source takes at most ${source.ingestRateLimit.perSecond} requests a second (burst ${source.ingestRateLimit.burst}); retry after ${admission.retryAfterSeconds} s`, { retryAfter: admission.retryAfterSeconds }, { 'Retry-After': String(admission.retryAfterSeconds) });
+  fail(res, 429, 'rate_limited', `The source takes at most ${limit.perSecond} requests a second (burst ${limit.burst}); retry after ${admission.retryAfterSeconds} s`, { retryAfter: admission.retryAfterSeconds }, { 'Retry-After': String(admission.retryAfterSeconds) });
   return true;
 }
 
@@ -298,21 +314,14 @@ function settingsRoute(intake: Intake, site: HttpSite, rawKey: string, req: Inco
  */
 function ingest(intake: Intake, site: HttpSite, endpoint: IngestEndpoint, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const span = IngestSpan.start();
-  if (span === undefined) return receive(intake, site, endpoint, path, req, res, undefined);
-  return receiveTraced(span, intake, site, endpoint, path, req, res);
+  const running = receive(intake, site, endpoint, path, req, res, span);
+  return span === undefined ? running : endSpan(span, running, path, res);
 }
 
-async function receiveTraced(
-  span: IngestSpan,
-  intake: Intake,
-  site: HttpSite,
-  endpoint: IngestEndpoint,
-  path: string,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
+/** Ends `span` with the request `running`: failed with its error, or with its answer's status. */
+async function endSpan(span: IngestSpan, running: Promise<void>, path: string, res: ServerResponse): Promise<void> {
   try {
-    await receive(intake, site, endpoint, path, req, res, span);
+    await running;
   } catch (error) {
     span.fail(error, path);
     throw error;
@@ -347,11 +356,8 @@ async function receive(
     unauthorized(res);
     return;
   }
-  // Only a limited source waits for its ingestion limit (an `await` costs a turn even for `false`).
-  if (
-    source !== undefined &&
-    (refusedOrigin(intake, source, origin, res, path) || (source.ingestRateLimit !== undefined && (await refusedRate(intake, source, res, at))))
-  ) {
+  const door = source === undefined ? false : refusedAtDoor(intake, source, origin, res, path, at);
+  if (door === true || (door !== false && (await door))) {
     // The body is not read, only let through so the connection can carry the next request.
     req.resume();
     return;
@@ -363,9 +369,8 @@ async function receive(
     fail(res, 413, 'body_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (500 KB); send smaller batches`, { limit: MAX_BODY_BYTES });
     return;
   }
-  // Most requests are not compressed: no promise to wait for then.
-  const encoding = req.headers['content-encoding'];
-  const decoded = encoding === undefined ? ({ ok: true, body: read.body } as const) : await decodeBody(read.body, encoding, MAX_BODY_BYTES);
+  const decoding = decodeBody(read.body, req.headers['content-encoding'], MAX_BODY_BYTES);
+  const decoded = decoding instanceof Promise ? await decoding : decoding;
   if (!decoded.ok) {
     const code = decoded.reason === 'too_large' ? 'body_too_large' : decoded.reason === 'unsupported' ? 'unsupported_encoding' : 'invalid_body';
     intake.refused(code, decoded.reason === 'too_large' ? 413 : decoded.reason === 'unsupported' ? 415 : 400, source?.name, at);
@@ -388,7 +393,8 @@ async function receive(
       unauthorized(res);
       return;
     }
-    if (refusedOrigin(intake, source, origin, res, path) || (source.ingestRateLimit !== undefined && (await refusedRate(intake, source, res, at)))) return;
+    const door = refusedAtDoor(intake, source, origin, res, path, at);
+    if (door === true || (door !== false && (await door))) return;
   }
   if (!json.ok) {
     intake.refused('invalid_json', 400, source.name, at);
